@@ -1,0 +1,147 @@
+"""Typed records that flow between stages.
+
+Every stage reads and writes lists of these pydantic models; ``babelrag.store`` turns them into
+Arrow/parquet through ``datasets`` with features derived from the model (see ``babelrag.schema``).
+Free-form mappings are kept as JSON strings so every column has one Arrow type.
+"""
+from __future__ import annotations
+
+from typing import Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field
+
+QuestionType = Literal["aggregation", "comparison", "multi-hop", "set"]
+QUESTION_TYPES: tuple[str, ...] = ("aggregation", "comparison", "multi-hop", "set")
+
+DocumentRole = Literal["supporting", "distractor"]
+# RAGE's distractor kinds; supporting documents are "relevant".
+DocumentKind = Literal["relevant", "related", "irrelevant", "seemingly_relevant"]
+
+
+class Record(BaseModel):
+    """Base for stored records: strict (unknown fields are bugs) and keyed by ``id``."""
+
+    model_config = ConfigDict(extra="forbid")
+    id: str
+
+
+class Provenance(BaseModel):
+    """Where a generated record came from: enough to reproduce or audit it."""
+
+    model_config = ConfigDict(extra="forbid")
+    model: str = ""
+    endpoint: str = ""
+    prompt_id: str = ""
+    prompt_version: str = ""
+    config_hash: str = ""
+
+
+class Article(Record):
+    """One news article after ingestion (language identified, deduplicated)."""
+
+    title: str
+    text: str
+    language: str  # ISO 639-1 code, e.g. "en", "de", "zh"
+    published: str  # ISO date YYYY-MM-DD
+    url: str = ""
+    source: str = ""  # file the article came from (jsonl/html/warc path)
+    n_tokens: int = 0
+    title_entities: list[str] = Field(default_factory=list)
+
+
+class ArticlePair(Record):
+    """Two related articles: same-language (entity graph) or cross-language (dense retrieval)."""
+
+    article_a: str
+    article_b: str
+    language_a: str
+    language_b: str
+    method: Literal["entity_graph", "dense"]
+    score: float = 0.0
+    shared_entities: list[str] = Field(default_factory=list)
+    days_apart: int = 0
+    relevant: Optional[bool] = None  # LLM topical-relevance verdict; None = not checked
+    rationale: str = ""
+    provenance: Provenance = Field(default_factory=Provenance)
+
+
+class SimpleQA(BaseModel):
+    """A one-step question/answer written from one article's summary."""
+
+    model_config = ConfigDict(extra="forbid")
+    article_id: str
+    question: str
+    answer: str
+
+
+class QAItem(Record):
+    """A cross-document question (English first) with its answer and the evidence it used."""
+
+    pair_id: str
+    article_ids: list[str]
+    q_type: QuestionType
+    question: str  # English
+    answer: str  # English
+    summaries: list[str] = Field(default_factory=list)
+    selected: list[SimpleQA] = Field(default_factory=list)
+    translations_json: str = "{}"  # {"de": {"question": .., "answer": .., "machine_translated": true}}
+    filters_json: str = "{}"  # {"well_formed": {"passed": true, "detail": ..}, ...}
+    accepted: bool = True
+    rejected_by: str = ""  # first filter that rejected it
+    verified: bool = False  # set by human annotation
+    provenance: Provenance = Field(default_factory=Provenance)
+
+
+class Distractor(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    article_id: str
+    language: str
+    kind: DocumentKind
+    score: float = 0.0
+
+
+class DistractorSet(Record):
+    """Distractors chosen for one question, per language, with RAGE's kinds."""
+
+    qa_id: str
+    distractors: list[Distractor] = Field(default_factory=list)
+
+
+class Document(BaseModel):
+    """A document as shown to a model inside an instance."""
+
+    model_config = ConfigDict(extra="forbid")
+    article_id: str
+    title: str
+    text: str
+    language: str
+    published: str
+    role: DocumentRole
+    kind: DocumentKind
+    machine_translated: bool = False
+
+
+class Instance(Record):
+    """One benchmark item in one setting: question, gold answer and the documents to read."""
+
+    qa_id: str
+    setting: str  # e.g. "mono", "multi", "en-baseline", "mono+EQ", "no-retrieval", "oracle"
+    language: str  # question language
+    question: str
+    answer: str
+    en_question: str
+    en_answer: str
+    q_type: QuestionType
+    documents: list[Document] = Field(default_factory=list)
+    verified: bool = False
+    machine_translated: bool = False
+    dates: list[str] = Field(default_factory=list)  # supporting articles' publication dates
+
+
+class ErrorRecord(Record):
+    """An item that failed (LLM parse failure, bad input): kept and counted, never dropped silently."""
+
+    stage: str
+    item_id: str
+    reason: str
+    detail: str = ""
