@@ -1,0 +1,188 @@
+"""RAGE citation metrics: parsing IEEE-style citations and scoring them against relevant documents.
+
+Documents are numbered 1..n_docs in the order shown to the model. Recognised forms (whitespace free):
+``[1]``, ``[1][2]``, ``[1, 2]``, ``[1; 2]``, ``[1-3]`` / ``[1–3]``, ``[#3]``, ``[doc#2]``, ``[Doc 2]``,
+``[doc2]``. A bracket whose content is not a citation (``[sic]``) is ignored; one that contains a
+digit but does not parse (``[1a]``) is counted as ``malformed``. Ids outside 1..n_docs are kept as
+wrong citations and counted as ``out_of_range`` — never dropped silently.
+
+Conventions (per query; ``C`` = distinct cited ids incl. out-of-range, ``R`` = relevant ids):
+- precision = |C∩R|/|C|, recall = |C∩R|/|R|, F1 their harmonic mean (0 when both are 0);
+- ``R`` empty and ``C`` empty: P = R = F1 = 1 (correctly cited nothing);
+- ``R`` empty and ``C`` non-empty: P = 0, recall = 1 (nothing to find), F1 = 0;
+- ``C`` empty and ``R`` non-empty: P = 0 (no credited citation), recall = 0, F1 = 0.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from babelrag.errors import InputError
+from babelrag.evaluators.registry import ScoreResult, make_result, register
+from babelrag.evaluators.text import tokenize
+
+MAX_RANGE = 50  # a range wider than this is a typo or a year span, not a citation
+_BRACKET = re.compile(r"\[([^\[\]\n]{1,80})\]")
+_ID = r"(?:(?:doc(?:ument)?|source|ref|passage)\s*)?#?\s*(\d{1,6})"
+_TOKEN = re.compile(rf"^{_ID}(?:\s*[-\u2013\u2014]\s*{_ID})?$", re.IGNORECASE)
+_SEP = re.compile(r"\s*[,;]\s*")
+
+SCORE_KEYS = ("precision", "recall", "f1", "n_citations", "distinct_citations", "out_of_range", "answer_length")
+
+
+@dataclass(frozen=True)
+class CitationParse:
+    """What an answer cites, in order of appearance."""
+
+    mentions: tuple[int, ...]  # every cited id, repeats kept, out-of-range included
+    out_of_range: int  # number of mentions outside 1..n_docs
+    malformed: int  # bracket groups with digits that did not parse
+
+    @property
+    def ordered(self) -> tuple[int, ...]:
+        """Distinct ids in order of first appearance (what MAP@k ranks)."""
+        return tuple(dict.fromkeys(self.mentions))
+
+
+def _parse_group(content: str) -> list[int] | None:
+    ids: list[int] = []
+    for token in _SEP.split(content.strip()):
+        m = _TOKEN.match(token)
+        if not m:
+            return None
+        start = int(m.group(1))
+        if m.group(2) is None:
+            ids.append(start)
+            continue
+        end = int(m.group(2))
+        if end < start or end - start >= MAX_RANGE:
+            return None
+        ids.extend(range(start, end + 1))
+    return ids
+
+
+def parse_citations(answer: str, n_docs: int) -> CitationParse:
+    """Find citations in ``answer``; ids are 1-based positions of the documents shown."""
+    mentions: list[int] = []
+    malformed = 0
+    for m in _BRACKET.finditer(answer):
+        ids = _parse_group(m.group(1))
+        if ids is None:
+            malformed += any(ch.isdigit() for ch in m.group(1))
+            continue
+        mentions.extend(ids)
+    out = sum(1 for i in mentions if not 1 <= i <= n_docs)
+    return CitationParse(tuple(mentions), out, malformed)
+
+
+def strip_citations(answer: str) -> str:
+    """The answer without its citation brackets (for length and overlap metrics)."""
+    return _BRACKET.sub(lambda m: "" if _parse_group(m.group(1)) is not None else m.group(0), answer)
+
+
+def prf(cited: set[int], relevant: set[int]) -> tuple[float, float, float]:
+    """Precision, recall, F1 with the conventions in the module docstring."""
+    if not relevant:
+        return (1.0, 1.0, 1.0) if not cited else (0.0, 1.0, 0.0)
+    if not cited:
+        return 0.0, 0.0, 0.0
+    tp = len(cited & relevant)
+    p, r = tp / len(cited), tp / len(relevant)
+    f1 = 0.0 if tp == 0 else 2 * p * r / (p + r)
+    return p, r, f1
+
+
+@dataclass(frozen=True)
+class CitationItem:
+    """One answer to score: ``relevant`` holds 1-based positions of the relevant documents."""
+
+    query_id: str
+    answer: str
+    n_docs: int
+    relevant: Sequence[int] = field(default_factory=tuple)
+
+
+def _coerce(items: Iterable[CitationItem | Mapping[str, Any]]) -> list[CitationItem]:
+    out: list[CitationItem] = []
+    for i, it in enumerate(items):
+        if isinstance(it, Mapping):
+            try:
+                it = CitationItem(**it)
+            except TypeError as exc:
+                raise InputError(f"citation item {i}: {exc}; expected query_id, answer, n_docs, relevant") from exc
+        bad = [r for r in it.relevant if not 1 <= r <= it.n_docs]
+        if bad:
+            raise InputError(
+                f"citation item {it.query_id!r}: relevant ids {bad} outside 1..{it.n_docs}; ids are 1-based positions"
+            )
+        out.append(it)
+    return out
+
+
+def score_item(item: CitationItem) -> dict[str, Any]:
+    parse = parse_citations(item.answer, item.n_docs)
+    cited = set(parse.mentions)
+    p, r, f1 = prf(cited, set(item.relevant))
+    return {
+        "query_id": item.query_id,
+        "precision": p,
+        "recall": r,
+        "f1": f1,
+        "n_citations": len(parse.mentions),
+        "distinct_citations": len(cited),
+        "out_of_range": parse.out_of_range,
+        "malformed": parse.malformed,
+        "answer_length": len(tokenize(strip_citations(item.answer))),
+        "cited": list(parse.ordered),
+    }
+
+
+@register("rage.citations")
+def score_citations(
+    items: Iterable[CitationItem | Mapping[str, Any]], rounds: int = 1000, seed: int = 0
+) -> ScoreResult:
+    """Citation precision/recall/F1, distinct citations and answer length per query, with CIs."""
+    rows = [score_item(it) for it in _coerce(items)]
+    counts = {
+        "items": len(rows),
+        "out_of_range_mentions": sum(r["out_of_range"] for r in rows),
+        "malformed_groups": sum(r["malformed"] for r in rows),
+    }
+    return make_result("rage.citations", rows, SCORE_KEYS, rounds=rounds, seed=seed, counts=counts)
+
+
+@register("rage.random_citations")
+def score_random_citations(
+    items: Iterable[CitationItem | Mapping[str, Any]],
+    k: int | None = None,
+    draws: int = 200,
+    rounds: int = 1000,
+    seed: int = 0,
+) -> ScoreResult:
+    """Seeded random-citation baseline.
+
+    For each query, cite ``k`` distinct documents drawn uniformly from 1..n_docs (``k=None``: as many
+    distinct in-range documents as the model's answer cited), averaged over ``draws`` draws.
+    """
+    rng = np.random.default_rng(seed)
+    rows: list[dict[str, Any]] = []
+    for it in _coerce(items):
+        if k is None:
+            kk = len({c for c in parse_citations(it.answer, it.n_docs).mentions if 1 <= c <= it.n_docs})
+        else:
+            kk = min(k, it.n_docs)
+        relevant = set(it.relevant)
+        acc = np.zeros(3)
+        for _ in range(draws):
+            cited = set((rng.permutation(it.n_docs)[:kk] + 1).tolist()) if kk else set()
+            acc += prf(cited, relevant)
+        p, r, f1 = acc / draws
+        rows.append({"query_id": it.query_id, "precision": p, "recall": r, "f1": f1, "k": kk})
+    return make_result(
+        "rage.random_citations", rows, ("precision", "recall", "f1"), rounds=rounds, seed=seed,
+        counts={"items": len(rows)},
+    )

@@ -1,0 +1,115 @@
+"""RAGE citation parsing and scoring on hand-computed cases."""
+import math
+
+import pytest
+
+from babelrag.errors import InputError
+from babelrag.evaluators.citations import (
+    CitationItem,
+    parse_citations,
+    prf,
+    score_citations,
+    score_random_citations,
+    strip_citations,
+)
+
+
+@pytest.mark.parametrize(
+    "answer, mentions",
+    [
+        ("Paris [1].", (1,)),
+        ("Paris [1][2].", (1, 2)),
+        ("Paris [1, 2] and [3,4]", (1, 2, 3, 4)),
+        ("Paris [ 1 ;2 ]", (1, 2)),
+        ("Paris [1-3]", (1, 2, 3)),
+        ("Paris [2 \u2013 4]", (2, 3, 4)),
+        ("Paris [#3]", (3,)),
+        ("Paris [doc#2] [Doc 4] [document 1]", (2, 4, 1)),
+        ("Paris [1, 3-4]", (1, 3, 4)),
+        ("Paris [2] then [1] then [2]", (2, 1, 2)),
+        ("no citations [sic] here", ()),
+    ],
+)
+def test_parse_forms(answer, mentions):
+    assert parse_citations(answer, n_docs=8).mentions == mentions
+
+
+def test_out_of_range_counted_not_dropped():
+    p = parse_citations("A [1][9] B [0] C [2, 12]", n_docs=4)
+    assert p.mentions == (1, 9, 0, 2, 12)
+    assert p.out_of_range == 3
+
+
+def test_malformed_groups_counted():
+    p = parse_citations("A [1a] B [3-1] C [1-200] D [note] E [2]", n_docs=4)
+    assert p.mentions == (2,)
+    assert p.malformed == 3  # [1a], reversed range, absurd range; [note] has no digit
+
+
+def test_order_of_first_appearance():
+    assert parse_citations("[3] x [1][3] y [2]", 5).ordered == (3, 1, 2)
+
+
+def test_prf_conventions():
+    assert prf(set(), set()) == (1.0, 1.0, 1.0)
+    assert prf({1}, set()) == (0.0, 1.0, 0.0)
+    assert prf(set(), {1}) == (0.0, 0.0, 0.0)
+    assert prf({1, 2, 3}, {1, 4}) == pytest.approx((1 / 3, 1 / 2, 0.4))
+    assert prf({5}, {1}) == (0.0, 0.0, 0.0)
+
+
+def test_score_citations_hand_computed():
+    items = [
+        # cites 1, 2 and out-of-range 9: P = 1/3, R = 1/2 (relevant 1, 3), F1 = 0.4
+        CitationItem("q1", "Berlin is big [1][2]. Also [9].", n_docs=4, relevant=(1, 3)),
+        # no relevant docs, no citations: all 1
+        {"query_id": "q2", "answer": "I cannot tell.", "n_docs": 4, "relevant": ()},
+        # relevant docs but no citations: all 0
+        CitationItem("q3", "It rained.", n_docs=4, relevant=(2,)),
+    ]
+    res = score_citations(items, rounds=200)
+    q1, q2, q3 = res.items
+    assert (q1["precision"], q1["recall"], q1["f1"]) == pytest.approx((1 / 3, 0.5, 0.4))
+    assert q1["out_of_range"] == 1 and q1["distinct_citations"] == 3 and q1["n_citations"] == 3
+    assert q1["answer_length"] == 4  # "berlin is big also": brackets stripped
+    assert (q2["precision"], q2["recall"], q2["f1"]) == (1.0, 1.0, 1.0)
+    assert (q3["precision"], q3["recall"], q3["f1"]) == (0.0, 0.0, 0.0)
+    assert res.aggregate["precision"].value == pytest.approx((1 / 3 + 1 + 0) / 3)
+    assert res.aggregate["f1"].low <= res.aggregate["f1"].value <= res.aggregate["f1"].high
+    assert res.counts["out_of_range_mentions"] == 1
+    assert res.to_dict()["aggregate"]["recall"]["n"] == 3
+
+
+def test_answer_length_cjk_per_character():
+    res = score_citations([CitationItem("z", "巴黎是首都[1]。", n_docs=2, relevant=(1,))], rounds=10)
+    assert res.items[0]["answer_length"] == 5
+
+
+def test_strip_keeps_non_citations():
+    assert strip_citations("a [1] b [sic]") == "a  b [sic]"
+
+
+def test_bad_relevant_ids_name_the_item():
+    with pytest.raises(InputError, match="q7"):
+        score_citations([CitationItem("q7", "x", n_docs=2, relevant=(3,))])
+
+
+def test_random_baseline_deterministic_cases_and_seed():
+    items = [
+        CitationItem("all", "[1][2]", n_docs=2, relevant=(1,)),  # k = 2 = n_docs: cites everything
+        CitationItem("none", "no cites", n_docs=3, relevant=(1,)),  # k = 0
+    ]
+    res = score_random_citations(items, draws=5, rounds=10)
+    assert (res.items[0]["precision"], res.items[0]["recall"]) == (0.5, 1.0)
+    assert (res.items[1]["precision"], res.items[1]["recall"]) == (0.0, 0.0)
+
+
+def test_random_baseline_expectation_and_reproducible():
+    items = [CitationItem("q", "[1]", n_docs=4, relevant=(1,))]  # k = 1 -> E[P] = E[R] = 1/4
+    a = score_random_citations(items, draws=4000, seed=3, rounds=10)
+    b = score_random_citations(items, draws=4000, seed=3, rounds=10)
+    assert a.items == b.items
+    assert a.items[0]["precision"] == pytest.approx(0.25, abs=0.03)
+    fixed = score_random_citations(items, k=4, draws=3, rounds=10)
+    assert fixed.items[0]["precision"] == 0.25 and fixed.items[0]["recall"] == 1.0
+    assert not math.isnan(a.aggregate["f1"].value)
