@@ -1,0 +1,155 @@
+"""The ``babelrag`` command line.
+
+Start-up stays fast: this module imports only typer/rich and the light core; every command imports
+what it needs when it runs. User errors (BabelragError) print one line and exit 2.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from babelrag.errors import BabelragError
+
+app = typer.Typer(help="Build, annotate, release and evaluate multilingual / cross-lingual RAG benchmarks.",
+                  no_args_is_help=True, pretty_exceptions_enable=False, add_completion=False)
+construct_app = typer.Typer(help="Build stages: ingest, pairs, relevance, questions, filters, distractors, "
+                                 "instances.", no_args_is_help=True)
+app.add_typer(construct_app, name="construct")
+
+
+def _mount_optional(module: str, name: str, help_text: str) -> None:
+    """Mount a stage's own typer app; a missing module leaves a command that says so."""
+    import importlib
+
+    try:
+        sub = importlib.import_module(module).app
+    except (ImportError, AttributeError) as exc:
+        sub = typer.Typer(help=f"{help_text} (unavailable: {exc})")
+
+        @sub.callback(invoke_without_command=True)
+        def _unavailable() -> None:
+            raise BabelragError(f"`babelrag {name}` is not available in this installation: {exc}")
+
+    app.add_typer(sub, name=name, help=help_text)
+
+
+ConfigOpt = typer.Option(Path("babelrag.yaml"), "--config", "-c", help="YAML config (see `babelrag init`).")
+
+
+def _console():  # noqa: ANN202 - rich is imported lazily
+    from rich.console import Console
+
+    return Console(stderr=True)
+
+
+def _load(config: Path):  # noqa: ANN202
+    from babelrag.config import load_config
+
+    return load_config(config)
+
+
+@app.command()
+def init(path: Path = typer.Argument(Path("babelrag.yaml"), help="Where to write the example config."),
+         force: bool = typer.Option(False, "--force", help="Overwrite an existing file.")) -> None:
+    """Write a commented example YAML config."""
+    from babelrag.templates import example_config_text
+
+    if path.exists() and not force:
+        raise BabelragError(f"{path} exists; pass --force to overwrite it")
+    path.write_text(example_config_text(), encoding="utf-8")
+    typer.echo(f"wrote {path} — edit corpus.inputs and llm.endpoints, then run `babelrag run -c {path}`")
+
+
+@app.command()
+def run(config: Path = ConfigOpt,
+        until: Optional[str] = typer.Option(None, help="Stop after this stage."),
+        force: list[str] = typer.Option([], "--force", help="Redo this stage even if unchanged (repeatable)."),
+        ) -> None:
+    """Run the build pipeline (skips stages whose inputs and config are unchanged)."""
+    from babelrag.runner import run_pipeline
+
+    run_pipeline(_load(config), until=until, force=force, console=_console())
+
+
+def _stage_command(stage: str, doc: str) -> None:
+    def command(config: Path = ConfigOpt,
+                force: bool = typer.Option(False, "--force", help="Redo the stage even if unchanged.")) -> None:
+        from babelrag.runner import run_pipeline
+
+        run_pipeline(_load(config), only=[stage], force=[stage] if force else [], console=_console())
+
+    command.__doc__ = doc
+    construct_app.command(name=stage)(command)
+
+
+for _spec_name, _doc in (
+    ("ingest", "Read the corpus (WARC/HTML/JSONL): date window, length, language ID, dedupe, title NER."),
+    ("pairs", "Mine related article pairs: entity graph (same language) and dense retrieval (cross-language)."),
+    ("relevance", "Check each candidate pair's topical relevance with the LLM."),
+    ("questions", "Generate cross-document questions (summary -> simple Q&A -> question -> answer) and translate."),
+    ("filters", "Filter questions: well-formed, named entity, near-duplicates, verbatim, needs both, needs retrieval."),
+    ("distractors", "Select distractors: related (older), random irrelevant and seemingly relevant."),
+    ("instances", "Assemble benchmark instances for every configured setting and language."),
+):
+    _stage_command(_spec_name, _doc)
+
+
+@construct_app.command("status")
+def construct_status(config: Path = ConfigOpt) -> None:
+    """Show which stages are finished and current."""
+    from rich.table import Table
+
+    from babelrag.pipeline import STAGES, Pipeline
+
+    pipe = Pipeline(_load(config))
+    table = Table(title=f"build: {pipe.store.root}")
+    for col in ("stage", "state", "out", "errors", "finished"):
+        table.add_column(col)
+    import datetime as _dt
+
+    for spec in STAGES:
+        m = pipe.store.manifest(spec.name)
+        if m is None:
+            table.add_row(spec.name, "not built", "-", "-", "-")
+            continue
+        state = "current" if pipe.is_current(spec) else "stale"
+        when = _dt.datetime.fromtimestamp(m.finished_at).isoformat(timespec="seconds")
+        table.add_row(spec.name, state, str(m.counts.get("out", 0)), str(m.counts.get("errors", 0)), when)
+    _console().print(table)
+
+
+@app.command()
+def demo(build_dir: Path = typer.Option(Path("demo-build"), help="Where the demo writes its build."),
+         endpoint: Optional[str] = typer.Option(None, help="OpenAI-compatible base URL to use instead of the "
+                                                           "embedded local model."),
+         model: Optional[str] = typer.Option(None, help="Model name at --endpoint."),
+         max_pairs: int = typer.Option(8, help="How many related pairs to turn into questions."),
+         ) -> None:
+    """Run the whole pipeline on the shipped sample corpus and end with a report."""
+    from babelrag.demo import run_demo
+
+    run_demo(build_dir=build_dir, endpoint=endpoint, model=model, max_pairs=max_pairs, console=_console())
+
+
+_mount_optional("babelrag.llm.cli", "llm", "Embedded local model server and endpoint checks.")
+_mount_optional("babelrag.annotate.cli", "annotate", "Argilla server, annotation projects, responses, agreement.")
+_mount_optional("babelrag.release.cli", "release", "Validate, split and write releases (Hub layout), push them.")
+_mount_optional("babelrag.evaluators.cli", "evaluate", "Score models on a release with the bundled metrics.")
+
+
+def main() -> None:
+    try:
+        app()
+    except BabelragError as exc:
+        typer.secho(f"error: {exc}", fg="red", err=True)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        typer.secho("interrupted; finished work is kept — re-run to resume", fg="yellow", err=True)
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,89 @@
+"""Persistent response cache: SQLite in WAL mode, one committed row per finished call.
+
+Why SQLite/WAL: several processes (parallel stages, a re-run next to a still-running job) can read and
+write at once; each success is committed as soon as it arrives, so a killed run loses only the calls
+that were in flight. Only successful answers are stored (a failed item is tried again on re-run).
+The key hashes what determines the answer: endpoint base_url + model, messages, sampling params,
+prompt id + version, schema name. API keys are never part of the key or the row.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS responses (
+    key TEXT PRIMARY KEY,
+    kind TEXT NOT NULL,            -- chat | embed
+    model TEXT NOT NULL,
+    prompt TEXT NOT NULL,          -- prompt id@version ('' for free calls)
+    raw TEXT NOT NULL,             -- response text (chat) or JSON vector (embed)
+    usage TEXT NOT NULL,           -- JSON {prompt_tokens, completion_tokens}
+    created REAL NOT NULL
+)
+"""
+
+
+def cache_key(*, base_url: str, model: str, kind: str, payload: Any, params: dict,
+              prompt_ref: str = "", schema_name: str = "") -> str:
+    """Stable sha256 over everything that determines the answer (never the API key)."""
+    blob = json.dumps(
+        {"u": base_url.rstrip("/"), "m": model, "k": kind, "p": payload, "s": params,
+         "pr": prompt_ref, "sc": schema_name},
+        sort_keys=True, ensure_ascii=False, separators=(",", ":"),
+    )
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+class ResponseCache:
+    """Key -> (raw, usage). Thread-safe; one connection per thread; safe with other processes."""
+
+    FILENAME = "llm-cache.sqlite"
+
+    def __init__(self, cache_dir: str | Path) -> None:
+        self.dir = Path(cache_dir)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.path = self.dir / self.FILENAME
+        self._local = threading.local()
+        with self._conn() as c:
+            c.execute(_SCHEMA)
+
+    def _conn(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self.path, timeout=60, isolation_level=None)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable against process kill
+            conn.execute("PRAGMA busy_timeout=60000")
+            self._local.conn = conn
+        return conn
+
+    def get(self, key: str) -> Optional[tuple[str, dict]]:
+        row = self._conn().execute("SELECT raw, usage FROM responses WHERE key=?", (key,)).fetchone()
+        if row is None:
+            return None
+        return row[0], json.loads(row[1])
+
+    def put(self, key: str, *, kind: str, model: str, prompt_ref: str, raw: str, usage: dict) -> None:
+        self._conn().execute(
+            "INSERT OR REPLACE INTO responses(key, kind, model, prompt, raw, usage, created) "
+            "VALUES (?,?,?,?,?,?,?)",
+            (key, kind, model, prompt_ref, raw, json.dumps(usage), time.time()),
+        )
+
+    def delete(self, key: str) -> None:
+        self._conn().execute("DELETE FROM responses WHERE key=?", (key,))
+
+    def __len__(self) -> int:
+        return self._conn().execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+
+    def close(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None

@@ -1,0 +1,124 @@
+"""Endpoint and LLM settings: the ``llm:`` section of the main YAML config.
+
+Endpoints are named (``generator``, ``judge-1`` ...) so a judge panel can mix providers. The API key is
+never part of the config: only the *name* of the environment variable that holds it.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Optional
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from babelrag.errors import ConfigError
+
+#: Name of the endpoint that stands for the embedded llama.cpp server when nothing is configured.
+LOCAL_ENDPOINT = "local"
+
+
+class EndpointConfig(BaseModel):
+    """One OpenAI-compatible endpoint (vLLM, OpenAI, Azure, Ollama, llama.cpp, ...)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    base_url: str
+    model: str
+    api_key_env: Optional[str] = None  # NAME of the env var holding the key; None = no key needed
+    json_mode: bool = True  # send response_format={"type": "json_object"} for structured chains
+    max_concurrency: int = Field(8, ge=1, le=1024)
+    rpm: Optional[int] = Field(None, ge=1)  # requests per minute; None = unlimited
+    tpm: Optional[int] = Field(None, ge=1)  # tokens per minute (prompt + completion); None = unlimited
+    timeout_s: float = Field(60.0, gt=0)
+    max_retries: int = Field(6, ge=0, le=50)
+    retry_backoff_s: float = Field(0.5, ge=0)  # first backoff; doubles per attempt, full jitter
+    retry_backoff_max_s: float = Field(30.0, ge=0)
+    price_per_1k_input: float = Field(0.0, ge=0)
+    price_per_1k_output: float = Field(0.0, ge=0)
+    # sampling defaults (a prompt file or a call may override them)
+    temperature: Optional[float] = Field(0.0, ge=0, le=2)
+    max_tokens: Optional[int] = Field(512, ge=1)
+    seed: Optional[int] = 0
+    top_p: Optional[float] = Field(None, gt=0, le=1)
+
+    @field_validator("base_url")
+    @classmethod
+    def _strip_slash(cls, v: str) -> str:
+        if not v.startswith(("http://", "https://")):
+            raise ValueError(f"base_url must start with http:// or https:// (got {v!r})")
+        return v.rstrip("/")
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _looks_like_a_name(cls, v: Optional[str]) -> Optional[str]:
+        if v is not None and (v.startswith("sk-") or not v.replace("_", "").isalnum()):
+            raise ValueError(
+                "api_key_env takes the NAME of an environment variable (e.g. OPENAI_API_KEY), "
+                "never the key itself"
+            )
+        return v
+
+    def sampling(self) -> dict:
+        """Sampling defaults as request parameters (None values left out)."""
+        out = {"temperature": self.temperature, "max_tokens": self.max_tokens,
+               "seed": self.seed, "top_p": self.top_p}
+        return {k: v for k, v in out.items() if v is not None}
+
+    def api_key(self, endpoint_name: str = "") -> str:
+        """Read the key from the environment at call time (never stored anywhere)."""
+        if not self.api_key_env:
+            return "not-needed"
+        key = os.environ.get(self.api_key_env)
+        if not key:
+            raise ConfigError(
+                f"llm endpoint {endpoint_name or self.base_url!r}: environment variable "
+                f"{self.api_key_env} is not set; export it or change llm.endpoints.*.api_key_env"
+            )
+        return key
+
+
+class LLMSettings(BaseModel):
+    """All endpoints plus the cache location; empty ``endpoints`` means 'use the embedded model'."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    endpoints: dict[str, EndpointConfig] = Field(default_factory=dict)
+    default_endpoint: Optional[str] = None
+    cache_dir: Optional[Path] = None  # None: <workdir>/cache/llm chosen by the caller
+    cache: bool = True  # False disables the disk cache (every call goes out)
+    progress: bool = True
+    # embedded llama.cpp server (used only when no endpoint is configured)
+    local_port: int = Field(0, ge=0, le=65535)  # 0 = pick a free port
+    local_n_ctx: int = Field(4096, ge=512, le=32768)
+    local_max_concurrency: int = Field(2, ge=1)
+
+    @model_validator(mode="after")
+    def _default_exists(self) -> "LLMSettings":
+        if self.default_endpoint and self.endpoints and self.default_endpoint not in self.endpoints:
+            raise ValueError(
+                f"default_endpoint {self.default_endpoint!r} is not one of the configured endpoints "
+                f"{sorted(self.endpoints)}"
+            )
+        return self
+
+    def endpoint(self, name: Optional[str] = None) -> tuple[str, EndpointConfig]:
+        """Look up an endpoint by name.
+
+        ``None`` picks ``default_endpoint`` (or the only endpoint); a name that is not configured falls
+        back to ``default_endpoint`` when one is set, so a config with a single endpoint serves every
+        chain (generator, judge-1, ...).
+        """
+        if not self.endpoints:
+            raise ConfigError(
+                "no LLM endpoint configured: add llm.endpoints in the config, or use the embedded "
+                "model (babelrag llm serve / babelrag.llm.local.ensure_endpoints)"
+            )
+        if name is not None and name in self.endpoints:
+            return name, self.endpoints[name]
+        fallback = self.default_endpoint or (next(iter(self.endpoints)) if len(self.endpoints) == 1 else None)
+        if fallback is None:
+            raise ConfigError(
+                f"llm endpoint {name!r} is not configured (have: {sorted(self.endpoints)}); "
+                "add it under llm.endpoints or set llm.default_endpoint"
+            )
+        return fallback, self.endpoints[fallback]

@@ -1,0 +1,98 @@
+"""Which errors are worth retrying, and how long to wait.
+
+Transient: 429 rate limits, 408/409, 5xx, timeouts, connection resets, unparseable HTTP bodies.
+Permanent: 401/403 (auth), 429 with ``insufficient_quota`` (no money left: retrying burns time),
+400/404/422 (the request itself is wrong). The openai SDK's own retries are switched off
+(``max_retries=0``) so this is the only retry loop.
+"""
+from __future__ import annotations
+
+import email.utils
+import random
+import time
+from dataclasses import dataclass
+from typing import Optional
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A classified error: ``reason`` is a short stable category used in counts and reports."""
+
+    reason: str
+    transient: bool
+    message: str
+    retry_after: Optional[float] = None  # seconds the server asked us to wait
+
+
+def _retry_after(headers) -> Optional[float]:
+    if headers is None:
+        return None
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return max(float(ms) / 1000.0, 0.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(float(value), 0.0)
+    except ValueError:
+        parsed = email.utils.parsedate_to_datetime(value) if value else None
+        if parsed is None:
+            return None
+        return max(parsed.timestamp() - time.time(), 0.0)
+
+
+def _body_code(body) -> str:
+    if isinstance(body, dict):
+        err = body.get("error", body)
+        if isinstance(err, dict):
+            return str(err.get("code") or err.get("type") or "")
+    return ""
+
+
+def classify(exc: BaseException) -> Failure:
+    """Map an exception from the openai SDK (or the network below it) to a Failure."""
+    import openai
+
+    msg = f"{type(exc).__name__}: {exc}"[:500]
+    if isinstance(exc, openai.APITimeoutError):  # subclass of APIConnectionError: check first
+        return Failure("timeout", True, msg)
+    if isinstance(exc, openai.APIConnectionError):
+        return Failure("connection", True, msg)
+    if isinstance(exc, openai.APIResponseValidationError):
+        return Failure("bad_body", True, msg)
+    if isinstance(exc, openai.APIStatusError):
+        status = exc.status_code
+        headers = getattr(exc.response, "headers", None)
+        code = _body_code(exc.body)
+        if status == 429:
+            if "insufficient_quota" in code or "insufficient_quota" in str(exc):
+                return Failure("quota", False, msg)
+            return Failure("rate_limit", True, msg, _retry_after(headers))
+        if status in (401, 403):
+            return Failure("auth", False, msg)
+        if status in (408, 409):
+            return Failure(f"http_{status}", True, msg, _retry_after(headers))
+        if status >= 500:
+            return Failure("server_error", True, msg, _retry_after(headers))
+        if status == 404:
+            return Failure("not_found", False, msg)
+        return Failure("bad_request", False, msg)
+    if isinstance(exc, (ValueError, KeyError, TypeError, AttributeError)):
+        # a 200 whose body is not the JSON we expect (truncated, HTML error page, ...)
+        return Failure("bad_body", True, msg)
+    if isinstance(exc, (ConnectionError, TimeoutError, OSError)):
+        return Failure("connection", True, msg)
+    return Failure("unexpected", False, msg)
+
+
+def backoff_delay(attempt: int, base: float, cap: float, retry_after: Optional[float],
+                  rng: random.Random) -> float:
+    """Full-jitter exponential backoff; a server's Retry-After is a floor (plus a little jitter)."""
+    delay = rng.uniform(0, min(cap, base * (2 ** attempt)))
+    if retry_after is not None:
+        delay = max(delay, min(retry_after, 600.0) + rng.uniform(0, base / 4))
+    return delay

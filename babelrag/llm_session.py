@@ -1,0 +1,45 @@
+"""One LLM runner per process, built from the build config; stages share it and its usage ledger.
+
+Kept separate from ``babelrag.llm`` so the pipeline can ask for usage without importing the client.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from babelrag.config import Config
+from babelrag.errors import StageError
+
+_RUNNER: Any = None
+_RUNNER_KEY: str | None = None
+
+
+def get_runner(config: Config) -> Any:
+    """The process-wide ``LLMRunner`` for this config (cache under the build dir)."""
+    global _RUNNER, _RUNNER_KEY
+    key = config.section_hash("llm") + str(config.build_dir)
+    if _RUNNER is not None and _RUNNER_KEY == key:
+        return _RUNNER
+    try:
+        from babelrag.llm import runner_from_config
+    except ImportError as exc:
+        raise StageError(f"the LLM layer is not available ({exc}); this stage needs it") from None
+    _RUNNER = runner_from_config(config)
+    _RUNNER_KEY = key
+    return _RUNNER
+
+
+def usage_for_stage(stage: str) -> dict[str, Any]:
+    """Token/cost totals accounted to ``stage`` so far in this process (empty without a runner)."""
+    if _RUNNER is None:
+        return {}
+    usage = getattr(_RUNNER, "usage", None)
+    if usage is None or not hasattr(usage, "stage_totals"):
+        return {}
+    return usage.stage_totals(stage)
+
+
+def reset() -> None:
+    global _RUNNER, _RUNNER_KEY
+    if _RUNNER is not None and hasattr(_RUNNER, "close"):
+        _RUNNER.close()
+    _RUNNER, _RUNNER_KEY = None, None

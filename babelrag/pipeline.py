@@ -1,0 +1,296 @@
+"""Stage registry and the resumable runner.
+
+A stage is a function ``run(ctx: StageContext) -> None`` in a stage package, registered here by a
+"module:function" string so that listing stages imports nothing heavy. A stage is skipped when its
+fingerprint (stage version + its config sections + its inputs' output fingerprints) matches the manifest
+of its finished output; ``force`` redoes it. Records go through ``ctx.output(...)`` (a ShardWriter), so a
+killed run resumes from its last shard.
+"""
+from __future__ import annotations
+
+import importlib
+import platform
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from babelrag.config import Config
+from babelrag.errors import StageError
+from babelrag.records import ErrorRecord
+from babelrag.store import BuildStore, Manifest, ShardWriter, stable_hash
+
+M = TypeVar("M", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class StageSpec:
+    name: str
+    target: str  # "package.module:function"
+    model: str  # record type name in babelrag.records
+    inputs: tuple[str, ...] = ()
+    config_sections: tuple[str, ...] = ()
+    version: str = "1"
+    description: str = ""
+    uses_llm: bool = False
+
+    def load(self) -> Callable[[StageContext], None]:
+        module, _, attr = self.target.partition(":")
+        try:
+            return getattr(importlib.import_module(module), attr)
+        except (ImportError, AttributeError) as exc:
+            raise StageError(f"stage '{self.name}' is not available: {exc}") from None
+
+    def record_type(self) -> type[BaseModel]:
+        from babelrag import records
+
+        return getattr(records, self.model)
+
+
+# The build pipeline, in order. Release and evaluation read the finished build (separate commands).
+STAGES: tuple[StageSpec, ...] = (
+    StageSpec("ingest", "babelrag.construct.ingest:run", "Article", (), ("corpus", "project", "ner"),
+              description="read WARC/HTML/JSONL, date window, length, language ID, dedupe, title NER"),
+    StageSpec("pairs", "babelrag.construct.pairs:run", "ArticlePair", ("ingest",), ("pairs", "dense", "project"),
+              description="related article pairs: entity graph (same language) + dense retrieval (cross-language)"),
+    StageSpec("relevance", "babelrag.construct.relevance:run", "ArticlePair", ("ingest", "pairs"),
+              ("relevance", "llm"), description="LLM topical-relevance check of each pair", uses_llm=True),
+    StageSpec("questions", "babelrag.construct.questions:run", "QAItem", ("ingest", "relevance"),
+              ("questions", "llm"), description="summary -> simple Q&A -> cross-document Q&A -> translation",
+              uses_llm=True),
+    StageSpec("filters", "babelrag.construct.filters:run", "QAItem", ("ingest", "questions"),
+              ("filters", "llm"), description="well-formed, named entity, near-duplicate, verbatim, "
+              "needs both articles, needs retrieval", uses_llm=True),
+    StageSpec("distractors", "babelrag.construct.distractors:run", "DistractorSet", ("ingest", "filters"),
+              ("distractors", "dense", "project"), description="related / irrelevant / seemingly relevant distractors"),
+    StageSpec("instances", "babelrag.construct.instances:run", "Instance", ("ingest", "filters", "distractors"),
+              ("instances", "project"), description="one instance per question, setting and language"),
+)
+STAGE_NAMES = tuple(s.name for s in STAGES)
+
+
+def get_stage(name: str) -> StageSpec:
+    for spec in STAGES:
+        if spec.name == name:
+            return spec
+    raise StageError(f"unknown stage '{name}'; stages: {', '.join(STAGE_NAMES)}")
+
+
+def library_versions() -> dict[str, str]:
+    from importlib import metadata
+
+    out = {"python": platform.python_version()}
+    for dist in ("babelrag", "datasets", "pyarrow", "openai", "pydantic"):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            pass
+    return out
+
+
+@dataclass
+class StageReport:
+    stage: str
+    status: str = "pending"  # ran | cached | failed | not-run
+    count_in: int = 0
+    count_out: int = 0
+    errors: int = 0
+    skipped: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+    resumed: int = 0
+    llm_usage: dict[str, Any] = field(default_factory=dict)
+    note: str = ""
+
+
+@dataclass
+class RunReport:
+    """Counts in/out/skipped per stage, time and LLM usage; printed at the end and saved as JSON."""
+
+    stages: list[StageReport] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"stages": [s.__dict__ for s in self.stages]}
+
+    def render(self) -> Any:
+        from rich.table import Table
+
+        table = Table(title="babelrag run report")
+        for col in ("stage", "status", "in", "out", "errors", "skipped", "seconds", "tokens", "note"):
+            table.add_column(col, justify="right" if col in ("in", "out", "errors", "seconds", "tokens") else "left")
+        for s in self.stages:
+            skipped = ", ".join(f"{k}={v}" for k, v in sorted(s.skipped.items())) or "-"
+            tokens = s.llm_usage.get("total_tokens", 0) if s.llm_usage else 0
+            table.add_row(s.stage, s.status, str(s.count_in), str(s.count_out), str(s.errors), skipped,
+                          f"{s.seconds:.1f}", str(tokens), s.note)
+        return table
+
+
+class StageContext:
+    """What a stage function sees: config, inputs, an output writer, skip counters, progress, LLM."""
+
+    def __init__(self, spec: StageSpec, config: Config, store: BuildStore, fingerprint: str,
+                 staging: Path, console: Any = None) -> None:
+        self.spec = spec
+        self.config = config
+        self.store = store
+        self.fingerprint = fingerprint
+        self.artifacts_dir = staging  # extra files written here land in the stage folder atomically
+        self.console = console
+        self.skipped: Counter[str] = Counter()
+        self.count_in = 0
+        self.extra: dict[str, Any] = {}
+        self._writer: ShardWriter | None = None
+        self._llm: Any = None
+
+    # inputs -----------------------------------------------------------------------------------
+    def read(self, stage: str, model: type[M]) -> list[M]:
+        return self.store.read(stage, model)
+
+    def iter_read(self, stage: str, model: type[M]) -> Iterator[M]:
+        return self.store.iter_read(stage, model)
+
+    # outputs ----------------------------------------------------------------------------------
+    def output(self, shard_size: int = 200) -> ShardWriter:
+        """The stage's resumable writer (one per run); skip items for which ``has(id)`` is true."""
+        if self._writer is None:
+            self._writer = self.store.partial_writer(self.spec.name, self.spec.record_type(), self.fingerprint,
+                                                     shard_size=shard_size)
+        return self._writer
+
+    def error(self, item_id: str, reason: str, detail: str = "") -> None:
+        self.output().add_error(ErrorRecord(id=f"{self.spec.name}:{item_id}", stage=self.spec.name,
+                                            item_id=item_id, reason=reason, detail=detail[:2000]))
+
+    def skip(self, reason: str, n: int = 1) -> None:
+        """Count an input deliberately left out (shown per reason in the run report)."""
+        self.skipped[reason] += n
+
+    # helpers ----------------------------------------------------------------------------------
+    def progress(self, items: Iterable[Any], total: int | None = None, desc: str = "") -> Iterator[Any]:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        columns = (TextColumn(f"[bold]{self.spec.name}[/] {desc}"), BarColumn(), MofNCompleteColumn(),
+                   TimeRemainingColumn())
+        with Progress(*columns, console=self.console, transient=True, disable=self.console is None) as bar:
+            yield from bar.track(items, total=total)
+
+    @property
+    def llm(self) -> Any:
+        """The shared LLM runner (created on first use; usage is accounted to this stage)."""
+        if self._llm is None:
+            from babelrag.llm_session import get_runner
+
+            self._llm = get_runner(self.config)
+        return self._llm
+
+    @property
+    def seed(self) -> int:
+        return self.config.project.seed
+
+
+class Pipeline:
+    """Runs stages in order with skip-if-unchanged, ``force`` and crash-safe resume."""
+
+    def __init__(self, config: Config, console: Any = None, stages: tuple[StageSpec, ...] = STAGES) -> None:
+        self.config = config
+        self.stages = stages
+        self.store = BuildStore(config.build_dir)
+        self.console = console
+        self.report = RunReport()
+
+    def fingerprint(self, spec: StageSpec) -> tuple[str, str, dict[str, str]]:
+        config_hash = self.config.section_hash(*spec.config_sections)
+        inputs = {}
+        for name in spec.inputs:
+            manifest = self.store.manifest(name)
+            inputs[name] = manifest.output_fingerprint if manifest else "missing"
+        return stable_hash({"stage": spec.name, "version": spec.version, "config": config_hash,
+                            "inputs": inputs}), config_hash, inputs
+
+    def is_current(self, spec: StageSpec) -> bool:
+        manifest = self.store.manifest(spec.name)
+        return manifest is not None and manifest.fingerprint == self.fingerprint(spec)[0]
+
+    def run(self, until: str | None = None, only: Iterable[str] | None = None,
+            force: Iterable[str] = ()) -> RunReport:
+        force = set(force)
+        names = [s.name for s in self.stages]
+        for name in force | set(only or ()):
+            if name not in names:
+                raise StageError(f"unknown stage '{name}'; stages: {', '.join(names)}")
+        selected = list(self.stages)
+        names = [s.name for s in self.stages]
+        if until is not None:
+            if until not in names:
+                raise StageError(f"unknown stage '{until}'; stages: {', '.join(names)}")
+            stop = names.index(until)
+            selected = selected[: stop + 1]
+        if only is not None:
+            only = set(only)
+            selected = [s for s in selected if s.name in only]
+        self.store.root.mkdir(parents=True, exist_ok=True)
+        self.store.clean_staging()
+        for spec in selected:
+            self.report.stages.append(self.run_stage(spec, force=spec.name in force))
+        return self.report
+
+    def run_stage(self, spec: StageSpec, force: bool = False) -> StageReport:
+        for name in spec.inputs:
+            self.store.require(name)
+        fingerprint, config_hash, inputs = self.fingerprint(spec)
+        report = StageReport(stage=spec.name)
+        existing = self.store.manifest(spec.name)
+        if not force and existing is not None and existing.fingerprint == fingerprint:
+            report.status = "cached"
+            report.count_in = existing.counts.get("in", 0)
+            report.count_out = existing.counts.get("out", 0)
+            report.errors = existing.counts.get("errors", 0)
+            report.skipped = existing.counts.get("skipped", {})
+            report.note = "unchanged since last run"
+            return report
+        if force:
+            # a forced stage starts from scratch: drop shards of an earlier unfinished run
+            import shutil
+
+            shutil.rmtree(self.store.root / ".partial" / spec.name, ignore_errors=True)
+        staging = self.store.new_staging_dir(spec.name)
+        ctx = StageContext(spec, self.config, self.store, fingerprint, staging, self.console)
+        started = time.time()
+        usage_before = _usage_snapshot(spec.name)
+        fn = spec.load()
+        fn(ctx)
+        writer = ctx.output()
+        records, errors = writer.collect()
+        usage = _usage_diff(spec.name, usage_before)
+        manifest = Manifest(
+            stage=spec.name, fingerprint=fingerprint, config_hash=config_hash, inputs=inputs,
+            counts={"in": ctx.count_in, "out": len(records), "errors": len(errors),
+                    "skipped": dict(ctx.skipped), "resumed": writer.resumed},
+            versions=library_versions(), started_at=started, finished_at=time.time(), llm_usage=usage,
+            extra=ctx.extra,
+        )
+        self.store.commit(spec.name, staging, records, spec.record_type(), errors, manifest)
+        report.status = "ran"
+        report.count_in, report.count_out, report.errors = ctx.count_in, len(records), len(errors)
+        report.skipped, report.seconds, report.resumed = dict(ctx.skipped), manifest.seconds, writer.resumed
+        report.llm_usage = usage
+        if writer.resumed:
+            report.note = f"resumed {writer.resumed} finished items"
+        return report
+
+
+def _usage_snapshot(stage: str) -> dict[str, Any]:
+    from babelrag import llm_session
+
+    return llm_session.usage_for_stage(stage)
+
+
+def _usage_diff(stage: str, before: dict[str, Any]) -> dict[str, Any]:
+    from babelrag import llm_session
+
+    after = llm_session.usage_for_stage(stage)
+    return {k: (v - before.get(k, 0)) if isinstance(v, (int, float)) else v for k, v in after.items()}
