@@ -1,0 +1,110 @@
+"""Settings of the annotation stage: the ``annotate:`` section of the main YAML config.
+
+Strict (extra="forbid") so a typo in a key is an error, not a silently ignored option.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+ProjectName = Literal["qa_verification", "translation", "grounding", "forced_choice", "answer_judgement"]
+PROJECT_NAMES: tuple[str, ...] = ("qa_verification", "translation", "grounding", "forced_choice", "answer_judgement")
+ARGILLA_SERVER_VERSION = "2.8.0"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ServerSettings(_Strict):
+    """The embedded argilla-server (ignored when ARGILLA_API_URL points at a hosted Argilla)."""
+
+    host: str = "127.0.0.1"
+    port: int = Field(6900, ge=0, le=65535, description="0 = pick a free port")
+    home: Optional[Path] = Field(None, description="data dir (SQLite db, search index, logs); default ~/.local/share/babelrag/argilla")
+    venv: Optional[Path] = Field(None, description="server virtualenv; default $BABELRAG_ARGILLA_VENV or ~/.cache/babelrag/argilla-server-venv")
+    workers: int = Field(1, ge=1, le=8, description="rq worker processes")
+    owner_username: str = "owner"
+    startup_timeout_s: float = 180.0
+
+    def resolved_home(self) -> Path:
+        if self.home is not None:
+            return Path(self.home).expanduser()
+        base = Path(os.environ.get("XDG_DATA_HOME", Path.home() / ".local" / "share"))
+        return base / "babelrag" / "argilla"
+
+    def resolved_venv(self) -> Path:
+        if self.venv is not None:
+            return Path(self.venv).expanduser()
+        env = os.environ.get("BABELRAG_ARGILLA_VENV")
+        if env:
+            return Path(env).expanduser()
+        return Path.home() / ".cache" / "babelrag" / "argilla-server-venv"
+
+
+class UserSettings(_Strict):
+    """An annotator (or admin) account; passwords are generated and stored in the home dir if not given."""
+
+    username: str = Field(min_length=1)
+    first_name: str = ""
+    role: Literal["annotator", "admin"] = "annotator"
+    password: Optional[str] = Field(None, min_length=8)
+    workspaces: list[str] = Field(default_factory=list, description="default: every configured workspace")
+
+
+class ProjectSettings(_Strict):
+    """One annotation project: where it lives and how many annotators see each record."""
+
+    enabled: bool = True
+    workspace: Optional[str] = None  # default: AnnotateSettings.workspace
+    min_submitted: Optional[int] = Field(None, ge=1)  # default: AnnotateSettings.min_submitted
+    languages: list[str] = Field(default_factory=list, description="translation project: target languages")
+
+
+class AnnotateSettings(_Strict):
+    """Users, workspaces, task distribution and projects for human annotation in Argilla."""
+
+    api_url: Optional[str] = Field(None, description="hosted Argilla; overridden by $ARGILLA_API_URL")
+    dataset_prefix: str = "babelrag"
+    workspace: str = "babelrag"
+    workspaces: list[str] = Field(default_factory=list)
+    users: list[UserSettings] = Field(default_factory=list)
+    min_submitted: int = Field(2, ge=1, description="annotators per record (Argilla task distribution)")
+    seed: int = 13
+    projects: dict[ProjectName, ProjectSettings] = Field(default_factory=dict)
+    server: ServerSettings = Field(default_factory=ServerSettings)
+
+    @model_validator(mode="after")
+    def _check(self) -> "AnnotateSettings":
+        names = [u.username for u in self.users]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"annotate.users: duplicate usernames {dupes}")
+        known = set(self.all_workspaces())
+        for user in self.users:
+            unknown = sorted(set(user.workspaces) - known)
+            if unknown:
+                raise ValueError(
+                    f"annotate.users[{user.username}].workspaces: {unknown} not declared; add them to annotate.workspaces"
+                )
+        return self
+
+    def all_workspaces(self) -> list[str]:
+        seen = [self.workspace, *self.workspaces]
+        seen += [p.workspace for p in self.projects.values() if p.workspace]
+        return list(dict.fromkeys(seen))
+
+    def project(self, name: str) -> ProjectSettings:
+        base = self.projects.get(name, ProjectSettings())  # type: ignore[call-overload]
+        return base.model_copy(
+            update={
+                "workspace": base.workspace or self.workspace,
+                "min_submitted": base.min_submitted or self.min_submitted,
+            }
+        )
+
+    def dataset_name(self, project: str, suffix: str = "") -> str:
+        return "-".join(p for p in (self.dataset_prefix, project.replace("_", "-"), suffix) if p)

@@ -1,0 +1,28 @@
+"""Entry point run with the argilla-server venv's python: register our search engine, then run Argilla's CLI.
+
+Usage (as the supervisor calls it): ``<server-venv>/bin/python launcher.py start --host 127.0.0.1 --port P``,
+``... worker --num-workers 1``, ``... database migrate``, ``... database users create ...``.
+Registration must happen in the same process before the CLI runs: ``start`` serves in-process (uvicorn)
+and ``worker`` forks rq workers, which inherit the registry. Imports nothing from babelrag.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+
+def main(argv: list[str]) -> None:
+    here = os.path.dirname(os.path.abspath(__file__))
+    if here not in sys.path:
+        sys.path.insert(0, here)
+    # Argilla reads its settings at import time: select the engine before anything imports them.
+    os.environ.setdefault("ARGILLA_SEARCH_ENGINE", "babelrag-sqlite")
+    import sqlite_engine  # noqa: F401  (registers the engine class)
+
+    from argilla_server.cli.__main__ import app
+
+    app(args=argv, prog_name="argilla_server")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
