@@ -1,0 +1,104 @@
+"""`babelrag demo`: the whole pipeline on the shipped sample corpus, ending with a report.
+
+ingest → pairs → relevance → questions → filters → distractors → instances → release → evaluate → report.
+With no ``--endpoint`` it starts the embedded llama.cpp model and stops it at the end. A step that cannot
+run says which and why, and the demo stops there — it never fabricates output.
+"""
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterator
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from babelrag.config import Config, config_from_dict
+from babelrag.errors import BabelragError, StageError
+
+
+def sample_corpus_dir() -> Path:
+    return Path(str(resources.files("babelrag").joinpath("data", "sample")))
+
+
+def demo_config(build_dir: Path, endpoint: str | None, model: str | None, max_pairs: int) -> Config:
+    sample = sample_corpus_dir()
+    if not (sample / "articles.jsonl").exists():
+        raise StageError(f"the sample corpus is missing from this installation ({sample}/articles.jsonl)")
+    llm: dict[str, Any] = {}
+    if endpoint:
+        llm = {"endpoints": {"generator": {"base_url": endpoint, "model": model or "default",
+                                           "api_key_env": "BABELRAG_DEMO_API_KEY" if _has_env_key() else None}},
+               "default_endpoint": "generator"}
+    raw = {
+        "project": {"name": "babelrag-demo", "build_dir": str(build_dir / "build"), "seed": 13},
+        "corpus": {"inputs": [{"path": str(sample / "articles.jsonl"), "format": "jsonl"}]},
+        "dense": {"events_file": str(sample / "events.jsonl")},
+        "questions": {"max_pairs": max_pairs},
+        "release": {"out_dir": str(build_dir / "release"), "name": "babelrag-demo", "allow_unverified": True},
+        "evaluate": {"out_dir": str(build_dir / "eval")},
+        "llm": llm,
+    }
+    return config_from_dict(raw, source="<demo>", base_dir=build_dir)
+
+
+def _has_env_key() -> bool:
+    import os
+
+    return bool(os.environ.get("BABELRAG_DEMO_API_KEY"))
+
+
+@contextlib.contextmanager
+def llm_available(config: Config, console: Any) -> Iterator[Config]:
+    """Yield a config whose LLM endpoints work: the configured ones, or the embedded local server."""
+    if config.llm.endpoints:
+        yield config
+        return
+    try:
+        from babelrag.llm.local import embedded_endpoint
+    except ImportError as exc:
+        raise StageError(f"no endpoint given and the embedded local model is unavailable: {exc}") from None
+    if console is not None:
+        console.print("[bold]starting the embedded local model[/] (Qwen2.5-Coder-0.5B via llama.cpp; "
+                      "for trying the pipeline only — pass --endpoint for real builds)")
+    with embedded_endpoint(config.llm) as settings:
+        yield config.model_copy(update={"llm": settings})
+
+
+def run_demo(build_dir: Path, endpoint: str | None, model: str | None, max_pairs: int, console: Any) -> None:
+    from babelrag.runner import run_pipeline
+
+    build_dir = build_dir.resolve()
+    build_dir.mkdir(parents=True, exist_ok=True)
+    config = demo_config(build_dir, endpoint, model, max_pairs)
+    started = time.time()
+    steps: list[tuple[str, str]] = []
+    with llm_available(config, console) as config:
+        try:
+            run_pipeline(config, console=console)
+            steps.append(("build", "ok"))
+            release_dir = _release(config, console)
+            steps.append(("release", str(release_dir)))
+            report = _evaluate(config, release_dir, console)
+            steps.append(("evaluate", str(report)))
+        except BabelragError as exc:
+            done = ", ".join(name for name, _ in steps) or "nothing"
+            raise type(exc)(f"demo stopped (finished: {done}): {exc}") from None
+    if console is not None:
+        console.print(f"[green]demo finished in {time.time() - started:.0f} s[/]; report: {steps[-1][1]}")
+
+
+def _release(config: Config, console: Any) -> Path:
+    try:
+        from babelrag.release.build import build_release
+    except ImportError as exc:
+        raise StageError(f"the release step is not available yet: {exc}") from None
+    return build_release(config, console=console)
+
+
+def _evaluate(config: Config, release_dir: Path, console: Any) -> Path:
+    try:
+        from babelrag.evaluators.demo import evaluate_demo
+    except ImportError as exc:
+        raise StageError(f"the evaluation step is not available yet: {exc}") from None
+    return evaluate_demo(config, release_dir, console=console)
