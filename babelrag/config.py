@@ -13,6 +13,7 @@ from typing import Any, Literal, Optional
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from babelrag.errors import ConfigError
+from babelrag.annotate.config import AnnotateSettings
 from babelrag.llm.config import LLMSettings
 
 SUPPORTED_LANGUAGES = ("en", "de", "es", "zh", "ar", "fr", "it", "pt", "ru", "ja", "ko", "hi", "ro", "tr", "nl")
@@ -176,7 +177,7 @@ class Config(Section):
     release: ReleaseConfig = Field(default_factory=ReleaseConfig)
     evaluate: EvaluateConfig = Field(default_factory=EvaluateConfig)
     llm: LLMSettings = Field(default_factory=LLMSettings)
-    annotate: dict[str, Any] = Field(default_factory=dict)
+    annotate: AnnotateSettings = Field(default_factory=AnnotateSettings)
 
     # where the file was loaded from: relative paths in the config resolve against it
     base_dir: str = Field(".", exclude=True)
