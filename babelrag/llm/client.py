@@ -1,0 +1,455 @@
+"""Async client over the openai SDK, plus ``LLMRunner``: the synchronous facade stage code calls.
+
+Per endpoint: bounded concurrency (semaphore), RPM/TPM limiter, our own retry loop (the SDK's is off),
+one JSON-repair re-ask for structured chains, and the disk cache. Every item ends as a ``Result`` —
+success or a failure with a reason — in input order; nothing is dropped, nothing raises mid-run.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import re
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Awaitable, Callable, Optional, Sequence, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from babelrag.errors import InputError
+from babelrag.llm.cache import ResponseCache, cache_key
+from babelrag.llm.config import EndpointConfig, LLMSettings
+from babelrag.llm.limiter import EndpointLimiter
+from babelrag.llm.prompts import Message, Prompt
+from babelrag.llm.retry import Failure, backoff_delay, classify
+from babelrag.llm.usage import Usage
+
+T = TypeVar("T")
+REPAIR_PROMPT = Prompt.beside(__file__, "repair_json.yaml")
+
+
+@dataclass
+class Result:
+    """Outcome of one item. ``value`` is a schema instance (structured), str (text) or vector (embed)."""
+
+    item_id: str
+    ok: bool
+    value: Any = None
+    error: Optional[str] = None  # "<reason>: <detail>" when ok is False
+    reason: Optional[str] = None  # short category: rate_limit, timeout, invalid_json, auth, ...
+    raw: str = ""
+    usage: dict = field(default_factory=dict)  # tokens spent by this item's calls (0 when cached)
+    cached: bool = False
+    attempts: int = 0  # HTTP calls made for this item (retries and repair included)
+    endpoint: str = ""
+    model: str = ""
+    prompt_id: str = ""
+    prompt_version: str = ""
+
+    def provenance(self, config_hash: str = ""):
+        """Provenance for the record built from this result."""
+        from babelrag.records import Provenance
+
+        return Provenance(model=self.model, endpoint=self.endpoint, prompt_id=self.prompt_id,
+                          prompt_version=self.prompt_version, config_hash=config_hash)
+
+    def error_record(self, stage: str):
+        """ErrorRecord for a failed item (the run report counts them by reason)."""
+        from babelrag.records import ErrorRecord
+
+        return ErrorRecord(id=f"{stage}:{self.item_id}", stage=stage, item_id=self.item_id,
+                           reason=self.reason or "unknown", detail=self.error or "")
+
+
+class CallFailed(Exception):
+    """Internal: a call gave up (permanent error, or retries exhausted)."""
+
+    def __init__(self, failure: Failure, attempts: int) -> None:
+        super().__init__(failure.message)
+        self.failure = failure
+        self.attempts = attempts
+
+
+_FENCE = re.compile(r"^\s*```(?:json|JSON)?\s*\n?(.*?)\n?```\s*$", re.S)
+
+
+def parse_structured(text: str, schema: type[BaseModel]) -> tuple[Optional[BaseModel], Optional[str], str]:
+    """Parse model output into ``schema``: (value, None, "") or (None, error message, reason)."""
+    body = text or ""
+    m = _FENCE.match(body)
+    if m:
+        body = m.group(1)
+    try:
+        obj = json.loads(body)
+    except json.JSONDecodeError as exc:
+        start, end = body.find("{"), body.rfind("}")
+        if start == -1 or end <= start:
+            return None, f"not JSON ({exc.msg} at char {exc.pos})", "invalid_json"
+        try:
+            obj = json.loads(body[start:end + 1])
+        except json.JSONDecodeError as exc2:
+            return None, f"not JSON ({exc2.msg} at char {exc2.pos + start})", "invalid_json"
+    try:
+        return schema.model_validate(obj), None, ""
+    except ValidationError as exc:
+        errs = "; ".join(f"{'.'.join(map(str, e['loc'])) or '<root>'}: {e['msg']}" for e in exc.errors()[:5])
+        return None, f"JSON does not match schema {schema.__name__} ({errs})", "schema"
+
+
+def _estimate_tokens(messages: Sequence[Message], max_tokens: Optional[int]) -> int:
+    chars = sum(len(m.get("content") or "") for m in messages)
+    return chars // 4 + 8 * len(messages) + (max_tokens or 256)
+
+
+@dataclass
+class _Endpoint:
+    name: str
+    cfg: EndpointConfig
+    client: Any
+    sem: asyncio.Semaphore
+    limiter: EndpointLimiter
+    secret: str
+
+
+class AsyncLLM:
+    """One per event loop: owns the AsyncOpenAI clients. Use ``async with`` or call ``aclose``."""
+
+    def __init__(self, settings: LLMSettings, cache: Optional[ResponseCache] = None,
+                 usage: Optional[Usage] = None, *, limiter_period_s: float = 60.0,
+                 seed: Optional[int] = None) -> None:
+        self.settings = settings
+        self.cache = cache
+        self.usage = usage if usage is not None else Usage(settings)
+        self._period = limiter_period_s
+        self._rng = random.Random(seed)
+        self._eps: dict[str, _Endpoint] = {}
+
+    async def __aenter__(self) -> "AsyncLLM":
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        for ep in self._eps.values():
+            await ep.client.close()
+        self._eps.clear()
+
+    def endpoint(self, name: Optional[str]) -> _Endpoint:
+        resolved, cfg = self.settings.endpoint(name)
+        ep = self._eps.get(resolved)
+        if ep is None:
+            from openai import AsyncOpenAI
+
+            secret = cfg.api_key(resolved)
+            client = AsyncOpenAI(api_key=secret, base_url=cfg.base_url, max_retries=0,
+                                 timeout=cfg.timeout_s)
+            ep = _Endpoint(resolved, cfg, client, asyncio.Semaphore(cfg.max_concurrency),
+                           EndpointLimiter(cfg.rpm, cfg.tpm, self._period),
+                           secret if cfg.api_key_env else "")
+            self._eps[resolved] = ep
+        return ep
+
+    def _redact(self, ep: _Endpoint, text: str) -> str:
+        return text.replace(ep.secret, "***") if ep.secret else text
+
+    async def _with_retries(self, ep: _Endpoint, stage: str, est_tokens: int,
+                            send: Callable[[], Awaitable[tuple[T, dict]]], *,
+                            repair: bool = False) -> tuple[T, dict, int]:
+        """Run ``send`` under the endpoint's limits; retry transient failures with backoff."""
+        cfg = ep.cfg
+        attempts = 0
+        while True:
+            async with ep.sem:
+                entry = await ep.limiter.acquire(est_tokens)
+                attempts += 1
+                try:
+                    value, usage = await send()
+                except Exception as exc:  # classified below; nothing escapes as a crash
+                    failure = classify(exc)
+                    failure = Failure(failure.reason, failure.transient,
+                                      self._redact(ep, failure.message), failure.retry_after)
+                    ep.limiter.settle(entry, est_tokens)
+                    self.usage.record_call(stage, ep.name, cfg.model, retry=attempts > 1,
+                                           repair=repair and attempts == 1)
+                else:
+                    tokens = usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0)
+                    ep.limiter.settle(entry, tokens)
+                    self.usage.record_call(stage, ep.name, cfg.model, retry=attempts > 1,
+                                           repair=repair and attempts == 1,
+                                           prompt_tokens=usage.get("prompt_tokens", 0),
+                                           completion_tokens=usage.get("completion_tokens", 0))
+                    return value, usage, attempts
+            if not failure.transient or attempts > cfg.max_retries:
+                raise CallFailed(failure, attempts)
+            await asyncio.sleep(backoff_delay(attempts - 1, cfg.retry_backoff_s, cfg.retry_backoff_max_s,
+                                              failure.retry_after, self._rng))
+
+    async def _chat(self, ep: _Endpoint, messages: list[Message], params: dict, stage: str,
+                    repair: bool = False) -> tuple[str, dict, int]:
+        async def send() -> tuple[str, dict]:
+            resp = await ep.client.chat.completions.create(model=ep.cfg.model, messages=messages, **params)
+            text = resp.choices[0].message.content or ""
+            u = resp.usage
+            usage = {"prompt_tokens": int(getattr(u, "prompt_tokens", 0) or 0),
+                     "completion_tokens": int(getattr(u, "completion_tokens", 0) or 0)}
+            return text, usage
+
+        return await self._with_retries(ep, stage, _estimate_tokens(messages, params.get("max_tokens")),
+                                        send, repair=repair)
+
+    def _params(self, ep: _Endpoint, prompt: Optional[Prompt], sampling: Optional[dict],
+                json_mode: bool) -> dict:
+        params = ep.cfg.sampling()
+        if prompt is not None:
+            params.update(prompt.sampling)
+        params.update(sampling or {})
+        params = {k: v for k, v in params.items() if v is not None}
+        if json_mode and ep.cfg.json_mode:
+            params["response_format"] = {"type": "json_object"}
+        return params
+
+    def _key(self, ep: _Endpoint, kind: str, payload: Any, params: dict, prompt_ref: str,
+             schema_name: str) -> str:
+        return cache_key(base_url=ep.cfg.base_url, model=ep.cfg.model, kind=kind, payload=payload,
+                         params=params, prompt_ref=prompt_ref, schema_name=schema_name)
+
+    async def complete(self, *, endpoint: Optional[str], messages: list[Message], stage: str,
+                       item_id: str = "", prompt: Optional[Prompt] = None,
+                       schema: Optional[type[BaseModel]] = None, sampling: Optional[dict] = None,
+                       schema_hint: bool = True) -> Result:
+        """One chat item: cache → call (retries) → parse → one repair → cache. Never raises."""
+        ep = self.endpoint(endpoint)
+        prompt_ref = prompt.ref if prompt else ""
+        base = dict(item_id=item_id, endpoint=ep.name, model=ep.cfg.model,
+                    prompt_id=prompt.id if prompt else "", prompt_version=prompt.version if prompt else "")
+        try:
+            if schema is not None and schema_hint:
+                messages = _with_schema_hint(messages, schema)
+            params = self._params(ep, prompt, sampling, json_mode=schema is not None)
+            key = self._key(ep, "chat", messages, params, prompt_ref, schema.__name__ if schema else "")
+            hit = self.cache.get(key) if self.cache is not None else None
+            if hit is not None:
+                raw, _ = hit
+                value = raw
+                if schema is not None:
+                    value, err, _ = parse_structured(raw, schema)
+                if value is not None:
+                    self.usage.record_item(stage, ep.name, ep.cfg.model, ok=True, cached=True)
+                    return Result(ok=True, value=value, raw=raw, cached=True,
+                                  usage={"prompt_tokens": 0, "completion_tokens": 0}, **base)
+            raw, usage, attempts = await self._chat(ep, messages, params, stage)
+            value: Any = raw
+            if schema is not None:
+                value, err, reason = parse_structured(raw, schema)
+                if value is None:
+                    repair_msgs = messages + [{"role": "assistant", "content": raw}] + REPAIR_PROMPT.render(
+                        error=err, schema=json.dumps(schema.model_json_schema(), ensure_ascii=False))
+                    raw2, usage2, attempts2 = await self._chat(ep, repair_msgs, params, stage, repair=True)
+                    attempts += attempts2
+                    usage = {k: usage.get(k, 0) + usage2.get(k, 0) for k in ("prompt_tokens", "completion_tokens")}
+                    value, err2, reason2 = parse_structured(raw2, schema)
+                    if value is None:
+                        self.usage.record_item(stage, ep.name, ep.cfg.model, ok=False, cached=False,
+                                               reason=reason2)
+                        return Result(ok=False, error=f"{reason2}: {err2} (after one repair attempt)",
+                                      reason=reason2, raw=raw2, usage=usage, attempts=attempts, **base)
+                    raw = raw2
+            if self.cache is not None:
+                self.cache.put(key, kind="chat", model=ep.cfg.model, prompt_ref=prompt_ref, raw=raw, usage=usage)
+            self.usage.record_item(stage, ep.name, ep.cfg.model, ok=True, cached=False)
+            return Result(ok=True, value=value, raw=raw, usage=usage, attempts=attempts, **base)
+        except CallFailed as exc:
+            f = exc.failure
+            self.usage.record_item(stage, ep.name, ep.cfg.model, ok=False, cached=False, reason=f.reason)
+            detail = f"{f.reason}: {f.message}" + (f" (gave up after {exc.attempts} attempts)" if f.transient else "")
+            return Result(ok=False, error=detail, reason=f.reason, attempts=exc.attempts, **base)
+        except Exception as exc:  # a bug or an odd library error: keep the item, count it
+            msg = self._redact(ep, f"{type(exc).__name__}: {exc}")[:500]
+            self.usage.record_item(stage, ep.name, ep.cfg.model, ok=False, cached=False, reason="unexpected")
+            return Result(ok=False, error=f"unexpected: {msg}", reason="unexpected", **base)
+
+    async def embed_batch(self, *, endpoint: Optional[str], texts: list[str], item_ids: list[str],
+                          stage: str) -> list[Result]:
+        """Embed a batch; cached texts are not sent again. Never raises."""
+        ep = self.endpoint(endpoint)
+        base = dict(endpoint=ep.name, model=ep.cfg.model)
+        keys = [self._key(ep, "embed", t, {}, "", "") for t in texts]
+        out: list[Optional[Result]] = [None] * len(texts)
+        todo: list[int] = []
+        for i, k in enumerate(keys):
+            hit = self.cache.get(k) if self.cache is not None else None
+            if hit is not None:
+                out[i] = Result(item_id=item_ids[i], ok=True, value=json.loads(hit[0]), cached=True, **base)
+                self.usage.record_item(stage, ep.name, ep.cfg.model, ok=True, cached=True)
+            else:
+                todo.append(i)
+        if todo:
+            batch = [texts[i] for i in todo]
+
+            async def send() -> tuple[list[list[float]], dict]:
+                resp = await ep.client.embeddings.create(model=ep.cfg.model, input=batch,
+                                                         encoding_format="float")
+                vecs = [d.embedding for d in sorted(resp.data, key=lambda d: d.index)]
+                if len(vecs) != len(batch):
+                    raise ValueError(f"server returned {len(vecs)} embeddings for {len(batch)} texts")
+                pt = int(getattr(resp.usage, "prompt_tokens", 0) or 0) if resp.usage else 0
+                return vecs, {"prompt_tokens": pt, "completion_tokens": 0}
+
+            try:
+                est = sum(len(t) for t in batch) // 4 + len(batch)
+                vecs, usage, attempts = await self._with_retries(ep, stage, est, send)
+                for i, vec in zip(todo, vecs):
+                    if self.cache is not None:
+                        self.cache.put(keys[i], kind="embed", model=ep.cfg.model, prompt_ref="",
+                                       raw=json.dumps(vec), usage={})
+                    out[i] = Result(item_id=item_ids[i], ok=True, value=vec, attempts=attempts, **base)
+                    self.usage.record_item(stage, ep.name, ep.cfg.model, ok=True, cached=False)
+                if todo:
+                    out[todo[0]].usage = usage
+            except CallFailed as exc:
+                f = exc.failure
+                for i in todo:
+                    out[i] = Result(item_id=item_ids[i], ok=False, error=f"{f.reason}: {f.message}",
+                                    reason=f.reason, attempts=exc.attempts, **base)
+                    self.usage.record_item(stage, ep.name, ep.cfg.model, ok=False, cached=False, reason=f.reason)
+        return out  # type: ignore[return-value]
+
+
+def _with_schema_hint(messages: list[Message], schema: type[BaseModel]) -> list[Message]:
+    """Tell the model the exact JSON shape (JSON mode alone only guarantees *some* JSON)."""
+    hint = ("Answer with one JSON object and nothing else. It must match this JSON schema: "
+            + json.dumps(schema.model_json_schema(), ensure_ascii=False, sort_keys=True))
+    out = [dict(m) for m in messages]
+    if out and out[0]["role"] == "system":
+        out[0]["content"] = out[0]["content"] + "\n\n" + hint
+    else:
+        out.insert(0, {"role": "system", "content": hint})
+    return out
+
+
+def _run_sync(factory: Callable[[], Awaitable[T]]) -> T:
+    """Run a coroutine from sync code, also when the caller already has a loop (notebooks)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(factory())
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["v"] = asyncio.run(factory())
+        except BaseException as exc:  # re-raised in the caller's thread
+            box["e"] = exc
+
+    t = threading.Thread(target=target, name="babelrag-llm")
+    t.start()
+    t.join()
+    if "e" in box:
+        raise box["e"]
+    return box["v"]
+
+
+class LLMRunner:
+    """Synchronous facade: ``map_structured`` / ``map_text`` / ``embed`` over many items.
+
+    Results come back in input order, one per item. Usage accumulates across calls in ``self.usage``.
+    """
+
+    def __init__(self, settings: LLMSettings, cache_dir: str | Path | None = None,
+                 usage: Optional[Usage] = None, *, progress: Optional[bool] = None,
+                 limiter_period_s: float = 60.0, seed: Optional[int] = None) -> None:
+        self.settings = settings
+        self.usage = usage if usage is not None else Usage(settings)
+        cache_dir = cache_dir if cache_dir is not None else settings.cache_dir
+        self.cache = ResponseCache(cache_dir) if (settings.cache and cache_dir is not None) else None
+        self.progress = settings.progress if progress is None else progress
+        self._period = limiter_period_s
+        self._seed = seed
+
+    def _client(self) -> AsyncLLM:
+        return AsyncLLM(self.settings, self.cache, self.usage, limiter_period_s=self._period, seed=self._seed)
+
+    @staticmethod
+    def _ids(n: int, item_ids: Optional[Sequence[str]]) -> list[str]:
+        if item_ids is None:
+            return [str(i) for i in range(n)]
+        ids = [str(i) for i in item_ids]
+        if len(ids) != n:
+            raise InputError(f"got {n} items but {len(ids)} item_ids")
+        if len(set(ids)) != n:
+            dup = next(i for i in ids if ids.count(i) > 1)
+            raise InputError(f"item_ids must be unique (duplicate {dup!r})")
+        return ids
+
+    def _bar(self, total: int, desc: str):
+        from tqdm.auto import tqdm
+
+        return tqdm(total=total, desc=desc, disable=not self.progress, mininterval=0.5, unit="item")
+
+    async def amap_chat(self, *, endpoint: Optional[str], prompt: Prompt, items: Sequence[dict],
+                        stage: str, schema: Optional[type[BaseModel]] = None,
+                        item_ids: Optional[Sequence[str]] = None, sampling: Optional[dict] = None,
+                        llm: Optional[AsyncLLM] = None) -> list[Result]:
+        """Async version of map_structured/map_text (schema None = free text)."""
+        ids = self._ids(len(items), item_ids)
+        messages = [prompt.render(**vars_) for vars_ in items]  # bad vars fail before any call
+        own = llm is None
+        llm = llm or self._client()
+        try:
+            ep_name = llm.endpoint(endpoint).name
+            bar = self._bar(len(items), f"{stage} [{ep_name}]")
+
+            async def one(i: int) -> Result:
+                res = await llm.complete(endpoint=endpoint, messages=messages[i], stage=stage,
+                                         item_id=ids[i], prompt=prompt, schema=schema, sampling=sampling)
+                bar.update(1)
+                return res
+
+            try:
+                return list(await asyncio.gather(*(one(i) for i in range(len(items)))))
+            finally:
+                bar.close()
+        finally:
+            if own:
+                await llm.aclose()
+
+    def map_structured(self, *, endpoint: Optional[str], prompt: Prompt, items: Sequence[dict],
+                       schema: type[BaseModel], stage: str, item_ids: Optional[Sequence[str]] = None,
+                       sampling: Optional[dict] = None) -> list[Result]:
+        """Render ``prompt`` with each item's variables, call, parse into ``schema``."""
+        return _run_sync(lambda: self.amap_chat(endpoint=endpoint, prompt=prompt, items=items, stage=stage,
+                                                schema=schema, item_ids=item_ids, sampling=sampling))
+
+    def map_text(self, *, endpoint: Optional[str], prompt: Prompt, items: Sequence[dict], stage: str,
+                 item_ids: Optional[Sequence[str]] = None, sampling: Optional[dict] = None) -> list[Result]:
+        """Like map_structured but the value is the reply text."""
+        return _run_sync(lambda: self.amap_chat(endpoint=endpoint, prompt=prompt, items=items, stage=stage,
+                                                schema=None, item_ids=item_ids, sampling=sampling))
+
+    async def aembed(self, *, endpoint: Optional[str], texts: Sequence[str], stage: str = "embed",
+                     item_ids: Optional[Sequence[str]] = None, batch_size: int = 64) -> list[Result]:
+        ids = self._ids(len(texts), item_ids)
+        async with self._client() as llm:
+            ep_name = llm.endpoint(endpoint).name
+            bar = self._bar(len(texts), f"{stage} [{ep_name}]")
+            starts = range(0, len(texts), batch_size)
+
+            async def one(s: int) -> list[Result]:
+                res = await llm.embed_batch(endpoint=endpoint, texts=list(texts[s:s + batch_size]),
+                                            item_ids=ids[s:s + batch_size], stage=stage)
+                bar.update(len(res))
+                return res
+
+            try:
+                parts = await asyncio.gather(*(one(s) for s in starts))
+            finally:
+                bar.close()
+        return [r for part in parts for r in part]
+
+    def embed(self, *, endpoint: Optional[str], texts: Sequence[str], stage: str = "embed",
+              item_ids: Optional[Sequence[str]] = None, batch_size: int = 64) -> list[Result]:
+        """Embed texts (value = list[float]); one Result per text, in order."""
+        return _run_sync(lambda: self.aembed(endpoint=endpoint, texts=texts, stage=stage,
+                                             item_ids=item_ids, batch_size=batch_size))
