@@ -1,0 +1,279 @@
+"""MIRAGE-Bench: heuristic features, pairwise judge battles and the random-forest surrogate.
+
+Heuristic features per answer (flat dict per query id): target-language share (lingua), citation
+recall@k and MAP@k — computed on the citations in the ORDER they appear in the answer (first
+mention), unlike the seed code which ranked a set — plus sentence BLEU (sacrebleu) and ROUGE-L
+(own LCS, CJK per character) against the reference answer, and answer length.
+
+Conventions: with no relevant documents, recall@k and MAP@k are 1 if nothing is cited and 0
+otherwise (same rule as RAGE precision); BLEU/ROUGE-L of an empty answer are 0.
+"""
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from babelrag.errors import InputError
+from babelrag.evaluators.bradley_terry import Battle
+from babelrag.evaluators.citations import parse_citations, strip_citations
+from babelrag.evaluators.language import DEFAULT_LANGUAGES, language_share
+from babelrag.evaluators.registry import ScoreResult, make_result, register
+from babelrag.evaluators.text import tokenize
+from babelrag.stats import kendall_tau
+
+# ---------------------------------------------------------------- citation ranking metrics
+
+
+def recall_at_k(cited_in_order: Sequence[int], relevant: Iterable[int], k: int) -> float:
+    """|first k distinct citations ∩ relevant| / |relevant|."""
+    rel = set(relevant)
+    top = list(dict.fromkeys(cited_in_order))[:k]
+    if not rel:
+        return 1.0 if not top else 0.0
+    return len(set(top) & rel) / len(rel)
+
+
+def average_precision_at_k(cited_in_order: Sequence[int], relevant: Iterable[int], k: int) -> float:
+    """AP@k over the citation order: sum of precision@r at relevant ranks r <= k, / min(k, |relevant|)."""
+    rel = set(relevant)
+    top = list(dict.fromkeys(cited_in_order))[:k]
+    if not rel:
+        return 1.0 if not top else 0.0
+    hits, total = 0, 0.0
+    for rank, doc in enumerate(top, start=1):
+        if doc in rel:
+            hits += 1
+            total += hits / rank
+    return total / min(k, len(rel))
+
+
+# ---------------------------------------------------------------- overlap with the reference
+
+_BLEU_TOKENIZER = {"zh": "zh", "ja": "char", "ko": "char", "th": "char"}
+
+
+def bleu(hypothesis: str, reference: str, language: str = "en") -> float:
+    """Sentence BLEU in [0, 1] with a tokenizer suited to the language (sacrebleu)."""
+    import sacrebleu
+
+    if not hypothesis.strip() or not reference.strip():
+        return 0.0
+    tok = _BLEU_TOKENIZER.get(language, "13a")
+    return sacrebleu.sentence_bleu(hypothesis, [reference], tokenize=tok).score / 100.0
+
+
+def _lcs(a: Sequence[str], b: Sequence[str]) -> int:
+    prev = [0] * (len(b) + 1)
+    for x in a:
+        cur = [0]
+        for jdx, y in enumerate(b, start=1):
+            cur.append(prev[jdx - 1] + 1 if x == y else max(prev[jdx], cur[jdx - 1]))
+        prev = cur
+    return prev[-1]
+
+
+def rouge_l(hypothesis: str, reference: str) -> float:
+    """ROUGE-L F1 from the longest common token subsequence (CJK characters are tokens)."""
+    h, r = tokenize(hypothesis), tokenize(reference)
+    if not h or not r:
+        return 0.0
+    lcs = _lcs(h, r)
+    if lcs == 0:
+        return 0.0
+    p, rec = lcs / len(h), lcs / len(r)
+    return 2 * p * rec / (p + rec)
+
+
+# ---------------------------------------------------------------- heuristic scorer
+
+
+@dataclass(frozen=True)
+class HeuristicItem:
+    """One answer: ``relevant`` are 1-based positions of the relevant documents shown."""
+
+    query_id: str
+    answer: str
+    reference: str
+    language: str
+    n_docs: int
+    relevant: Sequence[int] = field(default_factory=tuple)
+
+
+FEATURE_KEYS = ("language_share", "citation_recall@k", "citation_map@k", "bleu", "rouge_l", "answer_length")
+
+
+def heuristic_features(item: HeuristicItem, k: int = 5, languages: Iterable[str] = DEFAULT_LANGUAGES) -> dict[str, Any]:
+    cited = parse_citations(item.answer, item.n_docs).ordered
+    text = strip_citations(item.answer)
+    return {
+        "query_id": item.query_id,
+        "language_share": language_share(text, item.language, languages) if text.strip() else 0.0,
+        "citation_recall@k": recall_at_k(cited, item.relevant, k),
+        "citation_map@k": average_precision_at_k(cited, item.relevant, k),
+        "bleu": bleu(text, item.reference, item.language),
+        "rouge_l": rouge_l(text, item.reference),
+        "answer_length": len(tokenize(text)),
+    }
+
+
+@register("mirage.heuristics")
+def score_heuristics(
+    items: Iterable[HeuristicItem | Mapping[str, Any]],
+    k: int = 5,
+    languages: Iterable[str] = DEFAULT_LANGUAGES,
+    rounds: int = 1000,
+    seed: int = 0,
+) -> ScoreResult:
+    """MIRAGE heuristic features per query with bootstrap CIs."""
+    langs = tuple(languages)
+    rows = []
+    for i, it in enumerate(items):
+        if isinstance(it, Mapping):
+            try:
+                it = HeuristicItem(**it)
+            except TypeError as exc:
+                raise InputError(f"heuristic item {i}: {exc}") from exc
+        rows.append(heuristic_features(it, k=k, languages=langs))
+    return make_result("mirage.heuristics", rows, FEATURE_KEYS, rounds=rounds, seed=seed, counts={"items": len(rows)})
+
+
+# ---------------------------------------------------------------- pairwise judging
+
+Verdict = str  # "first" | "second" | "tie"
+Judge = Callable[[str, str, str], Verdict]  # (query_id, first answer, second answer) -> verdict
+
+
+@dataclass(frozen=True)
+class Matchup:
+    query_id: str
+    model_a: str
+    answer_a: str
+    model_b: str
+    answer_b: str
+
+
+def all_matchups(answers: Mapping[str, Mapping[str, str]]) -> list[Matchup]:
+    """Every pair of models on every query both answered; ``answers[model][query_id] = answer``."""
+    models = sorted(answers)
+    out = []
+    for x in range(len(models)):
+        for y in range(x + 1, len(models)):
+            a, b = models[x], models[y]
+            for qid in sorted(set(answers[a]) & set(answers[b])):
+                out.append(Matchup(qid, a, answers[a][qid], b, answers[b][qid]))
+    return out
+
+
+@dataclass
+class JudgedBattles:
+    battles: list[Battle]
+    consistent: int  # matchups where both orders gave the same (position-corrected) verdict
+    inconsistent: int
+    failed: int  # judge calls that returned no usable verdict (skipped, counted)
+
+
+def _to_winner(verdict: Verdict, first_is_a: bool) -> str | None:
+    if verdict == "tie":
+        return "tie"
+    if verdict not in ("first", "second"):
+        return None
+    return "model_a" if (verdict == "first") == first_is_a else "model_b"
+
+
+def judge_battles(matchups: Iterable[Matchup], judge: Judge, seed: int = 0) -> JudgedBattles:
+    """Judge each matchup in both orders (against position bias); each order is one battle.
+
+    Which order is asked first is randomised with ``seed`` (matters for stateful/cached judges).
+    """
+    rng = random.Random(seed)
+    out = JudgedBattles([], 0, 0, 0)
+    for mu in matchups:
+        orders = [True, False]
+        rng.shuffle(orders)
+        winners = []
+        for first_is_a in orders:
+            first, second = (mu.answer_a, mu.answer_b) if first_is_a else (mu.answer_b, mu.answer_a)
+            w = _to_winner(judge(mu.query_id, first, second), first_is_a)
+            if w is None:
+                out.failed += 1
+                continue
+            winners.append(w)
+            out.battles.append(Battle(mu.model_a, mu.model_b, w))
+        if len(winners) == 2:
+            if winners[0] == winners[1]:
+                out.consistent += 1
+            else:
+                out.inconsistent += 1
+    return out
+
+
+# ---------------------------------------------------------------- surrogate (learning to rank)
+
+
+@dataclass
+class SurrogateResult:
+    predicted: dict[str, float]  # every model's score predicted while it was held out
+    target: dict[str, float]
+    kendall_tau: float
+    feature_importance: dict[str, float]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kendall_tau": self.kendall_tau, "predicted": self.predicted, "target": self.target,
+            "feature_importance": self.feature_importance,
+        }
+
+
+def model_features(per_query: Mapping[str, Sequence[Mapping[str, Any]]], keys: Sequence[str] = FEATURE_KEYS) -> dict[str, dict[str, float]]:
+    """Average per-query heuristic features into one feature vector per model."""
+    return {
+        model: {k: float(np.mean([float(r[k]) for r in rows])) for k in keys}
+        for model, rows in per_query.items()
+        if rows
+    }
+
+
+def fit_surrogate(
+    features: Mapping[str, Mapping[str, float]],
+    target: Mapping[str, float],
+    n_folds: int = 5,
+    seed: int = 0,
+    n_estimators: int = 200,
+) -> SurrogateResult:
+    """Random forest from per-model features to judge (Bradley-Terry) scores with held-out models.
+
+    Models are split into ``n_folds`` folds; each model's score is predicted by a forest trained on
+    the other folds only, so the Kendall tau between predicted and judge leaderboards measures how
+    well the surrogate ranks models it has never seen.
+    """
+    from sklearn.ensemble import RandomForestRegressor
+
+    models = sorted(set(features) & set(target))
+    missing = sorted(set(target) ^ set(features))
+    if missing:
+        raise InputError(f"surrogate: models {missing} have features or a judge score but not both")
+    if len(models) < 3:
+        raise InputError(f"surrogate needs at least 3 models, got {len(models)}")
+    keys = sorted(features[models[0]])
+    x = np.array([[features[m][k] for k in keys] for m in models])
+    y = np.array([target[m] for m in models])
+    n_folds = min(n_folds, len(models))
+    folds = np.random.default_rng(seed).permutation(len(models)) % n_folds
+    pred = np.zeros(len(models))
+    importance = np.zeros(len(keys))
+    for f in range(n_folds):
+        test = folds == f
+        rf = RandomForestRegressor(n_estimators=n_estimators, random_state=seed, n_jobs=1)
+        rf.fit(x[~test], y[~test])
+        pred[test] = rf.predict(x[test])
+        importance += rf.feature_importances_ / n_folds
+    return SurrogateResult(
+        predicted=dict(zip(models, pred.tolist())),
+        target=dict(zip(models, y.tolist())),
+        kendall_tau=kendall_tau(pred, y),
+        feature_importance=dict(zip(keys, importance.tolist())),
+    )
