@@ -1,0 +1,154 @@
+"""XRAG: judge-panel majority vote, answer-language correctness, accuracy per setting and language.
+
+Tie policy (explicit, chosen per run, recorded in every item):
+- ``"incorrect"`` (default): a split panel has not agreed the answer is right, so it is wrong. This is
+  the conservative reading and makes accuracy a lower bound when judges disagree.
+- ``"correct"``: a split panel gives the benefit of the doubt.
+- ``"first"``: the first judge in panel order that voted (the "chair") breaks the tie.
+Judges that failed (``None`` votes, e.g. unparseable replies) abstain and are counted; an item where
+every judge abstained gets no verdict: it is left out of accuracy and counted as ``no_verdict``.
+
+Language rule (XRAG): an answer not in the expected language is incorrect whatever the panel says;
+an empty answer has no language and is wrong-language.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Optional
+
+import numpy as np
+
+from babelrag.errors import ConfigError, InputError
+from babelrag.evaluators.language import DEFAULT_LANGUAGES, detect
+from babelrag.evaluators.registry import ScoreResult, make_result, register
+from babelrag.stats import Estimate, bootstrap_ci, cohen_kappa
+
+TiePolicy = Literal["incorrect", "correct", "first"]
+TIE_POLICIES = ("incorrect", "correct", "first")
+
+
+@dataclass(frozen=True)
+class Vote:
+    """The panel's decision for one answer."""
+
+    verdict: Optional[bool]  # None when every judge abstained
+    correct_votes: int
+    incorrect_votes: int
+    abstained: int
+    tie: bool
+
+
+def majority_vote(votes: Sequence[Optional[bool]], tie_policy: TiePolicy = "incorrect") -> Vote:
+    """Majority of non-abstaining votes; ties resolved by ``tie_policy`` (see module docstring)."""
+    if tie_policy not in TIE_POLICIES:
+        raise ConfigError(f"tie_policy must be one of {TIE_POLICIES}, got {tie_policy!r}")
+    yes = sum(v is True for v in votes)
+    no = sum(v is False for v in votes)
+    abstained = len(votes) - yes - no
+    if yes + no == 0:
+        return Vote(None, 0, 0, abstained, False)
+    if yes != no:
+        return Vote(yes > no, yes, no, abstained, False)
+    if tie_policy == "first":
+        verdict = next(v for v in votes if v is not None)
+    else:
+        verdict = tie_policy == "correct"
+    return Vote(verdict, yes, no, abstained, True)
+
+
+@dataclass(frozen=True)
+class XragItem:
+    """One model answer with the panel's votes (True = judged correct, None = judge failed)."""
+
+    query_id: str
+    setting: str
+    language: str  # language the answer must be in
+    answer: str
+    votes: Sequence[Optional[bool]]
+    human: Optional[bool] = None  # human judgement from annotation, when there is one
+    detected_language: Optional[str] = None  # filled by the scorer unless given
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _coerce(items: Iterable[XragItem | Mapping[str, Any]]) -> list[XragItem]:
+    out = []
+    for i, it in enumerate(items):
+        if isinstance(it, Mapping):
+            try:
+                it = XragItem(**it)
+            except TypeError as exc:
+                raise InputError(f"xrag item {i}: {exc}") from exc
+        out.append(it)
+    return out
+
+
+def _kappa_estimate(pairs: list[tuple[bool, bool]], rounds: int, seed: int) -> Estimate:
+    """Cohen's kappa with a bootstrap CI over questions (pairs encoded as 2*panel + human)."""
+    codes = [2 * int(a) + int(b) for a, b in pairs]
+
+    def stat(arr: np.ndarray) -> float:
+        a = (arr // 2).astype(int).tolist()
+        b = (arr % 2).astype(int).tolist()
+        return cohen_kappa(a, b)
+
+    return bootstrap_ci(codes, statistic=stat, rounds=rounds, seed=seed)
+
+
+@register("xrag.panel")
+def score_panel(
+    items: Iterable[XragItem | Mapping[str, Any]],
+    tie_policy: TiePolicy = "incorrect",
+    languages: Iterable[str] = DEFAULT_LANGUAGES,
+    rounds: int = 1000,
+    seed: int = 0,
+) -> ScoreResult:
+    """Accuracy (panel verdict AND right language), language-correctness rate, kappa vs humans.
+
+    Aggregates: ``accuracy``, ``language_correct`` overall and per ``<setting>/<language>`` group
+    (``accuracy[mono/de]``), ``kappa_vs_human`` and ``agreement_vs_human`` on items with a human label.
+    """
+    langs = tuple(sorted(set(languages)))
+    rows: list[dict[str, Any]] = []
+    for it in _coerce(items):
+        if not it.votes:
+            raise InputError(f"xrag item {it.query_id!r}: no judge votes; run the judge panel first")
+        vote = majority_vote(it.votes, tie_policy)
+        lang = it.detected_language if it.detected_language is not None else detect(it.answer, set(langs) | {it.language})
+        lang_ok = lang == it.language
+        rows.append({
+            "query_id": it.query_id, "setting": it.setting, "language": it.language,
+            "detected_language": lang, "language_correct": lang_ok,
+            "panel_correct": vote.verdict,
+            "correct": None if vote.verdict is None else bool(vote.verdict and lang_ok),
+            "votes_correct": vote.correct_votes, "votes_incorrect": vote.incorrect_votes,
+            "votes_abstained": vote.abstained, "tie": vote.tie, "tie_policy": tie_policy,
+            "human": it.human, **it.extra,
+        })
+    counts = {
+        "items": len(rows),
+        "no_verdict": sum(r["correct"] is None for r in rows),
+        "ties": sum(r["tie"] for r in rows),
+        "abstained_votes": sum(r["votes_abstained"] for r in rows),
+        "wrong_language": sum(not r["language_correct"] for r in rows),
+    }
+    # values must be numeric or None for the aggregator: map bools, keep None as undefined
+    for r in rows:
+        r["accuracy"] = float("nan") if r["correct"] is None else float(r["correct"])
+    res = make_result("xrag.panel", rows, ("accuracy", "language_correct"), rounds=rounds, seed=seed, counts=counts)
+    res.counts.pop("accuracy_undefined", None)  # same number as no_verdict
+    groups = sorted({(r["setting"], r["language"]) for r in rows})
+    for setting, lang in groups:
+        sub = [r for r in rows if (r["setting"], r["language"]) == (setting, lang)]
+        acc = [r["accuracy"] for r in sub if r["correct"] is not None]
+        res.aggregate[f"accuracy[{setting}/{lang}]"] = bootstrap_ci(acc, rounds=rounds, seed=seed)
+        res.aggregate[f"language_correct[{setting}/{lang}]"] = bootstrap_ci(
+            [float(r["language_correct"]) for r in sub], rounds=rounds, seed=seed
+        )
+    pairs = [(bool(r["correct"]), bool(r["human"])) for r in rows if r["human"] is not None and r["correct"] is not None]
+    if pairs:
+        res.aggregate["kappa_vs_human"] = _kappa_estimate(pairs, rounds, seed)
+        res.aggregate["agreement_vs_human"] = bootstrap_ci(
+            [float(a == b) for a, b in pairs], rounds=rounds, seed=seed
+        )
+    return res
