@@ -453,3 +453,19 @@ class LLMRunner:
         """Embed texts (value = list[float]); one Result per text, in order."""
         return _run_sync(lambda: self.aembed(endpoint=endpoint, texts=texts, stage=stage,
                                              item_ids=item_ids, batch_size=batch_size))
+
+    def close(self) -> None:
+        """Release the cache connection (clients are per call and already closed)."""
+        if self.cache is not None:
+            self.cache.close()
+
+
+def runner_from_config(config: Any) -> LLMRunner:
+    """The runner for a build config: cache under ``<build_dir>/cache/llm`` unless llm.cache_dir is set."""
+    settings: LLMSettings = config.llm
+    cache_dir = settings.cache_dir
+    if cache_dir is not None and not Path(cache_dir).is_absolute() and hasattr(config, "resolve"):
+        cache_dir = config.resolve(str(cache_dir))
+    if cache_dir is None:
+        cache_dir = Path(config.build_dir) / "cache" / "llm"
+    return LLMRunner(settings, cache_dir)

@@ -79,6 +79,20 @@ class Usage:
         with self._lock:
             return dict(self._rows)
 
+    def stage_totals(self, stage: str) -> dict:
+        """Totals for one stage over all endpoints (for the stage's manifest entry)."""
+        d = self.as_dict()["by_stage"].get(stage, {})
+        out: dict = {"endpoints": sorted(d), "failures": {}}
+        for k in ("items", "calls", "retries", "repairs", "cached", "succeeded", "failed",
+                  "prompt_tokens", "completion_tokens", "cost"):
+            out[k] = sum(row[k] for row in d.values())
+        for row in d.values():
+            for reason, n in row["failures"].items():
+                out["failures"][reason] = out["failures"].get(reason, 0) + n
+        if d:
+            out["cost"] = round(out["cost"], 6)
+        return out
+
     def as_dict(self) -> dict:
         """``{"by_stage": {stage: {endpoint: {...}}}, "total": {...}}`` for reports and manifests."""
         by_stage: dict[str, dict[str, dict]] = {}
