@@ -1,0 +1,104 @@
+"""GaRAGe metrics computed from per-item and per-sentence judgements.
+
+GaRAGe released data only, so the definitions are ours (from the paper's text):
+- eligibility: the response has no major issue compared with the gold answer (judge);
+- unadjusted factuality: every sentence is supported by at least one grounding passage;
+- factuality: eligible AND unadjusted-factual;
+- relevance-aware factuality (RAF): eligible AND every sentence is supported by at least one
+  passage the gold labels mark relevant (so support from outdated/irrelevant passages does not count);
+- deflection: on questions whose grounding is insufficient the model should deflect
+  ("not enough information"). True-positive rate = deflected / questions needing deflection;
+  false-positive rate = deflected / answerable questions;
+- attribution precision/recall/F1 of the passages the response cites vs the gold relevant passages
+  (same conventions as RAGE citations, see ``citations.prf``).
+
+Conventions: answer-quality metrics (eligibility, factuality, RAF, attribution) are defined on
+answerable questions only; a deflection on an answerable question is ineligible and unfactual. A
+non-deflected response with no sentences is ineligible with factuality 0. Undefined values are NaN
+and counted by the aggregator, never averaged as zero.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from babelrag.errors import InputError
+from babelrag.evaluators.citations import prf
+from babelrag.evaluators.registry import ScoreResult, make_result, register
+
+NAN = float("nan")
+SCORE_KEYS = (
+    "eligibility", "unadjusted_factuality", "factuality", "raf",
+    "deflection_tp", "deflection_fp", "attribution_precision", "attribution_recall", "attribution_f1",
+)
+
+
+@dataclass(frozen=True)
+class GarageItem:
+    """Judgements for one response.
+
+    ``sentence_support[k]`` lists the passage ids the judge found supporting sentence k;
+    ``relevant`` are the gold-relevant passage ids; ``cited`` the ids the response cites.
+    """
+
+    query_id: str
+    requires_deflection: bool
+    deflected: bool
+    eligible: Optional[bool] = None  # None only for deflected / deflection questions
+    sentence_support: Sequence[Sequence[str]] = field(default_factory=tuple)
+    relevant: Sequence[str] = field(default_factory=tuple)
+    cited: Sequence[str] = field(default_factory=tuple)
+
+
+def score_item(it: GarageItem) -> dict[str, Any]:
+    row: dict[str, Any] = {"query_id": it.query_id, "requires_deflection": it.requires_deflection,
+                           "deflected": it.deflected}
+    row["deflection_tp"] = float(it.deflected) if it.requires_deflection else NAN
+    row["deflection_fp"] = NAN if it.requires_deflection else float(it.deflected)
+    if it.requires_deflection:
+        row.update({k: NAN for k in SCORE_KEYS if not k.startswith("deflection")})
+        return row
+    if it.deflected or not it.sentence_support:
+        row.update(eligibility=0.0, unadjusted_factuality=0.0, factuality=0.0, raf=0.0)
+        row.update(attribution_precision=NAN, attribution_recall=NAN, attribution_f1=NAN)
+        return row
+    if it.eligible is None:
+        raise InputError(f"garage item {it.query_id!r}: answered question has no eligibility judgement")
+    relevant = set(it.relevant)
+    supported = all(len(s) > 0 for s in it.sentence_support)
+    relevant_supported = all(relevant.intersection(s) for s in it.sentence_support)
+    p, r, f1 = prf(set(it.cited), relevant)
+    row.update(
+        eligibility=float(it.eligible),
+        unadjusted_factuality=float(supported),
+        factuality=float(it.eligible and supported),
+        raf=float(it.eligible and relevant_supported),
+        attribution_precision=p, attribution_recall=r, attribution_f1=f1,
+        n_sentences=len(it.sentence_support),
+        supported_sentences=sum(len(s) > 0 for s in it.sentence_support),
+    )
+    return row
+
+
+@register("garage")
+def score_garage(items: Iterable[GarageItem | Mapping[str, Any]], rounds: int = 1000, seed: int = 0) -> ScoreResult:
+    """All GaRAGe metrics with bootstrap CIs; deflection rates are means over their own subsets."""
+    rows = []
+    for i, it in enumerate(items):
+        if isinstance(it, Mapping):
+            try:
+                it = GarageItem(**it)
+            except TypeError as exc:
+                raise InputError(f"garage item {i}: {exc}") from exc
+        rows.append(score_item(it))
+    counts = {
+        "items": len(rows),
+        "deflection_questions": sum(r["requires_deflection"] for r in rows),
+        "answerable_questions": sum(not r["requires_deflection"] for r in rows),
+    }
+    res = make_result("garage", rows, SCORE_KEYS, rounds=rounds, seed=seed, counts=counts)
+    # undefined-by-design counts are noise: keep only the surprising ones
+    for key in ("deflection_tp", "deflection_fp"):
+        res.counts.pop(f"{key}_undefined", None)
+    return res
