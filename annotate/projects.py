@@ -1,0 +1,385 @@
+"""The five annotation projects: Argilla dataset settings and records built from the build's records.
+
+Records are first built as plain ``ProjectRecord`` values (testable without a server) and only turned
+into Argilla SDK objects in ``to_argilla_settings`` / ``to_argilla_records``. Guidelines live beside this
+module (``guidelines/<project>.md``, with an id and a version in their first line).
+"""
+from __future__ import annotations
+
+import json
+import random
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Iterable, Optional
+
+from babelrag.errors import InputError
+from babelrag.records import Instance, QAItem
+
+from .config import AnnotateSettings
+from .inputs import ContrastivePair, ModelAnswer, parse
+
+GUIDELINES_DIR = Path(__file__).with_name("guidelines")
+YES_NO = {"yes": "Yes", "no": "No"}
+GARAGE_LABELS = {
+    "answer-the-question": "Answers the question",
+    "related-information": "Related information",
+    "outdated": "Outdated",
+    "unknown": "Unknown",
+    "irrelevant": "Irrelevant",
+}
+TIME_SENSITIVITY = {"static": "Static", "slow-changing": "Slow-changing", "fast-changing": "Fast-changing"}
+COMPLEXITY = {
+    "simple": "Simple", "with-condition": "Simple with condition", "set": "Set", "comparison": "Comparison",
+    "aggregation": "Aggregation", "multi-hop": "Multi-hop",
+}
+POPULARITY = {"head": "Head", "torso": "Torso", "tail": "Tail"}
+CATEGORIES = {
+    "politics": "Politics", "business": "Business & finance", "sports": "Sports", "science": "Science & tech",
+    "health": "Health", "culture": "Culture & entertainment", "world": "World events", "other": "Other",
+}
+DEFLECTION = {"enough-grounding": "Enough grounding", "not-enough-grounding": "Not enough grounding"}
+VERDICT = {"correct": "Correct", "incorrect": "Incorrect"}
+CHOICE = {"A": "Response A", "B": "Response B"}
+MAX_PASSAGES = 8
+
+
+@dataclass(frozen=True)
+class Guideline:
+    id: str
+    version: str
+    text: str
+
+
+@lru_cache(maxsize=None)
+def guideline(project: str) -> Guideline:
+    text = (GUIDELINES_DIR / f"{project}.md").read_text(encoding="utf-8")
+    m = re.match(r"<!--\s*guideline-id:\s*(\S+);\s*version:\s*(\S+)\s*-->\s*", text)
+    if not m:
+        raise ValueError(f"{project}.md: first line must be '<!-- guideline-id: ID; version: V -->'")
+    return Guideline(m.group(1), m.group(2), text[m.end():])
+
+
+@dataclass
+class Suggestion:
+    question: str
+    value: Any
+    agent: str = ""
+    score: Optional[float] = None
+
+
+@dataclass
+class ProjectRecord:
+    """One record to annotate; ``id`` is the build record's id (Argilla's external id: upserts are idempotent)."""
+
+    id: str
+    fields: dict[str, str]
+    metadata: dict[str, Any] = field(default_factory=dict)
+    suggestions: list[Suggestion] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class FieldSpec:
+    name: str
+    title: str
+    required: bool = True
+    markdown: bool = False
+
+
+@dataclass(frozen=True)
+class QuestionSpec:
+    name: str
+    title: str
+    labels: Optional[dict[str, str]] = None  # None = free text
+    required: bool = True
+    description: str = ""
+
+    @property
+    def is_label(self) -> bool:
+        return self.labels is not None
+
+
+@dataclass(frozen=True)
+class ProjectSpec:
+    name: str
+    fields: tuple[FieldSpec, ...]
+    questions: tuple[QuestionSpec, ...]
+    metadata: tuple[str, ...] = ()  # terms metadata properties
+
+    @property
+    def label_questions(self) -> list[str]:
+        return [q.name for q in self.questions if q.is_label]
+
+
+# ----------------------------------------------------------------------------- project specs
+
+QA_VERIFICATION = ProjectSpec(
+    "qa_verification",
+    fields=(
+        FieldSpec("question", "Question"),
+        FieldSpec("answer", "Answer"),
+        FieldSpec("evidence", "Evidence (summaries and simple Q&A pairs)", markdown=True),
+    ),
+    questions=(
+        QuestionSpec("natural", "Is the question natural?", YES_NO),
+        QuestionSpec("answerable", "Is it answerable from the two articles together?", YES_NO),
+        QuestionSpec("answer_correct", "Is the answer correct?", YES_NO),
+        QuestionSpec("corrected_answer", "Corrected answer (edit the pre-filled answer if wrong)", None, required=False),
+    ),
+    metadata=("q_type", "pair_id"),
+)
+
+TRANSLATION = ProjectSpec(
+    "translation",
+    fields=(
+        FieldSpec("en_question", "English question"),
+        FieldSpec("en_answer", "English answer"),
+    ),
+    questions=(
+        QuestionSpec("question_translation", "Question in the target language (post-edit)"),
+        QuestionSpec("answer_translation", "Answer in the target language (post-edit)"),
+        QuestionSpec("comment", "Comment (problems with the English source)", None, required=False),
+    ),
+    metadata=("language", "q_type"),
+)
+
+GROUNDING = ProjectSpec(
+    "grounding",
+    fields=(
+        FieldSpec("question", "Question"),
+        FieldSpec("answer", "Reference answer"),
+        *(FieldSpec(f"passage_{i}", f"Passage {i}", required=False, markdown=True) for i in range(1, MAX_PASSAGES + 1)),
+    ),
+    questions=(
+        *(QuestionSpec(f"relevance_{i}", f"Passage {i}", GARAGE_LABELS, required=False) for i in range(1, MAX_PASSAGES + 1)),
+        QuestionSpec("time_sensitivity", "Time-sensitivity of the question", TIME_SENSITIVITY),
+        QuestionSpec("complexity", "Complexity", COMPLEXITY),
+        QuestionSpec("popularity", "Popularity of the topic", POPULARITY),
+        QuestionSpec("category", "Category", CATEGORIES),
+        QuestionSpec("deflection", "Do the passages let one answer?", DEFLECTION),
+    ),
+    metadata=("language", "setting", "q_type", "n_passages"),
+)
+
+FORCED_CHOICE = ProjectSpec(
+    "forced_choice",
+    fields=(
+        FieldSpec("criterion", "Criterion"),
+        FieldSpec("question", "Question"),
+        FieldSpec("context", "Context", required=False, markdown=True),
+        FieldSpec("response_a", "Response A"),
+        FieldSpec("response_b", "Response B"),
+    ),
+    questions=(QuestionSpec("choice", "Which response is better for the criterion?", CHOICE),),
+    metadata=("criterion", "better_position", "language"),
+)
+
+ANSWER_JUDGEMENT = ProjectSpec(
+    "answer_judgement",
+    fields=(
+        FieldSpec("question", "Question"),
+        FieldSpec("gold_answer", "Gold answer"),
+        FieldSpec("model_answer", "Model answer"),
+    ),
+    questions=(QuestionSpec("verdict", "Is the model answer correct?", VERDICT),),
+    metadata=("model", "language", "setting", "qa_id"),
+)
+
+PROJECTS: dict[str, ProjectSpec] = {
+    p.name: p for p in (QA_VERIFICATION, TRANSLATION, GROUNDING, FORCED_CHOICE, ANSWER_JUDGEMENT)
+}
+
+
+def spec(project: str) -> ProjectSpec:
+    if project not in PROJECTS:
+        raise InputError(f"unknown annotation project {project!r}; choose one of {', '.join(PROJECTS)}")
+    return PROJECTS[project]
+
+
+# ----------------------------------------------------------------------------- record builders
+
+
+def _agent(item: Any) -> str:
+    prov = getattr(item, "provenance", None)
+    return (prov.model if prov and prov.model else "babelrag") + (f"/{prov.prompt_id}" if prov and prov.prompt_id else "")
+
+
+def qa_verification_records(items: Iterable[QAItem | dict]) -> list[ProjectRecord]:
+    out = []
+    for qa in parse(QAItem, list(items), "qa_verification input"):
+        evidence = [f"**Summary {i}.** {s}" for i, s in enumerate(qa.summaries, 1)]
+        evidence += [f"- *{s.article_id}*: {s.question} → {s.answer}" for s in qa.selected]
+        filters = json.loads(qa.filters_json or "{}")
+        suggestions = [
+            Suggestion("answer_correct", "yes", _agent(qa)),
+            Suggestion("corrected_answer", qa.answer, _agent(qa)),
+        ]
+        if "well_formed" in filters:
+            passed = bool(filters["well_formed"].get("passed", False))
+            suggestions.append(Suggestion("natural", "yes" if passed else "no", "babelrag.filters.well_formed"))
+        out.append(
+            ProjectRecord(
+                id=qa.id,
+                fields={"question": qa.question, "answer": qa.answer, "evidence": "\n\n".join(evidence) or "(none)"},
+                metadata={"q_type": qa.q_type, "pair_id": qa.pair_id},
+                suggestions=suggestions,
+            )
+        )
+    return out
+
+
+def translation_records(items: Iterable[QAItem | dict], language: str) -> list[ProjectRecord]:
+    out = []
+    for qa in parse(QAItem, list(items), "translation input"):
+        mt = json.loads(qa.translations_json or "{}").get(language, {})
+        suggestions = []
+        if mt.get("question"):
+            agent = mt.get("model", "machine-translation")
+            suggestions = [Suggestion("question_translation", mt["question"], agent),
+                           Suggestion("answer_translation", mt.get("answer") or "", agent)]
+            suggestions = [s for s in suggestions if s.value]
+        out.append(
+            ProjectRecord(
+                id=qa.id,
+                fields={"en_question": qa.question, "en_answer": qa.answer},
+                metadata={"language": language, "q_type": qa.q_type},
+                suggestions=suggestions,
+            )
+        )
+    return out
+
+
+_KIND_TO_LABEL = {"relevant": "answer-the-question", "related": "related-information",
+                  "seemingly_relevant": "related-information", "irrelevant": "irrelevant"}
+_QTYPE_TO_COMPLEXITY = {"aggregation": "aggregation", "comparison": "comparison", "multi-hop": "multi-hop", "set": "set"}
+
+
+def grounding_records(instances: Iterable[Instance | dict]) -> list[ProjectRecord]:
+    out = []
+    for inst in parse(Instance, list(instances), "grounding input"):
+        if len(inst.documents) > MAX_PASSAGES:
+            raise InputError(
+                f"grounding input: instance {inst.id} has {len(inst.documents)} documents; at most {MAX_PASSAGES} fit a record"
+            )
+        fields = {"question": inst.question, "answer": inst.answer}
+        suggestions = [Suggestion("complexity", _QTYPE_TO_COMPLEXITY[inst.q_type], "babelrag.construct")]
+        for i, doc in enumerate(inst.documents, 1):
+            mt = " *(machine-translated)*" if doc.machine_translated else ""
+            fields[f"passage_{i}"] = f"**{doc.title}** ({doc.language}, {doc.published}){mt}\n\n{doc.text}"
+            suggestions.append(Suggestion(f"relevance_{i}", _KIND_TO_LABEL[doc.kind], "babelrag.construct"))
+        has_support = any(d.role == "supporting" for d in inst.documents)
+        suggestions.append(
+            Suggestion("deflection", "enough-grounding" if has_support else "not-enough-grounding", "babelrag.construct")
+        )
+        out.append(
+            ProjectRecord(
+                id=inst.id,
+                fields=fields,
+                metadata={"language": inst.language, "setting": inst.setting, "q_type": inst.q_type,
+                          "n_passages": str(len(inst.documents))},
+                suggestions=suggestions,
+            )
+        )
+    return out
+
+
+def forced_choice_positions(pair_id: str, seed: int) -> str:
+    """Where the better response goes ("A" or "B"): a seeded coin per pair, stable across pushes."""
+    return "A" if random.Random(f"{seed}:{pair_id}").random() < 0.5 else "B"
+
+
+def forced_choice_records(pairs: Iterable[ContrastivePair | dict], seed: int) -> list[ProjectRecord]:
+    out = []
+    for pair in parse(ContrastivePair, list(pairs), "forced_choice input"):
+        better_pos = forced_choice_positions(pair.id, seed)
+        a, b = (pair.better, pair.worse) if better_pos == "A" else (pair.worse, pair.better)
+        suggestions = []
+        if pair.judge_choice:
+            pick = better_pos if pair.judge_choice == "better" else ("B" if better_pos == "A" else "A")
+            suggestions.append(Suggestion("choice", pick, "llm-judge"))
+        out.append(
+            ProjectRecord(
+                id=pair.id,
+                fields={"criterion": pair.criterion.replace("_", " "), "question": pair.question,
+                        "context": pair.context, "response_a": a, "response_b": b},
+                metadata={"criterion": pair.criterion, "better_position": better_pos, "language": pair.language,
+                          "seed": seed},
+                suggestions=suggestions,
+            )
+        )
+    return out
+
+
+def answer_judgement_records(answers: Iterable[ModelAnswer | dict]) -> list[ProjectRecord]:
+    out = []
+    for ans in parse(ModelAnswer, list(answers), "answer_judgement input"):
+        suggestions = [Suggestion("verdict", ans.judge_verdict, "judge-panel")] if ans.judge_verdict else []
+        out.append(
+            ProjectRecord(
+                id=ans.id,
+                fields={"question": ans.question, "gold_answer": ans.gold_answer, "model_answer": ans.answer},
+                metadata={"model": ans.model, "language": ans.language, "setting": ans.setting, "qa_id": ans.qa_id},
+                suggestions=suggestions,
+            )
+        )
+    return out
+
+
+def build_records(project: str, rows: list, settings: AnnotateSettings, language: str = "") -> list[ProjectRecord]:
+    """Dispatch to the project's builder; ``language`` is required by the translation project."""
+    spec(project)
+    if project == "qa_verification":
+        return qa_verification_records(rows)
+    if project == "translation":
+        if not language:
+            raise InputError("the translation project needs a target language (--language de)")
+        return translation_records(rows, language)
+    if project == "grounding":
+        return grounding_records(rows)
+    if project == "forced_choice":
+        return forced_choice_records(rows, settings.seed)
+    return answer_judgement_records(rows)
+
+
+# ----------------------------------------------------------------------------- Argilla SDK objects
+
+
+def to_argilla_settings(project: str, settings: AnnotateSettings):
+    """``rg.Settings`` for a project: fields, questions, metadata, guidelines and task distribution."""
+    import argilla as rg
+
+    ps, g = spec(project), guideline(project)
+    fields = [rg.TextField(name=f.name, title=f.title, required=f.required, use_markdown=f.markdown) for f in ps.fields]
+    questions = []
+    for q in ps.questions:
+        if q.is_label:
+            questions.append(rg.LabelQuestion(name=q.name, title=q.title, labels=q.labels, required=q.required,
+                                              description=q.description or None))
+        else:
+            questions.append(rg.TextQuestion(name=q.name, title=q.title, required=q.required,
+                                             description=q.description or None))
+    metadata = [rg.TermsMetadataProperty(name=m) for m in ps.metadata]
+    return rg.Settings(
+        fields=fields,
+        questions=questions,
+        metadata=metadata,
+        guidelines=f"{g.text}\n\n_Guideline {g.id}, version {g.version}._",
+        allow_extra_metadata=True,
+        distribution=rg.TaskDistribution(min_submitted=settings.project(project).min_submitted or 1),
+    )
+
+
+def to_argilla_records(records: list[ProjectRecord]):
+    import argilla as rg
+
+    return [
+        rg.Record(
+            id=r.id,
+            fields={k: v for k, v in r.fields.items() if v not in (None, "")},
+            metadata={k: v for k, v in r.metadata.items() if v not in (None, "")},
+            suggestions=[rg.Suggestion(question_name=s.question, value=s.value, agent=s.agent or None, score=s.score)
+                         for s in r.suggestions],
+        )
+        for r in records
+    ]

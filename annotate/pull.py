@@ -1,0 +1,128 @@
+"""Pull responses back from Argilla: one row per (record, annotator) with who, when and status.
+
+Read over Argilla's REST API (the SDK drops response timestamps). Rows are sorted and written as
+JSONL with a temp file + ``os.replace``; a second pull of unchanged data leaves the file byte-for-byte
+identical (and untouched). Drafts and discards are kept with their status; agreement and merging use
+submitted responses only. Records nobody has answered yet are counted as pending.
+"""
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+from .config import AnnotateSettings
+from .push import project_datasets
+
+PAGE = 1000
+
+
+@dataclass
+class PullResult:
+    project: str
+    path: Path
+    datasets: list[str]
+    records: int
+    responses: int
+    changed: bool
+    by_status: dict[str, int] = field(default_factory=dict)
+
+
+def _get(rg_client, url: str, **params: Any) -> Any:
+    resp = rg_client.http_client.get(url, params=params)
+    resp.raise_for_status()
+    return resp.json()
+
+
+def _records(rg_client, dataset_id: str) -> Iterator[dict]:
+    offset = 0
+    while True:
+        page = _get(rg_client, f"/api/v1/datasets/{dataset_id}/records", include="responses,suggestions",
+                    offset=offset, limit=PAGE)
+        yield from page["items"]
+        offset += len(page["items"])
+        if not page["items"] or offset >= page["total"]:
+            return
+
+
+def usernames(rg_client) -> dict[str, str]:
+    return {u["id"]: u["username"] for u in _get(rg_client, "/api/v1/users")["items"]}
+
+
+def fetch_rows(rg_client, settings: AnnotateSettings, project: str) -> tuple[list[dict], list[dict]]:
+    """(response rows, record rows) for every dataset of a project, in a stable order."""
+    names = usernames(rg_client)
+    responses, records = [], []
+    for ds in project_datasets(rg_client, settings, project):
+        questions = {q["id"]: q["name"] for q in _get(rg_client, f"/api/v1/datasets/{ds.id}/questions")["items"]}
+        for rec in _records(rg_client, str(ds.id)):
+            suggestions = {questions.get(s["question_id"], s["question_id"]): s["value"] for s in rec.get("suggestions", [])}
+            records.append({
+                "project": project, "dataset": ds.name, "record_id": rec["external_id"] or rec["id"],
+                "argilla_id": rec["id"], "status": rec["status"], "fields": rec["fields"],
+                "metadata": rec.get("metadata") or {}, "suggestions": suggestions,
+            })
+            for r in rec.get("responses", []):
+                responses.append({
+                    "project": project, "dataset": ds.name, "record_id": rec["external_id"] or rec["id"],
+                    "user_id": r["user_id"], "annotator": names.get(r["user_id"], r["user_id"]),
+                    "status": r["status"],
+                    "values": {q: v.get("value") for q, v in sorted((r.get("values") or {}).items())},
+                    "inserted_at": r["inserted_at"], "updated_at": r["updated_at"],
+                })
+    responses.sort(key=lambda r: (r["dataset"], r["record_id"], r["annotator"]))
+    records.sort(key=lambda r: (r["dataset"], r["record_id"]))
+    return responses, records
+
+
+def _write_if_changed(path: Path, rows: list[dict]) -> bool:
+    text = "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in rows)
+    if path.exists() and path.read_text(encoding="utf-8") == text:
+        return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+    return True
+
+
+def pull(rg_client, settings: AnnotateSettings, project: str, out_dir: Path) -> PullResult:
+    """Write ``<out_dir>/<project>.responses.jsonl`` and ``<project>.records.jsonl``."""
+    responses, records = fetch_rows(rg_client, settings, project)
+    out_dir = Path(out_dir)
+    path = out_dir / f"{project}.responses.jsonl"
+    changed = _write_if_changed(path, responses)
+    changed = _write_if_changed(out_dir / f"{project}.records.jsonl", records) or changed
+    return PullResult(
+        project, path, sorted({r["dataset"] for r in records}), len(records), len(responses), changed,
+        dict(Counter(r["status"] for r in responses)),
+    )
+
+
+def read_responses(path: Path) -> list[dict]:
+    path = Path(path)
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def status_table(responses: list[dict], records: list[dict]) -> list[dict]:
+    """Per dataset and annotator: submitted/draft/discarded counts; per dataset: records completed/pending."""
+    rows = []
+    by_ds: dict[str, list[dict]] = defaultdict(list)
+    for rec in records:
+        by_ds[rec["dataset"]].append(rec)
+    for ds, recs in sorted(by_ds.items()):
+        done = sum(1 for r in recs if r["status"] == "completed")
+        rows.append({"dataset": ds, "annotator": "(all)", "records": len(recs), "completed": done,
+                     "pending": len(recs) - done, "submitted": None, "draft": None, "discarded": None})
+        per_user: dict[str, Counter] = defaultdict(Counter)
+        for r in responses:
+            if r["dataset"] == ds:
+                per_user[r["annotator"]][r["status"]] += 1
+        for user, c in sorted(per_user.items()):
+            rows.append({"dataset": ds, "annotator": user, "records": len(recs), "completed": None,
+                         "pending": len(recs) - sum(c.values()), "submitted": c["submitted"], "draft": c["draft"],
+                         "discarded": c["discarded"]})
+    return rows

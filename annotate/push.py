@@ -1,0 +1,160 @@
+"""Connect to Argilla, create workspaces/users from config, and push project records (idempotently).
+
+Target: ``ARGILLA_API_URL``/``ARGILLA_API_KEY`` (a hosted Argilla) if set, else the local server
+started by ``babelrag annotate serve`` from the same home dir. Records are upserted by the build's
+record id, so pushing twice adds nothing and keeps existing responses.
+"""
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+from babelrag.errors import StageError
+
+from .config import AnnotateSettings
+from .projects import ProjectRecord, to_argilla_records, to_argilla_settings
+
+
+@dataclass(frozen=True)
+class Target:
+    url: str
+    api_key: str
+    source: str  # "env", "config" or "local server"
+
+
+def resolve_target(settings: AnnotateSettings) -> Target:
+    from .server.process import load_credentials, running_server
+
+    url = os.environ.get("ARGILLA_API_URL") or settings.api_url
+    key = os.environ.get("ARGILLA_API_KEY")
+    if url:
+        if not key:
+            raise StageError(f"Argilla at {url}: set ARGILLA_API_KEY to an owner/admin API key")
+        return Target(url.rstrip("/"), key, "env" if os.environ.get("ARGILLA_API_URL") else "config")
+    home = settings.server.resolved_home()
+    info = running_server(home)
+    creds = load_credentials(home)
+    if not info or not creds:
+        raise StageError(
+            f"no Argilla server: start one with `babelrag annotate serve` (home {home}) "
+            "or set ARGILLA_API_URL and ARGILLA_API_KEY for a hosted Argilla"
+        )
+    return Target(info["url"], creds["api_key"], "local server")
+
+
+def client(target: Target):
+    import argilla as rg
+
+    return rg.Argilla(api_url=target.url, api_key=target.api_key, timeout=120)
+
+
+def _quiet(fn, *args):
+    """SDK look-ups warn when a name is absent; absence is the normal case here."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fn(*args)
+
+
+def user_credentials_path(settings: AnnotateSettings) -> Path:
+    return settings.server.resolved_home() / "users.json"
+
+
+def ensure_users(rg_client, settings: AnnotateSettings) -> dict[str, str]:
+    """Create workspaces and users (idempotent); generated passwords go to ``users.json`` (mode 0600)."""
+    import argilla as rg
+
+    from .server.process import _write_private
+
+    workspaces = {}
+    for name in settings.all_workspaces():
+        ws = _quiet(rg_client.workspaces, name)
+        workspaces[name] = ws if ws is not None else rg.Workspace(name=name, client=rg_client).create()
+    members = {name: {u.username for u in ws.users} for name, ws in workspaces.items()}
+    path = user_credentials_path(settings)
+    stored: dict[str, str] = json.loads(path.read_text()) if path.exists() else {}
+    changed = False
+    for u in settings.users:
+        user = _quiet(rg_client.users, u.username)
+        if user is None:
+            password = u.password or stored.get(u.username) or secrets.token_urlsafe(12)
+            user = rg.User(username=u.username, password=password, role=u.role, first_name=u.first_name or u.username,
+                           client=rg_client).create()
+            if not u.password:
+                stored[u.username], changed = password, True
+        for ws in u.workspaces or settings.all_workspaces():
+            if u.username not in members[ws]:
+                user.add_to_workspace(workspaces[ws])
+    if changed:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _write_private(path, stored)
+    return stored
+
+
+@dataclass
+class PushResult:
+    dataset: str
+    workspace: str
+    records: int
+    new: int
+    seconds: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return self.__dict__.copy()
+
+
+def get_dataset(rg_client, name: str, workspace: str):
+    ws = _quiet(rg_client.workspaces, workspace)
+    if ws is None:
+        return None
+    return _quiet(lambda: rg_client.datasets(name=name, workspace=ws))
+
+
+def push(
+    rg_client,
+    settings: AnnotateSettings,
+    project: str,
+    records: list[ProjectRecord],
+    suffix: str = "",
+    batch_size: int = 256,
+) -> PushResult:
+    """Create the project's dataset if needed and upsert ``records`` into it."""
+    import argilla as rg
+
+    t0 = time.perf_counter()
+    ensure_users(rg_client, settings)
+    name, workspace = settings.dataset_name(project, suffix), settings.project(project).workspace or settings.workspace
+    dataset = get_dataset(rg_client, name, workspace)
+    if dataset is None:
+        dataset = rg.Dataset(name=name, workspace=workspace, settings=to_argilla_settings(project, settings),
+                             client=rg_client).create()
+    before = _count_records(rg_client, dataset)
+    dataset.records.log(to_argilla_records(records), batch_size=max(1, min(batch_size, len(records))))
+    after = _count_records(rg_client, dataset)
+    return PushResult(name, workspace, len(records), after - before, time.perf_counter() - t0)
+
+
+def _count_records(rg_client, dataset) -> int:
+    resp = rg_client.http_client.get(f"/api/v1/datasets/{dataset.id}/records", params={"limit": 1})
+    resp.raise_for_status()
+    return int(resp.json()["total"])
+
+
+def project_datasets(rg_client, settings: AnnotateSettings, project: str) -> list[Any]:
+    """Every dataset of a project (translation has one per language) in its workspace."""
+    workspace = settings.project(project).workspace or settings.workspace
+    base = settings.dataset_name(project)
+    ws = _quiet(rg_client.workspaces, workspace)
+    if ws is None:
+        return []
+    return sorted((d for d in ws.datasets if d.name == base or d.name.startswith(base + "-")), key=lambda d: d.name)
+
+
+def find_dataset(rg_client, settings: AnnotateSettings, project: str, suffix: str = "") -> Optional[Any]:
+    return get_dataset(rg_client, settings.dataset_name(project, suffix), settings.project(project).workspace or settings.workspace)
