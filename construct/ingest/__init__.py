@@ -1,0 +1,156 @@
+"""The ``ingest`` stage: corpus files -> deduplicated, language-identified ``Article`` records.
+
+Two passes keep memory bounded: pass 1 streams every input, applies the cheap filters (date window,
+length, language) and spools survivors to a temporary JSONL file while keeping only fixed-size hashes
+and MinHash signatures in memory; pass 2 decides duplicates with numpy and streams the spool into the
+resumable output, running title NER in batches.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from babelrag.errors import InputError
+from babelrag.pipeline import StageContext
+from babelrag.records import Article
+
+from .dedupe import MinHasher, duplicate_mask, hash64, normalise_text
+from .readers import RawArticle, Skip, read_input
+from .text import LanguageIdentifier, count_tokens
+
+NER_BATCH = 256
+
+
+def _inputs(ctx: StageContext) -> list[tuple[Path, str, Path | None]]:
+    corpus = ctx.config.corpus
+    if not corpus.inputs:
+        raise InputError("corpus.inputs is empty: list at least one {path, format} (jsonl | html | warc)")
+    return [(ctx.config.resolve(i.path), i.format, ctx.config.resolve(i.url_map) if i.url_map else None)
+            for i in corpus.inputs]
+
+
+def run(ctx: StageContext) -> None:
+    cfg = ctx.config
+    corpus = cfg.corpus
+    languages = list(cfg.project.languages)
+    lid = LanguageIdentifier(languages)
+    hasher = MinHasher(n_perm=32, seed=cfg.project.seed)
+    id_hashes: list[int] = []
+    text_hashes: list[int] = []
+    sigs: list[np.ndarray] = []
+    first_skip: dict[str, str] = {}
+
+    def skip(reason: str, where: str = "", detail: str = "") -> None:
+        ctx.skip(reason)
+        first_skip.setdefault(reason, f"{where} {detail}".strip())
+
+    spool_fd, spool_name = tempfile.mkstemp(prefix="ingest-", suffix=".jsonl", dir=ctx.artifacts_dir)
+    try:
+        with os.fdopen(spool_fd, "w", encoding="utf-8") as spool:
+            for path, fmt, url_map in _inputs(ctx):
+                for item in ctx.progress(read_input(path, fmt, url_map), desc=f"reading {path.name}"):
+                    ctx.count_in += 1
+                    if isinstance(item, Skip):
+                        skip(item.reason, item.where, item.detail)
+                        continue
+                    kept = _filter(item, corpus, languages, lid, skip)
+                    if kept is None:
+                        continue
+                    art, lang, n_tokens = kept
+                    id_hashes.append(hash64(art.id))
+                    text_hashes.append(hash64(normalise_text(art.text)))
+                    sigs.append(hasher.signature(art.text))
+                    spool.write(json.dumps({
+                        "id": art.id, "title": art.title, "text": art.text, "language": lang,
+                        "published": art.published.isoformat(), "url": art.url, "source": art.source,
+                        "n_tokens": n_tokens}, ensure_ascii=False) + "\n")
+        n = len(id_hashes)
+        if n == 0:
+            raise InputError(_zero_message(ctx, first_skip))
+        dup_id, exact, near, _ = duplicate_mask(
+            np.array(id_hashes, dtype=np.int64), np.array(text_hashes, dtype=np.int64),
+            np.stack(sigs), corpus.near_duplicate_threshold)
+        del sigs, id_hashes, text_hashes
+        drop = dup_id | exact | near
+        if int(drop.sum()) == n:
+            raise InputError(_zero_message(ctx, first_skip))
+        for reason, mask in (("duplicate-id", dup_id), ("exact-duplicate", exact), ("near-duplicate", near)):
+            if mask.any():
+                ctx.skip(reason, int(mask.sum()))
+        _write(ctx, Path(spool_name), drop)
+    finally:
+        Path(spool_name).unlink(missing_ok=True)
+    ctx.extra["languages"] = languages
+    ctx.extra["ner_backend"] = cfg.ner.backend
+
+
+def _filter(art: RawArticle, corpus: Any, languages: list[str], lid: LanguageIdentifier,
+            skip: Any) -> tuple[RawArticle, str, int] | None:
+    where = art.source
+    if art.published is None:
+        skip("missing-date", where, art.id)
+        return None
+    if corpus.date_from and art.published < corpus.date_from:
+        skip("before-date-window", where, art.id)
+        return None
+    if corpus.date_to and art.published > corpus.date_to:
+        skip("after-date-window", where, art.id)
+        return None
+    n_tokens = count_tokens(art.text)
+    if n_tokens < corpus.min_tokens:
+        skip("too-short", where, f"{art.id}: {n_tokens} < corpus.min_tokens={corpus.min_tokens}")
+        return None
+    declared = (art.declared_language or "").split("-")[0].lower()
+    if declared and declared not in languages and len(declared) == 2:
+        skip("language-not-configured", where, f"{art.id}: declared {declared}")
+        return None
+    guess = lid.detect(f"{art.title}. {art.text}")
+    if guess.language is None or guess.confidence < corpus.language_confidence:
+        skip("language-uncertain", where,
+             f"{art.id}: best {guess.language} at {guess.confidence:.2f} < corpus.language_confidence")
+        return None
+    return art, guess.language, n_tokens
+
+
+def _write(ctx: StageContext, spool: Path, drop: np.ndarray) -> None:
+    """Stream the spool into the output, running title NER on batches of kept articles."""
+    from babelrag.construct.ner import extractor_from_config
+
+    out = ctx.output(shard_size=1000)
+    extractor = extractor_from_config(ctx.config, llm_factory=lambda: ctx.llm)
+    batch: list[dict[str, Any]] = []
+
+    def flush() -> None:
+        if not batch:
+            return
+        ents = extractor([b["title"] for b in batch], [b["language"] for b in batch])
+        for row, e in zip(batch, ents):
+            out.add(Article(**row, title_entities=e))
+        batch.clear()
+
+    total = int((~drop).sum())
+    with open(spool, encoding="utf-8") as fh:
+        rows = (json.loads(line) for i, line in enumerate(fh) if not drop[i])
+        for row in ctx.progress(rows, total=total, desc="title NER"):
+            if out.has(row["id"]):
+                continue
+            batch.append(row)
+            if len(batch) >= NER_BATCH:
+                flush()
+        flush()
+    failures = getattr(extractor.backend, "failures", 0)
+    if failures:
+        ctx.skip("ner-failed (kept, no entities)", failures)
+
+
+def _zero_message(ctx: StageContext, first_skip: dict[str, str]) -> str:
+    counts = ", ".join(f"{k}={v}" for k, v in ctx.skipped.most_common()) or "no input items at all"
+    examples = "; ".join(f"{k}: {v}" for k, v in list(first_skip.items())[:3])
+    return (f"ingest: zero usable articles out of {ctx.count_in} input items ({counts}). "
+            f"Examples: {examples or '-'}. Check corpus.inputs, the date window, corpus.min_tokens, "
+            f"project.languages and corpus.language_confidence.")

