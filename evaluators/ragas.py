@@ -1,0 +1,164 @@
+"""Ragas-style metrics for low-resource languages, plus agreement with human forced choices.
+
+Decomposition variants (arithmetic here; the LLM steps are in ``judges.py``):
+- faithfulness = statements supported by the context / statements in the answer;
+- answer relevance = mean cosine between questions generated from the answer and the real question
+  (0 when the answer is judged non-committal), embeddings from an encoder function passed in;
+- context relevance = essential context sentences / context sentences. Extracted "essential"
+  sentences that do not occur in the context are not counted (they are hallucinated) but reported.
+Direct scoring maps a 1..5 judge score to [0, 1]; comparative ranking is a judge's A/B choice.
+
+All three variants meet in :func:`forced_choice_agreement`: on contrastive pairs where humans picked
+the better side, a variant agrees when it prefers the same side; a tie counts 0.5 (what a coin flip
+would score), and Cohen's kappa treats "tie" as its own label.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, Optional
+
+import numpy as np
+
+from babelrag.errors import InputError
+from babelrag.evaluators.registry import ScoreResult, make_result, register
+from babelrag.evaluators.text import split_sentences
+from babelrag.stats import bootstrap_ci, cohen_kappa
+
+NAN = float("nan")
+Encoder = Callable[[list[str]], Any]  # texts -> (n, d) array-like
+
+
+def faithfulness(supported: Sequence[bool]) -> float:
+    """Supported statements / statements; NaN when the answer has no statement."""
+    return NAN if not supported else sum(bool(s) for s in supported) / len(supported)
+
+
+def answer_relevance(question: str, generated: Sequence[str], encoder: Encoder, noncommittal: bool = False) -> float:
+    """Mean cosine similarity of generated questions to the real one (0 if non-committal)."""
+    if noncommittal:
+        return 0.0
+    if not generated:
+        return NAN
+    vecs = np.asarray(encoder([question, *generated]), dtype=float)
+    if vecs.ndim != 2 or vecs.shape[0] != len(generated) + 1:
+        raise InputError(f"encoder returned shape {vecs.shape}, expected ({len(generated) + 1}, dim)")
+    norms = np.linalg.norm(vecs, axis=1)
+    if np.any(norms == 0):
+        raise InputError("encoder returned a zero vector; cosine similarity is undefined")
+    unit = vecs / norms[:, None]
+    return float((unit[1:] @ unit[0]).mean())
+
+
+def _norm(s: str) -> str:
+    return re.sub(r"\s+", " ", s).strip().lower()
+
+
+def context_relevance(essential: Sequence[str], context: str) -> tuple[float, int]:
+    """(essential sentences found in the context / context sentences, hallucinated extractions)."""
+    sentences = {_norm(s) for s in split_sentences(context)}
+    if not sentences:
+        return NAN, 0
+    found = {_norm(s) for s in essential} & sentences
+    hallucinated = len({_norm(s) for s in essential} - sentences)
+    return len(found) / len(sentences), hallucinated
+
+
+def direct_score(score: float, low: float = 1.0, high: float = 5.0) -> float:
+    """Map a judge's ``low..high`` score to [0, 1]; out-of-scale scores are an InputError."""
+    if not low <= score <= high:
+        raise InputError(f"direct score {score} is outside the {low}..{high} scale")
+    return (score - low) / (high - low)
+
+
+# ---------------------------------------------------------------- registered scorers
+
+
+def _rows(items: Iterable[Mapping[str, Any]], need: Sequence[str], metric: str) -> list[Mapping[str, Any]]:
+    out = list(items)
+    for i, it in enumerate(out):
+        missing = [k for k in need if k not in it]
+        if missing:
+            raise InputError(f"{metric} item {it.get('query_id', i)!r} is missing {missing}")
+    return out
+
+
+@register("ragas.faithfulness")
+def score_faithfulness(items: Iterable[Mapping[str, Any]], rounds: int = 1000, seed: int = 0) -> ScoreResult:
+    """Items: ``{"query_id", "supported": [bool per statement]}``."""
+    rows = [
+        {"query_id": it["query_id"], "faithfulness": faithfulness(it["supported"]), "statements": len(it["supported"])}
+        for it in _rows(items, ("query_id", "supported"), "ragas.faithfulness")
+    ]
+    return make_result("ragas.faithfulness", rows, ("faithfulness",), rounds=rounds, seed=seed)
+
+
+@register("ragas.answer_relevance")
+def score_answer_relevance(
+    items: Iterable[Mapping[str, Any]], encoder: Encoder, rounds: int = 1000, seed: int = 0
+) -> ScoreResult:
+    """Items: ``{"query_id", "question", "generated": [str], "noncommittal": bool (optional)}``."""
+    rows = [
+        {"query_id": it["query_id"],
+         "answer_relevance": answer_relevance(it["question"], it["generated"], encoder, bool(it.get("noncommittal")))}
+        for it in _rows(items, ("query_id", "question", "generated"), "ragas.answer_relevance")
+    ]
+    return make_result("ragas.answer_relevance", rows, ("answer_relevance",), rounds=rounds, seed=seed)
+
+
+@register("ragas.context_relevance")
+def score_context_relevance(items: Iterable[Mapping[str, Any]], rounds: int = 1000, seed: int = 0) -> ScoreResult:
+    """Items: ``{"query_id", "context": str, "essential": [sentences extracted by the judge]}``."""
+    rows = []
+    for it in _rows(items, ("query_id", "context", "essential"), "ragas.context_relevance"):
+        value, bad = context_relevance(it["essential"], it["context"])
+        rows.append({"query_id": it["query_id"], "context_relevance": value, "hallucinated_extractions": bad})
+    counts = {"hallucinated_extractions": sum(r["hallucinated_extractions"] for r in rows)}
+    return make_result("ragas.context_relevance", rows, ("context_relevance",), rounds=rounds, seed=seed, counts=counts)
+
+
+# ---------------------------------------------------------------- forced-choice agreement
+
+Side = Literal["a", "b"]
+
+
+@dataclass(frozen=True)
+class ContrastivePair:
+    """A pair humans chose between; the metric gives scores for both sides or a direct choice."""
+
+    pair_id: str
+    human: Side
+    score_a: Optional[float] = None
+    score_b: Optional[float] = None
+    choice: Optional[str] = None  # "a" | "b" | "tie" from comparative ranking
+
+    def metric_choice(self) -> str:
+        if self.choice is not None:
+            if self.choice not in ("a", "b", "tie"):
+                raise InputError(f"pair {self.pair_id!r}: choice {self.choice!r} must be 'a', 'b' or 'tie'")
+            return self.choice
+        if self.score_a is None or self.score_b is None or np.isnan(self.score_a) or np.isnan(self.score_b):
+            raise InputError(f"pair {self.pair_id!r}: needs score_a and score_b, or a choice")
+        return "tie" if self.score_a == self.score_b else ("a" if self.score_a > self.score_b else "b")
+
+
+def forced_choice_agreement(pairs: Iterable[ContrastivePair], rounds: int = 1000, seed: int = 0) -> ScoreResult:
+    """Agreement (tie = 0.5) and Cohen's kappa between a metric's preferences and humans'."""
+    rows = []
+    for p in pairs:
+        if p.human not in ("a", "b"):
+            raise InputError(f"pair {p.pair_id!r}: human choice {p.human!r} must be 'a' or 'b'")
+        c = p.metric_choice()
+        rows.append({"query_id": p.pair_id, "metric_choice": c, "human": p.human,
+                     "agreement": 0.5 if c == "tie" else float(c == p.human)})
+    res = make_result("ragas.forced_choice", rows, ("agreement",), rounds=rounds, seed=seed,
+                      counts={"pairs": len(rows), "ties": sum(r["metric_choice"] == "tie" for r in rows)})
+    if rows:
+        labels = {"a": 0, "b": 1, "tie": 2}
+        codes = [3 * labels[r["metric_choice"]] + labels[r["human"]] for r in rows]
+        res.aggregate["kappa"] = bootstrap_ci(
+            codes, statistic=lambda arr: cohen_kappa((arr // 3).astype(int).tolist(), (arr % 3).astype(int).tolist()),
+            rounds=rounds, seed=seed,
+        )
+    return res
