@@ -1,0 +1,1 @@
+"""Judge prompt files (YAML, id + version) used by babelrag.evaluators.judges."""
