@@ -198,7 +198,7 @@ class _App:
     def _enter(self, path: str, key: str, attempt: int, last_user: str, model: str) -> dict:
         entry = {"t": time.time(), "path": path, "key": key, "attempt": attempt, "model": model,
                  "last_user": last_user[:200], "fault": "", "status": 0,
-                 "auth": "", "content_chars": 0}
+                 "auth": "", "content_chars": 0, "t_end": None}
         with self.lock:
             self.log.append(entry)
         return entry
@@ -226,7 +226,10 @@ class _App:
                                      status=429)
         if kind in ("401", "403", "400", "404", "422"):
             entry["status"] = int(kind)
-            return web.json_response({"error": {"message": f"scripted {kind}", "type": "invalid_request_error",
+            msg = f"scripted {kind}"
+            if kind == "401":  # like real providers: echo (part of) the key that was sent
+                msg = "Incorrect API key provided: " + request.headers.get("Authorization", "")[7:]
+            return web.json_response({"error": {"message": msg, "type": "invalid_request_error",
                                                 "code": None}}, status=int(kind))
         if kind == "hang":
             await asyncio.sleep(self.faults.hang_s)
@@ -243,6 +246,21 @@ class _App:
         raise AssertionError(kind)
 
     async def chat(self, request):
+        return await self._timed(self._chat, request)
+
+    async def embeddings(self, request):
+        return await self._timed(self._embeddings, request)
+
+    async def _timed(self, handler, request):
+        """Run a handler and stamp ``t_end`` on its log entry (for concurrency checks)."""
+        request["entry"] = None
+        try:
+            return await handler(request)
+        finally:
+            if request.get("entry") is not None:
+                request["entry"]["t_end"] = time.time()
+
+    async def _chat(self, request):
         from aiohttp import web
 
         body = await request.json()
@@ -253,6 +271,7 @@ class _App:
         key = hashlib.sha256(json.dumps(["chat", messages], sort_keys=True).encode()).hexdigest()[:16]
         attempt = self._attempt(key)
         entry = self._enter("chat", key, attempt, last_user, str(body.get("model", "")))
+        request["entry"] = entry
         entry["auth"] = request.headers.get("Authorization", "")[:7]  # scheme only, never the key
         if self.faults.latency_s:
             await asyncio.sleep(self.faults.latency_s)
@@ -287,7 +306,7 @@ class _App:
                       "total_tokens": prompt_tokens + _ntok(text)},
         }
 
-    async def embeddings(self, request):
+    async def _embeddings(self, request):
         from aiohttp import web
 
         body = await request.json()
@@ -297,6 +316,7 @@ class _App:
         key = hashlib.sha256(json.dumps(["emb", inputs]).encode()).hexdigest()[:16]
         attempt = self._attempt(key)
         entry = self._enter("embed", key, attempt, (inputs or [""])[0], str(body.get("model", "")))
+        request["entry"] = entry
         if self.faults.latency_s:
             await asyncio.sleep(self.faults.latency_s)
 
