@@ -136,6 +136,10 @@ class Instance(Record):
     verified: bool = False
     machine_translated: bool = False
     dates: list[str] = Field(default_factory=list)  # supporting articles' publication dates
+    # XRAG compatibility (release/export): "original" = model answer, "corrected" = fixed by an annotator;
+    # crossdoc_type 0/1/2 as in XRAG (None = not annotated).
+    a_type: str = "original"
+    crossdoc_type: Optional[int] = None
 
 
 class ErrorRecord(Record):
