@@ -97,6 +97,10 @@ class DenseConfig(Section):
     top_k: int = Field(10, ge=1)
     min_score: float = 0.3
     max_days_apart: int = Field(14, ge=0)
+    passage_chars: int = Field(1000, ge=50)  # title + this many characters of text are embedded
+    relative_margin: float = Field(0.1, ge=0.0)  # events: keep hits within this of the best hit's score
+    max_pairs_per_event: int = Field(4, ge=1)  # events: X-pivot pairs kept per event and language
+    mutual: bool = True  # articles: keep a pair only when each is the other's best match
 
 
 class RelevanceConfig(Section):
@@ -136,14 +140,32 @@ class DistractorsConfig(Section):
 
 
 class InstancesConfig(Section):
+    # mono: en–en questions, all documents English; multi: X–en questions. mono documents are already
+    # English, so the +ES/+ED variants only exist for multi (mono+EQ is a synonym of en-baseline).
     settings: list[str] = Field(
-        default_factory=lambda: ["mono", "multi", "en-baseline", "mono+EQ", "mono+ES", "mono+ED",
+        default_factory=lambda: ["mono", "multi", "en-baseline", "multi+EQ", "multi+ES", "multi+ED",
                                  "no-retrieval", "oracle"]
     )
     mono_supporting: int = 2
     mono_distracting: int = 6
     multi_supporting_per_language: int = 1
     multi_distracting_per_language: int = 3
+    allow_fewer_distractors: bool = True  # False: skip an instance that cannot get its full distractor count
+    translate_documents: bool = True  # machine-translate X articles to English for multi+ES / multi+ED
+    translate_max_chars: int = Field(2000, ge=200)  # article text sent for translation is cut here
+    endpoint: Optional[str] = None
+
+    @field_validator("settings")
+    @classmethod
+    def _known_settings(cls, value: list[str]) -> list[str]:
+        from babelrag.construct.instances import parse_setting
+
+        for name in value:
+            try:
+                parse_setting(name)
+            except ConfigError as exc:
+                raise ValueError(str(exc).removeprefix("instances.settings: ")) from None
+        return value
 
 
 class ReleaseConfig(Section):

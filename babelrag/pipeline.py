@@ -68,7 +68,8 @@ STAGES: tuple[StageSpec, ...] = (
     StageSpec("distractors", "babelrag.construct.distractors:run", "DistractorSet", ("ingest", "filters"),
               ("distractors", "dense", "project"), description="related / irrelevant / seemingly relevant distractors"),
     StageSpec("instances", "babelrag.construct.instances:run", "Instance", ("ingest", "filters", "distractors"),
-              ("instances", "project"), description="one instance per question, setting and language"),
+              ("instances", "project", "distractors", "llm"),
+              description="one instance per question, setting and language", uses_llm=True),
 )
 STAGE_NAMES = tuple(s.name for s in STAGES)
 

@@ -1,0 +1,316 @@
+"""Stage ``instances``: one benchmark item per question, setting and question language.
+
+Settings (see ``docs/questions.md``):
+
+* ``mono``          en–en question pair; question in X; 2 supporting + N English distractors.
+* ``en-baseline``   the same documents with the English question (``mono+EQ`` is a synonym kept for analyses).
+* ``multi``         X–en question pair; question in X; 1 supporting + M distractors in English and in X.
+* ``multi+EQ/+ES/+ED`` controlled variants (any combination): English question; X supporting article
+  replaced by its English machine translation; X distractors replaced by English machine translations.
+* ``no-retrieval``  question only;  ``oracle``  supporting articles only (for every question language).
+
+Leakage is checked on every finished instance (``check_leakage``): no supporting article among the
+distractors and every distractor published at least ``distractors.min_days_before`` days before the earliest
+supporting article. A violating instance is an ErrorRecord, never a stored record. Document order is
+shuffled with a seed derived from the project seed and the instance id, so ids and order are stable.
+"""
+from __future__ import annotations
+
+import datetime
+import hashlib
+import json
+import random
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+from babelrag.errors import ConfigError
+from babelrag.records import Article, DistractorSet, Document, Instance, QAItem
+
+BASES = ("mono", "multi")
+SPECIAL = ("en-baseline", "no-retrieval", "oracle")
+VARIANTS = ("EQ", "ES", "ED")
+
+
+@dataclass(frozen=True)
+class Setting:
+    """A parsed setting name such as ``multi+ES+ED``."""
+
+    name: str
+    base: str  # mono | multi | en-baseline | no-retrieval | oracle
+    eq: bool = False
+    es: bool = False
+    ed: bool = False
+
+
+def parse_setting(name: str) -> Setting:
+    """Validate a setting name; unknown or meaningless names are ConfigErrors that say what is allowed."""
+    if name in SPECIAL:
+        return Setting(name, name)
+    base, *variants = name.split("+")
+    allowed = f"{', '.join(BASES + SPECIAL)}, or mono+EQ / multi+EQ|ES|ED combinations"
+    if base not in BASES or any(v not in VARIANTS for v in variants) or len(set(variants)) != len(variants):
+        raise ConfigError(f"instances.settings: unknown setting {name!r}; allowed: {allowed}")
+    if base == "mono" and set(variants) - {"EQ"}:
+        raise ConfigError(f"instances.settings: {name!r} changes nothing: mono documents are already English "
+                          "(use multi+ES / multi+ED)")
+    return Setting(name, base, "EQ" in variants, "ES" in variants, "ED" in variants)
+
+
+def instance_id(qa_id: str, setting: str, language: str) -> str:
+    """Stable id: the same question, setting and language always give the same id."""
+    return "inst-" + hashlib.sha256(f"{qa_id}|{setting}|{language}".encode()).hexdigest()[:16]
+
+
+def split_of(qa_id: str, dev_fraction: float, seed: int) -> str:
+    """Split by *question*, so all instances of one question (every setting/language) share one split."""
+    h = int(hashlib.sha256(f"{seed}|{qa_id}".encode()).hexdigest()[:12], 16) / 16**12
+    return "dev" if h < dev_fraction else "test"
+
+
+class LeakageError(ValueError):
+    """An assembled instance breaks a leakage rule (a bug upstream, never stored)."""
+
+
+def _date(value: str) -> datetime.date:
+    return datetime.date.fromisoformat(value[:10])
+
+
+def check_leakage(inst: Instance, min_days_before: int) -> None:
+    """Raise LeakageError if a supporting article is also a distractor or a distractor is too recent."""
+    support = [d for d in inst.documents if d.role == "supporting"]
+    distract = [d for d in inst.documents if d.role == "distractor"]
+    support_ids = {d.article_id for d in support}
+    both = sorted(support_ids & {d.article_id for d in distract})
+    if both:
+        raise LeakageError(f"instance {inst.id}: supporting article(s) {both} also used as distractors")
+    dates = [_date(d) for d in inst.dates] or [_date(d.published) for d in support]
+    if not dates:
+        return
+    limit = min(dates) - datetime.timedelta(days=min_days_before)
+    late = [f"{d.article_id} ({d.published})" for d in distract if _date(d.published) > limit]
+    if late:
+        raise LeakageError(f"instance {inst.id}: distractor(s) {late} published after {limit.isoformat()} "
+                           f"(must be >= {min_days_before} days before the supporting articles)")
+
+
+def check_splits(split_by_instance: dict[str, str], qa_by_instance: dict[str, str]) -> None:
+    """Raise LeakageError if one question's instances ended up in more than one split."""
+    seen: dict[str, str] = {}
+    for inst_id, split in split_by_instance.items():
+        qa = qa_by_instance[inst_id]
+        if seen.setdefault(qa, split) != split:
+            raise LeakageError(f"question {qa} has instances in splits {seen[qa]!r} and {split!r}")
+
+
+class Skip(Exception):
+    """This (question, setting, language) cannot be built; ``reason`` is counted in the run report."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _doc(article: Article, role: str, kind: str, translated: Optional[tuple[str, str]] = None) -> Document:
+    title, text = translated if translated else (article.title, article.text)
+    return Document(article_id=article.id, title=title, text=text,
+                    language="en" if translated else article.language, published=article.published,
+                    role=role, kind=kind, machine_translated=translated is not None)  # type: ignore[arg-type]
+
+
+def qa_languages(qa: QAItem, articles: dict[str, Article], pivot: str = "en") -> tuple[str, Optional[str]]:
+    """("mono", None) for a pivot–pivot pair, ("multi", X) for an X–pivot pair; Skip otherwise."""
+    try:
+        langs = [articles[a].language for a in qa.article_ids]
+    except KeyError as exc:
+        raise Skip("missing-article") from exc
+    others = [lang for lang in langs if lang != pivot]
+    if not others:
+        return "mono", None
+    if len(others) == 1 and len(langs) == 2:
+        return "multi", others[0]
+    raise Skip("unsupported-language-pair")
+
+
+@dataclass
+class Assembler:
+    """Builds instances for one question from its articles and distractors."""
+
+    articles: dict[str, Article]
+    mono_supporting: int = 2
+    mono_distracting: int = 6
+    multi_supporting: int = 1
+    multi_distracting: int = 3
+    min_days_before: int = 14
+    allow_fewer_distractors: bool = True
+    seed: int = 13
+    pivot: str = "en"
+    # (article_id) -> (title, text) in the pivot language, for +ES / +ED
+    doc_translation: Callable[[str], Optional[tuple[str, str]]] = lambda _id: None
+
+    def _distractors(self, dset: Optional[DistractorSet], language: str, n: int, support: set[str]) -> list[Document]:
+        docs = []
+        for d in (dset.distractors if dset else []):
+            if d.language != language or d.article_id in support or d.article_id not in self.articles:
+                continue
+            if any(x.article_id == d.article_id for x in docs):
+                continue
+            docs.append(_doc(self.articles[d.article_id], "distractor", d.kind))
+            if len(docs) == n:
+                break
+        if len(docs) < n and not self.allow_fewer_distractors:
+            raise Skip(f"too-few-distractors-{language}")
+        return docs
+
+    def _question(self, qa: QAItem, language: str) -> tuple[str, str, bool]:
+        if language == self.pivot:
+            return qa.question, qa.answer, False
+        tr = json.loads(qa.translations_json or "{}").get(language)
+        if not tr or not tr.get("question") or not tr.get("answer"):
+            raise Skip(f"no-translation-{language}")
+        return tr["question"], tr["answer"], bool(tr.get("machine_translated", True))
+
+    def _translated(self, article_id: str) -> tuple[str, str]:
+        tr = self.doc_translation(article_id)
+        if tr is None:
+            raise Skip("no-document-translation")
+        return tr
+
+    def documents(self, qa: QAItem, setting: Setting, kind: str, dset: Optional[DistractorSet]) -> list[Document]:
+        support_ids = set(qa.article_ids)
+        support = [self.articles[a] for a in qa.article_ids]
+        if kind == "mono":
+            docs = [_doc(a, "supporting", "relevant") for a in support[: self.mono_supporting]]
+            if setting.base in ("mono", "en-baseline"):
+                docs += self._distractors(dset, self.pivot, self.mono_distracting, support_ids)
+            return docs
+        docs = []
+        for a in support:
+            translate = setting.es and a.language != self.pivot
+            docs.append(_doc(a, "supporting", "relevant", self._translated(a.id) if translate else None))
+        if setting.base == "multi":
+            x = next(a.language for a in support if a.language != self.pivot)
+            docs += self._distractors(dset, self.pivot, self.multi_distracting, support_ids)
+            x_docs = self._distractors(dset, x, self.multi_distracting, support_ids)
+            if setting.ed:
+                x_docs = [_doc(self.articles[d.article_id], "distractor", d.kind, self._translated(d.article_id))
+                          for d in x_docs]
+            docs += x_docs
+        return docs
+
+    def targets(self, qa: QAItem, setting: Setting, languages: list[str]) -> list[str]:
+        """Question languages this setting yields for this question ([] when it does not apply)."""
+        kind, x = qa_languages(qa, self.articles, self.pivot)
+        if setting.base == "mono":
+            if kind != "mono":
+                return []
+            return [self.pivot] if setting.eq else [lang for lang in languages if lang != self.pivot]
+        if setting.base == "en-baseline":
+            return [self.pivot] if kind == "mono" else []
+        if setting.base == "multi":
+            if kind != "multi":
+                return []
+            return [self.pivot] if setting.eq else [x]  # type: ignore[list-item]
+        # no-retrieval / oracle: every question language of the question
+        if kind == "mono":
+            return [self.pivot] + [lang for lang in languages if lang != self.pivot]
+        return [self.pivot, x]  # type: ignore[list-item]
+
+    def build(self, qa: QAItem, setting: Setting, language: str, dset: Optional[DistractorSet]) -> Instance:
+        kind, _ = qa_languages(qa, self.articles, self.pivot)
+        if setting.base == "mono" and kind != "mono" or setting.base == "multi" and kind != "multi":
+            raise Skip("setting-not-applicable")
+        question, answer, q_mt = self._question(qa, language)
+        docs = [] if setting.base == "no-retrieval" else self.documents(qa, setting, kind, dset)
+        iid = instance_id(qa.id, setting.name, language)
+        rng = random.Random(f"{self.seed}|{iid}")
+        rng.shuffle(docs)
+        inst = Instance(
+            id=iid, qa_id=qa.id, setting=setting.name, language=language, question=question, answer=answer,
+            en_question=qa.question, en_answer=qa.answer, q_type=qa.q_type, documents=docs,
+            verified=qa.verified, machine_translated=q_mt or any(d.machine_translated for d in docs),
+            dates=[self.articles[a].published for a in qa.article_ids],
+        )
+        check_leakage(inst, self.min_days_before)
+        return inst
+
+
+def _needs_doc_translation(settings: list[Setting]) -> bool:
+    return any(s.base == "multi" and (s.es or s.ed) for s in settings)
+
+
+def run(ctx) -> None:  # noqa: ANN001 - StageContext (kept import-light)
+    """Assemble every requested setting for every accepted question."""
+    cfg = ctx.config
+    settings = [parse_setting(s) for s in cfg.instances.settings]
+    articles = {a.id: a for a in ctx.iter_read("ingest", Article)}
+    qas = [q for q in ctx.read("filters", QAItem)]
+    dsets = {d.qa_id: d for d in ctx.read("distractors", DistractorSet)}
+    accepted = [q for q in qas if q.accepted]
+    ctx.skip("rejected-by-filters", len(qas) - len(accepted))
+    languages = list(cfg.project.languages)
+    pivot = cfg.project.pivot_language
+
+    translations: dict[str, tuple[str, str]] = {}
+    if _needs_doc_translation(settings) and cfg.instances.translate_documents:
+        from babelrag.construct.translate import needed_document_translations, translate_articles
+
+        todo = needed_document_translations(accepted, dsets, articles, pivot, cfg.instances.multi_distracting_per_language)
+        if todo:
+            results = translate_articles(ctx.llm, [articles[i] for i in todo], pivot, stage=ctx.spec.name,
+                                         endpoint=cfg.instances.endpoint,
+                                         max_chars=cfg.instances.translate_max_chars)
+            for art_id, value in results.items():
+                if isinstance(value, str):
+                    ctx.skip("document-translation-failed")
+                else:
+                    translations[art_id] = value
+        ctx.extra["document_translations"] = len(translations)
+
+    asm = Assembler(
+        articles=articles, mono_supporting=cfg.instances.mono_supporting,
+        mono_distracting=cfg.instances.mono_distracting,
+        multi_supporting=cfg.instances.multi_supporting_per_language,
+        multi_distracting=cfg.instances.multi_distracting_per_language,
+        min_days_before=cfg.distractors.min_days_before,
+        allow_fewer_distractors=cfg.instances.allow_fewer_distractors, seed=ctx.seed, pivot=pivot,
+        doc_translation=translations.get,
+    )
+    out = ctx.output()
+    per_setting: dict[str, int] = {s.name: 0 for s in settings}
+    short = 0
+    for qa in ctx.progress(accepted, total=len(accepted), desc="questions"):
+        ctx.count_in += 1
+        for setting in settings:
+            try:
+                langs = asm.targets(qa, setting, languages)
+            except Skip as skip:
+                ctx.skip(skip.reason)
+                break
+            for lang in langs:
+                iid = instance_id(qa.id, setting.name, lang)
+                if out.has(iid):
+                    per_setting[setting.name] += 1
+                    continue
+                try:
+                    inst = asm.build(qa, setting, lang, dsets.get(qa.id))
+                except Skip as skip:
+                    ctx.skip(f"{setting.name}:{skip.reason}")
+                    continue
+                except LeakageError as exc:
+                    ctx.error(iid, "leakage", str(exc))
+                    continue
+                expected = _expected_distractors(setting, cfg.instances)
+                if sum(d.role == "distractor" for d in inst.documents) < expected:
+                    short += 1
+                out.add(inst)
+                per_setting[setting.name] += 1
+    ctx.extra["instances_per_setting"] = per_setting
+    ctx.extra["instances_with_fewer_distractors"] = short
+
+
+def _expected_distractors(setting: Setting, icfg) -> int:  # noqa: ANN001
+    if setting.base in ("mono", "en-baseline"):
+        return icfg.mono_distracting
+    if setting.base == "multi":
+        return 2 * icfg.multi_distracting_per_language
+    return 0

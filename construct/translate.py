@@ -1,0 +1,160 @@
+"""Machine translation through the LLM layer: questions/answers (stage ``questions``) and articles
+(stage ``instances``, for the +ES/+ED variants). Everything produced here is flagged machine-translated;
+human post-editing happens in annotation.
+
+Named entities: the prompt lists the entities of the English question and asks for the common target form
+or, when there is none, the original spelling. ``entity_forms`` keeps the model's mapping next to the
+translation, and a named entity that vanished from the translation (neither its original nor its declared
+target form appears) is recorded so annotators can check it.
+"""
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from babelrag.records import Article, DistractorSet, QAItem
+
+LANGUAGE_NAMES = {
+    "en": "English", "de": "German", "es": "Spanish", "zh": "Chinese (Simplified)", "ar": "Arabic",
+    "fr": "French", "it": "Italian", "pt": "Portuguese", "ru": "Russian", "ja": "Japanese", "ko": "Korean",
+    "hi": "Hindi", "ro": "Romanian", "tr": "Turkish", "nl": "Dutch",
+}
+
+
+def language_name(code: str) -> str:
+    return LANGUAGE_NAMES.get(code, code)
+
+
+class EntityForm(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    source: str = ""
+    target: str = ""
+
+
+class TranslatedQA(BaseModel):
+    """Schema of the translate_qa step (small models add keys: ignored)."""
+
+    model_config = ConfigDict(extra="ignore")
+    question: str = Field(min_length=3)
+    answer: str = Field(min_length=1)
+    entities: list[EntityForm] = Field(default_factory=list)
+
+    @field_validator("question", "answer", mode="before")
+    @classmethod
+    def _text(cls, v: Any) -> Any:
+        if isinstance(v, list):  # "answer": ["a", "b"] from a set question
+            return ", ".join(str(x) for x in v)
+        return v.strip() if isinstance(v, str) else v
+
+
+class TranslatedArticle(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    title: str = Field(min_length=1)
+    text: str = Field(min_length=1)
+
+
+_CAPS = re.compile(r"\b(?:[A-Z][\w'’.-]*)(?:\s+(?:of|de|la|von|van|al|the|[A-Z][\w'’.-]*))*(?<![\s.])")
+_QWORDS = {"What", "Which", "Who", "Whom", "Whose", "When", "Where", "Why", "How", "Did", "Do", "Does", "Is",
+           "Are", "Was", "Were", "In", "On", "At", "Both", "The", "A", "An", "After", "Before", "Has", "Have",
+           "Can", "Could", "Would", "Will", "Should", "Name", "List", "According"}
+
+
+def guess_entities(text: str) -> list[str]:
+    """Capitalised spans that are not sentence-initial question words (cheap, script-agnostic enough
+    for English source text; the spaCy check lives in the filters)."""
+    out: list[str] = []
+    for m in _CAPS.finditer(text):
+        span = m.group(0).strip(" .")
+        words = span.split()
+        while words and words[0] in _QWORDS:
+            words = words[1:]
+        span = " ".join(words)
+        if span and span not in out:
+            out.append(span)
+    return out
+
+
+def missing_entities(entities: list[str], forms: list[EntityForm], translated: str) -> list[str]:
+    """Entities whose original and declared target form are both absent from ``translated``."""
+    declared = {f.source: f.target for f in forms}
+    low = translated.lower()
+    return [e for e in entities if e.lower() not in low and (declared.get(e) or "\0").lower() not in low]
+
+
+def translate_qas(runner: Any, qas: list[QAItem], languages: list[str], *, stage: str,
+                  endpoint: Optional[str] = None) -> dict[str, dict[str, dict]]:
+    """Translate each item's English question/answer into ``languages``.
+
+    Returns ``{qa_id: {lang: entry}}`` where an entry is either a translation
+    ``{"question", "answer", "machine_translated": True, "entities": {..}, "missing_entities": [..],
+    "prompt": "id@version", "model": ..}`` or ``{"error": "..."}`` (kept so a failure is visible).
+    """
+    from babelrag.llm import Prompt
+
+    prompt = Prompt.beside(__file__, "chains/prompts/translate_qa.yaml")
+    items, ids, keys = [], [], []
+    for qa in qas:
+        ents = guess_entities(qa.question + " " + qa.answer)
+        for lang in languages:
+            items.append({"language_name": language_name(lang), "question": qa.question, "answer": qa.answer,
+                          "entities": ", ".join(ents) if ents else "(none)"})
+            ids.append(f"{qa.id}:{lang}")
+            keys.append((qa.id, lang, ents))
+    out: dict[str, dict[str, dict]] = {qa.id: {} for qa in qas}
+    if not items:
+        return out
+    results = runner.map_structured(endpoint=endpoint, prompt=prompt, items=items, schema=TranslatedQA,
+                                    stage=stage, item_ids=ids)
+    for (qa_id, lang, ents), res in zip(keys, results):
+        if not res.ok:
+            out[qa_id][lang] = {"error": res.error or "failed"}
+            continue
+        v: TranslatedQA = res.value
+        out[qa_id][lang] = {
+            "question": v.question, "answer": v.answer, "machine_translated": True,
+            "entities": {f.source: f.target for f in v.entities if f.source},
+            "missing_entities": missing_entities(ents, v.entities, v.question + " " + v.answer),
+            "prompt": prompt.ref, "model": res.model,
+        }
+    return out
+
+
+def translate_articles(runner: Any, articles: list[Article], target: str, *, stage: str,
+                       endpoint: Optional[str] = None, max_chars: int = 2000) -> dict[str, Any]:
+    """``{article_id: (title, text)}`` or ``{article_id: "error text"}`` for failures."""
+    from babelrag.llm import Prompt
+
+    prompt = Prompt.beside(__file__, "chains/prompts/translate_article.yaml")
+    items = [{"language_name": language_name(target), "title": a.title, "text": a.text[:max_chars]}
+             for a in articles]
+    results = runner.map_structured(endpoint=endpoint, prompt=prompt, items=items, schema=TranslatedArticle,
+                                    stage=stage, item_ids=[f"{a.id}:{target}" for a in articles])
+    out: dict[str, Any] = {}
+    for a, res in zip(articles, results):
+        out[a.id] = (res.value.title, res.value.text) if res.ok else (res.error or "failed")
+    return out
+
+
+def needed_document_translations(qas: list[QAItem], dsets: dict[str, DistractorSet],
+                                 articles: dict[str, Article], pivot: str, per_language: int) -> list[str]:
+    """Ids of non-pivot articles that +ES/+ED instances will show in translation (sorted, unique)."""
+    need: set[str] = set()
+    for qa in qas:
+        langs = {articles[a].language for a in qa.article_ids if a in articles}
+        others = [a for a in qa.article_ids if a in articles and articles[a].language != pivot]
+        if len(others) != 1 or pivot not in langs:
+            continue
+        need.update(others)
+        x = articles[others[0]].language
+        dset = dsets.get(qa.id)
+        picked = [d.article_id for d in (dset.distractors if dset else [])
+                  if d.language == x and d.article_id in articles and d.article_id not in qa.article_ids]
+        need.update(list(dict.fromkeys(picked))[:per_language])
+    return sorted(need)
+
+
+def entry_json(entries: dict[str, dict]) -> str:
+    return json.dumps(entries, ensure_ascii=False, sort_keys=True)
