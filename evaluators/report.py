@@ -1,0 +1,334 @@
+"""Evaluation reports: leaderboard (markdown, CSV, JSON), PNG plots and one offline HTML file.
+
+JSON results carry what is needed to trust a number later (MTEB-style): dataset id and revision,
+babelrag version, git hash of the code, metric settings. Every file is written to a temporary name
+and moved into place, so an interrupted run never leaves a half-written report. Plots use
+matplotlib's Agg backend (no display); the HTML inlines them as base64 so it opens offline.
+"""
+from __future__ import annotations
+
+import base64
+import csv
+import html
+import io
+import json
+import math
+import os
+import subprocess
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from babelrag.stats import Estimate
+
+# ---------------------------------------------------------------- provenance
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    dataset: str
+    dataset_revision: str
+    library_version: str
+    git_hash: str
+    created: str
+    settings: dict[str, Any] = field(default_factory=dict)
+
+
+def _git_hash() -> str:
+    here = Path(__file__).resolve().parent
+    try:
+        out = subprocess.run(["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    if out.returncode != 0:
+        return "unknown"
+    dirty = subprocess.run(["git", "-C", str(here), "status", "--porcelain", "--", str(here)],
+                           capture_output=True, text=True, timeout=5).stdout.strip()
+    return out.stdout.strip() + ("-dirty" if dirty else "")
+
+
+def run_info(dataset: str, dataset_revision: str, settings: Mapping[str, Any] | None = None) -> RunInfo:
+    """Provenance for a results file: dataset revision, library version, code git hash."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        lib = version("babelrag")
+    except PackageNotFoundError:
+        lib = "unknown"
+    return RunInfo(dataset, dataset_revision, lib, _git_hash(),
+                   datetime.now(timezone.utc).isoformat(timespec="seconds"), dict(settings or {}))
+
+
+# ---------------------------------------------------------------- atomic writes
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+# ---------------------------------------------------------------- leaderboard
+
+Scores = Mapping[str, Mapping[str, Estimate]]  # model -> metric -> estimate
+
+
+def leaderboard_rows(scores: Scores, sort_by: str, metrics: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """One row per model, sorted by ``sort_by`` (descending; models lacking it go last)."""
+    metrics = list(metrics) if metrics else sorted({m for s in scores.values() for m in s})
+    if sort_by not in metrics:
+        metrics.insert(0, sort_by)
+
+    def key(model: str) -> tuple[int, float]:
+        est = scores[model].get(sort_by)
+        ok = est is not None and not math.isnan(est.value)
+        return (0 if ok else 1, -est.value if ok else 0.0)
+
+    rows = []
+    for rank, model in enumerate(sorted(scores, key=lambda m: (key(m), m)), start=1):
+        row: dict[str, Any] = {"rank": rank, "model": model}
+        for metric in metrics:
+            est = scores[model].get(metric)
+            row[metric] = None if est is None else est.value
+            row[f"{metric}_ci_low"] = None if est is None else est.low
+            row[f"{metric}_ci_high"] = None if est is None else est.high
+        rows.append(row)
+    return rows
+
+
+def _fmt(v: Any) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "–"
+    return f"{v:.3f}" if isinstance(v, float) else str(v)
+
+
+def markdown_table(rows: Sequence[Mapping[str, Any]]) -> str:
+    """Markdown leaderboard: each metric as ``value [low, high]``."""
+    if not rows:
+        return "_no results_\n"
+    metrics = [k for k in rows[0] if k not in ("rank", "model") and not k.endswith(("_ci_low", "_ci_high"))]
+    head = "| rank | model | " + " | ".join(metrics) + " |\n"
+    head += "|---:|---|" + "---:|" * len(metrics) + "\n"
+    body = ""
+    for r in rows:
+        cells = [f"{_fmt(r[m])} [{_fmt(r[f'{m}_ci_low'])}, {_fmt(r[f'{m}_ci_high'])}]" if r[m] is not None else "–"
+                 for m in metrics]
+        body += f"| {r['rank']} | {r['model']} | " + " | ".join(cells) + " |\n"
+    return head + body
+
+
+def csv_text(rows: Sequence[Mapping[str, Any]]) -> str:
+    buf = io.StringIO()
+    if rows:
+        w = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
+        w.writeheader()
+        w.writerows(rows)
+    return buf.getvalue()
+
+
+# ---------------------------------------------------------------- plots
+
+
+def _figure_png(fig) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_language_accuracy(acc: Mapping[str, Mapping[str, Estimate]], title: str = "Accuracy per language") -> bytes:
+    """Grouped bars (languages on x, one bar per model) with bootstrap CI error bars."""
+    import numpy as np
+
+    plt = _plt()
+    models = sorted(acc)
+    langs = sorted({lang for m in models for lang in acc[m]})
+    width = 0.8 / max(1, len(models))
+    fig, ax = plt.subplots(figsize=(max(5, 1.2 * len(langs) + 2), 3.6))
+    x = np.arange(len(langs))
+    for k, model in enumerate(models):
+        ests = [acc[model].get(lang) for lang in langs]
+        vals = np.array([e.value if e else np.nan for e in ests])
+        lo = np.array([e.value - e.low if e else 0 for e in ests])
+        hi = np.array([e.high - e.value if e else 0 for e in ests])
+        ax.bar(x + (k - (len(models) - 1) / 2) * width, vals, width, yerr=[lo, hi], capsize=3, label=model)
+    ax.set_xticks(x, langs)
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel("accuracy (95% CI)")
+    ax.set_title(title)
+    ax.legend(fontsize=8, ncols=min(4, len(models)), loc="upper center", bbox_to_anchor=(0.5, -0.12), frameon=False)
+    ax.grid(axis="y", alpha=0.3)
+    return _figure_png(fig)
+
+
+def rank_table(values: Mapping[str, Mapping[str, float]]) -> dict[str, dict[str, int]]:
+    """Per column (language/metric), rank models by value (1 = best; ties share the best rank)."""
+    cols = sorted({c for v in values.values() for c in v})
+    ranks: dict[str, dict[str, int]] = {m: {} for m in values}
+    for c in cols:
+        present = [(values[m][c], m) for m in values if c in values[m] and not math.isnan(values[m][c])]
+        for m in values:
+            if c in values[m] and not math.isnan(values[m][c]):
+                ranks[m][c] = 1 + sum(v > values[m][c] for v, _ in present)
+    return ranks
+
+
+def plot_rank_heatmap(values: Mapping[str, Mapping[str, float]], title: str = "Rank per language") -> bytes:
+    """MIRAGE-style heatmap of model ranks per column (darker = better), ranks written in cells."""
+    import numpy as np
+
+    plt = _plt()
+    ranks = rank_table(values)
+    models = sorted(values, key=lambda m: (np.mean(list(ranks[m].values())) if ranks[m] else 1e9, m))
+    cols = sorted({c for v in values.values() for c in v})
+    grid = np.array([[ranks[m].get(c, np.nan) for c in cols] for m in models], dtype=float)
+    fig, ax = plt.subplots(figsize=(max(4, 0.7 * len(cols) + 2.5), max(2.5, 0.4 * len(models) + 1.2)))
+    im = ax.imshow(grid, cmap="viridis_r", aspect="auto", vmin=1, vmax=max(2, len(models)))
+    ax.set_xticks(range(len(cols)), cols)
+    ax.set_yticks(range(len(models)), models)
+    for i in range(len(models)):
+        for j in range(len(cols)):
+            if not np.isnan(grid[i, j]):
+                ax.text(j, i, int(grid[i, j]), ha="center", va="center",
+                        color="black" if grid[i, j] <= (len(models) + 1) / 2 else "white", fontsize=8)
+    fig.colorbar(im, ax=ax, label="rank")
+    ax.set_title(title)
+    return _figure_png(fig)
+
+
+def plot_bradley_terry(leaderboard: Sequence[Mapping[str, Any]], title: str = "Bradley-Terry ratings") -> bytes:
+    """Horizontal error bars: rating with its bootstrap interval, best on top."""
+    plt = _plt()
+    rows = list(leaderboard)[::-1]
+    fig, ax = plt.subplots(figsize=(6, max(2.5, 0.35 * len(rows) + 1)))
+    y = range(len(rows))
+    vals = [r["rating"] for r in rows]
+    err = [[r["rating"] - r["ci_low"] for r in rows], [r["ci_high"] - r["rating"] for r in rows]]
+    ax.errorbar(vals, list(y), xerr=err, fmt="o", capsize=3)
+    ax.set_yticks(list(y), [r["model"] for r in rows])
+    ax.set_xlabel("rating (Elo scale, 95% bootstrap CI)")
+    ax.set_title(title)
+    ax.grid(axis="x", alpha=0.3)
+    return _figure_png(fig)
+
+
+def plot_wrong_language(rates: Mapping[str, Mapping[str, float]], title: str = "Wrong-language answers") -> bytes:
+    """Share of answers not in the expected language, per model and language."""
+    import numpy as np
+
+    plt = _plt()
+    models = sorted(rates)
+    langs = sorted({lang for m in models for lang in rates[m]})
+    width = 0.8 / max(1, len(models))
+    fig, ax = plt.subplots(figsize=(max(5, 1.2 * len(langs) + 2), 3.4))
+    x = np.arange(len(langs))
+    for k, model in enumerate(models):
+        ax.bar(x + (k - (len(models) - 1) / 2) * width, [rates[model].get(lang, np.nan) for lang in langs],
+               width, label=model)
+    ax.set_xticks(x, langs)
+    ax.set_ylim(0, 1.0)
+    ax.set_ylabel("wrong-language rate")
+    ax.set_title(title)
+    ax.legend(fontsize=8, ncols=min(4, len(models)), loc="upper center", bbox_to_anchor=(0.5, -0.12), frameon=False)
+    ax.grid(axis="y", alpha=0.3)
+    return _figure_png(fig)
+
+
+# ---------------------------------------------------------------- HTML
+
+_CSS = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
+table{border-collapse:collapse;font-size:14px}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}
+td:nth-child(2),th:nth-child(2){text-align:left}th{background:#f3f3f3}img{max-width:100%;margin:1em 0}
+.meta{color:#555;font-size:13px}"""
+
+
+def html_report(title: str, info: RunInfo, rows: Sequence[Mapping[str, Any]], images: Mapping[str, bytes]) -> str:
+    """A single HTML page: provenance, leaderboard table and the plots inlined as base64 PNG."""
+    metrics = [k for k in (rows[0] if rows else {}) if k not in ("rank", "model") and not k.endswith(("_ci_low", "_ci_high"))]
+    head = "".join(f"<th>{html.escape(m)}</th>" for m in ["rank", "model", *metrics])
+    body = ""
+    for r in rows:
+        cells = [str(r["rank"]), html.escape(str(r["model"]))]
+        for m in metrics:
+            cells.append("–" if r[m] is None else f"{_fmt(r[m])} <small>[{_fmt(r[f'{m}_ci_low'])}, {_fmt(r[f'{m}_ci_high'])}]</small>")
+        body += "<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>\n"
+    figs = "".join(
+        f"<h2>{html.escape(name)}</h2>\n<img alt=\"{html.escape(name)}\" src=\"data:image/png;base64,"
+        f"{base64.b64encode(png).decode()}\">\n"
+        for name, png in images.items()
+    )
+    meta = " · ".join(f"{k}: {html.escape(str(v))}" for k, v in asdict(info).items() if k != "settings")
+    return (f"<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
+            f"<style>{_CSS}</style></head><body>\n<h1>{html.escape(title)}</h1>\n<p class=\"meta\">{meta}</p>\n"
+            f"<table><thead><tr>{head}</tr></thead><tbody>\n{body}</tbody></table>\n{figs}</body></html>\n")
+
+
+# ---------------------------------------------------------------- everything at once
+
+
+@dataclass
+class ReportInputs:
+    """What a report shows; every part except ``scores`` is optional."""
+
+    title: str
+    info: RunInfo
+    scores: Scores  # model -> metric -> Estimate (leaderboard)
+    sort_by: str
+    accuracy_by_language: Mapping[str, Mapping[str, Estimate]] | None = None
+    wrong_language: Mapping[str, Mapping[str, float]] | None = None
+    bradley_terry: Sequence[Mapping[str, Any]] | None = None  # BTResult.leaderboard()
+    extra: dict[str, Any] = field(default_factory=dict)  # more JSON (per-item results, surrogate, ...)
+
+
+def write_report(out_dir: str | Path, inputs: ReportInputs) -> dict[str, Path]:
+    """Write leaderboard.md/.csv, results.json, plots/*.png and report.html; returns their paths."""
+    out = Path(out_dir)
+    rows = leaderboard_rows(inputs.scores, inputs.sort_by)
+    images: dict[str, bytes] = {}
+    if inputs.accuracy_by_language:
+        images["Accuracy per language"] = plot_language_accuracy(inputs.accuracy_by_language)
+        values = {m: {lang: e.value for lang, e in v.items()} for m, v in inputs.accuracy_by_language.items()}
+        images["Rank per language"] = plot_rank_heatmap(values)
+    if inputs.bradley_terry:
+        images["Bradley-Terry ratings"] = plot_bradley_terry(inputs.bradley_terry)
+    if inputs.wrong_language:
+        images["Wrong-language answers"] = plot_wrong_language(inputs.wrong_language)
+    paths = {"markdown": out / "leaderboard.md", "csv": out / "leaderboard.csv", "json": out / "results.json",
+             "html": out / "report.html"}
+    results = {
+        "run": asdict(inputs.info),
+        "sort_by": inputs.sort_by,
+        "leaderboard": rows,
+        "scores": {m: {k: e.as_dict() for k, e in s.items()} for m, s in inputs.scores.items()},
+        "bradley_terry": list(inputs.bradley_terry or []),
+        **inputs.extra,
+    }
+    for name, png in images.items():
+        p = out / "plots" / (name.lower().replace(" ", "_").replace("-", "_") + ".png")
+        _atomic_write(p, png)
+        paths[f"plot:{name}"] = p
+    _atomic_write(paths["markdown"], (f"# {inputs.title}\n\n" + markdown_table(rows)).encode())
+    _atomic_write(paths["csv"], csv_text(rows).encode())
+    _atomic_write(paths["json"], json.dumps(results, indent=2, ensure_ascii=False, default=float).encode())
+    _atomic_write(paths["html"], html_report(inputs.title, inputs.info, rows, images).encode())
+    return paths
