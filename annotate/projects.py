@@ -165,7 +165,7 @@ GROUNDING = ProjectSpec(
 FORCED_CHOICE = ProjectSpec(
     "forced_choice",
     fields=(
-        FieldSpec("criterion", "Criterion"),
+        FieldSpec("task", "Criterion to judge"),
         FieldSpec("question", "Question"),
         FieldSpec("context", "Context", required=False, markdown=True),
         FieldSpec("response_a", "Response A"),
@@ -301,7 +301,7 @@ def forced_choice_records(pairs: Iterable[ContrastivePair | dict], seed: int) ->
         out.append(
             ProjectRecord(
                 id=pair.id,
-                fields={"criterion": pair.criterion.replace("_", " "), "question": pair.question,
+                fields={"task": pair.criterion.replace("_", " "), "question": pair.question,
                         "context": pair.context, "response_a": a, "response_b": b},
                 metadata={"criterion": pair.criterion, "better_position": better_pos, "language": pair.language,
                           "seed": seed},

@@ -1,0 +1,117 @@
+"""Inter-annotator agreement per question, and the disagreements to adjudicate.
+
+Only submitted responses count. Per label question: raw agreement (share of agreeing annotator pairs,
+averaged over records with >= 2 labels), Cohen's kappa when exactly two annotators labelled the
+records, Fleiss' kappa when three or more did (over records with the modal number of labels; the rest
+are counted as skipped). The statistics themselves are ``babelrag.stats``.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+from collections import Counter, defaultdict
+from dataclasses import asdict, dataclass
+from itertools import combinations
+from pathlib import Path
+from typing import Any, Optional
+
+from babelrag.stats import cohen_kappa, fleiss_kappa, raw_agreement
+
+from .projects import spec
+
+
+@dataclass
+class QuestionAgreement:
+    dataset: str
+    question: str
+    items: int  # records with >= 2 submitted labels
+    annotators: int
+    raw_agreement: Optional[float]
+    cohen_kappa: Optional[float]
+    fleiss_kappa: Optional[float]
+    skipped: int  # records left out of Fleiss' kappa (not the modal number of labels)
+    disagreements: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _labels_by_record(responses: list[dict], dataset: str, question: str) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = defaultdict(dict)
+    for r in responses:
+        if r["dataset"] != dataset or r["status"] != "submitted":
+            continue
+        value = (r.get("values") or {}).get(question)
+        if value is None:
+            continue
+        out[r["record_id"]][r["annotator"]] = json.dumps(value, sort_keys=True) if isinstance(value, (list, dict)) else value
+    return out
+
+
+def _pairwise_share(labels: list[Any]) -> float:
+    pairs = list(combinations(labels, 2))
+    return sum(a == b for a, b in pairs) / len(pairs)
+
+
+def question_agreement(responses: list[dict], dataset: str, question: str) -> QuestionAgreement:
+    by_record = {rid: labs for rid, labs in _labels_by_record(responses, dataset, question).items() if len(labs) >= 2}
+    annotators = sorted({a for labs in by_record.values() for a in labs})
+    disagreements = sum(1 for labs in by_record.values() if len(set(labs.values())) > 1)
+    if not by_record:
+        return QuestionAgreement(dataset, question, 0, len(annotators), None, None, None, 0, 0)
+    raw = sum(_pairwise_share(list(labs.values())) for labs in by_record.values()) / len(by_record)
+    cohen = fleiss = None
+    skipped = 0
+    if len(annotators) == 2:
+        a, b = annotators
+        cohen = cohen_kappa([labs[a] for labs in by_record.values()], [labs[b] for labs in by_record.values()])
+        # with two annotators the pairwise share is exactly raw_agreement(a, b)
+        raw = raw_agreement([labs[a] for labs in by_record.values()], [labs[b] for labs in by_record.values()])
+    else:
+        m = Counter(len(labs) for labs in by_record.values()).most_common(1)[0][0]
+        kept = [list(labs.values()) for labs in by_record.values() if len(labs) == m]
+        skipped = len(by_record) - len(kept)
+        fleiss = fleiss_kappa(kept)
+    return QuestionAgreement(dataset, question, len(by_record), len(annotators), raw, cohen, fleiss, skipped, disagreements)
+
+
+def agreement(responses: list[dict], project: str) -> list[QuestionAgreement]:
+    """Agreement for every label question of every dataset of a project."""
+    questions = spec(project).label_questions
+    datasets = sorted({r["dataset"] for r in responses})
+    return [question_agreement(responses, ds, q) for ds in datasets for q in questions]
+
+
+def disagreements(responses: list[dict], project: str, records: Optional[list[dict]] = None) -> list[dict]:
+    """One row per (record, question) where submitted labels differ, with every annotator's label."""
+    fields = {(r["dataset"], r["record_id"]): r.get("fields", {}) for r in records or []}
+    rows = []
+    for ds in sorted({r["dataset"] for r in responses}):
+        for q in spec(project).label_questions:
+            for rid, labs in sorted(_labels_by_record(responses, ds, q).items()):
+                if len(labs) >= 2 and len(set(labs.values())) > 1:
+                    rows.append({"project": project, "dataset": ds, "record_id": rid, "question": q,
+                                 "labels": dict(sorted(labs.items())), "fields": fields.get((ds, rid), {})})
+    return rows
+
+
+def write_disagreements(rows: list[dict], path: Path) -> Path:
+    """JSONL, or CSV (labels/fields as JSON strings) when the path ends in .csv; temp file + replace."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.suffix == ".csv":
+        buf = io.StringIO()
+        writer = csv.DictWriter(buf, fieldnames=["project", "dataset", "record_id", "question", "labels", "fields"])
+        writer.writeheader()
+        for r in rows:
+            writer.writerow({**r, "labels": json.dumps(r["labels"], ensure_ascii=False),
+                             "fields": json.dumps(r["fields"], ensure_ascii=False)})
+        text = buf.getvalue()
+    else:
+        text = "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in rows)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+    return path

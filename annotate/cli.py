@@ -1,0 +1,205 @@
+"""`babelrag annotate ...`: serve a local Argilla, push projects, pull responses, status, agreement.
+
+Imports stay inside commands so `babelrag --help` does not load argilla, httpx or pydantic models.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+app = typer.Typer(help="Human annotation in Argilla: server, projects, responses, agreement.", no_args_is_help=True)
+
+ConfigOpt = typer.Option(None, "--config", "-c", help="YAML config (annotate: section); default ./babelrag.yaml if present.")
+OutOpt = typer.Option(None, "--out", help="Where pulled responses go; default <build_dir>/annotate.")
+
+
+def _load(config: Optional[Path]):
+    """(AnnotateSettings, default out dir) from the config, or defaults when no config exists."""
+    from .config import AnnotateSettings
+
+    path = config or Path("babelrag.yaml")
+    if config is None and not path.exists():
+        return AnnotateSettings(), Path("build") / "annotate"
+    from babelrag.config import load_config
+
+    cfg = load_config(path)
+    return cfg.annotate, cfg.build_dir / "annotate"
+
+
+def _client(settings):
+    from .push import client, resolve_target
+
+    target = resolve_target(settings)
+    return client(target), target
+
+
+def _console():
+    from rich.console import Console
+
+    return Console()
+
+
+def _projects(project: str) -> list[str]:
+    from .projects import PROJECTS, spec
+
+    return list(PROJECTS) if project == "all" else [spec(project).name]
+
+
+@app.command()
+def serve(
+    config: Optional[Path] = ConfigOpt,
+    home: Optional[Path] = typer.Option(None, help="Data dir (database, search index, logs)."),
+    port: Optional[int] = typer.Option(None, help="HTTP port (0 = any free port)."),
+) -> None:
+    """Run argilla-server 2.8.0 (own venv, SQLite, Redis, worker, web UI) until Ctrl-C / SIGTERM."""
+    from .server.process import OWNER_KEY_ENV, ArgillaServer, serve_forever
+
+    settings, _ = _load(config)
+    server_settings = settings.server.model_copy(update={k: v for k, v in {"home": home, "port": port}.items() if v is not None})
+    server = ArgillaServer(server_settings).start()
+    creds = server.credentials
+    source = f"${OWNER_KEY_ENV}" if creds.get("source") == "env" else f"generated, stored in {server.home / 'credentials.json'}"
+    con = _console()
+    con.print(f"[bold]Argilla[/bold] ready at {server.url}  (started in {server.timings['start_s']:.1f} s)")
+    con.print(f"owner: {creds['username']} / {creds['password']}   API key ({source}): {creds['api_key']}")
+    con.print(f"annotators: run `babelrag annotate push ...`; their passwords go to {server.home / 'users.json'}")
+    con.print("Ctrl-C to stop.")
+    serve_forever(server)
+    con.print("stopped.")
+
+
+@app.command()
+def push(
+    project: str = typer.Argument(..., help="qa_verification | translation | grounding | forced_choice | answer_judgement"),
+    input: Path = typer.Option(..., "--input", "-i", help="Records (.jsonl/.parquet): QAItem, Instance, contrastive pairs or model answers."),
+    language: str = typer.Option("", "--language", "-l", help="Target language (translation project)."),
+    config: Optional[Path] = ConfigOpt,
+) -> None:
+    """Create the project's dataset (users, workspaces, guidelines, distribution) and upsert records."""
+    from .inputs import read_rows
+    from .projects import build_records
+    from .push import push as do_push
+
+    settings, _ = _load(config)
+    records = build_records(project, read_rows(input), settings, language)
+    rg_client, target = _client(settings)
+    result = do_push(rg_client, settings, project, records, suffix=language)
+    _console().print(
+        f"{result.dataset} ({result.workspace}) at {target.url}: {result.records} records pushed, {result.new} new, "
+        f"{result.seconds:.1f} s"
+    )
+
+
+@app.command()
+def pull(
+    project: str = typer.Argument("all"),
+    out: Optional[Path] = OutOpt,
+    merge_into: Optional[Path] = typer.Option(None, "--merge-into", help="QAItem records to merge accepted decisions into."),
+    language: str = typer.Option("", "--language", "-l", help="Translation language to merge."),
+    config: Optional[Path] = ConfigOpt,
+) -> None:
+    """Write responses (who, when, status, values) to <out>/<project>.responses.jsonl; optionally merge."""
+    from .pull import pull as do_pull
+
+    settings, default_out = _load(config)
+    out = out or default_out
+    rg_client, _ = _client(settings)
+    con = _console()
+    for name in _projects(project):
+        r = do_pull(rg_client, settings, name, out)
+        con.print(f"{name}: {r.records} records, {r.responses} responses {r.by_status} -> {r.path} "
+                  f"({'updated' if r.changed else 'unchanged'})")
+    if merge_into:
+        _merge(project, merge_into, language, out, settings, con)
+
+
+def _merge(project: str, records_path: Path, language: str, out: Path, settings, con) -> None:
+    import json
+    import os
+
+    from babelrag.errors import InputError
+    from babelrag.records import QAItem
+
+    from .inputs import parse, read_rows
+    from .merge import merge_qa_verification, merge_translation
+    from .pull import read_responses
+
+    if project not in ("qa_verification", "translation"):
+        raise InputError("--merge-into works with the qa_verification and translation projects")
+    items = parse(QAItem, read_rows(records_path), str(records_path))
+    responses = read_responses(out / f"{project}.responses.jsonl")
+    need = settings.project(project).min_submitted or 1
+    if project == "translation":
+        if not language:
+            raise InputError("merging translations needs --language")
+        merged, report = merge_translation(items, responses, language, need)
+    else:
+        merged, report = merge_qa_verification(items, responses, need)
+    target = out / f"{records_path.stem}.{project}{'-' + language if language else ''}.merged.jsonl"
+    tmp = target.with_suffix(".tmp")
+    tmp.write_text("".join(json.dumps(m.model_dump(), ensure_ascii=False) + "\n" for m in merged), encoding="utf-8")
+    os.replace(tmp, target)
+    con.print(f"merged into {target}: {report.as_dict()}")
+
+
+@app.command()
+def status(project: str = typer.Argument("all"), config: Optional[Path] = ConfigOpt) -> None:
+    """Progress per project dataset and per annotator (live from the server)."""
+    from rich.table import Table
+
+    from .pull import fetch_rows, status_table
+
+    settings, _ = _load(config)
+    rg_client, target = _client(settings)
+    table = Table(title=f"Annotation progress at {target.url}")
+    for col in ("dataset", "annotator", "records", "completed", "pending", "submitted", "draft", "discarded"):
+        table.add_column(col)
+    for name in _projects(project):
+        responses, records = fetch_rows(rg_client, settings, name)
+        for row in status_table(responses, records):
+            table.add_row(*("" if v is None else str(v) for v in row.values()))
+    _console().print(table)
+
+
+@app.command()
+def agreement(
+    project: str = typer.Argument(...),
+    out: Optional[Path] = OutOpt,
+    disagreements: Optional[Path] = typer.Option(None, "--disagreements", help="Write disagreements (.jsonl or .csv)."),
+    config: Optional[Path] = ConfigOpt,
+) -> None:
+    """Raw agreement, Cohen's kappa (2 annotators) or Fleiss' kappa (more) per question, from pulled responses."""
+    import json
+
+    from rich.table import Table
+
+    from babelrag.errors import InputError
+
+    from .agreement import agreement as compute, disagreements as find_disagreements, write_disagreements
+    from .projects import spec
+    from .pull import read_responses
+
+    settings, default_out = _load(config)
+    out = out or default_out
+    spec(project)
+    path = out / f"{project}.responses.jsonl"
+    if not path.exists():
+        raise InputError(f"{path} not found: run `babelrag annotate pull {project}` first")
+    responses = read_responses(path)
+    rows = compute(responses, project)
+    table = Table(title=f"Agreement: {project}")
+    for col in ("dataset", "question", "items", "annotators", "raw", "cohen", "fleiss", "disagreements"):
+        table.add_column(col)
+    fmt = lambda v: "" if v is None else f"{v:.3f}"  # noqa: E731
+    for r in rows:
+        table.add_row(r.dataset, r.question, str(r.items), str(r.annotators), fmt(r.raw_agreement),
+                      fmt(r.cohen_kappa), fmt(r.fleiss_kappa), str(r.disagreements))
+    _console().print(table)
+    (out / f"{project}.agreement.json").write_text(json.dumps([r.as_dict() for r in rows], indent=2))
+    if disagreements:
+        rec_path = out / f"{project}.records.jsonl"
+        records = read_responses(rec_path) if rec_path.exists() else None
+        written = write_disagreements(find_disagreements(responses, project, records), disagreements)
+        _console().print(f"disagreements -> {written}")

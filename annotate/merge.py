@@ -1,0 +1,145 @@
+"""Merge accepted human decisions back into the build's records, with provenance.
+
+A decision is accepted when a record has at least ``min_submitted`` submitted responses and a strict
+majority of them agree (ties stay unresolved and go to adjudication). Q&A verification writes the
+verdict and any accepted corrected answer into the ``QAItem`` (``verified``, ``answer``) and records
+who/when/what in ``filters_json["human_verification"]`` (same shape as the automatic filters: passed
++ detail). Translation post-edits replace the machine translation in ``translations_json[lang]``.
+"""
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from babelrag.records import QAItem
+
+from .projects import guideline
+
+
+@dataclass
+class MergeReport:
+    merged: int = 0
+    corrected: int = 0
+    rejected: int = 0
+    pending: int = 0  # fewer submitted responses than required
+    unresolved: list[str] = field(default_factory=list)  # ties / conflicting corrections
+
+    def as_dict(self) -> dict[str, Any]:
+        return self.__dict__.copy()
+
+
+def majority(values: list[Any]) -> Optional[Any]:
+    """The value more than half of the annotators gave, else None."""
+    if not values:
+        return None
+    value, count = Counter(values).most_common(1)[0]
+    return value if count * 2 > len(values) else None
+
+
+def _submitted(responses: list[dict], dataset_suffix: str = "") -> dict[str, list[dict]]:
+    by_record: dict[str, list[dict]] = defaultdict(list)
+    for r in responses:
+        if r["status"] == "submitted" and (not dataset_suffix or r["dataset"].endswith("-" + dataset_suffix)):
+            by_record[r["record_id"]].append(r)
+    return by_record
+
+
+def _who(rs: list[dict]) -> list[dict]:
+    return [{"annotator": r["annotator"], "updated_at": r["updated_at"]} for r in sorted(rs, key=lambda r: r["annotator"])]
+
+
+def merge_qa_verification(items: list[QAItem], responses: list[dict], min_submitted: int) -> tuple[list[QAItem], MergeReport]:
+    report, out = MergeReport(), []
+    by_record = _submitted(responses)
+    g = guideline("qa_verification")
+    for qa in items:
+        rs = by_record.get(qa.id, [])
+        if len(rs) < min_submitted:
+            report.pending += 1
+            out.append(qa)
+            continue
+        votes = {q: majority([r["values"].get(q) for r in rs]) for q in ("natural", "answerable", "answer_correct")}
+        if None in votes.values():
+            report.unresolved.append(qa.id)
+            out.append(qa)
+            continue
+        answer = qa.answer
+        if votes["answer_correct"] == "no":
+            candidates = [(r["values"].get("corrected_answer") or "").strip() for r in rs if r["values"].get("answer_correct") == "no"]
+            candidates = [c for c in candidates if c and c != qa.answer.strip()]
+            answer = majority(candidates) if candidates else None
+            if answer is None:
+                report.unresolved.append(qa.id)
+                out.append(qa)
+                continue
+        passed = votes["natural"] == "yes" and votes["answerable"] == "yes"
+        filters = json.loads(qa.filters_json or "{}")
+        filters["human_verification"] = {
+            "passed": passed,
+            "detail": {
+                "votes": votes, "annotators": _who(rs), "original_answer": qa.answer if answer != qa.answer else None,
+                "dataset": rs[0]["dataset"], "guideline": f"{g.id}@{g.version}",
+            },
+        }
+        update: dict[str, Any] = {"answer": answer, "verified": passed, "filters_json": json.dumps(filters, sort_keys=True)}
+        if not passed:
+            update.update(accepted=False, rejected_by=qa.rejected_by or "human_verification")
+            report.rejected += 1
+        report.corrected += int(answer != qa.answer)
+        report.merged += 1
+        out.append(qa.model_copy(update=update))
+    return out, report
+
+
+def merge_translation(items: list[QAItem], responses: list[dict], language: str, min_submitted: int) -> tuple[list[QAItem], MergeReport]:
+    report, out = MergeReport(), []
+    by_record = _submitted(responses, language)
+    g = guideline("translation")
+    for qa in items:
+        rs = by_record.get(qa.id, [])
+        if len(rs) < min_submitted:
+            report.pending += 1
+            out.append(qa)
+            continue
+        q = majority([(r["values"].get("question_translation") or "").strip() for r in rs])
+        a = majority([(r["values"].get("answer_translation") or "").strip() for r in rs])
+        if not q or not a:
+            report.unresolved.append(qa.id)
+            out.append(qa)
+            continue
+        translations = json.loads(qa.translations_json or "{}")
+        previous = translations.get(language, {})
+        translations[language] = {
+            "question": q, "answer": a, "machine_translated": False, "post_edited": bool(previous),
+            "machine_translation": {k: previous.get(k) for k in ("question", "answer", "model") if previous.get(k)} or None,
+            "annotators": _who(rs), "guideline": f"{g.id}@{g.version}",
+        }
+        report.merged += 1
+        report.corrected += int(q != previous.get("question") or a != previous.get("answer"))
+        out.append(qa.model_copy(update={"translations_json": json.dumps(translations, ensure_ascii=False, sort_keys=True)}))
+    return out, report
+
+
+def forced_choice_outcomes(responses: list[dict], records: list[dict], min_submitted: int) -> list[dict]:
+    """Human majority pick per pair, mapped back from A/B to better/worse via the recorded positions."""
+    meta = {r["record_id"]: r["metadata"] for r in records}
+    out = []
+    for rid, rs in sorted(_submitted(responses).items()):
+        if len(rs) < min_submitted or rid not in meta:
+            continue
+        pick = majority([r["values"].get("choice") for r in rs])
+        better_pos = meta[rid].get("better_position")
+        out.append({"id": rid, "criterion": meta[rid].get("criterion"), "human_choice": pick,
+                    "human_prefers_better": None if pick is None else pick == better_pos, "annotators": _who(rs)})
+    return out
+
+
+def answer_verdicts(responses: list[dict], min_submitted: int) -> list[dict]:
+    """Human majority verdict per model answer, for agreement with the judge panel."""
+    out = []
+    for rid, rs in sorted(_submitted(responses).items()):
+        if len(rs) >= min_submitted:
+            out.append({"id": rid, "human_verdict": majority([r["values"].get("verdict") for r in rs]), "annotators": _who(rs)})
+    return out

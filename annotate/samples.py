@@ -1,0 +1,51 @@
+"""Small hand-made build records for tests, the bench and demos of the annotation projects (no server needed)."""
+from __future__ import annotations
+
+import json
+
+
+def qa_items(n: int = 4) -> list[dict]:
+    items = []
+    for i in range(1, n + 1):
+        items.append({
+            "id": f"qa{i}", "pair_id": f"pair{i}", "article_ids": [f"a{i}", f"b{i}"], "q_type": "comparison",
+            "question": f"Which city hosted more delegates at summit {i}, Lisbon or Porto?",
+            "answer": f"Lisbon hosted {100 + i} delegates, more than Porto.",
+            "summaries": [f"Lisbon summit {i} drew {100 + i} delegates.", f"Porto summit {i} drew {50 + i} delegates."],
+            "selected": [{"article_id": f"a{i}", "question": "How many came to Lisbon?", "answer": str(100 + i)}],
+            "translations_json": json.dumps({"de": {"question": f"Welche Stadt, Lissabon oder Porto, Gipfel {i}?",
+                                                    "answer": "Lissabon.", "model": "mt-small"}}),
+            "filters_json": json.dumps({"well_formed": {"passed": True, "detail": ""}}),
+            "provenance": {"model": "qwen-0.5b", "prompt_id": "crossdoc_qa", "prompt_version": "1"},
+        })
+    return items
+
+
+def instances(n: int = 2) -> list[dict]:
+    out = []
+    for i in range(1, n + 1):
+        docs = [
+            {"article_id": f"a{i}", "title": f"Lisbon summit {i}", "text": f"Lisbon welcomed {100 + i} delegates.",
+             "language": "en", "published": "2024-05-01", "role": "supporting", "kind": "relevant"},
+            {"article_id": f"b{i}", "title": f"Porto summit {i}", "text": f"Porto welcomed {50 + i} delegates.",
+             "language": "en", "published": "2024-05-02", "role": "supporting", "kind": "relevant"},
+            {"article_id": f"d{i}", "title": "Football results", "text": "Benfica won 2-0.", "language": "en",
+             "published": "2024-04-01", "role": "distractor", "kind": "irrelevant"},
+        ]
+        out.append({"id": f"inst{i}", "qa_id": f"qa{i}", "setting": "mono", "language": "de",
+                    "question": f"Welche Stadt hatte mehr Delegierte bei Gipfel {i}?", "answer": "Lissabon.",
+                    "en_question": "Which city had more delegates?", "en_answer": "Lisbon.", "q_type": "comparison",
+                    "documents": docs})
+    return out
+
+
+def contrastive_pairs(n: int = 6) -> list[dict]:
+    return [{"id": f"cp{i}", "criterion": "faithfulness", "question": f"How many delegates came ({i})?",
+             "context": f"{100 + i} delegates came.", "better": f"{100 + i} delegates came.",
+             "worse": f"About {900 + i} people came.", "judge_choice": "better"} for i in range(1, n + 1)]
+
+
+def model_answers(n: int = 3) -> list[dict]:
+    return [{"id": f"ans{i}", "qa_id": f"qa{i}", "model": "m1", "question": f"Which city, summit {i}?",
+             "gold_answer": "Lisbon.", "answer": "Lisbon" if i % 2 else "Porto", "language": "en",
+             "setting": "mono", "judge_verdict": "correct" if i % 2 else "incorrect"} for i in range(1, n + 1)]

