@@ -1,0 +1,268 @@
+"""Evaluation runner: generate answers for models on benchmark instances, judge them, write a report.
+
+Answer generation uses the paper's prompt styles (``articles``, ``citations`` = IEEE ``[n]``,
+``closed-book``). Documents are shown in an order shuffled per instance by ``seed`` (so supporting
+articles are not always first), numbered from 1; the record keeps that order so citation ids can be
+mapped back. Calls go through the LLM layer, whose disk cache makes a re-run resume for free.
+Answers are stored with the endpoint and served model name, sampling parameters, prompt id/version
+and dataset version.
+
+Items whose generation failed (after the LLM layer's retries) are not scored as wrong answers: they
+are counted per model as ``generation_failed`` and left out, because they measure the endpoint, not
+the model. Items where every judge failed count as ``no_verdict`` (see ``xrag``).
+"""
+from __future__ import annotations
+
+import json
+import random
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from babelrag.errors import InputError
+from babelrag.records import Document, Instance
+from babelrag.stats import Estimate, bootstrap_ci
+
+if TYPE_CHECKING:  # pragma: no cover
+    from babelrag.evaluators.registry import ScoreResult
+    from babelrag.llm.client import LLMRunner
+
+PromptStyle = Literal["articles", "citations", "closed-book"]
+_PROMPT_FILE = {"articles": "answer_articles", "citations": "answer_citations", "closed-book": "answer_closed_book"}
+
+
+class AnswerRecord(BaseModel):
+    """One model's answer to one instance, with everything needed to reproduce and score it."""
+
+    model_config = ConfigDict(extra="forbid")
+    id: str
+    instance_id: str
+    qa_id: str
+    setting: str
+    language: str
+    model: str  # endpoint name in the config
+    served_model: str = ""
+    answer: str = ""
+    ok: bool = True
+    error: str = ""
+    doc_order: list[str] = Field(default_factory=list)  # article ids in the order shown (1-based ids)
+    relevant: list[int] = Field(default_factory=list)  # positions (1-based) of supporting articles
+    prompt_id: str = ""
+    prompt_version: str = ""
+    style: str = "citations"
+    sampling_json: str = "{}"
+    dataset_version: str = ""
+    cached: bool = False
+
+
+def document_order(inst: Instance, seed: int) -> list[Document]:
+    """The instance's documents in a seeded order that depends on the instance id only."""
+    docs = list(inst.documents)
+    random.Random(f"{seed}:{inst.id}").shuffle(docs)
+    return docs
+
+
+def render_documents(docs: Sequence[Document]) -> str:
+    return "\n\n".join(f"[{k}] {d.title}\n{d.text}".strip() for k, d in enumerate(docs, start=1))
+
+
+def generate_answers(
+    runner: "LLMRunner",
+    instances: Sequence[Instance],
+    models: Sequence[str],
+    style: PromptStyle = "citations",
+    seed: int = 0,
+    dataset_version: str = "",
+    sampling: Mapping[str, Any] | None = None,
+) -> list[AnswerRecord]:
+    """Answers of every model endpoint on every instance (one batched call per model)."""
+    from babelrag.evaluators.judges import prompt
+
+    if style not in _PROMPT_FILE:
+        raise InputError(f"prompt style {style!r} is not one of {sorted(_PROMPT_FILE)}")
+    if not instances:
+        raise InputError("no instances to evaluate")
+    p = prompt(_PROMPT_FILE[style])
+    orders = [document_order(inst, seed) if style != "closed-book" else [] for inst in instances]
+    items = [{"question": inst.question, "documents": render_documents(docs)} for inst, docs in zip(instances, orders)]
+    if style == "closed-book":
+        items = [{"question": it["question"]} for it in items]
+    out: list[AnswerRecord] = []
+    for model in models:
+        results = runner.map_text(endpoint=model, prompt=p, items=items, stage=f"eval.answer.{model}",
+                                  item_ids=[inst.id for inst in instances], sampling=dict(sampling or {}))
+        _, endpoint = runner.settings.endpoint(model)
+        params = {**endpoint.sampling(), **p.sampling, **dict(sampling or {})}
+        for inst, docs, res in zip(instances, orders, results):
+            out.append(AnswerRecord(
+                id=f"{model}:{inst.id}", instance_id=inst.id, qa_id=inst.qa_id, setting=inst.setting,
+                language=inst.language, model=model, served_model=res.model or endpoint.model,
+                answer=(res.value or "").strip() if res.ok else "", ok=res.ok, error=res.error or "",
+                doc_order=[d.article_id for d in docs],
+                relevant=[k for k, d in enumerate(docs, start=1) if d.role == "supporting"],
+                prompt_id=p.id, prompt_version=p.version, style=style,
+                sampling_json=json.dumps(params, sort_keys=True), dataset_version=dataset_version,
+                cached=res.cached,
+            ))
+    return out
+
+
+def write_answers(path: str | Path, answers: Iterable[AnswerRecord]) -> Path:
+    from babelrag.evaluators.report import _atomic_write
+
+    path = Path(path)
+    _atomic_write(path, "".join(a.model_dump_json() + "\n" for a in answers).encode())
+    return path
+
+
+def read_answers(path: str | Path) -> list[AnswerRecord]:
+    out = []
+    for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
+        if line.strip():
+            try:
+                out.append(AnswerRecord.model_validate_json(line))
+            except ValueError as exc:
+                raise InputError(f"{path}:{n}: not an answer record ({str(exc).splitlines()[0]})") from None
+    return out
+
+
+def load_instances(path: str | Path) -> list[Instance]:
+    """Instances from a JSONL file or from every parquet file under a release folder (deduplicated)."""
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"{path} does not exist; pass a release folder or an instances .jsonl file")
+    rows: list[tuple[str, dict]] = []
+    if path.is_file() and path.suffix == ".jsonl":
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            if line.strip():
+                rows.append((f"{path}:{n}", json.loads(line)))
+    else:
+        import pyarrow.parquet as pq
+
+        files = sorted(path.rglob("*.parquet")) if path.is_dir() else [path]
+        if not files:
+            raise InputError(f"{path} holds no parquet files; is it a babelrag release folder?")
+        for f in files:
+            for n, row in enumerate(pq.read_table(f).to_pylist()):
+                rows.append((f"{f}:row {n}", row))
+    keep = set(Instance.model_fields)
+    seen: dict[str, Instance] = {}
+    for where, row in rows:
+        try:
+            inst = Instance.model_validate({k: v for k, v in row.items() if k in keep})
+        except ValueError as exc:
+            raise InputError(f"{where}: not a benchmark instance ({str(exc).splitlines()[0]})") from None
+        seen.setdefault(inst.id, inst)
+    return list(seen.values())
+
+
+@dataclass
+class Evaluation:
+    """Per-model metric results plus the views the report plots."""
+
+    results: dict[str, dict[str, "ScoreResult"]]  # model -> metric -> result
+    scores: dict[str, dict[str, Estimate]]  # model -> leaderboard metric -> estimate
+    accuracy_by_language: dict[str, dict[str, Estimate]]
+    wrong_language: dict[str, dict[str, float]]
+    counts: dict[str, dict[str, int]] = field(default_factory=dict)
+
+
+def evaluate_answers(
+    runner: "LLMRunner",
+    instances: Sequence[Instance],
+    answers: Sequence[AnswerRecord],
+    judges: Sequence[str],
+    tie_policy: str = "incorrect",
+    rounds: int = 1000,
+    seed: int = 0,
+) -> Evaluation:
+    """XRAG judge panel + language rule, and RAGE citation metrics when answers cite."""
+    from babelrag.evaluators.citations import CitationItem, score_citations
+    from babelrag.evaluators.judges import panel_votes
+    from babelrag.evaluators.xrag import XragItem, score_panel
+
+    by_id = {inst.id: inst for inst in instances}
+    missing = sorted({a.instance_id for a in answers} - set(by_id))
+    if missing:
+        raise InputError(f"answers refer to unknown instances {missing[:5]}; evaluate against the same release")
+    languages = sorted({inst.language for inst in instances} | {"en"})
+    if len(languages) < 2:
+        languages.append("de")
+    per_model: dict[str, list[AnswerRecord]] = defaultdict(list)
+    for a in answers:
+        per_model[a.model].append(a)
+    ev = Evaluation({}, {}, {}, {}, {})
+    for model, recs in sorted(per_model.items()):
+        ok = [a for a in recs if a.ok]
+        ev.counts[model] = {"answers": len(recs), "generation_failed": len(recs) - len(ok)}
+        if not ok:
+            continue
+        votes = panel_votes(runner, judges, [
+            {"question": by_id[a.instance_id].question, "gold": by_id[a.instance_id].answer, "answer": a.answer}
+            for a in ok], [a.id for a in ok])
+        xrag = score_panel([XragItem(a.instance_id, a.setting, a.language, a.answer, v) for a, v in zip(ok, votes)],
+                           tie_policy=tie_policy, languages=languages, rounds=rounds, seed=seed)
+        results = {"xrag": xrag}
+        scores = {"accuracy": xrag.aggregate["accuracy"], "language_correct": xrag.aggregate["language_correct"]}
+        if any(a.style == "citations" for a in ok):
+            cit = score_citations([CitationItem(a.instance_id, a.answer, len(a.doc_order), a.relevant)
+                                   for a in ok if a.style == "citations"], rounds=rounds, seed=seed)
+            results["citations"] = cit
+            for k in ("precision", "recall", "f1"):
+                scores[f"citation_{k}"] = cit.aggregate[k]
+        ev.results[model] = results
+        ev.scores[model] = scores
+        ev.counts[model].update(xrag.counts)
+        by_lang: dict[str, list[dict]] = defaultdict(list)
+        for row in xrag.items:
+            by_lang[row["language"]].append(row)
+        ev.accuracy_by_language[model] = {
+            lang: bootstrap_ci([r["accuracy"] for r in rows if r["correct"] is not None], rounds=rounds, seed=seed)
+            for lang, rows in sorted(by_lang.items())
+        }
+        ev.wrong_language[model] = {
+            lang: 1.0 - sum(r["language_correct"] for r in rows) / len(rows) for lang, rows in sorted(by_lang.items())
+        }
+    return ev
+
+
+def run_evaluation(
+    runner: "LLMRunner",
+    instances: Sequence[Instance],
+    models: Sequence[str],
+    judges: Sequence[str],
+    out_dir: str | Path,
+    style: PromptStyle = "citations",
+    dataset: str = "",
+    dataset_revision: str = "",
+    tie_policy: str = "incorrect",
+    rounds: int = 1000,
+    seed: int = 0,
+) -> dict[str, Path]:
+    """Generate, judge, score and write answers.jsonl + the full report into ``out_dir``."""
+    from babelrag.evaluators.report import ReportInputs, run_info, write_report
+
+    if not models:
+        raise InputError("no models to evaluate: list llm endpoint names under evaluate.models")
+    if not judges:
+        raise InputError("no judges: list llm endpoint names under evaluate.judges")
+    answers = generate_answers(runner, instances, models, style=style, seed=seed, dataset_version=dataset_revision)
+    out = Path(out_dir)
+    answers_path = write_answers(out / "answers.jsonl", answers)
+    ev = evaluate_answers(runner, instances, answers, judges, tie_policy=tie_policy, rounds=rounds, seed=seed)
+    info = run_info(dataset, dataset_revision, {
+        "style": style, "seed": seed, "tie_policy": tie_policy, "judges": list(judges), "bootstrap_rounds": rounds,
+        "models": {m: runner.settings.endpoint(m)[1].model for m in models},
+    })
+    paths = write_report(out, ReportInputs(
+        title=f"babelrag evaluation: {dataset or 'benchmark'}", info=info, scores=ev.scores, sort_by="accuracy",
+        accuracy_by_language=ev.accuracy_by_language, wrong_language=ev.wrong_language,
+        extra={"counts": ev.counts,
+               "metrics": {m: {k: r.to_dict() for k, r in res.items()} for m, res in ev.results.items()}},
+    ))
+    paths["answers"] = answers_path
+    return paths

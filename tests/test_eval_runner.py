@@ -1,0 +1,107 @@
+"""End to end: two models on the scripted endpoint, judged by a two-judge panel, leaderboard and report."""
+import json
+import re
+
+import pytest
+
+from babelrag.errors import InputError
+from babelrag.evaluators.runner import document_order, load_instances, read_answers, run_evaluation
+from babelrag.llm.client import LLMRunner
+from babelrag.llm.config import EndpointConfig, LLMSettings
+from babelrag.records import Document, Instance
+from babelrag.testing.scripted_server import ScriptedServer
+
+GOLD = {"de": "Die Einigung wurde in Brüssel erzielt.", "zh": "协议在布鲁塞尔达成。"}
+QUESTION = {"de": "Wo wurde die Einigung erzielt?", "zh": "协议是在哪里达成的？"}
+
+
+def _instances():
+    out = []
+    for k in range(3):
+        for lang in ("de", "zh"):
+            docs = [Document(article_id=f"{lang}{k}-{n}", title=f"{'Evidence' if n < 2 else 'Other'} {n}",
+                             text="Some news text.", language="en", published="2024-01-01",
+                             role="supporting" if n < 2 else "distractor",
+                             kind="relevant" if n < 2 else "irrelevant") for n in range(4)]
+            out.append(Instance(id=f"i{k}{lang}", qa_id=f"qa{k}", setting="mono", language=lang,
+                                question=f"{QUESTION[lang]} ({k})", answer=GOLD[lang], en_question="Where?",
+                                en_answer="Brussels.", q_type="comparison", documents=docs))
+    return out
+
+
+def brain(body):
+    user = body["messages"][-1]["content"]
+    model = body["model"]
+    if model.startswith("judge"):
+        gold = re.search(r"^Gold answer: (.*)$", user, re.M).group(1)
+        cand = re.search(r"^Candidate answer: (.*)$", user, re.M).group(1)
+        return {"correct": gold in cand, "reason": "scripted"}
+    support = [n for n, title in re.findall(r"^\[(\d+)\] (\w+)", user, re.M) if title == "Evidence"]
+    lang = "zh" if "协议" in user else "de"
+    if model == "served-good":
+        return GOLD[lang] + "".join(f"[{n}]" for n in support)
+    return "I am not sure, it may have been somewhere in Europe [1]."
+
+
+@pytest.fixture()
+def server():
+    with ScriptedServer(brain) as srv:
+        yield srv
+
+
+def _runner(srv, tmp_path):
+    ep = dict(base_url=srv.base_url, timeout_s=2, max_retries=1, retry_backoff_s=0.01)
+    settings = LLMSettings(endpoints={
+        "good": EndpointConfig(model="served-good", **ep), "weak": EndpointConfig(model="served-weak", **ep),
+        "judge-1": EndpointConfig(model="judge-a", **ep), "judge-2": EndpointConfig(model="judge-b", **ep),
+    }, progress=False)
+    return LLMRunner(settings, tmp_path / "cache")
+
+
+def test_document_order_is_seeded_per_instance():
+    inst = _instances()[0]
+    a = [d.article_id for d in document_order(inst, 1)]
+    assert a == [d.article_id for d in document_order(inst, 1)]
+    assert sorted(a) == sorted(d.article_id for d in inst.documents)
+    assert len({tuple(d.article_id for d in document_order(inst, s)) for s in range(10)}) > 1
+
+
+def test_two_models_end_to_end(server, tmp_path):
+    instances = _instances()
+    runner = _runner(server, tmp_path)
+    paths = run_evaluation(runner, instances, ["weak", "good"], ["judge-1", "judge-2"], tmp_path / "eval",
+                           dataset="demo", dataset_revision="rev1", rounds=100, seed=3)
+    data = json.loads(paths["json"].read_text())
+    board = data["leaderboard"]
+    assert [r["model"] for r in board] == ["good", "weak"]
+    assert board[0]["accuracy"] == 1.0 and board[1]["accuracy"] == 0.0
+    assert board[0]["citation_f1"] == 1.0
+    assert data["run"]["dataset_revision"] == "rev1" and data["run"]["settings"]["models"]["good"] == "served-good"
+    assert data["counts"]["weak"]["wrong_language"] == 6  # English answers to de/zh questions
+    answers = read_answers(paths["answers"])
+    assert len(answers) == 12 and all(a.ok for a in answers)
+    weak = [a for a in answers if a.model == "weak"]  # cites [1]: right half the time it is supporting
+    assert board[1]["citation_recall"] == pytest.approx(sum(0.5 * (1 in a.relevant) for a in weak) / len(weak))
+    good = next(a for a in answers if a.model == "good" and a.instance_id == "i0de")
+    assert good.served_model == "served-good" and good.prompt_id == "eval.answer.citations"
+    assert [good.doc_order[p - 1] for p in good.relevant] == sorted(["de0-0", "de0-1"], key=good.doc_order.index)
+    assert json.loads(good.sampling_json)["temperature"] == 0.0
+    assert "data:image/png;base64," in paths["html"].read_text()
+    # a re-run resumes from the LLM cache: no new requests
+    before = server.count("chat")
+    run_evaluation(runner, instances, ["weak", "good"], ["judge-1", "judge-2"], tmp_path / "eval2", rounds=50, seed=3)
+    assert server.count("chat") == before
+
+
+def test_load_instances_jsonl_and_errors(tmp_path):
+    p = tmp_path / "instances.jsonl"
+    p.write_text("".join(i.model_dump_json() + "\n" for i in _instances()))
+    assert [i.id for i in load_instances(p)] == [i.id for i in _instances()]
+    with pytest.raises(InputError, match="does not exist"):
+        load_instances(tmp_path / "nope")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "x"}\n')
+    with pytest.raises(InputError, match="bad.jsonl:1"):
+        load_instances(bad)
+    with pytest.raises(InputError, match="no parquet"):
+        load_instances(tmp_path)
