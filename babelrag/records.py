@@ -60,6 +60,7 @@ class ArticlePair(Record):
     score: float = 0.0
     shared_entities: list[str] = Field(default_factory=list)
     days_apart: int = 0
+    event_id: str = ""  # dense pairs from an events file: the event both articles matched
     relevant: Optional[bool] = None  # LLM topical-relevance verdict; None = not checked
     rationale: str = ""
     provenance: Provenance = Field(default_factory=Provenance)

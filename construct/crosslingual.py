@@ -1,0 +1,197 @@
+"""Cross-language pairs: X–pivot (English) article pairs about the same event, from dense retrieval.
+
+Articles are embedded with a multilingual encoder and stored in Milvus. Queries come either from an
+events file (one JSON object per line: ``{"event_id": .., "en": "..", "de": "..", ...}``; each language's
+description searches that language's articles) or, without one, from sampled non-pivot articles that
+search pivot-language articles published within ``max_days_apart``. An article joins the event it
+matches best; X and pivot hits of the same event within the thresholds become pairs.
+"""
+from __future__ import annotations
+
+import json
+import random
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from babelrag.errors import InputError
+from babelrag.pipeline import StageContext
+from babelrag.records import Article, ArticlePair
+
+
+@dataclass
+class Doc:
+    id: str
+    language: str
+    day: int
+
+
+def passage(art: Article, chars: int) -> str:
+    return f"{art.title}. {art.text[:chars]}"
+
+
+def load_events(path: Path, languages: list[str]) -> list[dict[str, str]]:
+    if not path.exists():
+        raise InputError(f"events file not found: {path} (dense.events_file)")
+    events = []
+    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from None
+        if not isinstance(data, dict) or not any(isinstance(data.get(lang), str) for lang in languages):
+            raise InputError(f"{path}:{lineno}: expected an object with a description in one of {languages}")
+        data.setdefault("event_id", f"event-{lineno}")
+        events.append(data)
+    if not events:
+        raise InputError(f"events file {path} has no events")
+    return events
+
+
+def encoder_for(ctx: StageContext) -> Any:
+    from babelrag.construct.encoders import CachedEncoder, VectorCache, build_encoder
+
+    enc_cfg = ctx.config.dense.encoder
+    inner = build_encoder(enc_cfg, runner_factory=lambda: ctx.llm, resolve=ctx.config.resolve)
+    return CachedEncoder(inner, VectorCache(ctx.store.shared_dir("vectors") / "cache.sqlite"))
+
+
+def index_corpus(ctx: StageContext, encoder: Any) -> tuple[Any, dict[str, Doc], dict[str, np.ndarray]]:
+    """Embed every ingested article (cached by text hash) and upsert it into Milvus."""
+    from babelrag.construct.pairs import day_number
+    from babelrag.construct.vectorstore import store_from_config
+
+    chars = ctx.config.dense.passage_chars
+    docs: dict[str, Doc] = {}
+    vectors: dict[str, np.ndarray] = {}
+    store = None
+    batch: list[Article] = []
+
+    def flush() -> None:
+        nonlocal store
+        if not batch:
+            return
+        vecs = encoder.encode([passage(a, chars) for a in batch], "passage")
+        if store is None:
+            store = store_from_config(ctx, vecs.shape[1])
+        store.upsert([a.id for a in batch], vecs, [a.language for a in batch],
+                     [day_number(a.published) for a in batch], [a.title for a in batch], [a.source for a in batch])
+        for a, v in zip(batch, vecs):
+            docs[a.id] = Doc(a.id, a.language, day_number(a.published))
+            vectors[a.id] = v
+        batch.clear()
+
+    for art in ctx.progress(ctx.iter_read("ingest", Article), desc="embedding articles"):
+        batch.append(art)
+        if len(batch) >= 512:
+            flush()
+    flush()
+    ctx.extra["encoder"] = encoder.name
+    ctx.extra["vector_cache"] = {"hits": encoder.hits, "misses": encoder.misses}
+    return store, docs, vectors
+
+
+def dense_pairs(ctx: StageContext) -> list[ArticlePair]:
+    cfg = ctx.config.dense
+    languages = list(ctx.config.project.languages)
+    pivot = ctx.config.project.pivot_language
+    encoder = encoder_for(ctx)
+    try:
+        store, docs, vectors = index_corpus(ctx, encoder)
+        if store is None:
+            return []
+        try:
+            events_path = ctx.config.resolve(cfg.events_file) if cfg.events_file else None
+            if cfg.queries == "events" and events_path is not None:
+                events = load_events(events_path, languages)
+                ctx.extra["dense_queries"] = f"events ({len(events)} from {events_path.name})"
+                return event_pairs(ctx, store, encoder, events, docs, languages, pivot)
+            if cfg.queries == "events":
+                ctx.extra["dense_queries"] = "articles (dense.events_file not set)"
+            else:
+                ctx.extra["dense_queries"] = "articles"
+            return article_pairs(ctx, store, docs, vectors, pivot)
+        finally:
+            store.close()
+    finally:
+        encoder.cache.close()
+
+
+def _make_pair(x: Doc, en: Doc, score: float, event_id: str = "") -> ArticlePair:
+    from babelrag.construct.pairs import pair_id
+
+    a, b = sorted((x, en), key=lambda d: d.id)
+    return ArticlePair(id=pair_id("dense", a.id, b.id), article_a=a.id, article_b=b.id, language_a=a.language,
+                       language_b=b.language, method="dense", score=round(float(score), 6),
+                       days_apart=abs(x.day - en.day), event_id=event_id)
+
+
+def event_pairs(ctx: StageContext, store: Any, encoder: Any, events: list[dict[str, str]],
+                docs: dict[str, Doc], languages: list[str], pivot: str) -> list[ArticlePair]:
+    cfg = ctx.config.dense
+    # best event per article: an article joins only the event it matches best
+    best: dict[str, tuple[float, int]] = {}
+    per_event: dict[int, dict[str, list[tuple[str, float]]]] = defaultdict(lambda: defaultdict(list))
+    for lang in languages:
+        texts = [ev.get(lang) or ev.get(pivot) or next(v for k, v in ev.items() if k in languages) for ev in events]
+        qv = encoder.encode(texts, "query")
+        results = store.search(qv, top_k=cfg.top_k, languages=[lang])
+        for e, hits in enumerate(results):
+            if not hits:
+                continue
+            top = hits[0].score
+            for h in hits:
+                if h.score < cfg.min_score or h.score < top - cfg.relative_margin:
+                    continue
+                per_event[e][lang].append((h.id, h.score))
+                if h.id not in best or h.score > best[h.id][0]:
+                    best[h.id] = (h.score, e)
+    pairs: list[ArticlePair] = []
+    for e, by_lang in sorted(per_event.items()):
+        ens = [(i, s) for i, s in by_lang.get(pivot, []) if best[i][1] == e]
+        for lang in languages:
+            if lang == pivot:
+                continue
+            xs = [(i, s) for i, s in by_lang.get(lang, []) if best[i][1] == e]
+            cands = []
+            for xi, xs_ in xs:
+                for ei, es_ in ens:
+                    if abs(docs[xi].day - docs[ei].day) <= cfg.max_days_apart:
+                        cands.append(((xs_ + es_) / 2, xi, ei))
+            cands.sort(key=lambda t: (-t[0], t[1], t[2]))
+            for score, xi, ei in cands[:cfg.max_pairs_per_event]:
+                pairs.append(_make_pair(docs[xi], docs[ei], score,
+                                        str(events[e].get("event_id", e))))
+    return pairs
+
+
+def article_pairs(ctx: StageContext, store: Any, docs: dict[str, Doc], vectors: dict[str, np.ndarray],
+                  pivot: str) -> list[ArticlePair]:
+    """Sampled non-pivot articles search pivot articles nearby in time; mutual best matches pair up."""
+    cfg = ctx.config.dense
+    candidates = sorted(d for d, doc in docs.items() if doc.language != pivot)
+    rng = random.Random(ctx.seed)
+    queries = candidates if len(candidates) <= cfg.sample_queries else sorted(rng.sample(candidates, cfg.sample_queries))
+    pairs: list[ArticlePair] = []
+    for qid in ctx.progress(queries, total=len(queries), desc="cross-lingual queries"):
+        q = docs[qid]
+        hits = store.search(vectors[qid], top_k=1, languages=[pivot], published_from=q.day - cfg.max_days_apart,
+                            published_to=q.day + cfg.max_days_apart)[0]
+        if not hits or hits[0].score < cfg.min_score:
+            ctx.skip("dense-no-match")
+            continue
+        en = docs[hits[0].id]
+        if cfg.mutual:
+            back = store.search(vectors[en.id], top_k=1, languages=[q.language],
+                                published_from=en.day - cfg.max_days_apart,
+                                published_to=en.day + cfg.max_days_apart)[0]
+            if not back or back[0].id != qid:
+                ctx.skip("dense-not-mutual")
+                continue
+        pairs.append(_make_pair(q, en, hits[0].score))
+    return pairs

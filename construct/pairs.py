@@ -1,0 +1,117 @@
+"""The ``pairs`` stage: same-language pairs from the title-entity graph + cross-language pairs from dense
+retrieval (``construct.crosslingual``). Both land in one output, told apart by ``ArticlePair.method``.
+"""
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+import numpy as np
+
+from babelrag.pipeline import StageContext
+from babelrag.records import Article, ArticlePair
+
+EPOCH = dt.date(1970, 1, 1)
+
+
+def day_number(iso: str) -> int:
+    return (dt.date.fromisoformat(iso[:10]) - EPOCH).days
+
+
+def pair_id(method: str, a: str, b: str) -> str:
+    return f"{'eg' if method == 'entity_graph' else 'xl'}:{a}|{b}"
+
+
+@dataclass
+class LanguageSlice:
+    """Compact per-language view of the corpus for mining (ids, days, entity ids)."""
+
+    ids: list[str] = field(default_factory=list)
+    days: list[int] = field(default_factory=list)
+    entities: list[list[int]] = field(default_factory=list)
+    vocab: dict[str, int] = field(default_factory=dict)
+
+    def add(self, art: Article) -> None:
+        self.ids.append(art.id)
+        self.days.append(day_number(art.published))
+        self.entities.append([self.vocab.setdefault(e, len(self.vocab)) for e in art.title_entities])
+
+
+def entity_graph_pairs(ctx: StageContext, slices: dict[str, LanguageSlice]) -> list[ArticlePair]:
+    from babelrag.construct.graph import Incidence, mine_pairs
+
+    cfg = ctx.config.pairs
+    out: list[ArticlePair] = []
+    hubs_report: dict[str, list[str]] = {}
+    for lang, sl in sorted(slices.items()):
+        days = np.asarray(sl.days, dtype=np.int64)
+        mined = mine_pairs(days, Incidence.from_lists(sl.entities, len(sl.vocab)), k=cfg.min_shared_entities,
+                           max_days=cfg.max_days_apart, hub_policy=cfg.hub_policy, hub_max=cfg.hub_max_articles,
+                           max_pairs=cfg.max_pairs)
+        names = {v: k for k, v in sl.vocab.items()}
+        if len(mined.hubs):
+            hubs_report[lang] = sorted(names[h] for h in mined.hubs.tolist())[:50]
+        for i, j, s, score, d in zip(mined.i.tolist(), mined.j.tolist(), mined.shared.tolist(),
+                                     mined.score.tolist(), mined.days.tolist()):
+            a, b = sorted((sl.ids[i], sl.ids[j]))
+            ea, eb = set(sl.entities[i]), set(sl.entities[j])
+            shared = sorted(names[e] for e in ea & eb)
+            out.append(ArticlePair(id=pair_id("entity_graph", a, b), article_a=a, article_b=b, language_a=lang,
+                                   language_b=lang, method="entity_graph", score=round(float(score), 6),
+                                   shared_entities=shared, days_apart=int(d)))
+    ctx.extra["hub_entities"] = hubs_report
+    return out
+
+
+def export_graph(ctx: StageContext, slices: dict[str, LanguageSlice], pairs: list[ArticlePair],
+                 max_articles: int = 50_000) -> None:
+    """GraphML of the article-entity graph (only paired articles when the corpus is large)."""
+    from babelrag.construct.graph import bipartite_graph, write_graphml
+
+    paired = {p.article_a for p in pairs} | {p.article_b for p in pairs}
+    ids, ents, attrs = [], [], []
+    total = sum(len(s.ids) for s in slices.values())
+    for lang, sl in slices.items():
+        names = {v: k for k, v in sl.vocab.items()}
+        for aid, day, e in zip(sl.ids, sl.days, sl.entities):
+            if total > max_articles and aid not in paired:
+                continue
+            ids.append(aid)
+            ents.append([f"{lang}:{names[x]}" for x in e])
+            attrs.append({"language": lang, "published": (EPOCH + dt.timedelta(days=day)).isoformat()})
+    G = bipartite_graph(ids, ents, attrs)
+    write_graphml(G, ctx.artifacts_dir / "entity_graph.graphml")
+    ctx.extra["graphml"] = {"file": "entity_graph.graphml", "articles": len(ids),
+                            "nodes": G.number_of_nodes(), "edges": G.number_of_edges(),
+                            "scope": "all articles" if total <= max_articles else "paired articles only"}
+
+
+def run(ctx: StageContext) -> None:
+    slices: dict[str, LanguageSlice] = {}
+    for art in ctx.iter_read("ingest", Article):
+        ctx.count_in += 1
+        slices.setdefault(art.language, LanguageSlice()).add(art)
+        if not art.title_entities:
+            ctx.skip("no-title-entities")
+    pairs = entity_graph_pairs(ctx, slices)
+    ctx.extra["entity_graph_pairs"] = len(pairs)
+    if ctx.config.pairs.graphml:
+        export_graph(ctx, slices, pairs)
+    if ctx.config.dense.enabled:
+        from babelrag.construct.crosslingual import dense_pairs
+
+        dense = dense_pairs(ctx)
+        ctx.extra["dense_pairs"] = len(dense)
+        pairs.extend(dense)
+    out = ctx.output(shard_size=5000)
+    seen: set[tuple[str, str]] = set()
+    for p in pairs:
+        key = (p.article_a, p.article_b)
+        if key in seen:  # the same two articles found by both methods: keep the first (entity graph)
+            ctx.skip("duplicate-pair")
+            continue
+        seen.add(key)
+        if not out.has(p.id):
+            out.add(p)
+
+
+__all__ = ["run", "day_number", "pair_id", "LanguageSlice", "entity_graph_pairs", "EPOCH"]

