@@ -79,21 +79,19 @@ def ensure_users(rg_client, settings: AnnotateSettings) -> dict[str, str]:
     members = {name: {u.username for u in ws.users} for name, ws in workspaces.items()}
     path = user_credentials_path(settings)
     stored: dict[str, str] = json.loads(path.read_text()) if path.exists() else {}
-    changed = False
     for u in settings.users:
         user = _quiet(rg_client.users, u.username)
         if user is None:
             password = u.password or stored.get(u.username) or secrets.token_urlsafe(12)
             user = rg.User(username=u.username, password=password, role=u.role, first_name=u.first_name or u.username,
                            client=rg_client).create()
-            if not u.password:
-                stored[u.username], changed = password, True
+            if not u.password:  # save at once: a later failure must not lose the password
+                stored[u.username] = password
+                path.parent.mkdir(parents=True, exist_ok=True)
+                _write_private(path, stored)
         for ws in u.workspaces or settings.all_workspaces():
             if u.username not in members[ws]:
                 user.add_to_workspace(workspaces[ws])
-    if changed:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        _write_private(path, stored)
     return stored
 
 

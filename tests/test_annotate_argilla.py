@@ -237,17 +237,21 @@ def test_ui_annotation_queue_renders_record_text_in_headless_chromium(env, pushe
         pytest.skip("chromium not installed: run scripts/install_system_deps.sh")
     ds_id = _dataset_id(env, "grounding")
     auth = base64.b64encode(b"ann1:ann1-password").decode()
-    url = f"{env.server.url}/sign-in?auth={auth}&redirect=/dataset/{ds_id}/annotation-mode"
+    queue_url = f"{env.server.url}/dataset/{ds_id}/annotation-mode"
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     shot = ARTIFACTS / "argilla-annotation-queue.png"
     profile = ARTIFACTS / "chromium-profile"
     flags = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
              "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={profile}",
              "--virtual-time-budget=20000", "--window-size=1400,1000"]
-    dom = subprocess.run(flags + ["--dump-dom", url], capture_output=True, text=True, timeout=180).stdout
-    subprocess.run(flags + [f"--screenshot={shot}", url], capture_output=True, timeout=180)
     shutil.rmtree(profile, ignore_errors=True)
-    assert "summit" in dom.lower() and "Welche Stadt hatte mehr Delegierte bei Gipfel" in dom
+    # 1) sign in (the token lands in the profile), 2) open the queue page, 3) screenshot it
+    subprocess.run(flags + ["--dump-dom", f"{env.server.url}/sign-in?auth={auth}"], capture_output=True, timeout=180)
+    dom = subprocess.run(flags + ["--dump-dom", queue_url], capture_output=True, text=True, timeout=180).stdout
+    subprocess.run(flags + [f"--screenshot={shot}", queue_url], capture_output=True, timeout=180)
+    shutil.rmtree(profile, ignore_errors=True)
+    assert "Welche Stadt hatte mehr Delegierte bei Gipfel" in dom and "Lisbon summit" in dom
+    assert "Answers the question" in dom and "Irrelevant" in dom  # GaRAGe labels rendered
     assert shot.exists() and shot.stat().st_size > 10_000
 
 
