@@ -70,6 +70,17 @@ def render_documents(docs: Sequence[Document]) -> str:
     return "\n\n".join(f"[{k}] {d.title}\n{d.text}".strip() for k, d in enumerate(docs, start=1))
 
 
+def require_endpoints(runner: "LLMRunner", names: Sequence[str], role: str) -> None:
+    """Models and judges must be configured by name: the LLM layer's fallback to the default
+    endpoint would otherwise put one model's answers under another model's name."""
+    from babelrag.errors import ConfigError
+
+    known = sorted(runner.settings.endpoints)
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise ConfigError(f"{role} endpoint(s) {unknown} are not configured under llm.endpoints (have: {known})")
+
+
 def generate_answers(
     runner: "LLMRunner",
     instances: Sequence[Instance],
@@ -86,6 +97,7 @@ def generate_answers(
         raise InputError(f"prompt style {style!r} is not one of {sorted(_PROMPT_FILE)}")
     if not instances:
         raise InputError("no instances to evaluate")
+    require_endpoints(runner, models, "model")
     p = prompt(_PROMPT_FILE[style])
     orders = [document_order(inst, seed) if style != "closed-book" else [] for inst in instances]
     items = [{"question": inst.question, "documents": render_documents(docs)} for inst, docs in zip(instances, orders)]
@@ -130,8 +142,11 @@ def read_answers(path: str | Path) -> list[AnswerRecord]:
     return out
 
 
-def load_instances(path: str | Path) -> list[Instance]:
-    """Instances from a JSONL file or from every parquet file under a release folder (deduplicated)."""
+def load_instances(path: str | Path, configs: Sequence[str] = ()) -> list[Instance]:
+    """Instances from a JSONL file or a release folder (``data/<config>/<split>.parquet``), deduplicated.
+
+    ``configs`` restricts a release folder to those config names (empty = all).
+    """
     path = Path(path)
     if not path.exists():
         raise InputError(f"{path} does not exist; pass a release folder or an instances .jsonl file")
@@ -139,11 +154,21 @@ def load_instances(path: str | Path) -> list[Instance]:
     if path.is_file() and path.suffix == ".jsonl":
         for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
             if line.strip():
-                rows.append((f"{path}:{n}", json.loads(line)))
+                try:
+                    rows.append((f"{path}:{n}", json.loads(line)))
+                except json.JSONDecodeError as exc:
+                    raise InputError(f"{path}:{n}: not JSON ({exc.msg})") from None
     else:
         import pyarrow.parquet as pq
 
-        files = sorted(path.rglob("*.parquet")) if path.is_dir() else [path]
+        root = path / "data" if (path / "data").is_dir() else path
+        files = sorted(root.rglob("*.parquet")) if path.is_dir() else [path]
+        if configs:
+            known = sorted({f.parent.name for f in files})
+            unknown = sorted(set(configs) - set(known))
+            if unknown:
+                raise InputError(f"release {path} has no config(s) {unknown}; it has {known}")
+            files = [f for f in files if f.parent.name in set(configs)]
         if not files:
             raise InputError(f"{path} holds no parquet files; is it a babelrag release folder?")
         for f in files:
@@ -158,6 +183,29 @@ def load_instances(path: str | Path) -> list[Instance]:
             raise InputError(f"{where}: not a benchmark instance ({str(exc).splitlines()[0]})") from None
         seen.setdefault(inst.id, inst)
     return list(seen.values())
+
+
+def release_revision(path: str | Path) -> tuple[str, str]:
+    """(dataset name, revision) of a release folder from its release.json; ("", "") if absent."""
+    info = Path(path) / "release.json"
+    if not info.is_file():
+        return "", ""
+    try:
+        data = json.loads(info.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{info} is not valid JSON ({exc.msg}); rebuild the release") from None
+    rev = str(data.get("version", ""))
+    if data.get("data_hash"):
+        rev += f"+{str(data['data_hash'])[:12]}"
+    return str(data.get("name", "")), rev
+
+
+def sample_instances(instances: Sequence[Instance], limit: int | None, seed: int) -> list[Instance]:
+    """A seeded subset (all when ``limit`` is None), kept in id order."""
+    if limit is None or limit >= len(instances):
+        return list(instances)
+    picked = random.Random(seed).sample(sorted(instances, key=lambda i: i.id), limit)
+    return sorted(picked, key=lambda i: i.id)
 
 
 @dataclass
@@ -185,6 +233,7 @@ def evaluate_answers(
     from babelrag.evaluators.judges import panel_votes
     from babelrag.evaluators.xrag import XragItem, score_panel
 
+    require_endpoints(runner, judges, "judge")
     by_id = {inst.id: inst for inst in instances}
     missing = sorted({a.instance_id for a in answers} - set(by_id))
     if missing:

@@ -105,3 +105,46 @@ def test_load_instances_jsonl_and_errors(tmp_path):
         load_instances(bad)
     with pytest.raises(InputError, match="no parquet"):
         load_instances(tmp_path)
+
+
+def _write_release(folder, instances):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    for lang in ("de", "zh"):
+        rows = [i.model_dump() for i in instances if i.language == lang]
+        (folder / "data" / f"mono-{lang}").mkdir(parents=True)
+        pq.write_table(pa.Table.from_pylist(rows), folder / "data" / f"mono-{lang}" / "test.parquet")
+    (folder / "release.json").write_text(json.dumps({"name": "demo-bench", "version": "0.2.0", "data_hash": "f" * 64}))
+
+
+def test_cli_evaluate_run_on_release_folder(server, tmp_path):
+    import yaml
+    from typer.testing import CliRunner
+
+    from babelrag.cli import app
+
+    release = tmp_path / "release"
+    _write_release(release, _instances())
+    ep = {"base_url": server.base_url, "timeout_s": 2, "max_retries": 1}
+    cfg = {
+        "project": {"name": "t", "build_dir": str(tmp_path / "build"), "seed": 5},
+        "llm": {"endpoints": {"good": {**ep, "model": "served-good"}, "weak": {**ep, "model": "served-weak"},
+                              "judge-1": {**ep, "model": "judge-a"}}, "default_endpoint": "good", "progress": False},
+        "evaluate": {"models": ["good", "weak"], "judges": ["judge-1"], "configs": ["mono-de"], "out_dir": "eval"},
+    }
+    (tmp_path / "babelrag.yaml").write_text(yaml.safe_dump(cfg))
+    res = CliRunner().invoke(app, ["evaluate", "run", str(release), "-c", str(tmp_path / "babelrag.yaml"),
+                                   "--out", str(tmp_path / "out"), "--rounds", "50"])
+    assert res.exit_code == 0, res.output
+    data = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert data["run"]["dataset"] == "demo-bench" and data["run"]["dataset_revision"] == "0.2.0+ffffffffffff"
+    assert [r["model"] for r in data["leaderboard"]] == ["good", "weak"]
+    assert {a.language for a in read_answers(tmp_path / "out" / "answers.jsonl")} == {"de"}  # config filter
+    bad = CliRunner().invoke(app, ["evaluate", "run", str(release), "-c", str(tmp_path / "babelrag.yaml"),
+                                   "--model", "nope", "--out", str(tmp_path / "o2")])
+    from babelrag.errors import ConfigError
+
+    # main() prints BabelragErrors as one line; CliRunner shows the exception itself
+    assert isinstance(bad.exception, ConfigError) and "nope" in str(bad.exception)
+    assert not (tmp_path / "o2").exists()

@@ -1,0 +1,40 @@
+"""``babelrag evaluate``: score models on a release. Imports only typer here; work happens lazily."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+app = typer.Typer(help="Score models on a release with the bundled metrics.", no_args_is_help=True)
+
+
+@app.command("run")
+def run(
+    release: Path = typer.Argument(..., help="Release folder (data/<config>/<split>.parquet) or instances .jsonl."),
+    config: Path = typer.Option(Path("babelrag.yaml"), "--config", "-c", help="YAML config with llm endpoints."),
+    out: Optional[Path] = typer.Option(None, help="Output folder (default: evaluate.out_dir)."),
+    model: list[str] = typer.Option([], help="LLM endpoint name to evaluate (repeatable; default evaluate.models)."),
+    judge: list[str] = typer.Option([], help="Judge endpoint name (repeatable; default evaluate.judges)."),
+    max_instances: Optional[int] = typer.Option(None, help="Evaluate a seeded sample of this many instances."),
+    rounds: int = typer.Option(1000, help="Bootstrap rounds for confidence intervals."),
+) -> None:
+    """Generate answers, judge them and write leaderboard, results.json, plots and report.html."""
+    from rich.console import Console
+
+    from babelrag.config import load_config
+    from babelrag.evaluators.demo import evaluate_release
+
+    console = Console(stderr=True)
+    paths = evaluate_release(load_config(config), release, out_dir=out, models=model, judges=judge,
+                             max_instances=max_instances, rounds=rounds, console=console)
+    console.print(f"[green]report:[/] {paths['html']}")
+
+
+@app.command("metrics")
+def metrics() -> None:
+    """List the registered metrics (no metric module is imported)."""
+    from babelrag.evaluators.registry import names
+
+    for name in names():
+        typer.echo(name)
