@@ -1,0 +1,80 @@
+"""The ``relevance`` stage: an LLM decides whether each candidate pair is about the same story.
+
+Every pair is written back with ``relevant`` (the verdict), ``rationale`` and ``provenance`` (model,
+endpoint, prompt id/version, config hash); later stages use only ``relevant is True`` pairs. A pair whose
+reply cannot be parsed after the LLM layer's retries and repair becomes an ErrorRecord (never a silent
+"not relevant"). With ``relevance.enabled: false`` pairs pass through unchecked (``relevant`` None).
+"""
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from babelrag.pipeline import StageContext
+from babelrag.records import Article, ArticlePair
+
+EXCERPT_CHARS = 1200
+BATCH = 64
+
+
+class RelevanceVerdict(BaseModel):
+    """What the model must answer (validated by the LLM layer; a bad reply is repaired or fails)."""
+
+    related: bool
+    rationale: str = Field(default="", max_length=1000)
+
+
+def _excerpt(text: str, chars: int = EXCERPT_CHARS) -> str:
+    if len(text) <= chars:
+        return text
+    cut = text[:chars]
+    return cut[: cut.rfind(" ")] + " …" if " " in cut else cut
+
+
+def prompt_items(pair: ArticlePair, articles: dict[str, Article]) -> dict[str, str]:
+    a, b = articles[pair.article_a], articles[pair.article_b]
+    return {"language_a": a.language, "published_a": a.published, "title_a": a.title, "text_a": _excerpt(a.text),
+            "language_b": b.language, "published_b": b.published, "title_b": b.title, "text_b": _excerpt(b.text)}
+
+
+def run(ctx: StageContext) -> None:
+    from babelrag.llm.prompts import Prompt
+
+    cfg = ctx.config.relevance
+    pairs = ctx.read("pairs", ArticlePair)
+    ctx.count_in = len(pairs)
+    out = ctx.output(shard_size=BATCH)
+    if not cfg.enabled:
+        for p in pairs:
+            if not out.has(p.id):
+                out.add(p)
+        ctx.extra["checked"] = False
+        return
+    needed = {p.article_a for p in pairs} | {p.article_b for p in pairs}
+    articles = {a.id: a for a in ctx.iter_read("ingest", Article) if a.id in needed}
+    prompt = Prompt.beside(__file__, "relevance.yaml")
+    config_hash = ctx.config.section_hash("relevance", "llm")
+    todo = []
+    for p in pairs:
+        if out.has(p.id):
+            continue
+        if p.article_a not in articles or p.article_b not in articles:
+            ctx.error(p.id, "missing-article", f"{p.article_a} or {p.article_b} is not in the ingest output")
+            continue
+        todo.append(p)
+    verdicts = {True: 0, False: 0}
+    for s in range(0, len(todo), BATCH):
+        chunk = todo[s:s + BATCH]
+        results = ctx.llm.map_structured(endpoint=cfg.endpoint, prompt=prompt,
+                                         items=[prompt_items(p, articles) for p in chunk],
+                                         schema=RelevanceVerdict, stage="relevance", item_ids=[p.id for p in chunk])
+        for pair, res in zip(chunk, results):
+            if not res.ok:
+                ctx.error(pair.id, res.reason or "llm-failed", res.error or "")
+                continue
+            verdict: RelevanceVerdict = res.value
+            verdicts[verdict.related] += 1
+            out.add(pair.model_copy(update={"relevant": verdict.related, "rationale": verdict.rationale.strip(),
+                                            "provenance": res.provenance(config_hash)}))
+    ctx.extra["checked"] = True
+    ctx.extra["prompt"] = prompt.ref
+    ctx.extra["verdicts_this_run"] = {"related": verdicts[True], "not_related": verdicts[False]}

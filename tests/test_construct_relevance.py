@@ -1,0 +1,83 @@
+"""Relevance stage through the real LLM layer against a scripted OpenAI-compatible server on loopback."""
+import json
+import random
+
+import pytest
+
+from babelrag import llm_session
+from babelrag.config import config_from_dict
+from babelrag.pipeline import Pipeline
+from babelrag.records import ArticlePair
+from babelrag.store import BuildStore
+from babelrag.testing.scripted_server import ScriptedServer
+
+FILL = ("The report describes what happened during the day, who was involved and what officials said about the "
+        "next steps. Reporters spoke to several witnesses and experts about the consequences for the region. ")
+TITLES = {
+    "a1": "Airbus wins Lufthansa order in Hamburg",
+    "a2": "Lufthansa confirms Airbus jets deal",
+    "b1": "Siemens opens new factory",
+    "b2": "Siemens shares fall after profit warning",
+    "c1": "Valencia fans celebrate cup win",
+    "c2": "Valencia mayor presents budget",
+}
+
+
+def brain(body):
+    msg = body["messages"][-1]["content"]
+    if "Article A" not in msg:
+        return "still not json"  # the repair request: keep failing
+    if "Valencia" in msg:
+        return "I cannot decide, sorry"  # never valid JSON -> an ErrorRecord, not a verdict
+    if "Airbus" in msg:
+        return json.dumps({"related": True, "rationale": "Both report the same Airbus order."})
+    return json.dumps({"related": False, "rationale": "Same company, different stories."})
+
+
+@pytest.fixture()
+def server():
+    with ScriptedServer(brain) as srv:
+        yield srv
+
+
+def test_relevance_verdicts_rationale_provenance_and_errors(tmp_path, server):
+    def text(key, title):  # distinct word order per article, so dedupe keeps all six
+        words = (FILL * 2).split()
+        random.Random(key).shuffle(words)
+        return f"{title}. " + " ".join(words)
+
+    rows = [{"id": k, "title": t, "maintext": text(k, t), "language": "en", "date_publish": "2026-03-02"}
+            for k, t in TITLES.items()]
+    (tmp_path / "c.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    cfg = config_from_dict({
+        "project": {"build_dir": str(tmp_path / "build"), "languages": ["en", "de"]},
+        "corpus": {"inputs": [{"path": str(tmp_path / "c.jsonl"), "format": "jsonl"}], "min_tokens": 20},
+        "ner": {"labels": []},
+        "pairs": {"min_shared_entities": 1, "graphml": False},
+        "dense": {"enabled": False},
+        "llm": {"endpoints": {"checker": {"base_url": server.base_url, "model": "scripted", "max_retries": 0}},
+                "progress": False},
+    })
+    llm_session.reset()
+    try:
+        report = Pipeline(cfg).run(until="relevance")
+    finally:
+        llm_session.reset()
+    store = BuildStore(cfg.build_dir)
+    pairs = {p.id: p for p in store.read("pairs", ArticlePair)}
+    assert set(pairs) == {"eg:a1|a2", "eg:b1|b2", "eg:c1|c2"}
+    checked = {p.id: p for p in store.read("relevance", ArticlePair)}
+    assert set(checked) == {"eg:a1|a2", "eg:b1|b2"}
+    assert checked["eg:a1|a2"].relevant is True and "Airbus order" in checked["eg:a1|a2"].rationale
+    assert checked["eg:b1|b2"].relevant is False
+    prov = checked["eg:a1|a2"].provenance
+    assert (prov.prompt_id, prov.prompt_version, prov.model, prov.endpoint) == (
+        "construct.pair_relevance", "1", "scripted", "checker")
+    assert prov.config_hash == cfg.section_hash("relevance", "llm")
+    errors = store.read_errors("relevance")
+    assert [e.item_id for e in errors] == ["eg:c1|c2"]
+    stage = report.stages[-1]
+    assert stage.count_in == 3 and stage.count_out == 2 and stage.errors == 1
+    # each pair was asked once with its metadata (plus one repair attempt for the unparsable reply)
+    asked = [e["last_user"] for e in server.log if "Article A" in e["last_user"]]
+    assert len(asked) == 3 and all(a.startswith("Article A (en, published 2026-03-02)") for a in asked)
