@@ -1,0 +1,222 @@
+"""``babelrag release build``: finished build -> validated, split, Hub-layout release folder.
+
+Layout of ``<release.out_dir>/<version>/``::
+
+    README.md                      dataset card (YAML header lists every config's data files)
+    CHANGELOG.md
+    release.json                   version, schema version, per config/split row counts and data hashes
+    schema/instance.schema.json    JSON Schemas of the row types
+    data/<config>/<split>.parquet  rows sorted by id, datasets features in the parquet metadata
+    disk/<config>/                 the same config as ``DatasetDict.save_to_disk`` (load_from_disk)
+
+Everything is written into a hidden temporary folder and renamed into place, so a release folder only
+ever exists complete; validation and the version rule run before anything is written.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import uuid
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+from babelrag.errors import StageError
+from babelrag.records import Instance, QAItem
+from babelrag.release.naming import config_name
+from babelrag.release.validate import Rules, ValidationReport, validate
+
+DATA_DIR = "data"
+DISK_DIR = "disk"
+
+
+@dataclass
+class ReleaseResult:
+    folder: Path
+    version: str
+    configs: dict[str, dict[str, int]]
+    data_hash: str
+    report: ValidationReport
+    change_lines: list[str] = field(default_factory=list)
+
+
+def read_instance_rows(store: Any) -> list[dict[str, Any]]:
+    """The instances stage's rows as plain dicts (validated by the release rules, not on read)."""
+    import pyarrow.parquet as pq
+
+    from babelrag.store import RECORDS_FILE
+
+    store.require("instances")
+    return pq.read_table(store.stage_dir("instances") / RECORDS_FILE).to_pylist()
+
+
+def corpus_stats(store: Any) -> dict[str, Any]:
+    """Article counts per language and the date range, read from two ingest columns only."""
+    import pyarrow.parquet as pq
+
+    from babelrag.store import RECORDS_FILE
+
+    path = store.stage_dir("ingest") / RECORDS_FILE
+    if store.manifest("ingest") is None or not path.exists():
+        return {}
+    table = pq.read_table(path, columns=["language", "published"]).to_pydict()
+    dates = sorted(d for d in table["published"] if d)
+    return {"articles": len(table["language"]), "languages": dict(Counter(table["language"])),
+            "date_min": dates[0] if dates else "?", "date_max": dates[-1] if dates else "?"}
+
+
+def write_parquet(path: Path, rows: list[dict[str, Any]]) -> None:
+    """Deterministic parquet (same rows + library versions => same bytes) with datasets features."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from babelrag.release.schema import instance_features
+
+    schema = instance_features().arrow_schema
+    table = pa.Table.from_pylist(rows, schema=schema)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(table, path, compression="zstd")
+
+
+def group_instances(instances: list[Instance], split_of_qa: dict[str, str]) -> dict[str, dict[str, list[Instance]]]:
+    groups: dict[str, dict[str, list[Instance]]] = defaultdict(lambda: defaultdict(list))
+    for inst in instances:
+        groups[config_name(inst.setting, inst.language)][split_of_qa.get(inst.qa_id, "test")].append(inst)
+    return {c: {s: sorted(v, key=lambda i: i.id) for s, v in sp.items()} for c, sp in groups.items()}
+
+
+def _provenance(qas: list[QAItem], released_qa: set[str]) -> dict[tuple[str, str, str], int]:
+    out: Counter[tuple[str, str, str]] = Counter()
+    for qa in qas:
+        if qa.id in released_qa:
+            p = qa.provenance
+            out[(p.model, p.prompt_id, p.prompt_version)] += 1
+    return dict(out)
+
+
+def _annotation_summary(build_dir: Path) -> Optional[dict[str, Any]]:
+    path = build_dir / "annotate" / "summary.json"
+    if not path.exists():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise StageError(f"{path}: unreadable annotation summary ({exc}); re-run `babelrag annotate` or remove it") \
+            from None
+    return data if isinstance(data, dict) else {"summary": data}
+
+
+def plan(config: Any) -> tuple[list[Instance], dict[str, str], ValidationReport, list[QAItem]]:
+    """Read the build, assign splits and run every rule (no writes). Used by build and validate."""
+    from babelrag.release.splits import assign_splits
+    from babelrag.store import BuildStore
+
+    store = BuildStore(config.build_dir)
+    rows = read_instance_rows(store)
+    qas = store.read("filters", QAItem) if store.manifest("filters") else []
+    extra = {q.id: list(q.article_ids) for q in qas}
+    assignment: dict[str, str] = {}
+
+    def split_for(instances: list[Instance]) -> dict[str, str]:
+        assignment.update(assign_splits(instances, config.project.seed, config.release.dev_fraction, extra))
+        return assignment
+
+    instances, report = validate(rows, Rules.from_config(config), split_for=split_for)
+    return instances, assignment, report, qas
+
+
+def build_release(config: Any, out_root: Optional[Path] = None) -> ReleaseResult:
+    import datasets
+
+    from babelrag.pipeline import STAGES
+    from babelrag.release import card, versioning
+    from babelrag.release.schema import SCHEMA_VERSION, instance_features, json_schemas
+    from babelrag.store import BuildStore, atomic_write_text
+
+    datasets.disable_progress_bars()
+    store = BuildStore(config.build_dir)
+    instances, split_of_qa, report, qas = plan(config)
+    report.raise_if_failed()
+    if not instances:
+        raise StageError(f"the instances stage in {store.stage_dir('instances')} has no records: nothing to release")
+
+    groups = group_instances(instances, split_of_qa)
+    rows = {c: {s: [i.model_dump(mode="json") for i in insts] for s, insts in sp.items()} for c, sp in groups.items()}
+    hashes = {f"{c}/{s}": versioning.rows_hash(r) for c, sp in rows.items() for s, r in sp.items()}
+    data_hash = versioning.overall_hash(hashes)
+
+    out_root = Path(out_root) if out_root else config.resolve(config.release.out_dir)
+    version = config.release.version
+    releases = versioning.existing_releases(out_root)
+    change = versioning.check_version(version, hashes, SCHEMA_VERSION, releases)
+
+    manifests = {s.name: m for s in STAGES if (m := store.manifest(s.name)) is not None}
+    released = card.released_date(manifests)
+    previous_changelog = ""
+    if change.previous:
+        prev_path = Path(releases[change.previous]["_folder"]) / "CHANGELOG.md"
+        previous_changelog = prev_path.read_text(encoding="utf-8") if prev_path.exists() else ""
+    counts = {c: {s: len(r) for s, r in sp.items()} for c, sp in rows.items()}
+    meta = {config_name(i.setting, i.language): (i.setting, i.language) for i in instances}
+    inputs = card.CardInputs(
+        name=config.release.name, version=version, license=config.release.license, configs=counts,
+        config_meta=meta, manifests=manifests, stage_descriptions={s.name: s.description for s in STAGES},
+        provenance=_provenance(qas, {i.qa_id for i in instances}),
+        annotation=_annotation_summary(store.root), corpus=corpus_stats(store),
+        validation={"checked": report.checked, "unchecked_language": report.unchecked_language,
+                    "unverified_released": report.unverified_released},
+        change_lines=change.lines(), data_hash=data_hash, seed=config.project.seed,
+        dev_fraction=config.release.dev_fraction, questions=len({i.qa_id for i in instances}), released=released,
+    )
+
+    out_root.mkdir(parents=True, exist_ok=True)
+    tmp = out_root / f".tmp-{version}-{uuid.uuid4().hex[:8]}"
+    try:
+        features = instance_features()
+        for cfg, splits in sorted(rows.items()):
+            for split, split_rows in sorted(splits.items()):
+                write_parquet(tmp / DATA_DIR / cfg / f"{split}.parquet", split_rows)
+            dd = datasets.DatasetDict({s: datasets.Dataset.from_list(r, features=features)
+                                       for s, r in sorted(splits.items())})
+            dd.save_to_disk(str(tmp / DISK_DIR / cfg))
+        for name, schema in json_schemas().items():
+            atomic_write_text(tmp / "schema" / f"{name}.schema.json",
+                              json.dumps(schema, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+        atomic_write_text(tmp / "README.md", card.render(inputs))
+        atomic_write_text(tmp / "CHANGELOG.md", versioning.changelog(previous_changelog, version, released, change))
+        info = {"name": config.release.name, "version": version, "schema_version": SCHEMA_VERSION,
+                "data_hash": data_hash, "data_hashes": hashes, "configs": counts, "released": released,
+                "seed": config.project.seed, "dev_fraction": config.release.dev_fraction,
+                "build_config_hashes": {s: m.config_hash for s, m in manifests.items()},
+                "unverified_released": report.unverified_released}
+        atomic_write_text(tmp / versioning.RELEASE_INFO, json.dumps(info, indent=2, sort_keys=True) + "\n")
+        final = out_root / version
+        old = None
+        if final.exists():
+            old = out_root / f".old-{version}-{uuid.uuid4().hex[:8]}"
+            os.replace(final, old)
+        os.replace(tmp, final)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return ReleaseResult(folder=final, version=version, configs=counts, data_hash=data_hash, report=report,
+                         change_lines=change.lines())
+
+
+def read_release_rows(folder: Path) -> tuple[list[dict[str, Any]], list[str], list[str]]:
+    """(rows, split per row, config per row) of a release folder's parquet files."""
+    import pyarrow.parquet as pq
+
+    data = Path(folder) / DATA_DIR
+    if not data.is_dir():
+        raise StageError(f"{folder} is not a release folder (no {DATA_DIR}/); build one with `babelrag release build`")
+    rows, splits, configs = [], [], []
+    for path in sorted(data.glob("*/*.parquet")):
+        for row in pq.read_table(path).to_pylist():
+            rows.append(row)
+            splits.append(path.stem)
+            configs.append(path.parent.name)
+    return rows, splits, configs

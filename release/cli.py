@@ -1,0 +1,90 @@
+"""``babelrag release``: build, validate, push, export. Heavy imports happen inside the commands."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from babelrag.errors import BabelragError
+
+app = typer.Typer(help="Validate, split and write releases (Hub layout), push them, export RAGE/BEIR/XRAG.",
+                  no_args_is_help=True)
+
+ConfigOpt = typer.Option(Path("babelrag.yaml"), "--config", "-c", help="YAML config of the build.")
+
+
+def _load(config: Path):  # noqa: ANN202
+    from babelrag.config import load_config
+
+    return load_config(config)
+
+
+@app.command()
+def build(config: Path = ConfigOpt,
+          out: Optional[Path] = typer.Option(None, "--out", help="Release root (default: release.out_dir).")) -> None:
+    """Validate the finished build and write <out>/<version>/ (card, parquet per config/split, save_to_disk)."""
+    from babelrag.release.build import build_release
+
+    result = build_release(_load(config), out)
+    total = sum(sum(s.values()) for s in result.configs.values())
+    typer.echo(f"release {result.version}: {total} instances in {len(result.configs)} configs -> {result.folder}")
+    for line in result.change_lines:
+        typer.echo(f"  {line}")
+    if result.report.unverified_released:
+        typer.echo(f"  note: {result.report.unverified_released} instances released unverified (verified=false)")
+
+
+@app.command()
+def validate(config: Optional[Path] = typer.Option(None, "--config", "-c", help="Validate this build."),
+             folder: Optional[Path] = typer.Option(None, "--folder", help="Validate an existing release folder."),
+             limit: int = typer.Option(200, help="How many violations to print.")) -> None:
+    """Run every release rule and list the violations (instance, rule, detail); exit 1 if any."""
+    from babelrag.release.validate import Rules, validate as run_rules
+
+    if (config is None) == (folder is None):
+        raise BabelragError("give exactly one of --config (a build) or --folder (a release folder)")
+    if config is not None:
+        from babelrag.release.build import plan
+
+        _, _, report, _ = plan(_load(config))
+    else:
+        from babelrag.release.build import read_release_rows
+        from babelrag.release.versioning import read_info
+
+        rows, splits, _ = read_release_rows(folder)
+        info = read_info(folder) or {}
+        langs = sorted({r.get("language", "") for r in rows} | {"en"})
+        rules = Rules(languages=langs, allow_unverified=info.get("unverified_released", 0) > 0)
+        _, report = run_rules(rows, rules, row_splits=splits)
+    if report.ok:
+        typer.echo(f"ok: {report.checked} instances pass every release rule "
+                   f"({report.unchecked_language} texts too short for a language check)")
+        return
+    typer.echo(report.summary(limit=limit))
+    raise typer.Exit(1)
+
+
+@app.command()
+def push(folder: Path = typer.Argument(..., help="Release folder written by `release build`."),
+         repo: str = typer.Option(..., "--repo", help="Dataset repo id, e.g. org/name."),
+         private: bool = typer.Option(False, "--private"),
+         endpoint: Optional[str] = typer.Option(None, help="Hub endpoint (default: $HF_ENDPOINT)."),
+         ) -> None:
+    """Upload the release folder with huggingface_hub (token from $HF_TOKEN)."""
+    from babelrag.release.hub import push_release
+
+    url = push_release(folder, repo, endpoint=endpoint, private=private)
+    typer.echo(f"pushed {folder} -> {url}")
+
+
+@app.command()
+def export(folder: Path = typer.Argument(..., help="Release folder written by `release build`."),
+           out: Path = typer.Option(..., "--out", help="Where to write the export."),
+           fmt: str = typer.Option("beir", "--format", help="beir (RAGE/BEIR folders) or xrag (XRAG JSONL)."),
+           ) -> None:
+    """Export a release as RAGE/BEIR folders (corpus, queries, qrels + distractor mappings) or XRAG JSONL."""
+    from babelrag.release.export import export_release
+
+    written = export_release(folder, out, fmt)
+    typer.echo(f"wrote {len(written)} {fmt} export(s) under {out}")

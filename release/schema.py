@@ -1,0 +1,65 @@
+"""Release schema: ``datasets.Features`` for instances and documents, JSON Schema, XRAG field mapping.
+
+The release columns are exactly ``babelrag.records.Instance``; the parquet files carry these features in
+their metadata, so ``load_dataset`` restores the same types as ``save_to_disk``/``load_from_disk``.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from babelrag.records import Document, Instance
+
+SCHEMA_VERSION = "1"
+
+# XRAG's released field names, in its order (id, question, answer, en_question, en_answer, q_type,
+# a_type, crossdoc_type, articles = 2 supporting + 6 distracting, dates = one per article).
+XRAG_FIELDS = ("id", "question", "answer", "en_question", "en_answer", "q_type", "a_type", "crossdoc_type",
+               "articles", "dates")
+# XRAG spells the multi-hop type without the hyphen.
+XRAG_QTYPE = {"multi-hop": "multihop"}
+XRAG_QTYPE_BACK = {v: k for k, v in XRAG_QTYPE.items()}
+
+
+def instance_features() -> Any:
+    from babelrag.schema import features_for
+
+    return features_for(Instance)
+
+
+def document_features() -> Any:
+    from babelrag.schema import features_for
+
+    return features_for(Document)
+
+
+def json_schemas() -> dict[str, dict[str, Any]]:
+    """JSON Schemas (pydantic) of the released row types, written as ``schema/*.schema.json``."""
+    out = {}
+    for name, model in (("instance", Instance), ("document", Document)):
+        schema = model.model_json_schema()
+        schema["$id"] = f"babelrag:{name}:v{SCHEMA_VERSION}"
+        out[name] = schema
+    return out
+
+
+def article_text(doc: Document) -> str:
+    """How XRAG presents an article: title line, blank line, body."""
+    return f"{doc.title}\n\n{doc.text}" if doc.title else doc.text
+
+
+def to_xrag(inst: Instance) -> dict[str, Any]:
+    """One instance in XRAG's field names; supporting articles come first, then distractors."""
+    docs = [d for d in inst.documents if d.role == "supporting"] + [
+        d for d in inst.documents if d.role == "distractor"]
+    return {
+        "id": inst.id,
+        "question": inst.question,
+        "answer": inst.answer,
+        "en_question": inst.en_question,
+        "en_answer": inst.en_answer,
+        "q_type": XRAG_QTYPE.get(inst.q_type, inst.q_type),
+        "a_type": inst.a_type,
+        "crossdoc_type": inst.crossdoc_type,
+        "articles": [article_text(d) for d in docs],
+        "dates": [d.published for d in docs],
+    }
