@@ -144,7 +144,7 @@ class AsyncLLM:
 
             secret = cfg.api_key(resolved)
             client = AsyncOpenAI(api_key=secret, base_url=cfg.base_url, max_retries=0,
-                                 timeout=cfg.timeout_s)
+                                 timeout=cfg.timeout_s, http_client=_http_client(cfg))
             ep = _Endpoint(resolved, cfg, client, asyncio.Semaphore(cfg.max_concurrency),
                            EndpointLimiter(cfg.rpm, cfg.tpm, self._period),
                            secret if cfg.api_key_env else "")
@@ -188,12 +188,19 @@ class AsyncLLM:
 
     async def _chat(self, ep: _Endpoint, messages: list[Message], params: dict, stage: str,
                     repair: bool = False) -> tuple[str, dict, int]:
+        # ``AsyncOpenAI.post`` keeps the SDK's auth, base URL, timeouts and typed errors but skips its
+        # request transformer and response models: half the client CPU per request. Our messages
+        # and params are plain JSON already; the reply is read defensively below.
+        body = {"model": ep.cfg.model, "messages": messages, **params}
+
         async def send() -> tuple[str, dict]:
-            resp = await ep.client.chat.completions.create(model=ep.cfg.model, messages=messages, **params)
-            text = resp.choices[0].message.content or ""
-            u = resp.usage
-            usage = {"prompt_tokens": int(getattr(u, "prompt_tokens", 0) or 0),
-                     "completion_tokens": int(getattr(u, "completion_tokens", 0) or 0)}
+            resp = await ep.client.post("/chat/completions", body=body, cast_to=object)
+            if not isinstance(resp, dict) or not resp.get("choices"):
+                raise ValueError(f"chat response without choices: {str(resp)[:200]}")
+            text = (resp["choices"][0].get("message") or {}).get("content") or ""
+            u = resp.get("usage") or {}
+            usage = {"prompt_tokens": int(u.get("prompt_tokens") or 0),
+                     "completion_tokens": int(u.get("completion_tokens") or 0)}
             return text, usage
 
         return await self._with_retries(ep, stage, _estimate_tokens(messages, params.get("max_tokens")),
@@ -228,8 +235,11 @@ class AsyncLLM:
             if schema is not None and schema_hint:
                 messages = _with_schema_hint(messages, schema)
             params = self._params(ep, prompt, sampling, json_mode=schema is not None)
-            key = self._key(ep, "chat", messages, params, prompt_ref, schema.__name__ if schema else "")
-            hit = self.cache.get(key) if self.cache is not None else None
+            key = ""
+            hit = None
+            if self.cache is not None:
+                key = self._key(ep, "chat", messages, params, prompt_ref, schema.__name__ if schema else "")
+                hit = self.cache.get(key)
             if hit is not None:
                 raw, _ = hit
                 value = raw
@@ -289,12 +299,15 @@ class AsyncLLM:
             batch = [texts[i] for i in todo]
 
             async def send() -> tuple[list[list[float]], dict]:
-                resp = await ep.client.embeddings.create(model=ep.cfg.model, input=batch,
-                                                         encoding_format="float")
-                vecs = [d.embedding for d in sorted(resp.data, key=lambda d: d.index)]
+                resp = await ep.client.post("/embeddings", cast_to=object, body={
+                    "model": ep.cfg.model, "input": batch, "encoding_format": "float"})
+                data = resp.get("data") if isinstance(resp, dict) else None
+                if not isinstance(data, list):
+                    raise ValueError(f"embeddings response without data: {str(resp)[:200]}")
+                vecs = [d["embedding"] for d in sorted(data, key=lambda d: d.get("index", 0))]
                 if len(vecs) != len(batch):
                     raise ValueError(f"server returned {len(vecs)} embeddings for {len(batch)} texts")
-                pt = int(getattr(resp.usage, "prompt_tokens", 0) or 0) if resp.usage else 0
+                pt = int((resp.get("usage") or {}).get("prompt_tokens") or 0)
                 return vecs, {"prompt_tokens": pt, "completion_tokens": 0}
 
             try:
@@ -315,6 +328,19 @@ class AsyncLLM:
                                     reason=f.reason, attempts=exc.attempts, **base)
                     self.usage.record_item(stage, ep.name, ep.cfg.model, ok=False, cached=False, reason=f.reason)
         return out  # type: ignore[return-value]
+
+
+def _http_client(cfg: EndpointConfig) -> Any:
+    """aiohttp transport when the SDK ships it (far less CPU per request than httpx's pool at
+    high concurrency), else the SDK default."""
+    if cfg.transport == "httpx":
+        return None
+    try:
+        import openai
+
+        return openai.DefaultAioHttpClient(timeout=cfg.timeout_s)
+    except (AttributeError, RuntimeError, ImportError):
+        return None
 
 
 def _with_schema_hint(messages: list[Message], schema: type[BaseModel]) -> list[Message]:
