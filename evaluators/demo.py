@@ -43,7 +43,8 @@ def evaluate_release(
     try:
         return run_evaluation(runner, instances, models, judges, out, style=ev.prompt_style,
                               dataset=dataset or folder.name, dataset_revision=revision,
-                              seed=config.project.seed, rounds=rounds)
+                              seed=config.project.seed, rounds=rounds,
+                              metrics=ev.metrics)
     finally:
         runner.close()
 

@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from babelrag.evaluators.registry import ScoreResult
     from babelrag.llm.client import LLMRunner
 
+RUN_METRICS = ("xrag", "citations", "mirage")
 PromptStyle = Literal["articles", "citations", "closed-book"]
 _PROMPT_FILE = {"articles": "answer_articles", "citations": "answer_citations", "closed-book": "answer_closed_book"}
 
@@ -217,6 +218,8 @@ class Evaluation:
     accuracy_by_language: dict[str, dict[str, Estimate]]
     wrong_language: dict[str, dict[str, float]]
     counts: dict[str, dict[str, int]] = field(default_factory=dict)
+    bradley_terry: list[dict[str, Any]] = field(default_factory=list)  # BTResult.leaderboard()
+    extra: dict[str, Any] = field(default_factory=dict)  # battles summary, surrogate, ...
 
 
 def evaluate_answers(
@@ -227,13 +230,20 @@ def evaluate_answers(
     tie_policy: str = "incorrect",
     rounds: int = 1000,
     seed: int = 0,
+    metrics: Sequence[str] = ("xrag", "citations"),
 ) -> Evaluation:
-    """XRAG judge panel + language rule, and RAGE citation metrics when answers cite."""
+    """XRAG judge panel + language rule, RAGE citation metrics when answers cite, and with
+    ``"mirage"`` in ``metrics`` the MIRAGE heuristics, pairwise battles, Bradley-Terry and surrogate."""
     from babelrag.evaluators.citations import CitationItem, score_citations
     from babelrag.evaluators.judges import panel_votes
     from babelrag.evaluators.xrag import XragItem, score_panel
 
     require_endpoints(runner, judges, "judge")
+    unknown = sorted(set(metrics) - set(RUN_METRICS))
+    if unknown:
+        from babelrag.errors import ConfigError
+
+        raise ConfigError(f"evaluate.metrics: unknown {unknown}; the runner knows {list(RUN_METRICS)}")
     by_id = {inst.id: inst for inst in instances}
     missing = sorted({a.instance_id for a in answers} - set(by_id))
     if missing:
@@ -257,7 +267,7 @@ def evaluate_answers(
                            tie_policy=tie_policy, languages=languages, rounds=rounds, seed=seed)
         results = {"xrag": xrag}
         scores = {"accuracy": xrag.aggregate["accuracy"], "language_correct": xrag.aggregate["language_correct"]}
-        if any(a.style == "citations" for a in ok):
+        if "citations" in metrics and any(a.style == "citations" for a in ok):
             cit = score_citations([CitationItem(a.instance_id, a.answer, len(a.doc_order), a.relevant)
                                    for a in ok if a.style == "citations"], rounds=rounds, seed=seed)
             results["citations"] = cit
@@ -276,7 +286,54 @@ def evaluate_answers(
         ev.wrong_language[model] = {
             lang: 1.0 - sum(r["language_correct"] for r in rows) / len(rows) for lang, rows in sorted(by_lang.items())
         }
+    if "mirage" in metrics:
+        _mirage(runner, by_id, per_model, judges[0], languages, ev, rounds, seed)
     return ev
+
+
+def _mirage(runner: "LLMRunner", by_id: Mapping[str, Instance], per_model: Mapping[str, list[AnswerRecord]],
+            judge: str, languages: Sequence[str], ev: Evaluation, rounds: int, seed: int) -> None:
+    """Heuristic features per model, pairwise battles (both orders), Bradley-Terry, surrogate."""
+    from babelrag.errors import InputError as _InputError
+    from babelrag.evaluators.bradley_terry import bradley_terry
+    from babelrag.evaluators.judges import pairwise_battles
+    from babelrag.evaluators.mirage import HeuristicItem, all_matchups, fit_surrogate, model_features, score_heuristics
+
+    features: dict[str, list[dict[str, Any]]] = {}
+    for model, recs in per_model.items():
+        ok = [a for a in recs if a.ok]
+        if not ok:
+            continue
+        res = score_heuristics([HeuristicItem(a.instance_id, a.answer, by_id[a.instance_id].answer, a.language,
+                                              len(a.doc_order), a.relevant) for a in ok],
+                               languages=languages, rounds=rounds, seed=seed)
+        ev.results.setdefault(model, {})["mirage.heuristics"] = res
+        features[model] = res.items
+    if len(features) < 2:
+        return
+    answers = {m: {a.instance_id: a.answer for a in per_model[m] if a.ok} for m in features}
+    judged = pairwise_battles(runner, judge, all_matchups(answers),
+                              {i: inst.question for i, inst in by_id.items()},
+                              {i: inst.answer for i, inst in by_id.items()}, seed=seed)
+    ev.extra["battles"] = {"n": len(judged.battles), "consistent_pairs": judged.consistent,
+                           "inconsistent_pairs": judged.inconsistent, "failed_judgements": judged.failed}
+    if not judged.battles:
+        return
+    l2 = 0.0
+    try:
+        bt = bradley_terry(judged.battles, rounds=rounds, seed=seed)
+    except _InputError:  # a model never won (or never lost): regularise slightly and say so
+        l2 = 0.01
+        bt = bradley_terry(judged.battles, rounds=rounds, seed=seed, l2=l2)
+    ev.extra["battles"]["l2"] = l2
+    ev.bradley_terry = bt.leaderboard()
+    for row in ev.bradley_terry:
+        if row["model"] in ev.scores:
+            ev.scores[row["model"]]["bt_rating"] = Estimate(row["rating"], row["ci_low"], row["ci_high"], bt.n_battles)
+    if len(features) >= 3:
+        sur = fit_surrogate(model_features(features), {r["model"]: r["rating"] for r in ev.bradley_terry},
+                            n_folds=min(5, len(features)), seed=seed)
+        ev.extra["surrogate"] = sur.to_dict()
 
 
 def run_evaluation(
@@ -291,6 +348,7 @@ def run_evaluation(
     tie_policy: str = "incorrect",
     rounds: int = 1000,
     seed: int = 0,
+    metrics: Sequence[str] = ("xrag", "citations"),
 ) -> dict[str, Path]:
     """Generate, judge, score and write answers.jsonl + the full report into ``out_dir``."""
     from babelrag.evaluators.report import ReportInputs, run_info, write_report
@@ -302,15 +360,18 @@ def run_evaluation(
     answers = generate_answers(runner, instances, models, style=style, seed=seed, dataset_version=dataset_revision)
     out = Path(out_dir)
     answers_path = write_answers(out / "answers.jsonl", answers)
-    ev = evaluate_answers(runner, instances, answers, judges, tie_policy=tie_policy, rounds=rounds, seed=seed)
+    ev = evaluate_answers(runner, instances, answers, judges, tie_policy=tie_policy, rounds=rounds, seed=seed,
+                          metrics=metrics)
     info = run_info(dataset, dataset_revision, {
-        "style": style, "seed": seed, "tie_policy": tie_policy, "judges": list(judges), "bootstrap_rounds": rounds,
+        "style": style, "seed": seed, "metrics": list(metrics), "tie_policy": tie_policy,
+        "judges": list(judges), "bootstrap_rounds": rounds,
         "models": {m: runner.settings.endpoint(m)[1].model for m in models},
     })
     paths = write_report(out, ReportInputs(
         title=f"babelrag evaluation: {dataset or 'benchmark'}", info=info, scores=ev.scores, sort_by="accuracy",
         accuracy_by_language=ev.accuracy_by_language, wrong_language=ev.wrong_language,
-        extra={"counts": ev.counts,
+        bradley_terry=ev.bradley_terry,
+        extra={"counts": ev.counts, **ev.extra,
                "metrics": {m: {k: r.to_dict() for k, r in res.items()} for m, res in ev.results.items()}},
     ))
     paths["answers"] = answers_path

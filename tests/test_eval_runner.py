@@ -32,6 +32,11 @@ def _instances():
 def brain(body):
     user = body["messages"][-1]["content"]
     model = body["model"]
+    if "Answer A:" in user:  # pairwise judge: prefer the answer that contains the reference
+        ref = re.search(r"^Reference answer: (.*)$", user, re.M).group(1)
+        a = ref in re.search(r"^Answer A: (.*)$", user, re.M).group(1)
+        b = ref in re.search(r"^Answer B: (.*)$", user, re.M).group(1)
+        return {"verdict": "tie" if a == b else ("A" if a else "B")}
     if model.startswith("judge"):
         gold = re.search(r"^Gold answer: (.*)$", user, re.M).group(1)
         cand = re.search(r"^Candidate answer: (.*)$", user, re.M).group(1)
@@ -40,6 +45,8 @@ def brain(body):
     lang = "zh" if "协议" in user else "de"
     if model == "served-good":
         return GOLD[lang] + "".join(f"[{n}]" for n in support)
+    if model == "served-terse":
+        return GOLD[lang]
     return "I am not sure, it may have been somewhere in Europe [1]."
 
 
@@ -53,6 +60,7 @@ def _runner(srv, tmp_path):
     ep = dict(base_url=srv.base_url, timeout_s=2, max_retries=1, retry_backoff_s=0.01)
     settings = LLMSettings(endpoints={
         "good": EndpointConfig(model="served-good", **ep), "weak": EndpointConfig(model="served-weak", **ep),
+        "terse": EndpointConfig(model="served-terse", **ep),
         "judge-1": EndpointConfig(model="judge-a", **ep), "judge-2": EndpointConfig(model="judge-b", **ep),
     }, progress=False)
     return LLMRunner(settings, tmp_path / "cache")
@@ -86,11 +94,32 @@ def test_two_models_end_to_end(server, tmp_path):
     assert good.served_model == "served-good" and good.prompt_id == "eval.answer.citations"
     assert [good.doc_order[p - 1] for p in good.relevant] == sorted(["de0-0", "de0-1"], key=good.doc_order.index)
     assert json.loads(good.sampling_json)["temperature"] == 0.0
-    assert "data:image/png;base64," in paths["html"].read_text()
+    assert paths["html"].read_text().count("data:image/png;base64,") == 3  # no BT plot without mirage
     # a re-run resumes from the LLM cache: no new requests
     before = server.count("chat")
     run_evaluation(runner, instances, ["weak", "good"], ["judge-1", "judge-2"], tmp_path / "eval2", rounds=50, seed=3)
     assert server.count("chat") == before
+
+
+def test_mirage_battles_bt_and_surrogate(server, tmp_path):
+    runner = _runner(server, tmp_path)
+    paths = run_evaluation(runner, _instances(), ["weak", "good", "terse"], ["judge-1"], tmp_path / "eval",
+                           rounds=100, seed=3, metrics=("xrag", "citations", "mirage"))
+    data = json.loads(paths["json"].read_text())
+    bt = {r["model"]: r for r in data["bradley_terry"]}
+    # good and terse tie on every query (both contain the reference); weak loses every battle
+    assert bt["good"]["rating"] == pytest.approx(bt["terse"]["rating"], abs=1e-6)
+    assert bt["weak"]["rating"] < bt["good"]["rating"] - 100
+    assert data["battles"]["n"] == 2 * 3 * 6 and data["battles"]["inconsistent_pairs"] == 0
+    assert data["battles"]["l2"] > 0  # weak never wins: the unregularised MLE does not exist
+    assert -1.0 <= data["surrogate"]["kendall_tau"] <= 1.0
+    heur = data["metrics"]["good"]["mirage.heuristics"]["aggregate"]
+    assert heur["citation_recall@k"]["value"] == 1.0 and heur["rouge_l"]["value"] == 1.0
+    assert paths["html"].read_text().count("data:image/png;base64,") == 4
+    row = {r["model"]: r for r in data["leaderboard"]}
+    assert row["weak"]["bt_rating"] < row["good"]["bt_rating"]
+    with pytest.raises(Exception, match="unknown"):
+        run_evaluation(runner, _instances(), ["good"], ["judge-1"], tmp_path / "x", metrics=("xrag", "bleu"))
 
 
 def test_load_instances_jsonl_and_errors(tmp_path):
