@@ -83,9 +83,21 @@ class BGEM3Encoder(Encoder):
         self.name = f"bge-m3:{name_or_path}"
         self.batch_size = batch_size
         self.max_length = max_length
-        self.dim = int(self.model.model.model.config.hidden_size) if hasattr(self.model, "model") else 0
+        self.dim = _hidden_size(self.model)
 
     def _encode_batch(self, texts: list[str], kind: Kind) -> np.ndarray:
         out = self.model.encode(texts, batch_size=len(texts), max_length=self.max_length, return_dense=True,
                                 return_sparse=False, return_colbert_vecs=False)
         return np.asarray(out["dense_vecs"], dtype=np.float32).reshape(len(texts), -1)
+
+
+def _hidden_size(model: Any) -> int:
+    """Hidden size of the wrapped transformer (0 when unknown: taken from the first batch instead)."""
+    for path in ("model.model.config", "model.config"):
+        obj = model
+        for part in path.split("."):
+            obj = getattr(obj, part, None)
+        size = getattr(obj, "hidden_size", None)
+        if isinstance(size, int):
+            return size
+    return 0

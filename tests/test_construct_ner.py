@@ -1,0 +1,76 @@
+"""Title NER backends and entity normalisation."""
+import json
+
+import pytest
+
+from babelrag.construct.ner import (EntityExtractor, LLMNER, SpacyNER, StanzaNER, normalise_aliases,
+                                    normalise_entity)
+from babelrag.errors import ConfigError
+
+
+@pytest.mark.parametrize("raw,key", [
+    ("Acme Corp.'s", "acme corp"),
+    ("ACME Corp", "acme corp"),
+    ("Merkel’s", "merkel"),
+    ("the United Nations", "united nations"),
+    ("  U.S.  ", "u s"),
+    ("“Brexit”", "brexit"),
+    ("Ｂｅｒｌｉｎ", "berlin"),  # full-width (NFKC)
+    ("The Hague", "hague"),
+    ("Jones'", "jones"),
+])
+def test_normalise_entity(raw, key):
+    assert normalise_entity(raw) == key
+
+
+def test_aliases_map_to_canonical_form_in_any_case():
+    aliases = normalise_aliases({"U.S.": "United States", "USA": "united states"})
+    assert normalise_entity("USA", aliases) == "united states"
+    assert normalise_entity("the U.S.", aliases) == "united states"
+
+
+def test_spacy_backend_english_and_latin_script_titles_but_not_other_scripts():
+    ex = EntityExtractor(SpacyNER(labels=["PERSON", "ORG", "GPE"]), {"Deutsche Bahn AG": "Deutsche Bahn"})
+    out = ex(["Airbus wins Lufthansa order in Hamburg", "Deutsche Bahn AG streicht Züge nach Berlin",
+              "德国总理在柏林会见马克龙"], ["en", "de", "zh"])
+    assert out[0] == ["airbus", "lufthansa", "hamburg"]
+    assert "berlin" in out[1]
+    assert out[2] == []  # non-Latin script without a model: no entities (use stanza or llm)
+
+
+def test_spacy_missing_model_is_a_config_error():
+    with pytest.raises(ConfigError, match="spaCy model 'xx_not_a_model' is not installed"):
+        SpacyNER(model="xx_not_a_model").entities(["Airbus in Hamburg"], ["en"])
+
+
+def test_stanza_without_models_says_how_to_get_them(tmp_path):
+    ner = StanzaNER(tmp_path)
+    with pytest.raises(ConfigError, match=r"stanza models for 'de' were not found .*stanza.download\('de'"):
+        ner.entities(["Merkel in Berlin"], ["de"])
+    # a language folder without the model files: stanza.Pipeline itself fails; still a clear error
+    (tmp_path / "de").mkdir()
+    (tmp_path / "resources.json").write_text("{}")
+    with pytest.raises(ConfigError, match=r"stanza models for 'de' .*\[\w+"):
+        ner.entities(["Merkel in Berlin"], ["de"])
+
+
+def test_llm_backend_keeps_only_mentions_found_in_the_title(tmp_path):
+    from babelrag.llm.client import LLMRunner
+    from babelrag.llm.config import EndpointConfig, LLMSettings
+    from babelrag.testing.scripted_server import ScriptedServer
+
+    def brain(body):
+        msg = body["messages"][-1]["content"]
+        if "柏林" in msg:
+            return json.dumps({"entities": ["柏林", "马克龙", "Paris"]})  # Paris is invented
+        return "no json here"
+
+    with ScriptedServer(brain) as srv:
+        settings = LLMSettings(endpoints={"ner": EndpointConfig(base_url=srv.base_url, model="m", max_retries=0)},
+                               progress=False)
+        runner = LLMRunner(settings, cache_dir=tmp_path / "c")
+        backend = LLMNER(runner, "ner")
+        out = EntityExtractor(backend)(["德国总理在柏林会见马克龙", "غرق"], ["zh", "ar"])
+        runner.close()
+    assert out == [["柏林", "马克龙"], []]
+    assert backend.failures == 1
