@@ -90,7 +90,8 @@ def make_records(verified: bool = True) -> tuple[list[Article], list[QAItem], li
             instances.append(Instance(
                 id=f"inst-{qa_id}-{setting}-{lang}", qa_id=qa_id, setting=setting, language=lang,
                 question=Q[lang].format(**fill), answer=A[lang].format(**fill), en_question=Q["en"].format(**fill),
-                en_answer=A["en"].format(**fill), q_type="comparison", documents=docs, verified=verified,
+                en_answer=A["en"].format(**fill), q_type="comparison", documents=[d.model_copy() for d in docs],
+                verified=verified,
                 machine_translated=lang != "en", dates=[s1.published, s2.published]))
     return articles, qas, instances
 

@@ -1,0 +1,102 @@
+"""Exports of a release folder: RAGE/BEIR retrieval folders and XRAG-compatible JSONL.
+
+BEIR/RAGE, one folder per config::
+
+    corpus.jsonl              {"_id", "title", "text", "language", "published"} (each document once)
+    queries.jsonl             {"_id", "text", "language"}  (query id = instance id)
+    qrels/<split>.tsv         query-id  corpus-id  score   (supporting documents, score 1)
+    irrelevant.json           {query id: [corpus ids]}  RAGE's random irrelevant distractors
+    seemingly_relevant.json   {query id: [corpus ids]}  nearest-by-embedding, not relevant
+    related.json              {query id: [corpus ids]}  topically related older articles
+
+A machine-translated copy of an article is a different text, so it gets its own corpus id
+(``<article_id>#mt-<language>``). XRAG: ``<config>/xrag.<split>.jsonl`` with XRAG's field names.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import uuid
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from babelrag.errors import BabelragError
+from babelrag.records import Document, Instance
+
+FORMATS = ("beir", "xrag")
+MAPPINGS = {"irrelevant": "irrelevant.json", "seemingly_relevant": "seemingly_relevant.json",
+            "related": "related.json"}
+
+
+def corpus_id(doc: Document) -> str:
+    return f"{doc.article_id}#mt-{doc.language}" if doc.machine_translated else doc.article_id
+
+
+def _jsonl(rows: list[dict[str, Any]]) -> str:
+    return "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in rows)
+
+
+def beir_files(by_split: dict[str, list[Instance]]) -> dict[str, str]:
+    """Relative path -> file text for one config (pure: easy to test, written atomically by the caller)."""
+    corpus: dict[str, dict[str, Any]] = {}
+    queries = []
+    qrels: dict[str, list[str]] = defaultdict(list)
+    maps: dict[str, dict[str, list[str]]] = {k: {} for k in MAPPINGS}
+    for split, insts in sorted(by_split.items()):
+        for inst in sorted(insts, key=lambda i: i.id):
+            queries.append({"_id": inst.id, "text": inst.question, "language": inst.language})
+            for d in inst.documents:
+                cid = corpus_id(d)
+                corpus.setdefault(cid, {"_id": cid, "title": d.title, "text": d.text, "language": d.language,
+                                        "published": d.published})
+                if d.role == "supporting":
+                    qrels[split].append(f"{inst.id}\t{cid}\t1")
+                elif d.kind in maps:
+                    maps[d.kind].setdefault(inst.id, []).append(cid)
+    files = {"corpus.jsonl": _jsonl([corpus[k] for k in sorted(corpus)]), "queries.jsonl": _jsonl(queries)}
+    for split in sorted(by_split):
+        files[f"qrels/{split}.tsv"] = "query-id\tcorpus-id\tscore\n" + "".join(l + "\n" for l in qrels[split])
+    for kind, name in MAPPINGS.items():
+        files[name] = json.dumps({q: sorted(v) for q, v in sorted(maps[kind].items())}, indent=1,
+                                 ensure_ascii=False) + "\n"
+    return files
+
+
+def xrag_files(by_split: dict[str, list[Instance]]) -> dict[str, str]:
+    from babelrag.release.schema import to_xrag
+
+    return {f"xrag.{split}.jsonl": "".join(json.dumps(to_xrag(i), ensure_ascii=False) + "\n"
+                                           for i in sorted(insts, key=lambda i: i.id))
+            for split, insts in sorted(by_split.items())}
+
+
+def export_release(folder: Path, out: Path, fmt: str) -> list[Path]:
+    """Export every config of a release folder; the output folder appears complete or not at all."""
+    from babelrag.release.build import read_release_rows
+
+    if fmt not in FORMATS:
+        raise BabelragError(f"unknown export format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    rows, splits, configs = read_release_rows(Path(folder))
+    grouped: dict[str, dict[str, list[Instance]]] = defaultdict(lambda: defaultdict(list))
+    for row, split, cfg in zip(rows, splits, configs):
+        grouped[cfg][split].append(Instance.model_validate(row))
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.parent / f".{out.name}.tmp-{uuid.uuid4().hex[:8]}"
+    written = []
+    try:
+        for cfg, by_split in sorted(grouped.items()):
+            files = beir_files(by_split) if fmt == "beir" else xrag_files(by_split)
+            for rel, text in files.items():
+                path = tmp / cfg / rel
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(text, encoding="utf-8")
+            written.append(out / cfg)
+        if out.exists():
+            shutil.rmtree(out)
+        os.replace(tmp, out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return written

@@ -1,0 +1,50 @@
+"""Loaders that read external benchmark files into our records, validating strictly.
+
+Every problem names the file and the line (or record) and what is expected; all problems of a file are
+reported together (up to ``MAX_PROBLEMS``) as one InputError, so a user fixes them in one pass.
+"""
+from __future__ import annotations
+
+from babelrag.errors import InputError
+
+MAX_PROBLEMS = 20
+
+
+class Problems:
+    """Collects ``file:line: message`` problems and raises them as one InputError."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.items: list[str] = []
+
+    def add(self, where: str, message: str) -> None:
+        self.items.append(f"{self.source}:{where}: {message}")
+
+    def raise_if_any(self) -> None:
+        if self.items:
+            extra = f"\n... and {len(self.items) - MAX_PROBLEMS} more" if len(self.items) > MAX_PROBLEMS else ""
+            raise InputError(f"{len(self.items)} invalid record(s) in {self.source}:\n" +
+                             "\n".join(self.items[:MAX_PROBLEMS]) + extra)
+
+
+def read_jsonl(path, problems: Problems):  # noqa: ANN001, ANN201 - yields (line number, object)
+    """Yield (line number, dict) for each non-empty line; bad JSON / non-objects become problems."""
+    import json
+    from pathlib import Path
+
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"{path}: file not found")
+    with open(path, encoding="utf-8") as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                problems.add(f"{n}", f"not valid JSON ({exc.msg} at column {exc.colno})")
+                continue
+            if not isinstance(obj, dict):
+                problems.add(f"{n}", f"expected a JSON object, got {type(obj).__name__}")
+                continue
+            yield n, obj
