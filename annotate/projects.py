@@ -61,6 +61,12 @@ def guideline(project: str) -> Guideline:
     return Guideline(m.group(1), m.group(2), text[m.end():])
 
 
+def guidelines_text(project: str) -> str:
+    """What goes into the dataset's guidelines field: the text, then its id and version."""
+    g = guideline(project)
+    return f"{g.text}\n\n_Guideline {g.id}, version {g.version}._"
+
+
 @dataclass
 class Suggestion:
     question: str
@@ -345,26 +351,30 @@ def build_records(project: str, rows: list, settings: AnnotateSettings, language
 # ----------------------------------------------------------------------------- Argilla SDK objects
 
 
-def to_argilla_settings(project: str, settings: AnnotateSettings):
-    """``rg.Settings`` for a project: fields, questions, metadata, guidelines and task distribution."""
+def to_argilla_settings(project: str, settings: AnnotateSettings, client=None):
+    """``rg.Settings`` for a project: fields, questions, metadata, guidelines and task distribution.
+
+    ``client`` is the SDK client the dataset will use (the SDK otherwise builds a default one from env).
+    """
     import argilla as rg
 
-    ps, g = spec(project), guideline(project)
-    fields = [rg.TextField(name=f.name, title=f.title, required=f.required, use_markdown=f.markdown) for f in ps.fields]
+    ps = spec(project)
+    fields = [rg.TextField(name=f.name, title=f.title, required=f.required, use_markdown=f.markdown, client=client)
+              for f in ps.fields]
     questions = []
     for q in ps.questions:
         if q.is_label:
             questions.append(rg.LabelQuestion(name=q.name, title=q.title, labels=q.labels, required=q.required,
-                                              description=q.description or None))
+                                              description=q.description or None, client=client))
         else:
             questions.append(rg.TextQuestion(name=q.name, title=q.title, required=q.required,
-                                             description=q.description or None))
-    metadata = [rg.TermsMetadataProperty(name=m) for m in ps.metadata]
+                                             description=q.description or None, client=client))
+    metadata = [rg.TermsMetadataProperty(name=m, client=client) for m in ps.metadata]
     return rg.Settings(
         fields=fields,
         questions=questions,
         metadata=metadata,
-        guidelines=f"{g.text}\n\n_Guideline {g.id}, version {g.version}._",
+        guidelines=guidelines_text(project),
         allow_extra_metadata=True,
         distribution=rg.TaskDistribution(min_submitted=settings.project(project).min_submitted or 1),
     )

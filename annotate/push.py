@@ -130,7 +130,7 @@ def push(
     name, workspace = settings.dataset_name(project, suffix), settings.project(project).workspace or settings.workspace
     dataset = get_dataset(rg_client, name, workspace)
     if dataset is None:
-        dataset = rg.Dataset(name=name, workspace=workspace, settings=to_argilla_settings(project, settings),
+        dataset = rg.Dataset(name=name, workspace=workspace, settings=to_argilla_settings(project, settings, rg_client),
                              client=rg_client).create()
     before = _count_records(rg_client, dataset)
     dataset.records.log(to_argilla_records(records), batch_size=max(1, min(batch_size, len(records))))

@@ -255,10 +255,26 @@ def test_ui_annotation_queue_renders_record_text_in_headless_chromium(env, pushe
     assert shot.exists() and shot.stat().st_size > 10_000
 
 
+def _group_members(pgids: set[int]) -> list[int]:
+    """Live processes whose process group is one of ``pgids`` (rq forks workers into the group)."""
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] != "Z" and int(fields[2]) in pgids:
+            out.append(int(stat.parent.name))
+    return out
+
+
 def test_restart_keeps_data(env, pushed):
     path = env.pull_dir / "qa_verification.responses.jsonl"
     before = path.read_bytes()
+    groups = set(env.server.pids())
+    assert len(_group_members(groups)) >= 4  # redis, server, worker pool + its forked worker
     env.server.stop()
+    assert _group_members(groups) == []  # no orphans left behind
     env.start()
     again = pl.pull(env.client, env.settings, "qa_verification", env.pull_dir)
     assert not again.changed and path.read_bytes() == before

@@ -1,0 +1,251 @@
+"""Annotation pieces that need no server: query-DSL evaluation, agreement, projects, merge, config, CLI errors."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from babelrag.annotate import agreement as ag
+from babelrag.annotate import merge, projects, samples
+from babelrag.annotate.cli import app
+from babelrag.annotate.config import AnnotateSettings
+from babelrag.annotate.server import es_dsl as dsl
+from babelrag.errors import InputError, StageError
+from babelrag.records import QAItem
+from babelrag.stats import cohen_kappa, fleiss_kappa, raw_agreement
+
+# ----------------------------------------------------------------------------- query DSL (what Argilla sends)
+
+DOCS = [
+    {"id": "r1", "status": "pending", "fields": {"text": "Lisbon summit drew delegates"}, "metadata": {"n": 3},
+     "responses": [{"id": "x1", "user_id": "u1", "status": "draft"}, {"id": "x2", "user_id": "u2", "status": "submitted"}]},
+    {"id": "r2", "status": "completed", "fields": {"text": "Porto football results"}, "metadata": {"n": 10},
+     "responses": [{"id": "x3", "user_id": "u1", "status": "submitted"}, {"id": "x4", "user_id": "u2", "status": "submitted"}]},
+    {"id": "r3", "status": "pending", "fields": {"text": "Lisbon weather"}, "metadata": {}},
+]
+
+
+def ids(query) -> list[str]:
+    return [d["id"] for d in DOCS if dsl.match(d, query) > 0]
+
+
+def nested_user_status(user: str, status: str) -> dict:
+    return {"nested": {"path": "responses", "query": {"bool": {"must": [
+        {"terms": {"responses.status": [status]}}, {"terms": {"responses.user_id": [user]}}]}}}}
+
+
+def test_pending_queue_is_records_without_a_response_from_the_user():
+    assert ids({"bool": {"must_not": {"term": {"responses.user_id": "u1"}}}}) == ["r3"]
+    assert ids({"bool": {"must_not": {"exists": {"field": "responses"}}}}) == ["r3"]
+
+
+def test_nested_clauses_match_within_one_response_only():
+    # r1 has u1=draft and u2=submitted: a flat match would wrongly say "u1 submitted"
+    assert ids(nested_user_status("u1", "submitted")) == ["r2"]
+    assert ids(nested_user_status("u1", "draft")) == ["r1"]
+    flat = {"bool": {"must": [{"terms": {"responses.status": ["submitted"]}}, {"terms": {"responses.user_id": ["u1"]}}]}}
+    assert ids(flat) == ["r1", "r2"]  # include_in_root semantics for non-nested clauses
+
+
+def test_range_ids_should_and_text_queries():
+    assert ids({"range": {"metadata.n": {"gte": 3, "lte": 5}}}) == ["r1"]
+    assert ids({"ids": {"values": ["r2", "zz"]}}) == ["r2"]
+    should = {"bool": {"should": [{"term": {"status": "completed"}}, {"range": {"metadata.n": {"lte": 3}}}],
+                       "minimum_should_match": 1}}
+    assert ids(should) == ["r1", "r2"]
+    sqs = {"simple_query_string": {"query": "lisbon deleg*", "fields": ["fields.*"], "default_operator": "AND"}}
+    assert ids(sqs) == ["r1"]
+    assert ids({"simple_query_string": {"query": "LISBON", "fields": ["fields.text"]}}) == ["r1", "r3"]
+    with pytest.raises(ValueError, match="unsupported query clause 'fuzzy'"):
+        dsl.match(DOCS[0], {"fuzzy": {"fields.text": "x"}})
+
+
+def test_random_score_is_deterministic_per_seed():
+    q = {"function_score": {"query": {"match_all": {}}, "functions": [{"random_score": {"seed": "u1", "field": "_seq_no"}}]}}
+    first = [dsl.match(d, q) for d in DOCS]
+    assert first == [dsl.match(d, q) for d in DOCS] and len(set(first)) == 3
+
+
+def test_sort_puts_missing_values_last_in_both_directions():
+    hits = [(1.0, i, d) for i, d in enumerate(DOCS)]
+    asc = [h[2]["id"] for h in dsl.sort_hits(hits, [{"metadata.n": "asc"}])]
+    desc = [h[2]["id"] for h in dsl.sort_hits(hits, [{"metadata.n": {"order": "desc"}}])]
+    assert asc == ["r1", "r2", "r3"] and desc == ["r2", "r1", "r3"]
+    by_status = [{"responses.status": {"order": "asc", "mode": "avg",
+                                       "nested": {"path": "responses", "filter": {"terms": {"responses.user_id": ["u1"]}}}}}]
+    assert [h[2]["id"] for h in dsl.sort_hits(hits, by_status)] == ["r1", "r2", "r3"]  # draft < submitted
+
+
+def test_terms_aggregation_counts_documents_and_value_count_counts_values():
+    agg = dsl.aggregate(DOCS, {"t": {"terms": {"field": "responses.status", "size": 10}},
+                               "c": {"value_count": {"field": "responses.status"}},
+                               "s": {"stats": {"field": "metadata.n"}}})
+    assert agg["t"]["buckets"] == [{"key": "submitted", "doc_count": 2}, {"key": "draft", "doc_count": 1}]
+    assert agg["c"]["value"] == 4
+    assert (agg["s"]["min"], agg["s"]["max"], agg["s"]["count"]) == (3, 10, 2)
+
+
+def test_update_scripts_argilla_sends():
+    doc = json.loads(json.dumps(DOCS[0]))
+    add = {"script": {"source": "... ctx._source.responses.remove(i); ... ctx._source.responses.add(params.response)",
+                      "params": {"response": {"id": "x1", "user_id": "u1", "status": "submitted"}}}}
+    doc = dsl.apply_update(doc, add)
+    assert [(r["id"], r["status"]) for r in doc["responses"]] == [("x2", "submitted"), ("x1", "submitted")]
+    delete = {"script": {"source": "if (...) { ctx._source.responses.remove(i); }", "params": {"response": {"id": "x2"}}}}
+    assert [r["id"] for r in dsl.apply_update(doc, delete)["responses"]] == ["x1"]
+    doc = dsl.apply_update(doc, {"doc": {"suggestions": {"q1": {"value": "yes"}}, "metadata": {"m": 1}}})
+    doc = dsl.apply_update(doc, {"doc": {"suggestions": {"q2": {"value": "no"}}}})
+    assert set(doc["suggestions"]) == {"q1", "q2"} and doc["metadata"] == {"n": 3, "m": 1}  # deep merge
+    doc = dsl.apply_update(doc, {"script": 'ctx._source["suggestions"].remove("q1")'})
+    assert set(doc["suggestions"]) == {"q2"}
+
+
+# ----------------------------------------------------------------------------- statistics and agreement
+
+
+def test_stats_against_hand_computed_values():
+    a, b = ["y", "y", "n", "y"], ["y", "y", "n", "n"]
+    assert raw_agreement(a, b) == 0.75
+    assert cohen_kappa(a, b) == pytest.approx(0.5)  # p_e = 3/4*2/4 + 1/4*2/4 = 1/2
+    # counts (y, n): (3,0) (2,1) (0,3) (1,2): P_bar = 2/3, P_e = 1/2 -> kappa = 1/3
+    assert fleiss_kappa([["y"] * 3, ["y", "y", "n"], ["n"] * 3, ["y", "n", "n"]]) == pytest.approx(1 / 3)
+
+
+def _rows(labels: dict[str, dict[str, str]], question: str = "verdict", status: str = "submitted") -> list[dict]:
+    return [{"dataset": "ds", "record_id": rid, "annotator": user, "status": status, "values": {question: lab},
+             "updated_at": "2026-01-01T00:00:00"} for rid, per_user in labels.items() for user, lab in per_user.items()]
+
+
+def test_fleiss_for_three_annotators_skips_records_with_another_label_count():
+    labels = {"i1": {"a": "y", "b": "y", "c": "y"}, "i2": {"a": "y", "b": "y", "c": "n"},
+              "i3": {"a": "n", "b": "n", "c": "n"}, "i4": {"a": "y", "b": "n", "c": "n"},
+              "i5": {"a": "y", "b": "n"}, "i6": {"a": "y"}}
+    rows = _rows(labels) + _rows({"i1": {"d": "n"}}, status="draft")  # drafts never count
+    [res] = [r for r in ag.agreement(rows, "answer_judgement")]
+    assert res.fleiss_kappa == pytest.approx(1 / 3) and res.cohen_kappa is None
+    assert res.items == 5 and res.skipped == 1 and res.annotators == 3  # i6 has one label: not an item
+    assert res.raw_agreement == pytest.approx((1 + 1 / 3 + 1 + 1 / 3 + 0) / 5)
+    assert res.disagreements == 3
+
+
+def test_disagreements_export_jsonl_and_csv(tmp_path):
+    rows = _rows({"i1": {"a": "correct", "b": "incorrect"}, "i2": {"a": "correct", "b": "correct"}})
+    dis = ag.disagreements(rows, "answer_judgement")
+    assert dis == [{"project": "answer_judgement", "dataset": "ds", "record_id": "i1", "question": "verdict",
+                    "labels": {"a": "correct", "b": "incorrect"}, "fields": {}}]
+    jl = ag.write_disagreements(dis, tmp_path / "d.jsonl")
+    assert json.loads(jl.read_text())["labels"] == {"a": "correct", "b": "incorrect"}
+    csv_text = ag.write_disagreements(dis, tmp_path / "d.csv").read_text().splitlines()
+    assert csv_text[1].startswith("answer_judgement,ds,i1,verdict,")
+
+
+# ----------------------------------------------------------------------------- projects
+
+
+def test_every_project_uses_unique_names_across_fields_questions_and_metadata():
+    for spec in projects.PROJECTS.values():
+        names = [f.name for f in spec.fields] + [q.name for q in spec.questions] + list(spec.metadata)
+        assert len(names) == len(set(names)), spec.name
+        assert projects.guideline(spec.name).version == "1"
+
+
+def test_guidelines_and_per_project_distribution():
+    s = AnnotateSettings(min_submitted=3, projects={"translation": {"min_submitted": 1, "workspace": "tr"}})
+    assert s.project("qa_verification").min_submitted == 3 and s.project("qa_verification").workspace == "babelrag"
+    assert s.project("translation").min_submitted == 1 and s.project("translation").workspace == "tr"
+    text = projects.guidelines_text("grounding")
+    assert text.startswith("# Grounding relevance") and text.endswith("_Guideline grounding, version 1._")
+    assert list(projects.GROUNDING.questions[0].labels) == [
+        "answer-the-question", "related-information", "outdated", "unknown", "irrelevant"]
+
+
+def test_forced_choice_positions_are_seeded_recorded_and_balanced():
+    pairs = samples.contrastive_pairs(40)
+    recs = projects.forced_choice_records(pairs, seed=3)
+    again = projects.forced_choice_records(pairs, seed=3)
+    assert [r.fields for r in recs] == [r.fields for r in again]
+    a_share = sum(r.metadata["better_position"] == "A" for r in recs) / len(recs)
+    assert 0.25 < a_share < 0.75
+    for pair, rec in zip(pairs, recs):
+        shown = rec.fields["response_a"] if rec.metadata["better_position"] == "A" else rec.fields["response_b"]
+        assert shown == pair["better"]
+        # judge said "better": the suggestion points at the better response's position
+        assert rec.suggestions[0].value == rec.metadata["better_position"]
+    other = projects.forced_choice_records(pairs, seed=4)
+    assert [r.metadata["better_position"] for r in other] != [r.metadata["better_position"] for r in recs]
+
+
+def test_record_builders_prefill_suggestions():
+    qa = projects.qa_verification_records(samples.qa_items(1))[0]
+    assert {s.question: s.value for s in qa.suggestions} == {
+        "answer_correct": "yes", "corrected_answer": samples.qa_items(1)[0]["answer"], "natural": "yes"}
+    tr = projects.translation_records(samples.qa_items(1), "de")[0]
+    assert tr.suggestions[0].value.startswith("Welche Stadt") and tr.suggestions[0].agent == "mt-small"
+    assert projects.translation_records(samples.qa_items(1), "zh")[0].suggestions == []  # no MT yet: blank
+    g = projects.grounding_records(samples.instances(1))[0]
+    sug = {s.question: s.value for s in g.suggestions}
+    assert (sug["relevance_1"], sug["relevance_3"], sug["deflection"]) == ("answer-the-question", "irrelevant", "enough-grounding")
+    assert "passage_4" not in g.fields
+
+
+def test_bad_inputs_name_the_record_and_the_fix():
+    bad = samples.qa_items(2)
+    bad[1]["q_type"] = "riddle"
+    with pytest.raises(InputError, match=r"record qa2: q_type: .*expected a QAItem"):
+        projects.qa_verification_records(bad)
+    inst = samples.instances(1)[0]
+    inst["documents"] = inst["documents"] * 3
+    with pytest.raises(InputError, match="inst1 has 9 documents; at most 8"):
+        projects.grounding_records([inst])
+    with pytest.raises(InputError, match="needs a target language"):
+        projects.build_records("translation", samples.qa_items(1), AnnotateSettings())
+    with pytest.raises(InputError, match="unknown annotation project 'qa'"):
+        projects.spec("qa")
+
+
+# ----------------------------------------------------------------------------- merge and config
+
+
+def test_merge_waits_for_min_submitted_and_keeps_translation_provenance():
+    items = [QAItem.model_validate(q) for q in samples.qa_items(2)]
+    rows = [{"dataset": "babelrag-translation-de", "record_id": "qa1", "annotator": a, "status": "submitted",
+             "updated_at": "2026-01-01", "values": {"question_translation": "Frage?", "answer_translation": "Antwort."}}
+            for a in ("ann1", "ann2")]
+    rows.append({**rows[0], "record_id": "qa2"})
+    merged, report = merge.merge_translation(items, rows, "de", min_submitted=2)
+    tr = json.loads(merged[0].translations_json)["de"]
+    assert tr["question"] == "Frage?" and tr["machine_translated"] is False and tr["post_edited"] is True
+    assert tr["machine_translation"]["model"] == "mt-small" and len(tr["annotators"]) == 2
+    assert merged[1] == items[1] and report.pending == 1 and report.merged == 1
+
+
+def test_majority_needs_more_than_half():
+    assert merge.majority(["a", "a", "b"]) == "a"
+    assert merge.majority(["a", "b"]) is None and merge.majority([]) is None
+
+
+def test_config_is_strict():
+    with pytest.raises(ValueError, match="extra"):
+        AnnotateSettings.model_validate({"min_submited": 2})
+    with pytest.raises(ValueError, match="not declared"):
+        AnnotateSettings.model_validate({"users": [{"username": "a", "workspaces": ["nowhere"]}]})
+    with pytest.raises(ValueError, match="duplicate usernames"):
+        AnnotateSettings.model_validate({"users": [{"username": "a"}, {"username": "a"}]})
+    s = AnnotateSettings.model_validate({"projects": {"grounding": {"workspace": "g"}}})
+    assert s.all_workspaces() == ["babelrag", "g"] and s.dataset_name("grounding") == "babelrag-grounding"
+
+
+def test_cli_errors_are_one_line_and_say_what_to_do(tmp_path, monkeypatch):
+    monkeypatch.delenv("ARGILLA_API_URL", raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "qa.jsonl").write_text("".join(json.dumps(q) + "\n" for q in samples.qa_items(1)))
+    runner = CliRunner()
+    res = runner.invoke(app, ["push", "qa_verification", "--input", "qa.jsonl"])
+    assert isinstance(res.exception, StageError) and "babelrag annotate serve" in str(res.exception)
+    res = runner.invoke(app, ["agreement", "qa_verification", "--out", str(tmp_path)])
+    assert isinstance(res.exception, InputError) and "run `babelrag annotate pull qa_verification` first" in str(res.exception)
+    (tmp_path / "bad.jsonl").write_text('{"id": "x"}\nnot json\n')
+    res = runner.invoke(app, ["push", "qa_verification", "--input", "bad.jsonl"])
+    assert isinstance(res.exception, InputError) and "bad.jsonl:2: not valid JSON" in str(res.exception)
