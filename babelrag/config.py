@@ -116,6 +116,10 @@ class QuestionsConfig(Section):
     max_pairs: Optional[int] = None
     target_languages: list[str] = Field(default_factory=lambda: ["de", "es", "zh", "ar"])
     endpoint: Optional[str] = None
+    simple_per_summary: int = Field(3, ge=1, le=10)  # one-step Q&A pairs written from each summary
+    max_article_chars: int = Field(6000, ge=200)  # article text sent to the summary step is cut here
+    translate: bool = True  # machine-translate question/answer (flagged machine_translated)
+    batch_size: int = Field(16, ge=1)  # jobs per chain batch (results are written after each batch)
 
 
 class FiltersConfig(Section):

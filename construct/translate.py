@@ -56,7 +56,8 @@ class TranslatedArticle(BaseModel):
     text: str = Field(min_length=1)
 
 
-_CAPS = re.compile(r"\b(?:[A-Z][\w'’.-]*)(?:\s+(?:of|de|la|von|van|al|the|[A-Z][\w'’.-]*))*(?<![\s.])")
+_CAPS = re.compile(r"\b[A-Z][\w'’-]*(?:\s+(?:(?:of|de|la|von|van|al|the)\s+)*[A-Z][\w'’-]*)*")
+_LINKS = {"of", "de", "la", "von", "van", "al", "the"}
 _QWORDS = {"What", "Which", "Who", "Whom", "Whose", "When", "Where", "Why", "How", "Did", "Do", "Does", "Is",
            "Are", "Was", "Were", "In", "On", "At", "Both", "The", "A", "An", "After", "Before", "Has", "Have",
            "Can", "Could", "Would", "Will", "Should", "Name", "List", "According"}
@@ -69,7 +70,7 @@ def guess_entities(text: str) -> list[str]:
     for m in _CAPS.finditer(text):
         span = m.group(0).strip(" .")
         words = span.split()
-        while words and words[0] in _QWORDS:
+        while words and (words[0] in _QWORDS or words[0] in _LINKS):
             words = words[1:]
         span = " ".join(words)
         if span and span not in out:

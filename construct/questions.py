@@ -1,0 +1,95 @@
+"""Stage ``questions``: cross-document Q&A from related article pairs, then machine translation.
+
+Reads the ``relevance`` stage (pairs whose ``relevant`` is not False), keeps en–en and X–en pairs, writes
+``questions.per_pair`` questions per pair with types cycling through ``questions.types`` (so every type is
+requested across the corpus), runs the chain in ``chains/crossdoc.py`` (question and answer in English
+first), then translates each question/answer: en–en questions into every target language, X–en questions
+into X. Chain failures become ErrorRecords; a failed translation stays visible in ``translations_json``.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from babelrag.construct.chains.crossdoc import CrossDocChain, Job, qa_id
+from babelrag.records import Article, ArticlePair
+
+
+def plan_jobs(pairs: list[ArticlePair], articles: dict[str, Article], types: list[str], per_pair: int,
+              pivot: str, languages: list[str], max_pairs: int | None, skip: Any = lambda reason: None) -> list[Job]:
+    """Deterministic job list: pairs sorted by id, the pivot article second, types cycling over jobs."""
+    jobs: list[Job] = []
+    used = 0
+    for pair in sorted(pairs, key=lambda p: p.id):
+        if pair.relevant is False:
+            skip("pair-not-relevant")
+            continue
+        a, b = articles.get(pair.article_a), articles.get(pair.article_b)
+        if a is None or b is None:
+            skip("pair-article-missing")
+            continue
+        if a.language == pivot and b.language != pivot:
+            a, b = b, a  # X first, English second
+        if b.language != pivot or (a.language != pivot and a.language not in languages):
+            skip("unsupported-language-pair")
+            continue
+        if max_pairs is not None and used >= max_pairs:
+            skip("over-max-pairs")
+            continue
+        for k in range(per_pair):
+            q_type = types[(len(jobs)) % len(types)]
+            jobs.append(Job(qa_id(pair.id, q_type, k), pair.id, a, b, q_type))
+        used += 1
+    return jobs
+
+
+def translation_targets(langs: tuple[str, str], pivot: str, targets: list[str]) -> list[str]:
+    """en–en questions go into every target; X–en questions into X (the language their instance needs)."""
+    others = [lang for lang in langs if lang != pivot]
+    if others:
+        return [others[0]] if others[0] in targets else []
+    return [t for t in targets if t != pivot]
+
+
+def run(ctx: Any) -> None:
+    cfg = ctx.config
+    q = cfg.questions
+    pivot = cfg.project.pivot_language
+    pairs = ctx.read("relevance", ArticlePair)
+    needed = {x for p in pairs for x in (p.article_a, p.article_b)}
+    articles = {a.id: a for a in ctx.iter_read("ingest", Article) if a.id in needed}
+    jobs = plan_jobs(pairs, articles, list(q.types), q.per_pair, pivot, list(cfg.project.languages),
+                     q.max_pairs, ctx.skip)
+    ctx.count_in += len(jobs)
+    out = ctx.output()
+    todo = [j for j in jobs if not out.has(j.id)]
+    chain = CrossDocChain(ctx.llm, stage=ctx.spec.name, endpoint=q.endpoint, simple_per_summary=q.simple_per_summary,
+                          max_article_chars=q.max_article_chars, config_hash=cfg.section_hash("questions", "llm"))
+    translations: dict[str, dict] = {}
+    for start in ctx.progress(range(0, len(todo), q.batch_size), total=(len(todo) + q.batch_size - 1) // q.batch_size,
+                              desc="question batches"):
+        batch = todo[start:start + q.batch_size]
+        result = chain.run(batch)
+        for err in result.errors:
+            ctx.error(err.item_id, err.reason, err.detail)
+        ctx.extra["inferred_selection"] = ctx.extra.get("inferred_selection", 0) + result.inferred_selection
+        items = result.items
+        if q.translate and items:
+            from babelrag.construct.translate import translate_qas
+
+            by_target: dict[tuple[str, ...], list] = {}
+            for it in items:
+                langs = tuple(translation_targets((articles[it.article_ids[0]].language,
+                                                   articles[it.article_ids[1]].language), pivot,
+                                                  list(q.target_languages)))
+                by_target.setdefault(langs, []).append(it)
+            for langs, group in by_target.items():
+                translations.update(translate_qas(ctx.llm, group, list(langs), stage=ctx.spec.name,
+                                                  endpoint=q.endpoint) if langs else {it.id: {} for it in group})
+        for it in items:
+            tr = translations.get(it.id, {})
+            for lang, entry in tr.items():
+                if "error" in entry:
+                    ctx.skip(f"translation-failed-{lang}")
+            out.add(it.model_copy(update={"translations_json": json.dumps(tr, ensure_ascii=False, sort_keys=True)}))
+    ctx.extra["requested_types"] = {t: sum(j.q_type == t for j in jobs) for t in q.types}

@@ -1,0 +1,175 @@
+"""The cross-document Q&A chain and the questions stage against the scripted server (real HTTP).
+
+The scripted "model" answers every step like a small model does: sometimes a bare list instead of an
+object, other keys, "A1" instead of 1, prose instead of JSON (also after the repair re-ask).
+"""
+import json
+import re
+
+import pytest
+
+from babelrag.config import config_from_dict
+from babelrag.construct.chains.crossdoc import CrossDocChain, Job, infer_used, qa_id
+from babelrag.construct.chains.schemas import Attempt, CrossDocQuestion, QAPair, SimplePairs
+from babelrag.construct.questions import plan_jobs, translation_targets
+from babelrag.llm.client import LLMRunner
+from babelrag.llm.config import EndpointConfig, LLMSettings
+from babelrag.pipeline import Pipeline
+from babelrag.records import Article, ArticlePair, QAItem
+from babelrag.store import BuildStore
+from babelrag.testing.scripted_server import ScriptedServer
+from tests.helpers.qa_fixtures import art, corpus, seed_stage
+
+
+def first_user(body):
+    return next(m["content"] for m in body["messages"] if m["role"] == "user")
+
+
+def model(body):
+    text = first_user(body)
+    system = body["messages"][0]["content"]
+    if '{"summary"' in text:
+        if "BROKEN" in text:
+            return "I am sorry, I cannot summarise this article."
+        title = re.search(r"\):\n(.*)", text).group(1)
+        return {"summary": f"In short: {title}. The report names Lumen Bank and the city of Porto."}
+    if "simple question-answer pairs" in text:
+        title = re.search(r"In short: (.*?)\.", text).group(1)
+        pairs = [{"question": f"What does the report say about {title}?", "answer": title},
+                 {"question": "Which city is named in the report?", "answer": "Porto"}]
+        if "opens office" in title:
+            return pairs  # a bare list
+        if "hires" in title:
+            return {"qa_pairs": pairs, "note": "extra key"}
+        return {"pairs": pairs}
+    if "Facts from the first article" in text:
+        q_type = re.search(r"Write one (\S+) question", text).group(1)
+        if "NOFACTS" in text:
+            return {"question": "What is the weather like on Mars today?", "used_a": [], "used_b": []}
+        if q_type == "set":  # no indices at all: the chain infers them from word overlap
+            return {"question": "Which Lumen Bank offices and staff numbers are reported for Porto?"}
+        return {"question": f"How many staff will Lumen Bank hire after opening its Porto office ({q_type})?",
+                "used_a": ["A1"], "used_b": 2}
+    if "Facts used:" in text:
+        return {"answer": ["300 staff", "in Porto"]}
+    if "Named entities to handle" in text:
+        if "Spanish" in system:
+            return "Lo siento, no puedo."  # prose, twice: the Spanish translation fails
+        lang = re.search(r"into (.*?)\.", system).group(1)
+        return {"question": f"[{lang}] Wie viele Mitarbeiter stellt die Lumen Bank in Porto ein?",
+                "answer": f"[{lang}] 300", "entities": [{"source": "Lumen Bank", "target": "Lumen Bank"}]}
+    return "unexpected prompt"
+
+
+@pytest.fixture(scope="module")
+def server():
+    with ScriptedServer(model) as srv:
+        yield srv
+
+
+def test_schemas_accept_small_model_shapes_and_reject_junk():
+    assert len(SimplePairs.model_validate([{"q": "Who opened the office?", "a": "Lumen"}]).pairs) == 1
+    assert len(SimplePairs.model_validate({"questions": [{"question": "Who opened it?", "answer": "L"},
+                                                         {"question": "", "answer": ""}]}).pairs) == 1
+    with pytest.raises(ValueError):
+        SimplePairs.model_validate({"pairs": [{"question": "", "answer": ""}]})
+    c = CrossDocQuestion.model_validate({"question": "Which two banks opened offices?", "used_a": "A2",
+                                         "used_b": ["B1", 3, True]})
+    assert (c.used_a, c.used_b) == ([2], [1, 3])
+    assert Attempt.model_validate({"answerable": "No.", "answer": None}).answerable is False
+    with pytest.raises(ValueError):
+        Attempt.model_validate({"answerable": "perhaps"})
+
+
+def test_infer_used_picks_the_overlapping_fact():
+    pairs = [QAPair(question="Who won the Porto marathon?", answer="Ana Silva"),
+             QAPair(question="How many staff will Lumen Bank hire?", answer="300")]
+    assert infer_used("How many staff did Lumen Bank hire in total?", pairs) == [2]
+    assert infer_used("What is the weather on Mars?", pairs) == []
+
+
+def test_plan_jobs_cycles_types_orders_languages_and_honours_max_pairs():
+    arts = corpus()
+    arts["f1"] = art("f1", "fr", "2026-08-21")
+    pairs = [ArticlePair(id=i, article_a=a, article_b=b, language_a=arts[a].language,
+                         language_b=arts[b].language, method="entity_graph", relevant=rel)
+             for i, a, b, rel in [("p1", "a1", "a2", True), ("p2", "a1", "d1", None), ("p3", "a2", "e1", False),
+                                  ("p4", "f1", "a1", True), ("p5", "a2", "e2", True)]]
+    skipped = []
+    types = ["aggregation", "comparison", "multi-hop", "set"]
+    jobs = plan_jobs(pairs, arts, types, 2, "en", ["en", "de"], max_pairs=2, skip=skipped.append)
+    assert [(j.pair_id, j.q_type) for j in jobs] == [("p1", "aggregation"), ("p1", "comparison"),
+                                                     ("p2", "multi-hop"), ("p2", "set")]
+    assert (jobs[2].a.id, jobs[2].b.id) == ("d1", "a1")  # the X article first, English second
+    assert sorted(skipped) == ["over-max-pairs", "pair-not-relevant", "unsupported-language-pair"]
+    assert jobs[0].id == qa_id("p1", "aggregation", 0)
+    assert translation_targets(("en", "en"), "en", ["de", "es"]) == ["de", "es"]
+    assert translation_targets(("de", "en"), "en", ["de", "es"]) == ["de"]
+    assert translation_targets(("zh", "en"), "en", ["de", "es"]) == []
+
+
+def test_chain_on_good_and_malformed_replies(server):
+    runner = LLMRunner(LLMSettings(endpoints={"g": EndpointConfig(base_url=server.base_url, model="scripted",
+                                                                  max_retries=0)}, progress=False), cache_dir=None)
+    arts = corpus()
+    arts["bad"] = art("bad", "en", "2026-08-23", "Broken page", "BROKEN " * 30)
+    chain = CrossDocChain(runner, config_hash="h")
+    jobs = [Job("j1", "p1", arts["a1"], arts["a2"], "comparison"), Job("j2", "p2", arts["d1"], arts["a1"], "set"),
+            Job("j3", "p3", arts["a2"], arts["bad"], "aggregation")]
+    res = chain.run(jobs)
+    assert [e.item_id for e in res.errors] == ["j3"] and res.errors[0].reason == "summary:invalid_json"
+    by = {i.id: i for i in res.items}
+    assert set(by) == {"j1", "j2"}
+    j1 = by["j1"]
+    assert j1.answer == "300 staff, in Porto" and j1.q_type == "comparison" and j1.article_ids == ["a1", "a2"]
+    assert [(s.article_id, s.answer) for s in j1.selected] == [("a1", "Lumen Bank opens office in Porto"),
+                                                               ("a2", "Porto")]
+    assert j1.summaries[0].startswith("In short: Lumen Bank opens office in Porto")
+    assert j1.provenance.model == "scripted" and j1.provenance.config_hash == "h"
+    assert j1.provenance.prompt_version == ("questions.summary@1,questions.simple_qa@1,questions.crossdoc@1,"
+                                            "questions.answer@1")
+    assert res.inferred_selection == 1 and {s.article_id for s in by["j2"].selected} == {"d1", "a1"}
+
+
+def test_questions_stage_end_to_end(tmp_path, server):
+    build = tmp_path / "build"
+    arts = corpus()
+    arts["bad"] = art("bad", "en", "2026-08-23", "Broken page", "BROKEN " * 30)
+    arts["n1"] = art("n1", "en", "2026-08-24", "NOFACTS one")
+    arts["n2"] = art("n2", "en", "2026-08-25", "NOFACTS two")
+    seed_stage(build, "ingest", list(arts.values()), Article)
+    pairs = [ArticlePair(id=i, article_a=a, article_b=b, language_a=arts[a].language, language_b=arts[b].language,
+                         method="dense", relevant=rel)
+             for i, a, b, rel in [("p1", "a1", "a2", True), ("p2", "a1", "d1", True), ("p3", "a2", "bad", True),
+                                  ("p5", "a1", "e1", False), ("p6", "n1", "n2", True)]]
+    seed_stage(build, "relevance", pairs, ArticlePair)
+    cfg = config_from_dict({"project": {"build_dir": str(build), "languages": ["en", "de", "es"]},
+                            "questions": {"per_pair": 2, "target_languages": ["de", "es"]},
+                            "llm": {"endpoints": {"g": {"base_url": server.base_url, "model": "scripted",
+                                                        "max_retries": 0}}, "progress": False}})
+    report = Pipeline(cfg).run(only=["questions"])
+    store = BuildStore(build)
+    items = store.read("questions", QAItem)
+    assert sorted((i.pair_id, i.q_type) for i in items) == [("p1", "aggregation"), ("p1", "comparison"),
+                                                           ("p2", "multi-hop"), ("p2", "set")]
+    errors = sorted((e.item_id, e.reason) for e in store.read_errors("questions"))
+    assert errors == sorted([(qa_id("p3", "aggregation", 0), "summary:invalid_json"),
+                             (qa_id("p3", "comparison", 1), "summary:invalid_json"),
+                             (qa_id("p6", "multi-hop", 0), "crossdoc:no-fact-from-each-article"),
+                             (qa_id("p6", "set", 1), "crossdoc:no-fact-from-each-article")])
+    en_en = next(i for i in items if i.pair_id == "p1")
+    tr = json.loads(en_en.translations_json)
+    assert tr["de"]["question"].startswith("[German]") and tr["de"]["machine_translated"] is True
+    assert tr["de"]["entities"] == {"Lumen Bank": "Lumen Bank"} and tr["de"]["missing_entities"] == []
+    assert "invalid_json" in tr["es"]["error"]  # kept visible, not dropped
+    x_en = json.loads(next(i for i in items if i.pair_id == "p2").translations_json)
+    assert set(x_en) == {"de"}  # X–en questions are translated into X only
+    st = report.stages[0]
+    assert st.count_in == 8 and st.errors == 4
+    assert st.skipped == {"pair-not-relevant": 1, "translation-failed-es": 2}
+    # a re-run is cached; a forced re-run answers from the LLM cache without new tokens
+    assert Pipeline(cfg).run(only=["questions"]).stages[0].status == "cached"
+    before = server.count("chat")
+    Pipeline(cfg).run(only=["questions"], force=["questions"])
+    # only failures are asked again: the broken summary and the two Spanish translations, each + its repair
+    assert server.count("chat") - before == 6
