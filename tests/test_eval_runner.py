@@ -37,6 +37,8 @@ def brain(body):
         a = ref in re.search(r"^Answer A: (.*)$", user, re.M).group(1)
         b = ref in re.search(r"^Answer B: (.*)$", user, re.M).group(1)
         return {"verdict": "tie" if a == b else ("A" if a else "B")}
+    if model.startswith("judge") and "Candidate answer:" not in user:
+        return _other_judges(user)
     if model.startswith("judge"):
         gold = re.search(r"^Gold answer: (.*)$", user, re.M).group(1)
         cand = re.search(r"^Candidate answer: (.*)$", user, re.M).group(1)
@@ -48,6 +50,32 @@ def brain(body):
     if model == "served-terse":
         return GOLD[lang]
     return "I am not sure, it may have been somewhere in Europe [1]."
+
+
+def _line(user, name):
+    m = re.search(rf"^{name}: (.*)$", user, re.M)
+    return m.group(1) if m else ""
+
+
+def _other_judges(user):
+    """GaRAGe and Ragas judges: the answer is right iff it names Brussels."""
+    right = ("Brüssel", "布鲁塞尔")
+    if '{"deflected"' in user:
+        return {"deflected": "not sure" in _line(user, "Response")}
+    if "major_issues" in user:
+        return {"eligible": _line(user, "Gold answer") in _line(user, "Response")}
+    if "Sentences:" in user:
+        evidence = [pid for pid, title in re.findall(r"^\[(\d+)\] (\w+)", user, re.M) if title == "Evidence"]
+        sents = re.findall(r"^\d+\. (.*)$", user, re.M)
+        return {"support": [evidence if any(w in s for w in right) else [] for s in sents]}
+    if '"statements"' in user:
+        ans = _line(user, "Answer")
+        return {"statements": [{"text": ans, "supported": any(w in ans for w in right)}]}
+    if '"questions"' in user:
+        return {"questions": ["Wo wurde die Einigung erzielt?"], "noncommittal": "not sure" in _line(user, "Answer")}
+    if "copied from the context" in user:
+        return {"sentences": [s for s in re.split(r"(?<=\.) ", _line(user, "Context")) if s.startswith("Evidence")]}
+    return "unexpected prompt"
 
 
 @pytest.fixture()
@@ -120,6 +148,24 @@ def test_mirage_battles_bt_and_surrogate(server, tmp_path):
     assert row["weak"]["bt_rating"] < row["good"]["bt_rating"]
     with pytest.raises(Exception, match="unknown"):
         run_evaluation(runner, _instances(), ["good"], ["judge-1"], tmp_path / "x", metrics=("xrag", "bleu"))
+
+
+def test_garage_and_ragas_through_the_runner(server, tmp_path):
+    runner = _runner(server, tmp_path)
+    paths = run_evaluation(runner, _instances(), ["weak", "good"], ["judge-1"], tmp_path / "eval",
+                           rounds=50, seed=3, metrics=("xrag", "garage", "ragas"))
+    data = json.loads(paths["json"].read_text())
+    row = {r["model"]: r for r in data["leaderboard"]}
+    assert (row["good"]["eligibility"], row["good"]["factuality"], row["good"]["raf"]) == (1.0, 1.0, 1.0)
+    assert (row["weak"]["eligibility"], row["weak"]["raf"]) == (0.0, 0.0)
+    weak_garage = data["metrics"]["weak"]["garage"]["aggregate"]
+    assert weak_garage["deflection_fp"]["value"] == 1.0  # deflected on answerable questions
+    good_garage = data["metrics"]["good"]["garage"]["aggregate"]
+    assert good_garage["attribution_f1"]["value"] == 1.0  # cites exactly the supporting documents
+    assert row["good"]["faithfulness"] == 1.0 and row["weak"]["faithfulness"] == 0.0
+    assert row["weak"]["answer_relevance"] == 0.0 and row["good"]["answer_relevance"] > 0.5
+    assert row["good"]["context_relevance"] == pytest.approx(0.5)  # 2 evidence of 4 documents
+    assert "citation_f1" not in row["good"]  # citations not requested
 
 
 def test_load_instances_jsonl_and_errors(tmp_path):
