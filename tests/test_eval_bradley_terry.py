@@ -121,3 +121,15 @@ def test_bad_battles_are_named():
         compress([("A", "A", "tie")])
     with pytest.raises(InputError, match="no battles"):
         compress([])
+
+
+def test_invariant_to_order_orientation_and_duplication():
+    battles = _random_battles(7, m=5, per_pair=12)
+    base = bradley_terry(battles, rounds=0).rating
+    flip = {"model_a": "model_b", "model_b": "model_a", "tie": "tie"}
+    swapped = [(b, a, flip[w]) for a, b, w in reversed(battles)]
+    assert np.allclose(bradley_terry(swapped, rounds=0).rating, base, atol=1e-9)
+    assert np.allclose(bradley_terry(battles * 3, rounds=0).rating, base, atol=1e-9)
+    wide = bradley_terry(battles, rounds=200, seed=1)
+    narrow = bradley_terry(battles * 4, rounds=200, seed=1)
+    assert np.all(narrow.high - narrow.low < wide.high - wide.low)

@@ -113,3 +113,26 @@ def test_random_baseline_expectation_and_reproducible():
     fixed = score_random_citations(items, k=4, draws=3, rounds=10)
     assert fixed.items[0]["precision"] == 0.25 and fixed.items[0]["recall"] == 1.0
     assert not math.isnan(a.aggregate["f1"].value)
+
+
+def test_parser_round_trips_generated_citations():
+    """Property: however the ids are written, the parser returns them in order."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    styles = st.sampled_from(["[{}]", "[#{}]", "[doc#{}]", "[Doc {}]", "[ {} ]"])
+
+    @settings(max_examples=150, deadline=None)
+    @given(st.lists(st.tuples(st.integers(1, 30), styles), max_size=8), st.sampled_from([", ", ",", " ; "]),
+           st.booleans())
+    def check(cites, sep, grouped):
+        ids = [i for i, _ in cites]
+        if grouped and ids:
+            text = "Claim " + "[" + sep.join(str(i) for i in ids) + "] end."
+        else:
+            text = "Claim " + " text ".join(fmt.format(i) for i, fmt in cites) + " end."
+        parsed = parse_citations(text, n_docs=10)
+        assert list(parsed.mentions) == ids
+        assert parsed.out_of_range == sum(i > 10 for i in ids)
+
+    check()

@@ -47,3 +47,10 @@ def test_summarise_skips_and_counts_undefined():
     assert res.counts == {"x_undefined": 1}
     with pytest.raises(ValueError, match="query_id"):
         registry.make_result("m", [{"x": 1}], ["x"])
+
+
+def test_every_declared_metric_resolves_to_its_registered_function():
+    for name in registry.names():
+        fn = registry.get(name)
+        assert callable(fn)
+        assert registry._LAZY[name] == f"{fn.__module__}:{fn.__qualname__}"
