@@ -228,13 +228,25 @@ class SurrogateResult:
         }
 
 
-def model_features(per_query: Mapping[str, Sequence[Mapping[str, Any]]], keys: Sequence[str] = FEATURE_KEYS) -> dict[str, dict[str, float]]:
-    """Average per-query heuristic features into one feature vector per model."""
-    return {
-        model: {k: float(np.mean([float(r[k]) for r in rows])) for k in keys}
-        for model, rows in per_query.items()
-        if rows
-    }
+def model_features(
+    per_query: Mapping[str, Sequence[Mapping[str, Any]]], keys: Sequence[str] = FEATURE_KEYS
+) -> dict[str, dict[str, float]]:
+    """Average per-query features into one vector per model.
+
+    Missing/NaN values (a failed LLM-judged feature) are left out of the mean; a feature with no
+    value at all for a model is an InputError, since the forest cannot use it.
+    """
+    out: dict[str, dict[str, float]] = {}
+    for model, rows in per_query.items():
+        if not rows:
+            continue
+        out[model] = {}
+        for k in keys:
+            vals = [float(r[k]) for r in rows if r.get(k) is not None and not np.isnan(float(r[k]))]
+            if not vals:
+                raise InputError(f"surrogate: model {model!r} has no value for feature {k!r}")
+            out[model][k] = float(np.mean(vals))
+    return out
 
 
 def fit_surrogate(

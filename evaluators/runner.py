@@ -368,8 +368,16 @@ def _mirage(runner: "LLMRunner", by_id: Mapping[str, Instance], per_model: Mappi
     """Heuristic features per model, pairwise battles (both orders), Bradley-Terry, surrogate."""
     from babelrag.errors import InputError as _InputError
     from babelrag.evaluators.bradley_terry import bradley_terry
-    from babelrag.evaluators.judges import pairwise_battles
-    from babelrag.evaluators.mirage import HeuristicItem, all_matchups, fit_surrogate, model_features, score_heuristics
+    from babelrag.evaluators.judges import pairwise_battles, scores_1_to_5
+    from babelrag.evaluators.mirage import (
+        FEATURE_KEYS,
+        HeuristicItem,
+        all_matchups,
+        fit_surrogate,
+        model_features,
+        score_heuristics,
+    )
+    from babelrag.evaluators.registry import make_result
 
     features: dict[str, list[dict[str, Any]]] = {}
     for model, recs in per_model.items():
@@ -379,6 +387,17 @@ def _mirage(runner: "LLMRunner", by_id: Mapping[str, Instance], per_model: Mappi
         res = score_heuristics([HeuristicItem(a.instance_id, a.answer, by_id[a.instance_id].answer, a.language,
                                               len(a.doc_order), a.relevant) for a in ok],
                                languages=languages, rounds=rounds, seed=seed)
+        # LLM-judged features (MIRAGE): fluency in the target language, overlap with the reference
+        ids = [a.id for a in ok]
+        fluency = scores_1_to_5(runner, judge, "mirage_fluency",
+                                [{"answer": a.answer, "language": a.language} for a in ok], ids)
+        overlap = scores_1_to_5(runner, judge, "mirage_overlap", [
+            {"question": by_id[a.instance_id].question, "reference": by_id[a.instance_id].answer, "answer": a.answer}
+            for a in ok], ids)
+        for row, f, o in zip(res.items, fluency, overlap):
+            row["fluency"], row["answer_overlap"] = f, o
+        res = make_result("mirage.heuristics", res.items, (*FEATURE_KEYS, "fluency", "answer_overlap"),
+                          rounds=rounds, seed=seed, counts=res.counts)
         ev.results.setdefault(model, {})["mirage.heuristics"] = res
         features[model] = res.items
     if len(features) < 2:
@@ -403,7 +422,8 @@ def _mirage(runner: "LLMRunner", by_id: Mapping[str, Instance], per_model: Mappi
         if row["model"] in ev.scores:
             ev.scores[row["model"]]["bt_rating"] = Estimate(row["rating"], row["ci_low"], row["ci_high"], bt.n_battles)
     if len(features) >= 3:
-        sur = fit_surrogate(model_features(features), {r["model"]: r["rating"] for r in ev.bradley_terry},
+        keys = (*FEATURE_KEYS, "fluency", "answer_overlap")
+        sur = fit_surrogate(model_features(features, keys), {r["model"]: r["rating"] for r in ev.bradley_terry},
                             n_folds=min(5, len(features)), seed=seed)
         ev.extra["surrogate"] = sur.to_dict()
 

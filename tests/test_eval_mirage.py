@@ -125,3 +125,12 @@ def test_end_to_end_battles_to_bt():
     upsets = [Battle("mid", "good", "model_a"), Battle("bad", "mid", "model_a"), Battle("bad", "good", "model_a")]
     res = bradley_terry(jb.battles * 3 + upsets, rounds=0)
     assert [r["model"] for r in res.leaderboard()] == ["good", "mid", "bad"]
+
+
+def test_model_features_skip_nan_and_reject_empty():
+    from babelrag.errors import InputError
+
+    feats = model_features({"m": [{"f": 1.0}, {"f": float("nan")}, {"f": 3.0}]}, keys=("f",))
+    assert feats == {"m": {"f": 2.0}}
+    with pytest.raises(InputError, match="'f'"):
+        model_features({"m": [{"f": float("nan")}]}, keys=("f",))

@@ -37,7 +37,7 @@ def brain(body):
         a = ref in re.search(r"^Answer A: (.*)$", user, re.M).group(1)
         b = ref in re.search(r"^Answer B: (.*)$", user, re.M).group(1)
         return {"verdict": "tie" if a == b else ("A" if a else "B")}
-    if model.startswith("judge") and "Candidate answer:" not in user:
+    if model.startswith("judge") and not ("Gold answer:" in user and "Candidate answer:" in user):
         return _other_judges(user)
     if model.startswith("judge"):
         gold = re.search(r"^Gold answer: (.*)$", user, re.M).group(1)
@@ -73,6 +73,8 @@ def _other_judges(user):
         return {"statements": [{"text": ans, "supported": any(w in ans for w in right)}]}
     if '"questions"' in user:
         return {"questions": ["Wo wurde die Einigung erzielt?"], "noncommittal": "not sure" in _line(user, "Answer")}
+    if "<integer 1-5>" in user:  # fluency / overlap: 5 when the answer names Brussels
+        return {"score": 5 if any(w in _line(user, "Answer") + _line(user, "Candidate answer") for w in right) else 2}
     if "copied from the context" in user:
         return {"sentences": [s for s in re.split(r"(?<=\.) ", _line(user, "Context")) if s.startswith("Evidence")]}
     return "unexpected prompt"
@@ -143,6 +145,9 @@ def test_mirage_battles_bt_and_surrogate(server, tmp_path):
     assert -1.0 <= data["surrogate"]["kendall_tau"] <= 1.0
     heur = data["metrics"]["good"]["mirage.heuristics"]["aggregate"]
     assert heur["citation_recall@k"]["value"] == 1.0 and heur["rouge_l"]["value"] == 1.0
+    assert heur["fluency"]["value"] == 5.0 and heur["answer_overlap"]["value"] == 5.0
+    assert data["metrics"]["weak"]["mirage.heuristics"]["aggregate"]["answer_overlap"]["value"] == 2.0
+    assert "fluency" in data["surrogate"]["feature_importance"]
     assert paths["html"].read_text().count("data:image/png;base64,") == 4
     row = {r["model"]: r for r in data["leaderboard"]}
     assert row["weak"]["bt_rating"] < row["good"]["bt_rating"]
