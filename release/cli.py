@@ -67,13 +67,19 @@ def validate(config: Optional[Path] = typer.Option(None, "--config", "-c", help=
 
 @app.command()
 def push(folder: Path = typer.Argument(..., help="Release folder written by `release build`."),
-         repo: str = typer.Option(..., "--repo", help="Dataset repo id, e.g. org/name."),
+         repo: Optional[str] = typer.Option(None, "--repo", help="Dataset repo id, e.g. org/name "
+                                                                 "(default: release.hub_repo of --config)."),
+         config: Optional[Path] = typer.Option(None, "--config", "-c", help="Config to read release.hub_repo from."),
          private: bool = typer.Option(False, "--private"),
          endpoint: Optional[str] = typer.Option(None, help="Hub endpoint (default: $HF_ENDPOINT)."),
          ) -> None:
-    """Upload the release folder with huggingface_hub (token from $HF_TOKEN)."""
+    """Upload the release folder with huggingface_hub (token from $HF_TOKEN; save_to_disk copy not uploaded)."""
     from babelrag.release.hub import push_release
 
+    if repo is None and config is not None:
+        repo = _load(config).release.hub_repo
+    if not repo:
+        raise BabelragError("no dataset repo: pass --repo org/name or set release.hub_repo in the config")
     url = push_release(folder, repo, endpoint=endpoint, private=private)
     typer.echo(f"pushed {folder} -> {url}")
 
