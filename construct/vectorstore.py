@@ -106,7 +106,8 @@ class VectorStore:
         elif self.index_type == "IVF_FLAT":
             params = {"nlist": 128, **params}
         index.add_index(field_name="vector", index_type=self.index_type, metric_type="IP", params=params)
-        c.create_collection(self.collection, schema=schema, index_params=index)
+        # Strong consistency: a search right after an upsert sees it (servers default to "Bounded")
+        c.create_collection(self.collection, schema=schema, index_params=index, consistency_level="Strong")
         c.load_collection(self.collection)
 
     def upsert(self, ids: Sequence[str], vectors: np.ndarray, languages: Sequence[str], published: Sequence[int],
@@ -126,14 +127,16 @@ class VectorStore:
         return n
 
     def count(self) -> int:
-        res = self.client.query(self.collection, filter="", output_fields=["count(*)"])
+        res = self.client.query(self.collection, filter="", output_fields=["count(*)"], consistency_level="Strong")
         return int(res[0]["count(*)"])
 
     def existing_ids(self, ids: Sequence[str]) -> set[str]:
         found: set[str] = set()
         for s in range(0, len(ids), 500):
             chunk = list(ids[s:s + 500])
-            res = self.client.get(self.collection, ids=chunk, output_fields=["id"])
+            # not client.get(): pymilvus does not escape quotes/backslashes in the ids it puts in its filter
+            expr = f"id in [{', '.join(_quote(x) for x in chunk)}]"
+            res = self.client.query(self.collection, filter=expr, output_fields=["id"], consistency_level="Strong")
             found.update(r["id"] for r in res)
         return found
 
@@ -143,7 +146,7 @@ class VectorStore:
         expr = filter_expr if filter_expr is not None else build_filter(languages, published_from, published_to)
         q = np.atleast_2d(np.asarray(queries, dtype=np.float32))
         res = self.client.search(self.collection, data=q.tolist(), limit=top_k, filter=expr,
-                                 output_fields=["language", "published", "title"],
+                                 output_fields=["language", "published", "title"], consistency_level="Strong",
                                  search_params={"metric_type": "IP", "params": search_params or {}})
         out = []
         for hits in res:
