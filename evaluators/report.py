@@ -126,6 +126,21 @@ def markdown_table(rows: Sequence[Mapping[str, Any]]) -> str:
     return head + body
 
 
+def breakdown_table(breakdown: Mapping[str, Mapping[str, Estimate]], label: str = "accuracy") -> str:
+    """Markdown table: models as rows, groups (e.g. ``mono/de``, ``mono+EQ/de``) as columns."""
+    groups = sorted({g for v in breakdown.values() for g in v})
+    if not groups:
+        return ""
+    out = "| model | " + " | ".join(groups) + " |\n|---|" + "---:|" * len(groups) + "\n"
+    for model in sorted(breakdown):
+        cells = []
+        for g in groups:
+            e = breakdown[model].get(g)
+            cells.append("–" if e is None or math.isnan(e.value) else f"{e.value:.3f} [{e.low:.3f}, {e.high:.3f}]")
+        out += f"| {model} | " + " | ".join(cells) + " |\n"
+    return f"\n## {label} per setting / language\n\n" + out
+
+
 def csv_text(rows: Sequence[Mapping[str, Any]]) -> str:
     buf = io.StringIO()
     if rows:
@@ -262,7 +277,25 @@ td:nth-child(2),th:nth-child(2){text-align:left}th{background:#f3f3f3}img{max-wi
 .meta{color:#555;font-size:13px}"""
 
 
-def html_report(title: str, info: RunInfo, rows: Sequence[Mapping[str, Any]], images: Mapping[str, bytes]) -> str:
+def _breakdown_html(breakdown: Mapping[str, Mapping[str, Estimate]], label: str) -> str:
+    groups = sorted({g for v in breakdown.values() for g in v})
+    if not groups:
+        return ""
+    head = "".join(f"<th>{html.escape(g)}</th>" for g in ["model", *groups])
+    body = ""
+    for model in sorted(breakdown):
+        cells = [html.escape(model)]
+        for g in groups:
+            e = breakdown[model].get(g)
+            cells.append("–" if e is None or math.isnan(e.value)
+                         else f"{e.value:.3f} <small>[{e.low:.3f}, {e.high:.3f}]</small>")
+        body += "<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>\n"
+    return (f"<h2>{html.escape(label)} per setting / language</h2>\n"
+            f"<table><thead><tr>{head}</tr></thead><tbody>\n{body}</tbody></table>\n")
+
+
+def html_report(title: str, info: RunInfo, rows: Sequence[Mapping[str, Any]], images: Mapping[str, bytes],
+                breakdown: Mapping[str, Mapping[str, Estimate]] | None = None) -> str:
     """A single HTML page: provenance, leaderboard table and the plots inlined as base64 PNG."""
     metrics = [k for k in (rows[0] if rows else {}) if k not in ("rank", "model") and not k.endswith(("_ci_low", "_ci_high"))]
     head = "".join(f"<th>{html.escape(m)}</th>" for m in ["rank", "model", *metrics])
@@ -280,7 +313,8 @@ def html_report(title: str, info: RunInfo, rows: Sequence[Mapping[str, Any]], im
     meta = " · ".join(f"{k}: {html.escape(str(v))}" for k, v in asdict(info).items() if k != "settings")
     return (f"<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
             f"<style>{_CSS}</style></head><body>\n<h1>{html.escape(title)}</h1>\n<p class=\"meta\">{meta}</p>\n"
-            f"<table><thead><tr>{head}</tr></thead><tbody>\n{body}</tbody></table>\n{figs}</body></html>\n")
+            f"<table><thead><tr>{head}</tr></thead><tbody>\n{body}</tbody></table>\n"
+            f"{_breakdown_html(breakdown or {}, 'Accuracy')}{figs}</body></html>\n")
 
 
 # ---------------------------------------------------------------- everything at once
@@ -297,6 +331,7 @@ class ReportInputs:
     accuracy_by_language: Mapping[str, Mapping[str, Estimate]] | None = None
     wrong_language: Mapping[str, Mapping[str, float]] | None = None
     bradley_terry: Sequence[Mapping[str, Any]] | None = None  # BTResult.leaderboard()
+    breakdown: Mapping[str, Mapping[str, Estimate]] | None = None  # model -> "setting/lang" -> accuracy
     extra: dict[str, Any] = field(default_factory=dict)  # more JSON (per-item results, surrogate, ...)
 
 
@@ -321,14 +356,16 @@ def write_report(out_dir: str | Path, inputs: ReportInputs) -> dict[str, Path]:
         "leaderboard": rows,
         "scores": {m: {k: e.as_dict() for k, e in s.items()} for m, s in inputs.scores.items()},
         "bradley_terry": list(inputs.bradley_terry or []),
+        "breakdown": {m: {g: e.as_dict() for g, e in v.items()} for m, v in (inputs.breakdown or {}).items()},
         **inputs.extra,
     }
     for name, png in images.items():
         p = out / "plots" / (name.lower().replace(" ", "_").replace("-", "_") + ".png")
         _atomic_write(p, png)
         paths[f"plot:{name}"] = p
-    _atomic_write(paths["markdown"], (f"# {inputs.title}\n\n" + markdown_table(rows)).encode())
+    md = f"# {inputs.title}\n\n" + markdown_table(rows) + breakdown_table(inputs.breakdown or {})
+    _atomic_write(paths["markdown"], md.encode())
     _atomic_write(paths["csv"], csv_text(rows).encode())
     _atomic_write(paths["json"], json.dumps(results, indent=2, ensure_ascii=False, default=float).encode())
-    _atomic_write(paths["html"], html_report(inputs.title, inputs.info, rows, images).encode())
+    _atomic_write(paths["html"], html_report(inputs.title, inputs.info, rows, images, inputs.breakdown).encode())
     return paths

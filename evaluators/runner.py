@@ -464,6 +464,8 @@ def run_evaluation(
         title=f"babelrag evaluation: {dataset or 'benchmark'}", info=info, scores=ev.scores, sort_by="accuracy",
         accuracy_by_language=ev.accuracy_by_language, wrong_language=ev.wrong_language,
         bradley_terry=ev.bradley_terry,
+        breakdown={m: {k[len("accuracy["):-1]: e for k, e in res["xrag"].aggregate.items() if k.startswith("accuracy[")}
+                   for m, res in ev.results.items() if "xrag" in res},
         extra={"counts": ev.counts, **ev.extra,
                "metrics": {m: {k: r.to_dict() for k, r in res.items()} for m, res in ev.results.items()}},
     ))
