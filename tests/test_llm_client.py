@@ -121,6 +121,21 @@ def test_parse_structured_accepts_fences_and_prose():
     assert value is None and reason == "invalid_json"
 
 
+def test_endpoint_without_json_mode_falls_back_once(tmp_path):
+    def reply(body):
+        if "response_format" in body:
+            return Fault("400", message="response_format is not supported by this model")
+        return GOOD
+
+    with ScriptedServer(reply) as srv:
+        runner = LLMRunner(settings_for(srv), tmp_path)
+        res = runner.map_structured(endpoint="generator", prompt=PROMPT, items=[{"topic": t} for t in "abc"],
+                                    schema=QA, stage="s")
+        assert all(r.ok for r in res)
+        with_rf = [e for e in srv.log if e["status"] == 400]
+        assert 1 <= len(with_rf) <= 3 and srv.count() == 3 + len(with_rf)
+
+
 def test_json_mode_and_sampling_are_sent(tmp_path):
     seen = []
 
@@ -324,3 +339,12 @@ def test_api_key_never_lands_in_cache_logs_or_usage(tmp_path, monkeypatch, caplo
     for blob in blobs:
         assert secret.encode() not in blob
     assert secret not in caplog.text
+
+
+def test_corrupt_cache_file_is_a_clear_error(tmp_path):
+    from babelrag.errors import StageError
+    from babelrag.llm.cache import ResponseCache
+
+    (tmp_path / ResponseCache.FILENAME).write_bytes(b"this is not a database" * 100)
+    with pytest.raises(StageError, match="llm-cache.sqlite.*delete the file"):
+        ResponseCache(tmp_path)

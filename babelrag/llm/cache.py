@@ -10,11 +10,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import sqlite3
 import threading
 import time
 from pathlib import Path
 from typing import Any, Optional
+
+from babelrag.errors import StageError
+
+log = logging.getLogger(__name__)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (
@@ -47,11 +52,16 @@ class ResponseCache:
 
     def __init__(self, cache_dir: str | Path) -> None:
         self.dir = Path(cache_dir)
-        self.dir.mkdir(parents=True, exist_ok=True)
         self.path = self.dir / self.FILENAME
         self._local = threading.local()
-        with self._conn() as c:
-            c.execute(_SCHEMA)
+        try:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            self._conn().execute(_SCHEMA)
+        except (OSError, sqlite3.Error) as exc:
+            raise StageError(
+                f"LLM cache {self.path} cannot be opened ({exc}); fix the permissions or delete the "
+                f"file (only finished LLM answers are lost), or set llm.cache_dir elsewhere"
+            ) from None
 
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
@@ -64,17 +74,28 @@ class ResponseCache:
         return conn
 
     def get(self, key: str) -> Optional[tuple[str, dict]]:
-        row = self._conn().execute("SELECT raw, usage FROM responses WHERE key=?", (key,)).fetchone()
+        try:
+            row = self._conn().execute("SELECT raw, usage FROM responses WHERE key=?", (key,)).fetchone()
+        except sqlite3.Error as exc:  # treated as a miss: the call is simply made again
+            log.warning("LLM cache read from %s failed: %s", self.path, exc)
+            return None
         if row is None:
             return None
         return row[0], json.loads(row[1])
 
-    def put(self, key: str, *, kind: str, model: str, prompt_ref: str, raw: str, usage: dict) -> None:
-        self._conn().execute(
-            "INSERT OR REPLACE INTO responses(key, kind, model, prompt, raw, usage, created) "
-            "VALUES (?,?,?,?,?,?,?)",
-            (key, kind, model, prompt_ref, raw, json.dumps(usage), time.time()),
-        )
+    def put(self, key: str, *, kind: str, model: str, prompt_ref: str, raw: str, usage: dict) -> bool:
+        """Store one answer; a failing write (disk full, locked too long) is logged, not raised:
+        the item still succeeded, it just is not resumable."""
+        try:
+            self._conn().execute(
+                "INSERT OR REPLACE INTO responses(key, kind, model, prompt, raw, usage, created) "
+                "VALUES (?,?,?,?,?,?,?)",
+                (key, kind, model, prompt_ref, raw, json.dumps(usage), time.time()),
+            )
+            return True
+        except sqlite3.Error as exc:
+            log.warning("LLM cache write to %s failed: %s", self.path, exc)
+            return False
 
     def delete(self, key: str) -> None:
         self._conn().execute("DELETE FROM responses WHERE key=?", (key,))

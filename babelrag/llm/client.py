@@ -110,6 +110,7 @@ class _Endpoint:
     sem: asyncio.Semaphore
     limiter: EndpointLimiter
     secret: str
+    json_mode: bool = True  # switched off for this run if the server rejects response_format
 
 
 class AsyncLLM:
@@ -147,7 +148,7 @@ class AsyncLLM:
                                  timeout=cfg.timeout_s, http_client=_http_client(cfg))
             ep = _Endpoint(resolved, cfg, client, asyncio.Semaphore(cfg.max_concurrency),
                            EndpointLimiter(cfg.rpm, cfg.tpm, self._period),
-                           secret if cfg.api_key_env else "")
+                           secret if cfg.api_key_env else "", json_mode=cfg.json_mode)
             self._eps[resolved] = ep
         return ep
 
@@ -213,7 +214,7 @@ class AsyncLLM:
             params.update(prompt.sampling)
         params.update(sampling or {})
         params = {k: v for k, v in params.items() if v is not None}
-        if json_mode and ep.cfg.json_mode:
+        if json_mode and ep.json_mode:
             params["response_format"] = {"type": "json_object"}
         return params
 
@@ -249,7 +250,17 @@ class AsyncLLM:
                     self.usage.record_item(stage, ep.name, ep.cfg.model, ok=True, cached=True)
                     return Result(ok=True, value=value, raw=raw, cached=True,
                                   usage={"prompt_tokens": 0, "completion_tokens": 0}, **base)
-            raw, usage, attempts = await self._chat(ep, messages, params, stage)
+            try:
+                raw, usage, attempts = await self._chat(ep, messages, params, stage)
+            except CallFailed as exc:
+                if not (exc.failure.reason == "bad_request" and "response_format" in params
+                        and "response_format" in exc.failure.message):
+                    raise
+                # the server does not do JSON mode: go on without it (schema hint + repair remain)
+                ep.json_mode = False
+                params = {k: v for k, v in params.items() if k != "response_format"}
+                raw, usage, attempts = await self._chat(ep, messages, params, stage)
+                attempts += exc.attempts
             value: Any = raw
             if schema is not None:
                 value, err, reason = parse_structured(raw, schema)

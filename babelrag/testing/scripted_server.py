@@ -42,6 +42,7 @@ class Fault:
 
     kind: str
     retry_after: Optional[float] = None  # seconds, for 429/500
+    message: Optional[str] = None  # error message for 4xx/5xx bodies
 
     def __post_init__(self) -> None:
         if self.kind not in ALL_FAULTS:
@@ -226,8 +227,8 @@ class _App:
                                      status=429)
         if kind in ("401", "403", "400", "404", "422"):
             entry["status"] = int(kind)
-            msg = f"scripted {kind}"
-            if kind == "401":  # like real providers: echo (part of) the key that was sent
+            msg = fault.message or f"scripted {kind}"
+            if kind == "401" and not fault.message:  # like real providers: echo (part of) the key that was sent
                 msg = "Incorrect API key provided: " + request.headers.get("Authorization", "")[7:]
             return web.json_response({"error": {"message": msg, "type": "invalid_request_error",
                                                 "code": None}}, status=int(kind))
