@@ -150,6 +150,19 @@ class DistractorsConfig(Section):
         default_factory=lambda: {"related": 1.0, "irrelevant": 0.0, "seemingly_relevant": 0.0}
     )
     verify_with_llm: bool = False
+    endpoint: Optional[str] = None  # for verify_with_llm
+    max_article_chars: int = Field(4000, ge=200)  # article text shown to the LLM verifier
+
+    @field_validator("mixture")
+    @classmethod
+    def _known_kinds(cls, value: dict[str, float]) -> dict[str, float]:
+        kinds = ("related", "seemingly_relevant", "irrelevant")
+        unknown = sorted(set(value) - set(kinds))
+        if unknown:
+            raise ValueError(f"unknown distractor kind(s) {unknown}; allowed: {', '.join(kinds)}")
+        if any(w < 0 for w in value.values()) or sum(value.values()) <= 0:
+            raise ValueError("weights must be >= 0 and sum to more than 0")
+        return value
 
 
 class InstancesConfig(Section):

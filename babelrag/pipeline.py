@@ -66,7 +66,8 @@ STAGES: tuple[StageSpec, ...] = (
               ("filters", "llm"), description="well-formed, named entity, near-duplicate, verbatim, "
               "needs both articles, needs retrieval", uses_llm=True),
     StageSpec("distractors", "babelrag.construct.distractors:run", "DistractorSet", ("ingest", "filters"),
-              ("distractors", "dense", "project"), description="related / irrelevant / seemingly relevant distractors"),
+              ("distractors", "dense", "project", "llm"), uses_llm=True,
+              description="related / irrelevant / seemingly relevant distractors"),
     StageSpec("instances", "babelrag.construct.instances:run", "Instance", ("ingest", "filters", "distractors"),
               ("instances", "project", "distractors", "llm"),
               description="one instance per question, setting and language", uses_llm=True),

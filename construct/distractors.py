@@ -1,0 +1,223 @@
+"""Stage ``distractors``: documents that look useful but do not answer, per question and language.
+
+Candidates come from the shared article index (encoder + Milvus from ``construct/crosslingual.py`` and
+``construct/vectorstore.py``), always restricted to the language needed and to articles published at
+least ``distractors.min_days_before`` days before the earliest supporting article, never a supporting one.
+Three kinds (RAGE adds the last two to XRAG's first):
+
+* ``related``            nearest articles to the question (in the target language when a translation exists);
+* ``seemingly_relevant`` nearest articles to the supporting articles themselves (look like the evidence);
+* ``irrelevant``         a seeded random draw from the remaining eligible articles.
+
+``distractors.mixture`` sets the proportions; the list is ordered so that every prefix keeps them (the
+instances stage takes the first N per language). With ``verify_with_llm`` a candidate that the LLM can
+answer the question from (judged against the gold answer) is dropped.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import random
+from typing import Any, Optional
+
+from babelrag.records import Article, Distractor, DistractorSet, QAItem
+
+KINDS = ("related", "seemingly_relevant", "irrelevant")
+
+
+def kind_sequence(mixture: dict[str, float], n: int) -> list[str]:
+    """n kinds in order such that each prefix follows the mixture as closely as possible."""
+    unknown = set(mixture) - set(KINDS)
+    if unknown:
+        from babelrag.errors import ConfigError
+
+        raise ConfigError(f"distractors.mixture: unknown kind(s) {sorted(unknown)}; allowed: {', '.join(KINDS)}")
+    total = sum(max(0.0, w) for w in mixture.values())
+    if total <= 0:
+        from babelrag.errors import ConfigError
+
+        raise ConfigError("distractors.mixture: weights must sum to more than 0")
+    share = {k: max(0.0, mixture.get(k, 0.0)) / total for k in KINDS}
+    taken = {k: 0 for k in KINDS}
+    seq = []
+    for i in range(1, n + 1):
+        k = max(KINDS, key=lambda k: (share[k] * i - taken[k], share[k]))
+        taken[k] += 1
+        seq.append(k)
+    return seq
+
+
+def select(candidates: dict[str, list[tuple[str, float]]], sequence: list[str]) -> tuple[list[tuple[str, str, float]], int]:
+    """Fill ``sequence`` from each kind's ranked candidates (no article twice); a kind that runs out
+    borrows from the others in KINDS order. Returns [(article_id, kind, score)] and how many borrowed."""
+    used: set[str] = set()
+    pos = {k: 0 for k in KINDS}
+    out, borrowed = [], 0
+
+    def take(kind: str) -> Optional[tuple[str, float]]:
+        lst = candidates.get(kind, [])
+        while pos[kind] < len(lst):
+            aid, score = lst[pos[kind]]
+            pos[kind] += 1
+            if aid not in used:
+                return aid, score
+        return None
+
+    for want in sequence:
+        got = take(want)
+        kind = want
+        if got is None:
+            for other in KINDS:
+                if other != want and (got := take(other)) is not None:
+                    kind = other
+                    borrowed += 1
+                    break
+        if got is None:
+            break
+        used.add(got[0])
+        out.append((got[0], kind, got[1]))
+    return out, borrowed
+
+
+def day(iso: str) -> int:
+    return (dt.date.fromisoformat(iso[:10]) - dt.date(1970, 1, 1)).days
+
+
+def needed_languages(qa: QAItem, articles: dict[str, Article], pivot: str) -> list[str]:
+    """The pivot language always; plus X for an X–pivot question (multilingual settings)."""
+    langs = [pivot]
+    for aid in qa.article_ids:
+        lang = articles[aid].language if aid in articles else pivot
+        if lang not in langs:
+            langs.append(lang)
+    return langs
+
+
+def query_text(qa: QAItem, lang: str, pivot: str) -> str:
+    if lang != pivot:
+        tr = json.loads(qa.translations_json or "{}").get(lang) or {}
+        if tr.get("question"):
+            return tr["question"]
+    return qa.question
+
+
+class CandidateFinder:
+    """Ranked candidates per kind for one question and language from the vector store."""
+
+    def __init__(self, store: Any, encoder: Any, vectors: dict[str, Any], days: dict[str, int],
+                 langs: dict[str, str], pool: int, seed: int, exclude_nearest: int = 6) -> None:
+        self.store, self.encoder, self.vectors = store, encoder, vectors
+        self.exclude_nearest = exclude_nearest
+        self.days, self.langs, self.pool, self.seed = days, langs, pool, seed
+
+    def find(self, qa: QAItem, lang: str, latest_day: int, kinds: set[str], pivot: str) -> dict[str, list]:
+        import numpy as np
+
+        from babelrag.construct.vectorstore import build_filter
+
+        expr = build_filter([lang], published_to=latest_day, exclude_ids=list(qa.article_ids))
+        out: dict[str, list[tuple[str, float]]] = {}
+        qvec = self.encoder.encode([query_text(qa, lang, pivot)], "query")[0]
+        related = [(h.id, h.score) for h in self.store.search(qvec, top_k=self.pool, filter_expr=expr)[0]]
+        out["related"] = related
+        if "seemingly_relevant" in kinds:
+            sup = [self.vectors[a] for a in qa.article_ids if a in self.vectors]
+            if sup:
+                centre = np.mean(sup, axis=0)
+                centre = centre / max(float(np.linalg.norm(centre)), 1e-12)
+                out["seemingly_relevant"] = [(h.id, h.score) for h in
+                                             self.store.search(centre, top_k=self.pool, filter_expr=expr)[0]]
+        if "irrelevant" in kinds:
+            near = {aid for aid, _ in related[: self.exclude_nearest]}  # random, but never the closest few
+            eligible = sorted(aid for aid, d in self.days.items() if self.langs[aid] == lang and d <= latest_day
+                              and aid not in qa.article_ids and aid not in near)
+            rng = random.Random(f"{self.seed}|{qa.id}|{lang}")
+            picked = rng.sample(eligible, min(len(eligible), self.pool))
+            out["irrelevant"] = [(aid, float(np.dot(qvec, self.vectors[aid])) if aid in self.vectors else 0.0)
+                                 for aid in picked]
+        return out
+
+
+def answering(runner: Any, qa: QAItem, candidates: list[str], articles: dict[str, Article], *, stage: str,
+              endpoint: Optional[str], max_chars: int) -> set[str]:
+    """Candidates from which the LLM answers the question correctly (judged); unreadable replies count
+    as answering, to stay on the safe side."""
+    from babelrag.construct.chains.schemas import Attempt
+    from babelrag.construct.filters import _judge
+    from babelrag.llm import Prompt
+
+    if not candidates:
+        return set()
+    prompt = Prompt.beside(__file__, "chains/prompts/answer_single.yaml")
+    keys = [f"{qa.id}|{c}" for c in candidates]
+    res = runner.map_structured(endpoint=endpoint, prompt=prompt, schema=Attempt, stage=stage, item_ids=keys,
+                                items=[{"published": articles[c].published, "title": articles[c].title,
+                                        "text": articles[c].text[:max_chars], "question": qa.question}
+                                       for c in candidates])
+    bad = {c for c, r in zip(candidates, res) if not r.ok}
+    pending = [(k, qa.question, qa.answer, r.value.answer) for k, r in zip(keys, res)
+               if r.ok and r.value.answerable and r.value.answer.strip()]
+    judged = _judge(runner, pending, stage=stage, endpoint=endpoint)
+    bad |= {k.split("|", 1)[1] for k, j in judged.items() if not j.ok or j.value.correct}
+    return bad
+
+
+def run(ctx: Any) -> None:
+    from babelrag.construct.crosslingual import encoder_for, index_corpus
+
+    cfg = ctx.config
+    d = cfg.distractors
+    pivot = cfg.project.pivot_language
+    qas = [q for q in ctx.read("filters", QAItem) if q.accepted]
+    ctx.count_in += len(qas)
+    articles = {a.id: a for a in ctx.iter_read("ingest", Article)}
+    sequence = kind_sequence(d.mixture, d.per_language)
+    kinds = set(sequence)
+    out = ctx.output()
+    todo = [q for q in qas if not out.has(q.id)]
+    if not todo:
+        return
+    encoder = encoder_for(ctx)
+    store, docs, vectors = index_corpus(ctx, encoder)
+    if store is None:
+        ctx.skip("empty-corpus", len(todo))
+        return
+    finder = CandidateFinder(store, encoder, vectors, {i: doc.day for i, doc in docs.items()},
+                             {i: doc.language for i, doc in docs.items()}, pool=max(3 * d.per_language, 10),
+                             seed=ctx.seed, exclude_nearest=d.per_language)
+    stats = {"kinds": {k: 0 for k in KINDS}, "borrowed": 0, "llm_rejected": 0, "short": 0}
+    try:
+        for qa in ctx.progress(todo, total=len(todo), desc="questions"):
+            missing = [a for a in qa.article_ids if a not in articles]
+            if missing:
+                ctx.error(qa.id, "missing-article", f"supporting article(s) {missing} not in the ingest output")
+                continue
+            latest = min(day(articles[a].published) for a in qa.article_ids) - d.min_days_before
+            chosen: list[Distractor] = []
+            for lang in needed_languages(qa, articles, pivot):
+                cands = finder.find(qa, lang, latest, kinds, pivot)
+                if d.verify_with_llm:
+                    head = list(dict.fromkeys(aid for k in KINDS if k != "irrelevant"
+                                              for aid, _ in cands.get(k, [])[: 2 * d.per_language]))
+                    drop = answering(ctx.llm, qa, head, articles, stage=ctx.spec.name, endpoint=d.endpoint,
+                                     max_chars=d.max_article_chars)
+                    stats["llm_rejected"] += len(drop)
+                    cands = {k: [c for c in v if c[0] not in drop] for k, v in cands.items()}
+                picked, borrowed = select(cands, sequence)
+                stats["borrowed"] += borrowed
+                if len(picked) < d.per_language:
+                    stats["short"] += 1
+                    ctx.skip(f"fewer-than-{d.per_language}-distractors-{lang}")
+                for aid, kind, score in picked:
+                    stats["kinds"][kind] += 1
+                    chosen.append(Distractor(article_id=aid, language=lang, kind=kind, score=round(score, 6)))
+            # the rules the instances stage checks again: never supporting, never too recent
+            leak = [c.article_id for c in chosen if c.article_id in qa.article_ids
+                    or c.article_id not in articles or day(articles[c.article_id].published) > latest]
+            if leak:
+                ctx.error(qa.id, "leakage", f"candidates {leak} break the supporting/date rule (index out of date?)")
+                continue
+            out.add(DistractorSet(id=qa.id, qa_id=qa.id, distractors=chosen))
+    finally:
+        store.close()
+    ctx.extra["distractors"] = stats
