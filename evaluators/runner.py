@@ -237,6 +237,7 @@ def evaluate_answers(
     ``"mirage"`` in ``metrics`` the MIRAGE heuristics, pairwise battles, Bradley-Terry and surrogate."""
     from babelrag.evaluators.citations import CitationItem, score_citations
     from babelrag.evaluators.judges import panel_votes
+    from babelrag.evaluators.language import DEFAULT_LANGUAGES
     from babelrag.evaluators.xrag import XragItem, score_panel
 
     require_endpoints(runner, judges, "judge")
@@ -249,9 +250,9 @@ def evaluate_answers(
     missing = sorted({a.instance_id for a in answers} - set(by_id))
     if missing:
         raise InputError(f"answers refer to unknown instances {missing[:5]}; evaluate against the same release")
-    languages = sorted({inst.language for inst in instances} | {"en"})
-    if len(languages) < 2:
-        languages.append("de")
+    # detect among many languages, not only the expected ones: a French answer to a German question
+    # must not be forced into "de" because French was not a candidate
+    languages = sorted({inst.language for inst in instances} | set(DEFAULT_LANGUAGES))
     per_model: dict[str, list[AnswerRecord]] = defaultdict(list)
     for a in answers:
         per_model[a.model].append(a)

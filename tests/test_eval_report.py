@@ -3,7 +3,6 @@ import csv
 import json
 import re
 
-
 from babelrag.evaluators.bradley_terry import bradley_terry
 from babelrag.evaluators.report import (
     ReportInputs,

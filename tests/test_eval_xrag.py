@@ -85,3 +85,10 @@ def test_kappa_random_labels_matches_sklearn():
 def test_items_without_votes_are_named():
     with pytest.raises(InputError, match="q9"):
         score_panel([XragItem("q9", "mono", "en", "x", [])], languages=LANGS)
+
+
+def test_language_outside_the_expected_set_is_not_forced_into_it():
+    # French answer to a German question: with the default candidate set, detected as French
+    res = score_panel([XragItem("f", "mono", "de", "La réunion a eu lieu à Bruxelles la semaine dernière.", [True])],
+                      rounds=10)
+    assert res.items[0]["detected_language"] == "fr" and res.items[0]["correct"] is False
