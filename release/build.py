@@ -1,6 +1,6 @@
 """``babelrag release build``: finished build -> validated, split, Hub-layout release folder.
 
-Layout of ``<release.out_dir>/<version>/``::
+Layout of ``<release.out_dir>/<release.name>-<version>/``::
 
     README.md                      dataset card (YAML header lists every config's data files)
     CHANGELOG.md
@@ -11,6 +11,10 @@ Layout of ``<release.out_dir>/<version>/``::
 
 Everything is written into a hidden temporary folder and renamed into place, so a release folder only
 ever exists complete; validation and the version rule run before anything is written.
+
+The folder name carries the dataset name and version because ``datasets`` caches a local folder under its
+folder name and config name only: two different releases in folders of the same name would share (stale)
+cache entries.
 """
 from __future__ import annotations
 
@@ -40,6 +44,12 @@ class ReleaseResult:
     data_hash: str
     report: ValidationReport
     change_lines: list[str] = field(default_factory=list)
+
+    def __fspath__(self) -> str:  # usable wherever a path to the release folder is expected
+        return str(self.folder)
+
+    def __str__(self) -> str:
+        return str(self.folder)
 
 
 def read_instance_rows(store: Any) -> list[dict[str, Any]]:
@@ -108,7 +118,20 @@ def _annotation_summary(build_dir: Path) -> Optional[dict[str, Any]]:
     return data if isinstance(data, dict) else {"summary": data}
 
 
-def plan(config: Any) -> tuple[list[Instance], dict[str, str], ValidationReport, list[QAItem]]:
+def _tracker(console: Any, desc: str) -> Any:
+    """A rich progress wrapper for long loops (identity without a console)."""
+    if console is None:
+        return None
+
+    def track(items: Any, total: int) -> Any:
+        from rich.progress import track as rich_track
+
+        return rich_track(items, total=total, description=desc, console=console, transient=True)
+
+    return track
+
+
+def plan(config: Any, console: Any = None) -> tuple[list[Instance], dict[str, str], ValidationReport, list[QAItem]]:
     """Read the build, assign splits and run every rule (no writes). Used by build and validate."""
     from babelrag.release.splits import assign_splits
     from babelrag.store import BuildStore
@@ -123,11 +146,12 @@ def plan(config: Any) -> tuple[list[Instance], dict[str, str], ValidationReport,
         assignment.update(assign_splits(instances, config.project.seed, config.release.dev_fraction, extra))
         return assignment
 
-    instances, report = validate(rows, Rules.from_config(config), split_for=split_for)
+    instances, report = validate(rows, Rules.from_config(config), split_for=split_for,
+                                 progress=_tracker(console, "release: validating"))
     return instances, assignment, report, qas
 
 
-def build_release(config: Any, out_root: Optional[Path] = None) -> ReleaseResult:
+def build_release(config: Any, out_root: Optional[Path] = None, console: Any = None) -> ReleaseResult:
     import datasets
 
     from babelrag.pipeline import STAGES
@@ -137,7 +161,7 @@ def build_release(config: Any, out_root: Optional[Path] = None) -> ReleaseResult
 
     datasets.disable_progress_bars()
     store = BuildStore(config.build_dir)
-    instances, split_of_qa, report, qas = plan(config)
+    instances, split_of_qa, report, qas = plan(config, console)
     report.raise_if_failed()
     if not instances:
         raise StageError(f"the instances stage in {store.stage_dir('instances')} has no records: nothing to release")
@@ -149,7 +173,7 @@ def build_release(config: Any, out_root: Optional[Path] = None) -> ReleaseResult
 
     out_root = Path(out_root) if out_root else config.resolve(config.release.out_dir)
     version = config.release.version
-    releases = versioning.existing_releases(out_root)
+    releases = versioning.existing_releases(out_root, config.release.name)
     change = versioning.check_version(version, hashes, SCHEMA_VERSION, releases)
 
     manifests = {s.name: m for s in STAGES if (m := store.manifest(s.name)) is not None}
@@ -175,7 +199,8 @@ def build_release(config: Any, out_root: Optional[Path] = None) -> ReleaseResult
     tmp = out_root / f".tmp-{version}-{uuid.uuid4().hex[:8]}"
     try:
         features = instance_features()
-        for cfg, splits in sorted(rows.items()):
+        track = _tracker(console, "release: writing configs") or (lambda items, total: items)
+        for cfg, splits in track(sorted(rows.items()), len(rows)):
             for split, split_rows in sorted(splits.items()):
                 write_parquet(tmp / DATA_DIR / cfg / f"{split}.parquet", split_rows)
             dd = datasets.DatasetDict({s: datasets.Dataset.from_list(r, features=features)
@@ -192,7 +217,7 @@ def build_release(config: Any, out_root: Optional[Path] = None) -> ReleaseResult
                 "build_config_hashes": {s: m.config_hash for s, m in manifests.items()},
                 "unverified_released": report.unverified_released}
         atomic_write_text(tmp / versioning.RELEASE_INFO, json.dumps(info, indent=2, sort_keys=True) + "\n")
-        final = out_root / version
+        final = out_root / release_folder_name(config.release.name, version)
         old = None
         if final.exists():
             old = out_root / f".old-{version}-{uuid.uuid4().hex[:8]}"
@@ -202,8 +227,14 @@ def build_release(config: Any, out_root: Optional[Path] = None) -> ReleaseResult
             shutil.rmtree(old, ignore_errors=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    if console is not None:
+        console.print(f"release {version}: {len(instances)} instances, {len(rows)} configs -> {final}")
     return ReleaseResult(folder=final, version=version, configs=counts, data_hash=data_hash, report=report,
                          change_lines=change.lines())
+
+
+def release_folder_name(name: str, version: str) -> str:
+    return f"{name}-{version}"
 
 
 def read_release_rows(folder: Path) -> tuple[list[dict[str, Any]], list[str], list[str]]:

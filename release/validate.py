@@ -185,7 +185,8 @@ def check_splits(split_of: dict[str, list[Instance]], report: ValidationReport) 
 
 
 def validate(rows: Iterable[dict[str, Any]], rules: Rules, split_for: Optional[Any] = None,
-             row_splits: Optional[list[str]] = None) -> tuple[list[Instance], ValidationReport]:
+             row_splits: Optional[list[str]] = None, progress: Optional[Any] = None,
+             ) -> tuple[list[Instance], ValidationReport]:
     """Run every rule. Splits come from ``split_for(instances) -> {qa_id: split}`` (a new build) or from
     ``row_splits`` aligned with ``rows`` (an existing release folder); neither: everything is "test"."""
     from babelrag.release.languages import LanguageChecker
@@ -194,7 +195,7 @@ def validate(rows: Iterable[dict[str, Any]], rules: Rules, split_for: Optional[A
     parsed = parse_rows(rows, report)
     instances = [inst for _, inst in parsed]
     lang = LanguageChecker(sorted(set(rules.languages) | {rules.pivot})) if rules.check_languages else None
-    for inst in instances:
+    for inst in (progress(instances, len(instances)) if progress else instances):
         check_instance(inst, rules, lang, report)
     assignment = split_for(instances) if split_for else {}
     by_split: dict[str, list[Instance]] = defaultdict(list)

@@ -55,14 +55,14 @@ def read_info(folder: Path) -> Optional[dict[str, Any]]:
         raise BabelragError(f"{path}: unreadable release info ({exc}); remove or repair that release folder") from None
 
 
-def existing_releases(out_root: Path) -> dict[str, dict[str, Any]]:
-    """version -> release info for every finished release folder under ``out_root``."""
+def existing_releases(out_root: Path, name: Optional[str] = None) -> dict[str, dict[str, Any]]:
+    """version -> release info for every finished release folder under ``out_root`` (of dataset ``name``)."""
     out = {}
     if out_root.is_dir():
         for child in sorted(out_root.iterdir()):
             if child.is_dir() and not child.name.startswith("."):
                 info = read_info(child)
-                if info and "version" in info:
+                if info and "version" in info and (name is None or info.get("name") == name):
                     info["_folder"] = str(child)
                     out[info["version"]] = info
     return out

@@ -27,13 +27,15 @@ def built(tmp_path_factory):
 def test_every_config_loads_with_load_dataset_like_from_the_hub(built):
     import datasets
 
-    _, _, result = built
+    tmp, _, result = built
     folder = result.folder
+    assert folder.name == "demo-bench-0.1.0"
+    cache = str(tmp / "hf-cache")  # datasets caches local folders by folder + config name only
     _, _, instances = make_records()
     assert set(result.configs) == {"mono-de", "mono-zh", "en-baseline", "no-retrieval-de", "multi-de"}
     seen = []
     for cfg, splits in result.configs.items():
-        dd = datasets.load_dataset(str(folder), cfg)
+        dd = datasets.load_dataset(str(folder), cfg, cache_dir=cache)
         assert set(dd) == set(splits)
         for split, n in splits.items():
             ds = dd[split]
@@ -45,7 +47,7 @@ def test_every_config_loads_with_load_dataset_like_from_the_hub(built):
         disk = datasets.load_from_disk(str(folder / "disk" / cfg))
         assert {s: disk[s]["id"] for s in disk} == {s: dd[s]["id"] for s in dd}
     assert sorted(seen) == sorted(i.id for i in instances)
-    mono = datasets.load_dataset(str(folder), "mono-de")
+    mono = datasets.load_dataset(str(folder), "mono-de", cache_dir=cache)
     row = next(r for s in mono for r in mono[s] if r["qa_id"] == "qa-000")
     assert row["question"].startswith("Welche beiden Unternehmen")
     assert [d["role"] for d in row["documents"]].count("distractor") == 6
@@ -172,14 +174,35 @@ def test_cli_build_validate_and_errors(tmp_path):
     res = runner.invoke(app, ["release", "build", "-c", str(tmp_path / "cfg.yaml")])
     assert res.exit_code == 0, res.output
     assert "release 1.0.0: 17 instances in 5 configs" in res.output
-    res = runner.invoke(app, ["release", "validate", "--folder", str(tmp_path / "rel" / "1.0.0")])
+    res = runner.invoke(app, ["release", "validate", "--folder", str(tmp_path / "rel" / "babelrag-benchmark-1.0.0")])
     assert res.exit_code == 0, res.output
     # a tampered release folder fails validation with instance + rule
     import pyarrow.parquet as pq
 
-    path = tmp_path / "rel" / "1.0.0" / "data" / "mono-de" / "test.parquet"
+    path = tmp_path / "rel" / "babelrag-benchmark-1.0.0" / "data" / "mono-de" / "test.parquet"
     table = pq.read_table(path)
-    pq.write_table(table, tmp_path / "rel" / "1.0.0" / "data" / "mono-de" / "dev.parquet")  # same rows twice
-    res = runner.invoke(app, ["release", "validate", "--folder", str(tmp_path / "rel" / "1.0.0")])
+    pq.write_table(table, tmp_path / "rel" / "babelrag-benchmark-1.0.0" / "data" / "mono-de" / "dev.parquet")  # same rows twice
+    res = runner.invoke(app, ["release", "validate", "--folder", str(tmp_path / "rel" / "babelrag-benchmark-1.0.0")])
     assert res.exit_code == 1
     assert "[split_leak]" in res.output
+
+
+def test_unverified_build_needs_the_flag_and_is_flagged(tmp_path):
+    import io
+    import os
+
+    import datasets
+    from rich.console import Console
+
+    make_build(tmp_path / "build", verified=False)
+    with pytest.raises(ReleaseValidationError, match=r"17 release rule violation\(s\).*unverified=17"):
+        build_release(make_config(tmp_path))
+    buf = io.StringIO()
+    result = build_release(make_config(tmp_path, allow_unverified=True), console=Console(file=buf))
+    assert os.fspath(result) == str(result.folder)  # the demo passes the result on as a path
+    assert "release 0.1.0: 17 instances, 5 configs" in buf.getvalue()
+    assert result.report.unverified_released == 17
+    text = (result.folder / "README.md").read_text()
+    assert "**17 instances are released unverified**" in text
+    ds = datasets.load_dataset(str(result.folder), "mono-zh", cache_dir=str(tmp_path / "hf-cache"))
+    assert not any(v for s in ds for v in ds[s]["verified"])
