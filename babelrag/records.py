@@ -150,3 +150,23 @@ class ErrorRecord(Record):
     item_id: str
     reason: str
     detail: str = ""
+
+
+class ContrastivePair(Record):
+    """Two options for one question, one built to be better (Ragas-for-Romanian forced choice).
+
+    kind: faithfulness (answer from the context vs answer without it), answer_relevance (complete vs
+    evasive/partial answer), context_relevance (clean chunk vs chunk + an unrelated page; options are
+    contexts). ``better`` is the construction-time expectation; annotators confirm it by forced choice.
+    """
+
+    kind: Literal["faithfulness", "answer_relevance", "context_relevance"]
+    question: str
+    context: str = ""  # the chunk both answers refer to ("" for context_relevance: the options are contexts)
+    option_a: str
+    option_b: str
+    better: Literal["a", "b"]
+    language: str = "en"
+    source_id: str = ""  # qa item or article the chunk/question came from
+    detail: str = ""  # e.g. "evasive" / "partial", or the unrelated article id
+    provenance: Provenance = Field(default_factory=Provenance)
