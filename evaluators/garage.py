@@ -14,8 +14,9 @@ GaRAGe released data only, so the definitions are ours (from the paper's text):
 
 Conventions: answer-quality metrics (eligibility, factuality, RAF, attribution) are defined on
 answerable questions only; a deflection on an answerable question is ineligible and unfactual. A
-non-deflected response with no sentences is ineligible with factuality 0. Undefined values are NaN
-and counted by the aggregator, never averaged as zero.
+non-deflected response with no sentences is ineligible with factuality 0. When a judge failed
+(``deflected`` or ``eligible`` is None) the metrics that need that judgement are NaN for the item.
+Undefined values are NaN and counted by the aggregator, never averaged as zero.
 """
 from __future__ import annotations
 
@@ -44,8 +45,8 @@ class GarageItem:
 
     query_id: str
     requires_deflection: bool
-    deflected: bool
-    eligible: Optional[bool] = None  # None only for deflected / deflection questions
+    deflected: Optional[bool]  # None: deflection judge failed
+    eligible: Optional[bool] = None  # None: not judged (deflection questions, deflections, judge failure)
     sentence_support: Sequence[Sequence[str]] = field(default_factory=tuple)
     relevant: Sequence[str] = field(default_factory=tuple)
     cited: Sequence[str] = field(default_factory=tuple)
@@ -54,8 +55,9 @@ class GarageItem:
 def score_item(it: GarageItem) -> dict[str, Any]:
     row: dict[str, Any] = {"query_id": it.query_id, "requires_deflection": it.requires_deflection,
                            "deflected": it.deflected}
-    row["deflection_tp"] = float(it.deflected) if it.requires_deflection else NAN
-    row["deflection_fp"] = NAN if it.requires_deflection else float(it.deflected)
+    known = it.deflected is not None
+    row["deflection_tp"] = float(it.deflected) if it.requires_deflection and known else NAN
+    row["deflection_fp"] = float(it.deflected) if not it.requires_deflection and known else NAN
     if it.requires_deflection:
         row.update({k: NAN for k in SCORE_KEYS if not k.startswith("deflection")})
         return row
@@ -63,17 +65,19 @@ def score_item(it: GarageItem) -> dict[str, Any]:
         row.update(eligibility=0.0, unadjusted_factuality=0.0, factuality=0.0, raf=0.0)
         row.update(attribution_precision=NAN, attribution_recall=NAN, attribution_f1=NAN)
         return row
-    if it.eligible is None:
-        raise InputError(f"garage item {it.query_id!r}: answered question has no eligibility judgement")
     relevant = set(it.relevant)
     supported = all(len(s) > 0 for s in it.sentence_support)
     relevant_supported = all(relevant.intersection(s) for s in it.sentence_support)
     p, r, f1 = prf(set(it.cited), relevant)
+    if it.eligible is None:  # eligibility judge failed: only the unadjusted metric is defined
+        elig = fact = raf = NAN
+    else:
+        elig, fact, raf = float(it.eligible), float(it.eligible and supported), float(it.eligible and relevant_supported)
     row.update(
-        eligibility=float(it.eligible),
+        eligibility=elig,
         unadjusted_factuality=float(supported),
-        factuality=float(it.eligible and supported),
-        raf=float(it.eligible and relevant_supported),
+        factuality=fact,
+        raf=raf,
         attribution_precision=p, attribution_recall=r, attribution_f1=f1,
         n_sentences=len(it.sentence_support),
         supported_sentences=sum(len(s) > 0 for s in it.sentence_support),
@@ -98,7 +102,8 @@ def score_garage(items: Iterable[GarageItem | Mapping[str, Any]], rounds: int = 
         "answerable_questions": sum(not r["requires_deflection"] for r in rows),
     }
     res = make_result("garage", rows, SCORE_KEYS, rounds=rounds, seed=seed, counts=counts)
-    # undefined-by-design counts are noise: keep only the surprising ones
+    # undefined-by-design counts are noise: report failed deflection judgements instead
     for key in ("deflection_tp", "deflection_fp"):
         res.counts.pop(f"{key}_undefined", None)
+    res.counts["deflection_unjudged"] = sum(r["deflected"] is None for r in rows)
     return res

@@ -141,7 +141,40 @@ def scores_1_to_5(
     return [NAN if v is None else float(v.score) for v in _values(res)]
 
 
-# ---------------------------------------------------------------- GaRAGe
+# ---------------------------------------------------------------- GaRAGe / support
+
+
+def sentence_support(
+    runner: "LLMRunner", endpoint: str, records: Sequence[Mapping[str, Any]], stage: str = "eval.garage.support",
+) -> list[Optional[list[list[str]]]]:
+    """Per record, the passage ids supporting each sentence of ``response`` (``passages``: {id: text}).
+
+    Unknown ids the judge invents are dropped; a failed or misaligned reply gives None (unjudged),
+    which callers count as unsupported.
+    """
+    sentences = [split_sentences(r["response"]) for r in records]
+    res = _values(runner.map_structured(
+        endpoint=endpoint, prompt=prompt("garage_support"), schema=Support, stage=stage,
+        items=[{"passages": "\n".join(f"[{pid}] {text}" for pid, text in r["passages"].items()),
+                "sentences": "\n".join(f"{k + 1}. {x}" for k, x in enumerate(sents))}
+               for r, sents in zip(records, sentences)],
+        item_ids=[str(r["query_id"]) for r in records]))
+    out: list[Optional[list[list[str]]]] = []
+    for r, sents, s in zip(records, sentences, res):
+        if s is None or len(s.support) != len(sents):
+            out.append(None if sents else [])
+        else:
+            known = set(r["passages"])
+            out.append([[pid for pid in ids_ if pid in known] for ids_ in s.support])
+    return out
+
+
+def support_share(support: Optional[list[list[str]]]) -> float:
+    """Share of sentences with at least one supporting passage (MIRAGE's support feature); NaN if
+    unjudged or empty."""
+    if not support:
+        return NAN
+    return sum(1 for s in support if s) / len(support)
 
 
 def garage_judgements(
@@ -160,25 +193,16 @@ def garage_judgements(
         endpoint=endpoint, prompt=prompt("garage_eligibility"), schema=Eligibility, stage="eval.garage.eligibility",
         items=[{"question": r["question"], "gold": r["gold"], "response": r["response"]} for r in records],
         item_ids=ids))
-    sentences = [split_sentences(r["response"]) for r in records]
-    supp = _values(runner.map_structured(
-        endpoint=endpoint, prompt=prompt("garage_support"), schema=Support, stage="eval.garage.support",
-        items=[{"passages": "\n".join(f"[{pid}] {text}" for pid, text in r["passages"].items()),
-                "sentences": "\n".join(f"{k + 1}. {s}" for k, s in enumerate(sents))}
-               for r, sents in zip(records, sentences)],
-        item_ids=ids))
+    support = sentence_support(runner, endpoint, records)
     out = []
-    for r, d, e, s, sents in zip(records, defl, elig, supp, sentences):
-        known = set(r["passages"])
-        if s is None or len(s.support) != len(sents):
-            support = [[] for _ in sents]  # unjudged sentences count as unsupported
-        else:
-            support = [[pid for pid in ids_ if pid in known] for ids_ in s.support]
+    for r, d, e, sup in zip(records, defl, elig, support):
         out.append(GarageItem(
             query_id=str(r["query_id"]), requires_deflection=bool(r["requires_deflection"]),
-            deflected=bool(d.deflected) if d is not None else False,
+            deflected=None if d is None else d.deflected,  # None: the judge failed (counted)
             eligible=None if e is None else e.eligible,
-            sentence_support=support, relevant=list(r.get("relevant", ())), cited=list(r.get("cited", ())),
+            # an unjudged response counts every sentence as unsupported
+            sentence_support=sup if sup is not None else [[] for _ in split_sentences(r["response"])],
+            relevant=list(r.get("relevant", ())), cited=list(r.get("cited", ())),
         ))
     return out
 

@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from babelrag.evaluators.registry import ScoreResult
     from babelrag.llm.client import LLMRunner
 
+LLM_FEATURES = ("fluency", "answer_overlap", "support")
 RUN_METRICS = ("xrag", "citations", "mirage", "garage", "ragas")
 PromptStyle = Literal["articles", "citations", "closed-book"]
 _PROMPT_FILE = {"articles": "answer_articles", "citations": "answer_citations", "closed-book": "answer_closed_book"}
@@ -369,7 +370,8 @@ def _mirage(runner: "LLMRunner", by_id: Mapping[str, Instance], per_model: Mappi
     """Heuristic features per model, pairwise battles (both orders), Bradley-Terry, surrogate."""
     from babelrag.errors import InputError as _InputError
     from babelrag.evaluators.bradley_terry import bradley_terry
-    from babelrag.evaluators.judges import pairwise_battles, scores_1_to_5
+    from babelrag.evaluators.citations import strip_citations
+    from babelrag.evaluators.judges import pairwise_battles, scores_1_to_5, sentence_support, support_share
     from babelrag.evaluators.mirage import (
         FEATURE_KEYS,
         HeuristicItem,
@@ -395,9 +397,13 @@ def _mirage(runner: "LLMRunner", by_id: Mapping[str, Instance], per_model: Mappi
         overlap = scores_1_to_5(runner, judge, "mirage_overlap", [
             {"question": by_id[a.instance_id].question, "reference": by_id[a.instance_id].answer, "answer": a.answer}
             for a in ok], ids)
-        for row, f, o in zip(res.items, fluency, overlap):
-            row["fluency"], row["answer_overlap"] = f, o
-        res = make_result("mirage.heuristics", res.items, (*FEATURE_KEYS, "fluency", "answer_overlap"),
+        # support (MIRAGE uses NLI; no NLI model works offline, so an LLM judge): share of supported sentences
+        support = sentence_support(runner, judge, [
+            {"query_id": a.id, "response": strip_citations(a.answer), "passages": _passages(by_id[a.instance_id], a)}
+            for a in ok], stage="eval.mirage.support")
+        for row, f, o, sup in zip(res.items, fluency, overlap, support):
+            row["fluency"], row["answer_overlap"], row["support"] = f, o, support_share(sup)
+        res = make_result("mirage.heuristics", res.items, (*FEATURE_KEYS, *LLM_FEATURES),
                           rounds=rounds, seed=seed, counts=res.counts)
         ev.results.setdefault(model, {})["mirage.heuristics"] = res
         features[model] = res.items
@@ -423,7 +429,7 @@ def _mirage(runner: "LLMRunner", by_id: Mapping[str, Instance], per_model: Mappi
         if row["model"] in ev.scores:
             ev.scores[row["model"]]["bt_rating"] = Estimate(row["rating"], row["ci_low"], row["ci_high"], bt.n_battles)
     if len(features) >= 3:
-        keys = (*FEATURE_KEYS, "fluency", "answer_overlap")
+        keys = (*FEATURE_KEYS, *LLM_FEATURES)
         sur = fit_surrogate(model_features(features, keys), {r["model"]: r["rating"] for r in ev.bradley_terry},
                             n_folds=min(5, len(features)), seed=seed)
         ev.extra["surrogate"] = sur.to_dict()

@@ -50,6 +50,14 @@ def test_aggregates():
     assert res.counts["deflection_questions"] == 2 and res.counts["attribution_f1_undefined"] == 3
 
 
-def test_answered_item_needs_eligibility():
-    with pytest.raises(InputError, match="'z'"):
-        score_garage([GarageItem("z", False, False, None, [["p1"]])])
+def test_failed_judgements_leave_only_defined_metrics():
+    res = score_garage([GarageItem("z", False, None, None, [["p1"]], relevant=["p1"], cited=["p1"])], rounds=10)
+    row = res.items[0]
+    assert row["unadjusted_factuality"] == 1.0 and row["attribution_f1"] == 1.0
+    assert all(math.isnan(row[k]) for k in ("eligibility", "factuality", "raf", "deflection_fp"))
+    assert res.counts["deflection_unjudged"] == 1 and res.counts["eligibility_undefined"] == 1
+
+
+def test_bad_item_is_named():
+    with pytest.raises(InputError, match="garage item 0"):
+        score_garage([{"query_id": "x", "bogus": 1}])

@@ -150,6 +150,8 @@ def test_mirage_battles_bt_and_surrogate(server, tmp_path):
     assert heur["fluency"]["value"] == 5.0 and heur["answer_overlap"]["value"] == 5.0
     assert data["metrics"]["weak"]["mirage.heuristics"]["aggregate"]["answer_overlap"]["value"] == 2.0
     assert "fluency" in data["surrogate"]["feature_importance"]
+    assert heur["support"]["value"] == 1.0
+    assert data["metrics"]["weak"]["mirage.heuristics"]["aggregate"]["support"]["value"] == 0.0
     assert paths["html"].read_text().count("data:image/png;base64,") == 4
     row = {r["model"]: r for r in data["leaderboard"]}
     assert row["weak"]["bt_rating"] < row["good"]["bt_rating"]
