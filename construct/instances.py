@@ -246,7 +246,8 @@ def run(ctx) -> None:  # noqa: ANN001 - StageContext (kept import-light)
     qas = [q for q in ctx.read("filters", QAItem)]
     dsets = {d.qa_id: d for d in ctx.read("distractors", DistractorSet)}
     accepted = [q for q in qas if q.accepted]
-    ctx.skip("rejected-by-filters", len(qas) - len(accepted))
+    if len(qas) > len(accepted):
+        ctx.skip("rejected-by-filters", len(qas) - len(accepted))
     languages = list(cfg.project.languages)
     pivot = cfg.project.pivot_language
 
