@@ -134,6 +134,10 @@ def test_endpoint_without_json_mode_falls_back_once(tmp_path):
         assert all(r.ok for r in res)
         with_rf = [e for e in srv.log if e["status"] == 400]
         assert 1 <= len(with_rf) <= 3 and srv.count() == 3 + len(with_rf)
+        # the cache key is that of the configured request: a re-run is served from the cache
+        again = LLMRunner(settings_for(srv), tmp_path).map_structured(
+            endpoint="generator", prompt=PROMPT, items=[{"topic": t} for t in "abc"], schema=QA, stage="s")
+        assert all(r.cached for r in again) and srv.count() == 3 + len(with_rf)
 
 
 def test_json_mode_and_sampling_are_sent(tmp_path):

@@ -214,7 +214,7 @@ class AsyncLLM:
             params.update(prompt.sampling)
         params.update(sampling or {})
         params = {k: v for k, v in params.items() if v is not None}
-        if json_mode and ep.json_mode:
+        if json_mode and ep.cfg.json_mode:  # as configured: the cache key must not depend on fallbacks
             params["response_format"] = {"type": "json_object"}
         return params
 
@@ -250,6 +250,8 @@ class AsyncLLM:
                     self.usage.record_item(stage, ep.name, ep.cfg.model, ok=True, cached=True)
                     return Result(ok=True, value=value, raw=raw, cached=True,
                                   usage={"prompt_tokens": 0, "completion_tokens": 0}, **base)
+            if not ep.json_mode:  # an earlier item found the server rejects JSON mode
+                params = {k: v for k, v in params.items() if k != "response_format"}
             try:
                 raw, usage, attempts = await self._chat(ep, messages, params, stage)
             except CallFailed as exc:
