@@ -154,3 +154,25 @@ def test_ragas_decomposition_and_compare(runner):
     assert choices == ["b", "a", "b", "a", "b", "a"]  # the "good" side, whatever order it was shown in
     agree = forced_choice_agreement([ContrastivePair(p["pair_id"], c, choice=c) for p, c in zip(pairs, choices)], rounds=10)
     assert agree.aggregate["agreement"].value == 1.0
+
+
+def test_contrastive_variants_against_human_choices(runner):
+    from babelrag.evaluators.contrastive import compare_variants
+
+    # faithfulness pairs: the "good" side's answer is supported by its context, the other is not
+    pairs = []
+    for k in range(4):
+        good = {"context": "Berlin is the capital. It is big.", "answer": "Berlin is the capital, a good answer"}
+        poor = {"context": "Berlin is the capital. It is big.", "answer": "Paris is the capital"}
+        a, b = (good, poor) if k % 2 else (poor, good)
+        pairs.append({"pair_id": f"p{k}", "question": "What is the capital?", "human": "a" if k % 2 else "b",
+                      "context_a": a["context"], "answer_a": a["answer"],
+                      "context_b": b["context"], "answer_b": b["answer"]})
+    res = compare_variants(runner, "judge-1", "faithfulness", pairs, rounds=20, seed=2)
+    # decomposition: statements start with "Berlin" (supported) or "Paris" (not) -> always right
+    assert res["decomposition"].aggregate["agreement"].value == 1.0
+    # direct: the scripted judge gives every side 4 -> all ties -> 0.5
+    assert res["direct"].aggregate["agreement"].value == 0.5 and res["direct"].counts["ties"] == 4
+    # comparative: the scripted judge prefers the side saying "good", whichever position it is shown in
+    assert res["comparative"].aggregate["agreement"].value == 1.0 and res["comparative"].counts["judge_failed"] == 0
+    assert res["decomposition"].metric == "ragas.faithfulness.decomposition"

@@ -1,0 +1,110 @@
+"""Ragas-for-low-resource experiment: which scoring variant agrees best with human forced choices.
+
+Each contrastive pair (design §9) has two sides (context + answer) and the side humans preferred.
+For one criterion (faithfulness, answer_relevance, context_relevance) every variant scores both sides:
+- ``direct``: the judge gives each side a 1-5 score (``ragas_direct``);
+- ``comparative``: the judge picks the better side (``ragas_compare``, sides shown in seeded order);
+- ``decomposition``: Ragas' statement / generated-question / essential-sentence arithmetic.
+Agreement with humans uses ``ragas.forced_choice_agreement``. Pairs where a variant's judge failed
+are left out of that variant and counted as ``judge_failed`` (never turned into ties).
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from babelrag.errors import InputError
+from babelrag.evaluators.ragas import (
+    ContrastivePair,
+    Encoder,
+    answer_relevance,
+    context_relevance,
+    faithfulness,
+    forced_choice_agreement,
+)
+from babelrag.evaluators.registry import ScoreResult
+
+if TYPE_CHECKING:  # pragma: no cover
+    from babelrag.llm.client import LLMRunner
+
+CRITERIA = ("faithfulness", "answer_relevance", "context_relevance")
+VARIANTS = ("direct", "comparative", "decomposition")
+
+
+def _sides(pairs: Sequence[Mapping[str, str]]) -> list[dict[str, str]]:
+    """Flatten pairs into side records a, b, a, b, ... with ids ``<pair>:<side>``."""
+    out = []
+    for p in pairs:
+        for side in ("a", "b"):
+            out.append({"query_id": f"{p['pair_id']}:{side}", "question": p["question"],
+                        "context": p[f"context_{side}"], "answer": p[f"answer_{side}"]})
+    return out
+
+
+def _decomposition_scores(
+    runner: "LLMRunner", endpoint: str, criterion: str, sides: list[dict[str, str]], encoder: Encoder | None,
+) -> list[float]:
+    from babelrag.evaluators.judges import ragas_decomposition
+
+    d = ragas_decomposition(runner, endpoint, sides)
+    if criterion == "faithfulness":
+        return [faithfulness(x["supported"]) for x in d["faithfulness"]]
+    if criterion == "context_relevance":
+        return [context_relevance(x["essential"], x["context"])[0] for x in d["context_relevance"]]
+    if encoder is None:
+        raise InputError("answer_relevance by decomposition needs an encoder (texts -> vectors)")
+    return [answer_relevance(x["question"], x["generated"], encoder, x["noncommittal"]) for x in d["answer_relevance"]]
+
+
+def compare_variants(
+    runner: "LLMRunner",
+    endpoint: str,
+    criterion: str,
+    pairs: Sequence[Mapping[str, str]],
+    encoder: Encoder | None = None,
+    variants: Sequence[str] = VARIANTS,
+    rounds: int = 1000,
+    seed: int = 0,
+) -> dict[str, ScoreResult]:
+    """Agreement with the human choice (``pairs[i]["human"]`` = "a"/"b") for each variant."""
+    from babelrag.evaluators.judges import ragas_compare, scores_1_to_5
+
+    if criterion not in CRITERIA:
+        raise InputError(f"criterion {criterion!r} is not one of {CRITERIA}")
+    bad = sorted(set(variants) - set(VARIANTS))
+    if bad:
+        raise InputError(f"unknown variant(s) {bad}; choose from {VARIANTS}")
+    for p in pairs:
+        if p.get("human") not in ("a", "b"):
+            raise InputError(f"pair {p.get('pair_id')!r}: human choice must be 'a' or 'b', got {p.get('human')!r}")
+    sides = _sides(pairs)
+    out: dict[str, ScoreResult] = {}
+    for variant in variants:
+        built: list[ContrastivePair] = []
+        failed = 0
+        if variant == "comparative":
+            for p, c in zip(pairs, ragas_compare(runner, endpoint, criterion, pairs, seed=seed)):
+                if c is None:
+                    failed += 1
+                else:
+                    built.append(ContrastivePair(str(p["pair_id"]), p["human"], choice=c))
+        else:
+            if variant == "direct":
+                items: list[dict[str, Any]] = [{**s, "criterion": criterion.replace("_", " ")} for s in sides]
+                raw = scores_1_to_5(runner, endpoint, "ragas_direct",
+                                    [{k: it[k] for k in ("criterion", "question", "context", "answer")} for it in items],
+                                    [s["query_id"] for s in sides])
+            else:
+                raw = _decomposition_scores(runner, endpoint, criterion, sides, encoder)
+            for k, p in enumerate(pairs):
+                a, b = raw[2 * k], raw[2 * k + 1]
+                if math.isnan(a) or math.isnan(b):
+                    failed += 1
+                else:
+                    built.append(ContrastivePair(str(p["pair_id"]), p["human"], score_a=a, score_b=b))
+        res = forced_choice_agreement(built, rounds=rounds, seed=seed)
+        res.metric = f"ragas.{criterion}.{variant}"
+        res.counts["judge_failed"] = failed
+        out[variant] = res
+    return out
