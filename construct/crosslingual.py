@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 
 from babelrag.errors import InputError
 from babelrag.pipeline import StageContext
@@ -61,14 +60,15 @@ def encoder_for(ctx: StageContext) -> Any:
     return CachedEncoder(inner, VectorCache(ctx.store.shared_dir("vectors") / "cache.sqlite"))
 
 
-def index_corpus(ctx: StageContext, encoder: Any) -> tuple[Any, dict[str, Doc], dict[str, np.ndarray]]:
-    """Embed every ingested article (cached by text hash) and upsert it into Milvus."""
+def index_corpus(ctx: StageContext, encoder: Any) -> tuple[Any, dict[str, Doc]]:
+    """Embed every ingested article (cached by text hash) and upsert it into Milvus.
+
+    Only small per-article metadata stays in memory; vectors live in Milvus (and the vector cache)."""
     from babelrag.construct.pairs import day_number
     from babelrag.construct.vectorstore import store_from_config
 
     chars = ctx.config.dense.passage_chars
     docs: dict[str, Doc] = {}
-    vectors: dict[str, np.ndarray] = {}
     store = None
     batch: list[Article] = []
 
@@ -81,9 +81,8 @@ def index_corpus(ctx: StageContext, encoder: Any) -> tuple[Any, dict[str, Doc], 
             store = store_from_config(ctx, vecs.shape[1])
         store.upsert([a.id for a in batch], vecs, [a.language for a in batch],
                      [day_number(a.published) for a in batch], [a.title for a in batch], [a.source for a in batch])
-        for a, v in zip(batch, vecs):
+        for a in batch:
             docs[a.id] = Doc(a.id, a.language, day_number(a.published))
-            vectors[a.id] = v
         batch.clear()
 
     for art in ctx.progress(ctx.iter_read("ingest", Article), desc="embedding articles"):
@@ -93,7 +92,7 @@ def index_corpus(ctx: StageContext, encoder: Any) -> tuple[Any, dict[str, Doc], 
     flush()
     ctx.extra["encoder"] = encoder.name
     ctx.extra["vector_cache"] = {"hits": encoder.hits, "misses": encoder.misses}
-    return store, docs, vectors
+    return store, docs
 
 
 def dense_pairs(ctx: StageContext) -> list[ArticlePair]:
@@ -102,7 +101,7 @@ def dense_pairs(ctx: StageContext) -> list[ArticlePair]:
     pivot = ctx.config.project.pivot_language
     encoder = encoder_for(ctx)
     try:
-        store, docs, vectors = index_corpus(ctx, encoder)
+        store, docs = index_corpus(ctx, encoder)
         if store is None:
             return []
         try:
@@ -115,7 +114,7 @@ def dense_pairs(ctx: StageContext) -> list[ArticlePair]:
                 ctx.extra["dense_queries"] = "articles (dense.events_file not set)"
             else:
                 ctx.extra["dense_queries"] = "articles"
-            return article_pairs(ctx, store, docs, vectors, pivot)
+            return article_pairs(ctx, store, docs, pivot)
         finally:
             store.close()
     finally:
@@ -170,28 +169,35 @@ def event_pairs(ctx: StageContext, store: Any, encoder: Any, events: list[dict[s
     return pairs
 
 
-def article_pairs(ctx: StageContext, store: Any, docs: dict[str, Doc], vectors: dict[str, np.ndarray],
-                  pivot: str) -> list[ArticlePair]:
+def article_pairs(ctx: StageContext, store: Any, docs: dict[str, Doc], pivot: str,
+                  batch: int = 64) -> list[ArticlePair]:
     """Sampled non-pivot articles search pivot articles nearby in time; mutual best matches pair up."""
     cfg = ctx.config.dense
     candidates = sorted(d for d, doc in docs.items() if doc.language != pivot)
     rng = random.Random(ctx.seed)
     queries = candidates if len(candidates) <= cfg.sample_queries else sorted(rng.sample(candidates, cfg.sample_queries))
     pairs: list[ArticlePair] = []
-    for qid in ctx.progress(queries, total=len(queries), desc="cross-lingual queries"):
-        q = docs[qid]
-        hits = store.search(vectors[qid], top_k=1, languages=[pivot], published_from=q.day - cfg.max_days_apart,
-                            published_to=q.day + cfg.max_days_apart)[0]
-        if not hits or hits[0].score < cfg.min_score:
-            ctx.skip("dense-no-match")
-            continue
-        en = docs[hits[0].id]
-        if cfg.mutual:
-            back = store.search(vectors[en.id], top_k=1, languages=[q.language],
-                                published_from=en.day - cfg.max_days_apart,
-                                published_to=en.day + cfg.max_days_apart)[0]
-            if not back or back[0].id != qid:
-                ctx.skip("dense-not-mutual")
+    starts = range(0, len(queries), batch)
+    for s in ctx.progress(starts, total=len(starts), desc="cross-lingual queries"):
+        chunk = queries[s:s + batch]
+        qvecs = store.vectors(chunk)
+        found: list[tuple[Doc, Doc, float]] = []
+        for qid in chunk:
+            q = docs[qid]
+            hits = store.search(qvecs[qid], top_k=1, languages=[pivot], published_from=q.day - cfg.max_days_apart,
+                                published_to=q.day + cfg.max_days_apart)[0]
+            if not hits or hits[0].score < cfg.min_score:
+                ctx.skip("dense-no-match")
                 continue
-        pairs.append(_make_pair(q, en, hits[0].score))
+            found.append((q, docs[hits[0].id], hits[0].score))
+        back_vecs = store.vectors(sorted({en.id for _, en, _ in found})) if cfg.mutual else {}
+        for q, en, score in found:
+            if cfg.mutual:
+                back = store.search(back_vecs[en.id], top_k=1, languages=[q.language],
+                                    published_from=en.day - cfg.max_days_apart,
+                                    published_to=en.day + cfg.max_days_apart)[0]
+                if not back or back[0].id != q.id:
+                    ctx.skip("dense-not-mutual")
+                    continue
+            pairs.append(_make_pair(q, en, score))
     return pairs

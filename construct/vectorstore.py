@@ -140,6 +140,16 @@ class VectorStore:
             found.update(r["id"] for r in res)
         return found
 
+    def vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """Stored vectors by id (so callers need not keep a whole corpus of vectors in memory)."""
+        out: dict[str, np.ndarray] = {}
+        for s in range(0, len(ids), 500):
+            expr = f"id in [{', '.join(_quote(x) for x in ids[s:s + 500])}]"
+            for r in self.client.query(self.collection, filter=expr, output_fields=["id", "vector"],
+                                       consistency_level="Strong"):
+                out[r["id"]] = np.asarray(r["vector"], dtype=np.float32)
+        return out
+
     def search(self, queries: np.ndarray, top_k: int = 10, languages: Sequence[str] | None = None,
                published_from: int | None = None, published_to: int | None = None,
                filter_expr: str | None = None, search_params: dict[str, Any] | None = None) -> list[list[Hit]]:

@@ -19,7 +19,7 @@ from babelrag.errors import InputError
 from babelrag.pipeline import StageContext
 from babelrag.records import Article
 
-from .dedupe import MinHasher, duplicate_mask, hash64, normalise_text
+from .dedupe import Growable, MinHasher, duplicate_mask, hash64, normalise_text
 from .readers import RawArticle, Skip, read_input
 from .text import LanguageIdentifier, count_tokens
 
@@ -40,9 +40,8 @@ def run(ctx: StageContext) -> None:
     languages = list(cfg.project.languages)
     lid = LanguageIdentifier(languages)
     hasher = MinHasher(n_perm=32, seed=cfg.project.seed)
-    id_hashes: list[int] = []
-    text_hashes: list[int] = []
-    sigs: list[np.ndarray] = []
+    hashes = Growable(2, np.int64)  # (id hash, normalised-text hash) per kept article
+    sigs = Growable(hasher.n_perm, np.uint32)
     first_skip: dict[str, str] = {}
 
     def skip(reason: str, where: str = "", detail: str = "") -> None:
@@ -62,20 +61,18 @@ def run(ctx: StageContext) -> None:
                     if kept is None:
                         continue
                     art, lang, n_tokens = kept
-                    id_hashes.append(hash64(art.id))
-                    text_hashes.append(hash64(normalise_text(art.text)))
+                    hashes.append(np.array([hash64(art.id), hash64(normalise_text(art.text))]))
                     sigs.append(hasher.signature(art.text))
                     spool.write(json.dumps({
                         "id": art.id, "title": art.title, "text": art.text, "language": lang,
                         "published": art.published.isoformat(), "url": art.url, "source": art.source,
                         "n_tokens": n_tokens}, ensure_ascii=False) + "\n")
-        n = len(id_hashes)
+        n = hashes.n
         if n == 0:
             raise InputError(_zero_message(ctx, first_skip))
-        dup_id, exact, near, _ = duplicate_mask(
-            np.array(id_hashes, dtype=np.int64), np.array(text_hashes, dtype=np.int64),
-            np.stack(sigs), corpus.near_duplicate_threshold)
-        del sigs, id_hashes, text_hashes
+        h = hashes.array()
+        dup_id, exact, near, _ = duplicate_mask(h[:, 0], h[:, 1], sigs.array(), corpus.near_duplicate_threshold)
+        del sigs, hashes, h
         drop = dup_id | exact | near
         if int(drop.sum()) == n:
             raise InputError(_zero_message(ctx, first_skip))
