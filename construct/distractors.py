@@ -104,9 +104,9 @@ def query_text(qa: QAItem, lang: str, pivot: str) -> str:
 class CandidateFinder:
     """Ranked candidates per kind for one question and language from the vector store."""
 
-    def __init__(self, store: Any, encoder: Any, vectors: dict[str, Any], days: dict[str, int],
+    def __init__(self, store: Any, encoder: Any, days: dict[str, int],
                  langs: dict[str, str], pool: int, seed: int, exclude_nearest: int = 6) -> None:
-        self.store, self.encoder, self.vectors = store, encoder, vectors
+        self.store, self.encoder = store, encoder
         self.exclude_nearest = exclude_nearest
         self.days, self.langs, self.pool, self.seed = days, langs, pool, seed
 
@@ -121,7 +121,7 @@ class CandidateFinder:
         related = [(h.id, h.score) for h in self.store.search(qvec, top_k=self.pool, filter_expr=expr)[0]]
         out["related"] = related
         if "seemingly_relevant" in kinds:
-            sup = [self.vectors[a] for a in qa.article_ids if a in self.vectors]
+            sup = list(self.store.vectors(list(qa.article_ids)).values())  # read back from Milvus
             if sup:
                 centre = np.mean(sup, axis=0)
                 centre = centre / max(float(np.linalg.norm(centre)), 1e-12)
@@ -133,8 +133,8 @@ class CandidateFinder:
                               and aid not in qa.article_ids and aid not in near)
             rng = random.Random(f"{self.seed}|{qa.id}|{lang}")
             picked = rng.sample(eligible, min(len(eligible), self.pool))
-            out["irrelevant"] = [(aid, float(np.dot(qvec, self.vectors[aid])) if aid in self.vectors else 0.0)
-                                 for aid in picked]
+            vecs = self.store.vectors(picked) if picked else {}
+            out["irrelevant"] = [(aid, float(np.dot(qvec, vecs[aid])) if aid in vecs else 0.0) for aid in picked]
         return out
 
 
@@ -178,11 +178,11 @@ def run(ctx: Any) -> None:
     if not todo:
         return
     encoder = encoder_for(ctx)
-    store, docs, vectors = index_corpus(ctx, encoder)
+    store, docs = index_corpus(ctx, encoder)
     if store is None:
         ctx.skip("empty-corpus", len(todo))
         return
-    finder = CandidateFinder(store, encoder, vectors, {i: doc.day for i, doc in docs.items()},
+    finder = CandidateFinder(store, encoder, {i: doc.day for i, doc in docs.items()},
                              {i: doc.language for i, doc in docs.items()}, pool=max(3 * d.per_language, 10),
                              seed=ctx.seed, exclude_nearest=d.per_language)
     stats = {"kinds": {k: 0 for k in KINDS}, "borrowed": 0, "llm_rejected": 0, "short": 0}
