@@ -175,12 +175,21 @@ def score_random_citations(
             kk = len({c for c in parse_citations(it.answer, it.n_docs).mentions if 1 <= c <= it.n_docs})
         else:
             kk = min(k, it.n_docs)
-        relevant = set(it.relevant)
-        acc = np.zeros(3)
-        for _ in range(draws):
-            cited = set((rng.permutation(it.n_docs)[:kk] + 1).tolist()) if kk else set()
-            acc += prf(cited, relevant)
-        p, r, f1 = acc / draws
+        if kk == 0:
+            p, r, f1 = prf(set(), set(it.relevant))
+        else:
+            # draws x kk distinct documents (0-based), all draws at once
+            picks = rng.random((draws, it.n_docs)).argsort(axis=1)[:, :kk]
+            rel = np.zeros(it.n_docs, dtype=bool)
+            rel[[x - 1 for x in it.relevant]] = True
+            tp = rel[picks].sum(axis=1)
+            if not it.relevant:
+                p, r, f1 = prf({1}, set())  # citing anything when nothing is relevant
+            else:
+                prec, rec = tp / kk, tp / len(it.relevant)
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    f = np.where(tp > 0, 2 * prec * rec / (prec + rec), 0.0)
+                p, r, f1 = float(prec.mean()), float(rec.mean()), float(f.mean())
         rows.append({"query_id": it.query_id, "precision": p, "recall": r, "f1": f1, "k": kk})
     return make_result(
         "rage.random_citations", rows, ("precision", "recall", "f1"), rounds=rounds, seed=seed,

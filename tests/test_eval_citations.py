@@ -136,3 +136,13 @@ def test_parser_round_trips_generated_citations():
         assert parsed.out_of_range == sum(i > 10 for i in ids)
 
     check()
+
+
+def test_random_baseline_hypergeometric_expectation_and_no_relevant():
+    # 8 docs, 2 relevant, 3 random citations: E[tp] = 3*2/8 -> E[P] = 1/4, E[R] = 3/8
+    items = [CitationItem("q", "x", n_docs=8, relevant=(2, 5))]
+    res = score_random_citations(items, k=3, draws=20000, seed=1, rounds=10)
+    assert res.items[0]["precision"] == pytest.approx(0.25, abs=0.01)
+    assert res.items[0]["recall"] == pytest.approx(0.375, abs=0.01)
+    none = score_random_citations([CitationItem("n", "x", n_docs=4, relevant=())], k=2, rounds=10)
+    assert (none.items[0]["precision"], none.items[0]["recall"], none.items[0]["f1"]) == (0.0, 1.0, 0.0)
