@@ -67,13 +67,22 @@ def bleu(hypothesis: str, reference: str, language: str = "en") -> float:
 
 
 def _lcs(a: Sequence[str], b: Sequence[str]) -> int:
-    prev = [0] * (len(b) + 1)
-    for x in a:
-        cur = [0]
-        for jdx, y in enumerate(b, start=1):
-            cur.append(prev[jdx - 1] + 1 if x == y else max(prev[jdx], cur[jdx - 1]))
-        prev = cur
-    return prev[-1]
+    """Length of the longest common subsequence, bit-parallel (Allison-Dix / Hyyrö).
+
+    One Python big-int operation per token of ``b`` instead of a len(a) x len(b) table, so long CJK
+    answers (one token per character) stay fast.
+    """
+    if not a or not b:
+        return 0
+    masks: dict[str, int] = {}
+    for i, tok in enumerate(a):
+        masks[tok] = masks.get(tok, 0) | (1 << i)
+    full = (1 << len(a)) - 1
+    row = full
+    for tok in b:
+        u = row & masks.get(tok, 0)
+        row = ((row + u) | (row - u)) & full
+    return len(a) - bin(row).count("1")
 
 
 def rouge_l(hypothesis: str, reference: str) -> float:

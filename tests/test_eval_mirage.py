@@ -134,3 +134,29 @@ def test_model_features_skip_nan_and_reject_empty():
     assert feats == {"m": {"f": 2.0}}
     with pytest.raises(InputError, match="'f'"):
         model_features({"m": [{"f": float("nan")}]}, keys=("f",))
+
+
+def _lcs_table(a, b):
+    prev = [0] * (len(b) + 1)
+    for x in a:
+        cur = [0]
+        for j, y in enumerate(b, start=1):
+            cur.append(prev[j - 1] + 1 if x == y else max(prev[j], cur[j - 1]))
+        prev = cur
+    return prev[-1]
+
+
+def test_bit_parallel_lcs_equals_dynamic_programming():
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from babelrag.evaluators.mirage import _lcs
+
+    tokens = st.lists(st.sampled_from(list("abcde")), max_size=40)
+
+    @settings(max_examples=300, deadline=None)
+    @given(tokens, tokens)
+    def check(a, b):
+        assert _lcs(a, b) == _lcs_table(a, b)
+
+    check()
