@@ -77,3 +77,60 @@ def test_server_stops_cleanly():
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
     assert srv.proc is None
+
+
+def _llama_pids(port: int) -> list[int]:
+    pids = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                cmd = open(f"/proc/{d}/cmdline", "rb").read().split(b"\0")
+            except OSError:
+                continue
+            if b"llama_cpp.server" in cmd and str(port).encode() in cmd:
+                pids.append(int(d))
+    return pids
+
+
+def _wait_ready(port: int, proc, timeout: float = 120.0) -> None:
+    import time
+    import urllib.request
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, proc.stdout.read()
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=2)
+            return
+        except OSError:
+            time.sleep(0.3)
+    raise AssertionError("babelrag llm serve did not become ready")
+
+
+@pytest.mark.parametrize("how", ["sigint", "sigkill"])
+def test_llm_serve_cli_leaves_no_orphan(how):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from babelrag.llm.local import free_port
+
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-c", "from babelrag.cli import main; main()", "llm", "serve",
+                             "--port", str(port), "--n-ctx", "1024"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        _wait_ready(port, proc)
+        assert len(_llama_pids(port)) == 1
+        proc.send_signal(signal.SIGINT if how == "sigint" else signal.SIGKILL)
+        proc.wait(30)
+        deadline = time.monotonic() + 20
+        while _llama_pids(port) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert _llama_pids(port) == []
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        for pid in _llama_pids(port):  # only the server this test started (matched by its port)
+            os.kill(pid, 9)

@@ -104,6 +104,17 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+def _die_with_parent() -> None:
+    """Linux: the server gets SIGTERM if the process that started it dies, even by kill -9, so a
+    crashed run never leaves a 500 MB model server behind (start it from a long-lived thread)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -155,7 +166,8 @@ class LocalLLMServer:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
             self._log_fh = open(self.log_path, "wb")
         self.proc = subprocess.Popen(cmd, stdout=self._log_fh, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL, start_new_session=True)
+                                     stdin=subprocess.DEVNULL, start_new_session=True,
+                                     preexec_fn=_die_with_parent if sys.platform == "linux" else None)
         atexit.register(self.stop)
         self._wait_ready()
         return self
