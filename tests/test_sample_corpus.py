@@ -268,3 +268,45 @@ def test_spacy_tags_shared_entities_in_english_pair_titles(articles, pairs):
     ents = {i: {e.text for e in doc.ents} for i, doc in zip(ids, nlp.pipe(articles[i]["title"] for i in ids))}
     weak = [(p["a"], p["b"]) for p in en_pairs if len(ents[p["a"]] & ents[p["b"]]) < 2]
     assert weak == []
+
+
+def _shingles(text: str, lang: str) -> set[str]:
+    """Word 3-grams (character 4-grams for zh) of the lower-cased, space-normalised text."""
+    norm = " ".join(text.lower().split())
+    if lang == "zh":
+        compact = norm.replace(" ", "")
+        return {compact[i:i + 4] for i in range(len(compact) - 3)}
+    words = norm.split()
+    return {" ".join(words[i:i + 3]) for i in range(len(words) - 2)}
+
+
+def test_only_the_marked_duplicates_look_alike(articles, duplicates):
+    """Template-built articles stay far apart (Jaccard <= 0.5), the marked near-duplicates close (>= 0.9)."""
+    marked = {frozenset((d["id"], d["duplicate_of"])): d["kind"] for d in duplicates}
+    sh = {i: _shingles(a["maintext"], a["language"]) for i, a in articles.items()}
+    ids = sorted(articles)
+    for i, x in enumerate(ids):
+        for y in ids[i + 1:]:
+            if articles[x]["language"] != articles[y]["language"]:
+                continue
+            jac = len(sh[x] & sh[y]) / len(sh[x] | sh[y])
+            kind = marked.get(frozenset((x, y)))
+            if kind == "exact":
+                assert jac == 1.0
+            elif kind == "near":
+                assert jac >= 0.9, (x, y, jac)
+            elif not ({x, y} & {d["id"] for d in duplicates}):
+                assert jac <= 0.5, (x, y, jac)
+
+
+def test_paired_articles_carry_different_facts(articles, pairs):
+    """Each article of a pair reports numbers the other lacks, so a cross-document question needs both."""
+    def numbers(a: dict) -> set[str]:
+        return set(re.findall(r"\d+(?:[.,]\d+)*", a["maintext"]))
+
+    for p in pairs:
+        a, b = numbers(articles[p["a"]]), numbers(articles[p["b"]])
+        if p["kind"] == "same_language":
+            assert a - b and b - a, p
+        else:
+            assert a and b, p
