@@ -534,7 +534,8 @@ Licence: CC0-1.0 (public domain dedication). The generator script is Apache-2.0 
 ## Contents
 
 {len(arts)} articles ({len(canon)} canonical + {len(dups)} deliberate duplicates) in en, de, es, zh, ar,
-published {first:%Y-%m-%d} .. {last:%Y-%m-%d}, about {len(EVENTS)} fictional events.
+published {first:%Y-%m-%d} .. {last:%Y-%m-%d}, about {len(EVENTS)} fictional events, each covered in all five
+languages.
 
 | language | articles | event main | older related | unrelated filler | duplicates | long (≥ 600 words / ≥ 1,000 CJK chars) |
 |---|---|---|---|---|---|---|
@@ -555,13 +556,24 @@ threshold drops them unless it is lowered.
 | `events.jsonl` | `{{event_id, en, de, es, zh, ar}}`: one short description per language, for dense-retrieval queries. |
 | `entities.jsonl` | `{{entity_id, event_id, role, names: {{lang: surface form}}}}`: every event entity; title entity lists in the ground truth are surface-form matches of these. |
 
-Article kinds (derivable from ids): `<lang>-eNN-K` (K ≥ 1) are an event's main articles; `<lang>-eNN-0`
+Article kinds (derivable from ids): `<lang>-eNN-K` (K = 1..3) are an event's main articles; `<lang>-eNN-0`
 are older related articles published {OLD_GAP_DAYS}–{OLD_GAP_DAYS + 3} days before the event's first
 article (distractor candidates: same entities, outside the 14-day window); `<lang>-xNN` are unrelated
-single-topic fillers (weather, sport, local culture); duplicates are listed in `duplicates.jsonl`.
+single-topic fillers (weather, sport, local culture); the duplicates (`-7`, `-8`) are listed in
+`duplicates.jsonl`.
 Each event has a fixed fact table (money, counts, percentages, dates, second site, partner, experts,
 board vote); each main article reports a different subset, so cross-document questions need both
 articles of a pair.
+
+## Reading it with news-please
+
+`NewsPlease.from_html(html, url=..., fetch_images=False)` and `NewsPlease.from_warc(record)` return
+exactly the JSONL `title`, `maintext`, `date_publish` and `language` (tested). Two things matter:
+newspaper4k inside news-please needs `jieba` for Chinese and `nltk` for Arabic pages (both are
+project dependencies), and news-please drops any extracted text with fewer than 15
+whitespace-separated tokens. Chinese has no spaces, so only paragraph breaks count: the Chinese pages
+here use short paragraphs (≥ {ZH_MIN_PARAGRAPHS}); real Chinese pages with few long paragraphs come
+out of news-please with no text. The PNG record comes out with `maintext` None.
 
 ## Regenerate
 
