@@ -25,7 +25,7 @@ ES: dict = {
     ],
     "lead_old": [
         "{O} [estudia|analiza] planes para {W} en {L}, según [dijo|explicó] {P} el {weekday}, aunque todavía no se ha tomado una decisión definitiva.",
-        "Los [primeros|provisionales] planes para {W} se [presentaron|mostraron] esta semana a [responsables locales|inversores] en {L}; {Pfull} los describió como [un primer borrador|un punto de partida].",
+        "Los planes [iniciales|provisionales] para {W} se [presentaron|mostraron] esta semana a [responsables locales|inversores] en {L}; {Pfull} los describió como [un primer borrador|un punto de partida].",
     ],
     "fact": {
         "money": "[El presupuesto total|El coste total] [asciende a|alcanza] {money}, según [las cifras publicadas por|los datos de] {O}.",
