@@ -25,7 +25,10 @@ def _load(config: Optional[Path]):
     from babelrag.config import load_config
 
     cfg = load_config(path)
-    return cfg.annotate, cfg.build_dir / "annotate"
+    server = cfg.annotate.server
+    paths = {k: cfg.resolve(str(getattr(server, k))) for k in ("home", "venv") if getattr(server, k) is not None}
+    settings = cfg.annotate.model_copy(update={"server": server.model_copy(update=paths)})
+    return settings, cfg.build_dir / "annotate"
 
 
 def _client(settings):
@@ -107,7 +110,11 @@ def pull(
     out = out or default_out
     rg_client, _ = _client(settings)
     con = _console()
+    from .push import project_datasets
+
     for name in _projects(project):
+        if project == "all" and not project_datasets(rg_client, settings, name):
+            continue  # never pushed: nothing to write
         r = do_pull(rg_client, settings, name, out)
         con.print(f"{name}: {r.records} records, {r.responses} responses {r.by_status} -> {r.path} "
                   f"({'updated' if r.changed else 'unchanged'})")

@@ -32,13 +32,13 @@ class ServerSettings(_Strict):
 
     def resolved_home(self) -> Path:
         if self.home is not None:
-            return Path(self.home).expanduser()
+            return Path(self.home).expanduser().resolve()
         base = Path(os.environ.get("XDG_DATA_HOME", Path.home() / ".local" / "share"))
         return base / "babelrag" / "argilla"
 
     def resolved_venv(self) -> Path:
         if self.venv is not None:
-            return Path(self.venv).expanduser()
+            return Path(self.venv).expanduser().resolve()
         env = os.environ.get("BABELRAG_ARGILLA_VENV")
         if env:
             return Path(env).expanduser()

@@ -281,3 +281,60 @@ def test_restart_keeps_data(env, pushed):
     h2 = env.token("ann2", "ann2-password")
     assert _queue(env, h2, _dataset_id(env, "qa_verification")) == []  # search index survived too
     assert len(_queue(env, h2, _dataset_id(env, "grounding"))) == 2
+
+
+def _in_home(home: Path) -> list[int]:
+    """Live processes whose working directory is ``home`` (the supervisor starts every child there)."""
+    out = []
+    for cwd in Path("/proc").glob("[0-9]*/cwd"):
+        try:
+            if Path(os.readlink(cwd)) == home:
+                out.append(int(cwd.parent.name))
+        except OSError:
+            continue
+    return out
+
+
+def test_cli_serve_push_status_pull_then_sigterm_leaves_nothing_running(tmp_path):
+    import signal
+    import sys
+    import time
+
+    from typer.testing import CliRunner
+
+    from babelrag.annotate.cli import app
+
+    home = (tmp_path / "home").resolve()
+    cfg = tmp_path / "babelrag.yaml"
+    cfg.write_text("annotate:\n  users: [{username: ann1}]\n  server: {home: home, port: 0}\n")
+    (tmp_path / "qa.jsonl").write_text("".join(json.dumps(q) + "\n" for q in samples.qa_items(3)))
+    proc = subprocess.Popen([sys.executable, "-m", "babelrag.cli", "annotate", "serve", "-c", str(cfg)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path,
+                            start_new_session=True)
+    try:
+        banner = []
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            banner.append(line)
+            if "Ctrl-C to stop" in line:
+                break
+        text = "".join(banner)
+        assert "ready at http://127.0.0.1:" in text and "API key (generated, stored in" in text, text
+        assert len(_in_home(home)) >= 3  # redis, server, worker pool (+ forked workers)
+        runner = CliRunner()
+        res = runner.invoke(app, ["push", "qa_verification", "-i", str(tmp_path / "qa.jsonl"), "-c", str(cfg)])
+        assert res.exit_code == 0 and "3 records pushed, 3 new" in " ".join(res.output.split()), res.output
+        res = runner.invoke(app, ["status", "qa_verification", "-c", str(cfg)])
+        assert res.exit_code == 0 and "(all)" in res.output
+        res = runner.invoke(app, ["pull", "-c", str(cfg), "--out", str(tmp_path / "out")])
+        assert res.exit_code == 0 and sorted(p.name for p in (tmp_path / "out").iterdir()) == [
+            "qa_verification.records.jsonl", "qa_verification.responses.jsonl"]
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        rc = proc.wait(60)
+    assert rc == 0
+    assert _in_home(home) == []
+    assert not (home / "server.json").exists()
