@@ -575,6 +575,15 @@ whitespace-separated tokens. Chinese has no spaces, so only paragraph breaks cou
 here use short paragraphs (≥ {ZH_MIN_PARAGRAPHS}); real Chinese pages with few long paragraphs come
 out of news-please with no text. The PNG record comes out with `maintext` None.
 
+## Title entities and NER backends
+
+English titles are written so that spaCy's `en_core_web_sm` tags the shared person/organisation/place
+names (tested: every English ground-truth pair shares ≥ 2 spaCy entities). German and Spanish titles keep
+the same Latin-script names inside German/Spanish headlines, so an English model finds only part of
+them; Chinese and Arabic titles carry the names in their own script and need a backend for those scripts
+(stanza models or an LLM). `entities.jsonl` lists every surface form, so a pair miner's output can be
+scored per language against `related_pairs.jsonl`.
+
 ## Regenerate
 
 ```
