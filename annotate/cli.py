@@ -77,7 +77,7 @@ def serve(
 def push(
     project: str = typer.Argument(..., help="qa_verification | translation | grounding | forced_choice | answer_judgement"),
     input: Path = typer.Option(..., "--input", "-i", help="Records (.jsonl/.parquet): QAItem, Instance, contrastive pairs or model answers."),
-    language: str = typer.Option("", "--language", "-l", help="Target language (translation project)."),
+    language: str = typer.Option("", "--language", "-l", help="Target language (translation; default: the configured languages)."),
     config: Optional[Path] = ConfigOpt,
 ) -> None:
     """Create the project's dataset (users, workspaces, guidelines, distribution) and upsert records."""
@@ -85,14 +85,21 @@ def push(
     from .projects import build_records
     from .push import push as do_push
 
+    from babelrag.errors import InputError
+
     settings, _ = _load(config)
-    records = build_records(project, read_rows(input), settings, language)
+    rows = read_rows(input)
+    languages = [language] if language else (settings.project(project).languages if project == "translation" else [""])
+    if not languages:
+        raise InputError("translation: give --language or list annotate.projects.translation.languages in the config")
+    batches = [(lang, build_records(project, rows, settings, lang)) for lang in languages]  # validate all first
     rg_client, target = _client(settings)
-    result = do_push(rg_client, settings, project, records, suffix=language)
-    _console().print(
-        f"{result.dataset} ({result.workspace}) at {target.url}: {result.records} records pushed, {result.new} new, "
-        f"{result.seconds:.1f} s"
-    )
+    for lang, records in batches:
+        result = do_push(rg_client, settings, project, records, suffix=lang)
+        _console().print(
+            f"{result.dataset} ({result.workspace}) at {target.url}: {result.records} records pushed, {result.new} new, "
+            f"{result.seconds:.1f} s"
+        )
 
 
 @app.command()

@@ -224,6 +224,35 @@ def test_merge_applies_majority_corrections_with_provenance(env, pushed):
     assert (report.merged, report.corrected, report.rejected, report.pending) == (3, 1, 1, 0)
 
 
+def test_cli_merge_writes_corrected_records(env, pushed, tmp_path):
+    from typer.testing import CliRunner
+
+    from babelrag.annotate.cli import app
+
+    cfg = tmp_path / "babelrag.yaml"
+    cfg.write_text(json.dumps({"annotate": {"min_submitted": 2, "server": {"home": str(env.settings.server.home)}}}))
+    (tmp_path / "qa.jsonl").write_text("".join(json.dumps(q) + "\n" for q in samples.qa_items(4)))
+    res = CliRunner().invoke(app, ["pull", "qa_verification", "-c", str(cfg), "--out", str(tmp_path / "out"),
+                                   "--merge-into", str(tmp_path / "qa.jsonl")])
+    assert res.exit_code == 0, res.output
+    merged = pl.read_responses(tmp_path / "out" / "qa.qa_verification.merged.jsonl")
+    assert [m["verified"] for m in merged] == [True, True, False, False]
+    assert merged[1]["answer"] == "Lisbon had 102 delegates."
+
+
+def test_hosted_argilla_is_used_through_env_vars(env, pushed, monkeypatch):
+    monkeypatch.setenv("ARGILLA_API_URL", env.server.url + "/")
+    monkeypatch.setenv("ARGILLA_API_KEY", env.server.api_key)
+    hosted = AnnotateSettings(server=ServerSettings(home=Path("/nonexistent/home")))
+    target = ps.resolve_target(hosted)
+    assert (target.url, target.source) == (env.server.url, "env")
+    names = [d.name for d in ps.project_datasets(ps.client(target), hosted, "translation")]
+    assert names == ["babelrag-translation-de"]
+    monkeypatch.delenv("ARGILLA_API_KEY")
+    with pytest.raises(Exception, match="set ARGILLA_API_KEY"):
+        ps.resolve_target(hosted)
+
+
 def test_pull_twice_changes_nothing(env, pushed):
     path = env.pull_dir / "qa_verification.responses.jsonl"
     before, mtime = path.read_bytes(), path.stat().st_mtime_ns
