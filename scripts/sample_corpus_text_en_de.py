@@ -184,9 +184,9 @@ DE: dict = {
         "{P} ({O}) erläutert nächste Schritte für {T} in {L}",
         "{O} unter Druck: {P} verteidigt {T} in {L}",
         "{P}: {O} hält am Zeitplan für {T} in {L} fest",
-        "{T} in {L}: {O} und {P} ziehen Bilanz",
-        "Neue Zahlen von {O}: {P} weist Kritik zurück",
-        "{L} wartet auf Antworten, {P} verteidigt Pläne von {O}",
+        "{O} und {P} ziehen Bilanz in {L}",
+        "{O} legt neue Zahlen vor, {P} widerspricht Kritikern",
+        "Warten auf Antworten in {L}: {P} verteidigt {O}",
     ],
     "title_old": [
         "{O} stellt erste Pläne für {T} in {L} vor",

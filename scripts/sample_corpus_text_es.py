@@ -11,7 +11,7 @@ ES: dict = {
         "{P} asegura que {O} mantendrá el calendario de {T} en {L}",
         "Qué supone {T} para {L}, según {O} y {P}",
         "{O} publica nuevas cifras y {P} rechaza las críticas",
-        "{L} espera respuestas mientras {P} defiende el plan de {O}",
+        "{O} y {P} hacen balance en {L}",
     ],
     "title_old": [
         "{O} presenta los primeros planes para {T} en {L}",
