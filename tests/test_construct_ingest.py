@@ -46,12 +46,13 @@ def cfg(tmp_path, inputs, **corpus):
 
 
 def test_jsonl_filters_dedupe_and_title_entities(tmp_path):
-    near = EN.replace("Tuesday", "Wednesday")  # one word changed: a near-duplicate of a1
+    long = EN + EN2.replace("Scientists", "Engineers")
+    near = long.replace("Tuesday", "Wednesday")  # one word changed: Jaccard ~0.93, a near-duplicate of a1
     rows = [
-        row(1, "Berlin council approves budget for Siemens bridge repairs", EN),
+        row(1, "Berlin council approves budget for Siemens bridge repairs", long),
         row(2, "Wetlands store carbon, Stanford study finds", EN2, date="2026-03-05"),
         row(3, "Stadtrat in München beschließt Haushalt", DE, lang="de"),
-        row(4, "Copy of the budget story", EN),  # exact duplicate text of a1
+        row(4, "Copy of the budget story", long),  # exact duplicate text of a1
         row(5, "Budget story again", near),  # near duplicate
         row(6, "Too short", "Only a few words here."),
         row(7, "No date", EN2 + " Extra sentence.", date=""),
@@ -70,7 +71,7 @@ def test_jsonl_filters_dedupe_and_title_entities(tmp_path):
     by_id = {a.id: a for a in arts}
     assert by_id["a3"].language == "de" and by_id["a1"].language == "en"
     assert by_id["a2"].published == "2026-03-05"
-    assert by_id["a1"].n_tokens == count_tokens(EN)
+    assert by_id["a1"].n_tokens == count_tokens(long)
     assert "berlin" in by_id["a1"].title_entities and "siemens" in by_id["a1"].title_entities
     assert "münchen" in by_id["a3"].title_entities  # English model on a Latin-script German title
     skipped = report.stages[0].skipped
@@ -175,3 +176,23 @@ def test_near_duplicate_threshold_is_respected():
     assert near.tolist() == [False, False, True] and near_of[2] == 0
     dup_id, exact, near, _ = duplicate_mask(np.array([1, 1, 2]), np.array([5, 6, 5]), sig, 0.8)
     assert dup_id.tolist() == [False, True, False] and exact.tolist() == [False, False, True]
+
+
+def test_minhash_estimates_jaccard_and_does_not_merge_similar_articles():
+    """Regression: an affine hash that never wraps picks the same minimum for every permutation, so
+    articles from shared templates looked identical. The estimate must track the true Jaccard."""
+    from babelrag.construct.ingest.dedupe import shingles
+
+    rng = np.random.default_rng(0)
+    vocab = [f"w{i}" for i in range(300)]
+    base = list(rng.choice(vocab, 400))
+    half = base[:200] + list(rng.choice(vocab, 200))  # shares roughly half its shingles with base
+    texts = [" ".join(base), " ".join(half), " ".join(rng.choice(vocab, 400))]
+    h = MinHasher(n_perm=64, seed=5)
+    sig = np.stack([h.signature(t) for t in texts])
+    sets = [set(shingles(t)) for t in texts]
+    for i, j in ((0, 1), (0, 2)):
+        true = len(sets[i] & sets[j]) / len(sets[i] | sets[j])
+        assert abs((sig[i] == sig[j]).mean() - true) < 0.15
+    _, _, near, _ = duplicate_mask(np.arange(3), np.arange(3), sig, threshold=0.9)
+    assert not near.any()

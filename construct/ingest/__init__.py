@@ -39,7 +39,7 @@ def run(ctx: StageContext) -> None:
     corpus = cfg.corpus
     languages = list(cfg.project.languages)
     lid = LanguageIdentifier(languages)
-    hasher = MinHasher(n_perm=32, seed=cfg.project.seed)
+    hasher = MinHasher(n_perm=64, seed=cfg.project.seed)
     hashes = Growable(2, np.int64)  # (id hash, normalised-text hash) per kept article
     sigs = Growable(hasher.n_perm, np.uint32)
     first_skip: dict[str, str] = {}

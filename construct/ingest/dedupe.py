@@ -13,7 +13,6 @@ import zlib
 
 import numpy as np
 
-_PRIME = np.uint64((1 << 61) - 1)
 _WS = re.compile(r"\s+")
 _CJK_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 
@@ -62,18 +61,23 @@ class Growable:
 
 
 class MinHasher:
-    def __init__(self, n_perm: int = 32, seed: int = 1) -> None:
+    """MinHash with multiply-shift hashing: h_i(x) = high 32 bits of (a_i * x + b_i) mod 2^64, a_i odd.
+
+    (An affine map that never wraps would be monotonic in x, so every "permutation" would pick the
+    same minimum; the wrap-around mod 2^64 is what makes the functions independent.)"""
+
+    def __init__(self, n_perm: int = 64, seed: int = 1) -> None:
         rng = np.random.default_rng(seed)
         self.n_perm = n_perm
-        self.a = rng.integers(1, 1 << 29, size=n_perm, dtype=np.uint64)
-        self.b = rng.integers(0, 1 << 29, size=n_perm, dtype=np.uint64)
+        self.a = rng.integers(0, 2**63, size=n_perm, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
+        self.b = rng.integers(0, 2**63, size=n_perm, dtype=np.uint64)
 
     def signature(self, text: str) -> np.ndarray:
         grams = shingles(text)
         x = np.fromiter((zlib.crc32(g.encode("utf-8")) for g in grams), dtype=np.uint64, count=len(grams))
-        # a*x < 2^61 for 32-bit x and a < 2^29: no overflow before the modulus
-        h = (x[:, None] * self.a[None, :] + self.b[None, :]) % _PRIME
-        return (h.min(axis=0) & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+        with np.errstate(over="ignore"):
+            h = x[:, None] * self.a[None, :] + self.b[None, :]  # wraps mod 2^64 by design
+        return (h >> np.uint64(32)).min(axis=0).astype(np.uint32)
 
 
 def _first_occurrence_dups(keys: np.ndarray) -> np.ndarray:
