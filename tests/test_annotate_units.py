@@ -249,3 +249,22 @@ def test_cli_errors_are_one_line_and_say_what_to_do(tmp_path, monkeypatch):
     (tmp_path / "bad.jsonl").write_text('{"id": "x"}\nnot json\n')
     res = runner.invoke(app, ["push", "qa_verification", "--input", "bad.jsonl"])
     assert isinstance(res.exception, InputError) and "bad.jsonl:2: not valid JSON" in str(res.exception)
+
+
+def test_server_start_refuses_a_busy_port_and_a_second_server_on_one_home(tmp_path):
+    import os
+    import socket
+
+    from babelrag.annotate.config import ServerSettings
+    from babelrag.annotate.server.process import ArgillaServer
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        with pytest.raises(StageError, match=f"port {port} on 127.0.0.1 is in use"):
+            ArgillaServer(ServerSettings(home=tmp_path / "a", port=port)).start()
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "server.json").write_text(json.dumps({"url": "http://127.0.0.1:1", "pid": os.getpid()}))
+    with pytest.raises(StageError, match="already running at http://127.0.0.1:1"):
+        ArgillaServer(ServerSettings(home=tmp_path / "b", port=0)).start()

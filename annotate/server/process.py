@@ -148,9 +148,19 @@ class ArgillaServer:
                 f"an Argilla server from {self.home} is already running at {other['url']} (pid {other['pid']}); "
                 "stop it or use another annotate.server.home"
             )
+        self.port = self.port or (self.settings.port or free_port(self.settings.host))
+        with socket.socket() as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does
+            try:
+                probe.bind((self.settings.host, self.port))
+            except OSError:
+                raise StageError(
+                    f"port {self.port} on {self.settings.host} is in use; pick another with --port "
+                    "(or annotate.server.port; 0 = any free port)"
+                ) from None
         python = ensure_server_venv(self.settings.resolved_venv())
         self.timings["venv_s"] = time.perf_counter() - t0
-        self.port = self.port or (self.settings.port or free_port(self.settings.host))
+
         self.redis_port = self.redis_port or free_port()
         try:
             t1 = time.perf_counter()
@@ -160,11 +170,13 @@ class ArgillaServer:
                  "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", str(self.home)],
             )
             marker = self.home / f".migrated-{ARGILLA_SERVER_VERSION}"
-            if not marker.exists():
+            fresh = not (marker.exists() and (self.home / "argilla.db").exists())
+            if fresh:
                 self._run(python, ["database", "migrate"], "database migrate")
                 marker.touch()
             self.timings["migrate_s"] = time.perf_counter() - t1
-            self._ensure_owner(python)
+            if fresh or not self.credentials:
+                self._ensure_owner(python)
             self._spawn("server", [str(python), str(LAUNCHER), "start", "--host", self.settings.host,
                                    "--port", str(self.port), "--no-access-log"])
             self._spawn("worker", [str(python), str(LAUNCHER), "worker", "--num-workers", str(self.settings.workers)])
@@ -177,6 +189,7 @@ class ArgillaServer:
         return self
 
     def _ensure_owner(self, python: Path) -> None:
+        """Create the owner in a new database, reusing stored credentials if the database was recreated."""
         creds = self.credentials
         if not creds:
             creds = {
@@ -185,13 +198,13 @@ class ArgillaServer:
                 "api_key": os.environ.get(OWNER_KEY_ENV) or "babelrag." + secrets.token_urlsafe(24),
                 "source": "env" if os.environ.get(OWNER_KEY_ENV) else "generated",
             }
-            self._run(
-                python,
-                ["database", "users", "create", "--first-name", "Owner", "--username", creds["username"],
-                 "--password", creds["password"], "--role", "owner", "--api-key", creds["api_key"]],
-                "owner user creation",
-            )
-            _write_private(self.home / "credentials.json", creds)
+        self._run(
+            python,
+            ["database", "users", "create", "--first-name", "Owner", "--username", creds["username"],
+             "--password", creds["password"], "--role", "owner", "--api-key", creds["api_key"]],
+            "owner user creation",
+        )  # Argilla skips an existing username, so this is safe to repeat
+        _write_private(self.home / "credentials.json", creds)
 
     def _wait_ready(self, timeout: float) -> None:
         import httpx
