@@ -11,6 +11,7 @@ import csv
 import io
 import json
 import os
+import re
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass
 from itertools import combinations
@@ -77,11 +78,68 @@ def question_agreement(responses: list[dict], dataset: str, question: str) -> Qu
     return QuestionAgreement(dataset, question, len(by_record), len(annotators), raw, cohen, fleiss, skipped, disagreements)
 
 
+POOLED = {"grounding": ("relevance", re.compile(r"^relevance_(\d+)$"))}
+
+
+def _pooled_rows(responses: list[dict], project: str) -> list[dict]:
+    """Grounding: every (record, passage) becomes one item of a pooled ``relevance`` question."""
+    name, pattern = POOLED[project]
+    out = []
+    for r in responses:
+        for q, v in (r.get("values") or {}).items():
+            m = pattern.match(q)
+            if m and v is not None:
+                out.append({**r, "record_id": f"{r['record_id']}#{m.group(1)}", "values": {name: v}})
+    return out
+
+
 def agreement(responses: list[dict], project: str) -> list[QuestionAgreement]:
-    """Agreement for every label question of every dataset of a project."""
+    """Agreement for every label question of every dataset of a project (plus pooled passage relevance)."""
     questions = spec(project).label_questions
     datasets = sorted({r["dataset"] for r in responses})
-    return [question_agreement(responses, ds, q) for ds in datasets for q in questions]
+    out = [question_agreement(responses, ds, q) for ds in datasets for q in questions]
+    if project in POOLED:
+        pooled = _pooled_rows(responses, project)
+        out += [question_agreement(pooled, ds, POOLED[project][0]) for ds in datasets]
+    return out
+
+
+@dataclass
+class SuggestionAgreement:
+    """How often the pre-filled suggestion (model, judge panel, construction) matched the human majority."""
+
+    dataset: str
+    question: str
+    agent: str
+    items: int
+    raw_agreement: Optional[float]
+    cohen_kappa: Optional[float]
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def suggestion_agreement(responses: list[dict], records: list[dict], project: str, min_submitted: int = 1) -> list[SuggestionAgreement]:
+    """Per label question: human strict-majority label vs the suggestion shown, over records having both."""
+    from .merge import majority
+
+    out = []
+    suggestions = {(r["dataset"], r["record_id"]): r.get("suggestions") or {} for r in records}
+    agents = {(r["dataset"], r["record_id"]): r.get("suggestion_agents") or {} for r in records}
+    for ds in sorted({r["dataset"] for r in records}):
+        for q in spec(project).label_questions:
+            human, model, who = [], [], Counter()
+            for rid, labs in sorted(_labels_by_record(responses, ds, q).items()):
+                sug = suggestions.get((ds, rid), {}).get(q)
+                maj = majority(list(labs.values())) if len(labs) >= min_submitted else None
+                if sug is not None and maj is not None:
+                    human.append(maj)
+                    model.append(sug)
+                    who[agents.get((ds, rid), {}).get(q) or "?"] += 1
+            if human:
+                out.append(SuggestionAgreement(ds, q, who.most_common(1)[0][0], len(human),
+                                               raw_agreement(model, human), cohen_kappa(model, human)))
+    return out
 
 
 def disagreements(responses: list[dict], project: str, records: Optional[list[dict]] = None) -> list[dict]:

@@ -117,6 +117,7 @@ def pull(
     out = out or default_out
     rg_client, _ = _client(settings)
     con = _console()
+    from .pull import write_decisions
     from .push import project_datasets
 
     for name in _projects(project):
@@ -125,6 +126,9 @@ def pull(
         r = do_pull(rg_client, settings, name, out)
         con.print(f"{name}: {r.records} records, {r.responses} responses {r.by_status} -> {r.path} "
                   f"({'updated' if r.changed else 'unchanged'})")
+        if name in ("forced_choice", "answer_judgement"):
+            path = write_decisions(name, out, settings.project(name).min_submitted or 1)
+            con.print(f"{name}: human decisions -> {path}")
     if merge_into:
         _merge(project, merge_into, language, out, settings, con)
 
@@ -191,7 +195,8 @@ def agreement(
 
     from babelrag.errors import InputError
 
-    from .agreement import agreement as compute, disagreements as find_disagreements, write_disagreements
+    from .agreement import agreement as compute, disagreements as find_disagreements
+    from .agreement import suggestion_agreement, write_disagreements
     from .projects import spec
     from .pull import read_responses
 
@@ -211,9 +216,18 @@ def agreement(
         table.add_row(r.dataset, r.question, str(r.items), str(r.annotators), fmt(r.raw_agreement),
                       fmt(r.cohen_kappa), fmt(r.fleiss_kappa), str(r.disagreements))
     _console().print(table)
-    (out / f"{project}.agreement.json").write_text(json.dumps([r.as_dict() for r in rows], indent=2))
+    rec_path = out / f"{project}.records.jsonl"
+    records = read_responses(rec_path) if rec_path.exists() else None
+    vs = suggestion_agreement(responses, records or [], project, settings.project(project).min_submitted or 1)
+    if vs:
+        table = Table(title=f"Suggestions vs human majority: {project}")
+        for col in ("dataset", "question", "agent", "items", "raw", "cohen"):
+            table.add_column(col)
+        for r in vs:
+            table.add_row(r.dataset, r.question, r.agent, str(r.items), fmt(r.raw_agreement), fmt(r.cohen_kappa))
+        _console().print(table)
+    report = {"annotators": [r.as_dict() for r in rows], "suggestions": [r.as_dict() for r in vs]}
+    (out / f"{project}.agreement.json").write_text(json.dumps(report, indent=2))
     if disagreements:
-        rec_path = out / f"{project}.records.jsonl"
-        records = read_responses(rec_path) if rec_path.exists() else None
         written = write_disagreements(find_disagreements(responses, project, records), disagreements)
         _console().print(f"disagreements -> {written}")

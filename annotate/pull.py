@@ -59,11 +59,13 @@ def fetch_rows(rg_client, settings: AnnotateSettings, project: str) -> tuple[lis
     for ds in project_datasets(rg_client, settings, project):
         questions = {q["id"]: q["name"] for q in _get(rg_client, f"/api/v1/datasets/{ds.id}/questions")["items"]}
         for rec in _records(rg_client, str(ds.id)):
-            suggestions = {questions.get(s["question_id"], s["question_id"]): s["value"] for s in rec.get("suggestions", [])}
+            sugs = rec.get("suggestions", [])
+            suggestions = {questions.get(s["question_id"], s["question_id"]): s["value"] for s in sugs}
+            agents = {questions.get(s["question_id"], s["question_id"]): s.get("agent") for s in sugs}
             records.append({
                 "project": project, "dataset": ds.name, "record_id": rec["external_id"] or rec["id"],
                 "argilla_id": rec["id"], "status": rec["status"], "fields": rec["fields"],
-                "metadata": rec.get("metadata") or {}, "suggestions": suggestions,
+                "metadata": rec.get("metadata") or {}, "suggestions": suggestions, "suggestion_agents": agents,
             })
             for r in rec.get("responses", []):
                 responses.append({
@@ -126,3 +128,18 @@ def status_table(responses: list[dict], records: list[dict]) -> list[dict]:
                          "pending": len(recs) - sum(c.values()), "submitted": c["submitted"], "draft": c["draft"],
                          "discarded": c["discarded"]})
     return rows
+
+
+def write_decisions(project: str, out_dir: Path, min_submitted: int) -> Path:
+    """Human majority decisions for evaluators: forced-choice picks mapped back to better/worse, or verdicts."""
+    from .merge import answer_verdicts, forced_choice_outcomes
+
+    out_dir = Path(out_dir)
+    responses = read_responses(out_dir / f"{project}.responses.jsonl")
+    if project == "forced_choice":
+        rows = forced_choice_outcomes(responses, read_responses(out_dir / f"{project}.records.jsonl"), min_submitted)
+    else:
+        rows = answer_verdicts(responses, min_submitted)
+    path = out_dir / f"{project}.decisions.jsonl"
+    _write_if_changed(path, rows)
+    return path

@@ -253,6 +253,39 @@ def test_hosted_argilla_is_used_through_env_vars(env, pushed, monkeypatch):
         ps.resolve_target(hosted)
 
 
+def test_forced_choice_decisions_map_positions_back_to_better_or_worse(env, pushed, tmp_path):
+    from typer.testing import CliRunner
+
+    from babelrag.annotate.cli import app
+
+    ds_id = _dataset_id(env, "forced_choice")
+    for user in ("ann1", "ann2"):
+        headers = env.token(user, f"{user}-password")
+        for rec in _queue(env, headers, ds_id):
+            # ann1 always finds the better response; ann2 always clicks A
+            pick = rec["metadata"]["better_position"] if user == "ann1" else "A"
+            _answer(env, headers, rec["id"], {"choice": pick})
+    cfg = tmp_path / "babelrag.yaml"
+    cfg.write_text(json.dumps({"annotate": {"min_submitted": 2, "server": {"home": str(env.settings.server.home)}}}))
+    res = CliRunner().invoke(app, ["pull", "forced_choice", "-c", str(cfg), "--out", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    decisions = {d["id"]: d for d in pl.read_responses(tmp_path / "forced_choice.decisions.jsonl")}
+    records = {r.id: r for r in pushed[0][("forced_choice", "")]}
+    assert len(decisions) == 6
+    for rid, d in decisions.items():
+        if records[rid].metadata["better_position"] == "A":  # both picked A = the better one
+            assert (d["human_choice"], d["human_prefers_better"]) == ("A", True)
+        else:  # 1-1 tie: no decision
+            assert (d["human_choice"], d["human_prefers_better"]) == (None, None)
+    res = CliRunner().invoke(app, ["agreement", "forced_choice", "-c", str(cfg), "--out", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    report = json.loads((tmp_path / "forced_choice.agreement.json").read_text())
+    n_a = sum(r.metadata["better_position"] == "A" for r in records.values())
+    assert report["annotators"][0]["raw_agreement"] == pytest.approx(n_a / 6)
+    # the judge's pick (always "better") vs the human majority, over the records without a tie
+    assert report["suggestions"][0]["items"] == n_a and report["suggestions"][0]["raw_agreement"] == 1.0
+
+
 def test_pull_twice_changes_nothing(env, pushed):
     path = env.pull_dir / "qa_verification.responses.jsonl"
     before, mtime = path.read_bytes(), path.stat().st_mtime_ns

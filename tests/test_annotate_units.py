@@ -268,3 +268,30 @@ def test_server_start_refuses_a_busy_port_and_a_second_server_on_one_home(tmp_pa
     (tmp_path / "b" / "server.json").write_text(json.dumps({"url": "http://127.0.0.1:1", "pid": os.getpid()}))
     with pytest.raises(StageError, match="already running at http://127.0.0.1:1"):
         ArgillaServer(ServerSettings(home=tmp_path / "b", port=0)).start()
+
+
+def test_grounding_passage_relevance_is_also_pooled_over_passages():
+    def row(user, rid, values):
+        return {"dataset": "g", "record_id": rid, "annotator": user, "status": "submitted", "values": values,
+                "updated_at": "t"}
+    rows = [row("a", "r1", {"relevance_1": "answer-the-question", "relevance_2": "irrelevant"}),
+            row("b", "r1", {"relevance_1": "answer-the-question", "relevance_2": "related-information"}),
+            row("a", "r2", {"relevance_1": "answer-the-question"}),
+            row("b", "r2", {"relevance_1": "answer-the-question"})]
+    pooled = [r for r in ag.agreement(rows, "grounding") if r.question == "relevance"][0]
+    # items r1#1 (agree), r1#2 (disagree), r2#1 (agree): p_o = 2/3, p_e = 2*2/9 -> kappa = (2/9)/(5/9) = 0.4
+    assert pooled.items == 3 and pooled.raw_agreement == pytest.approx(2 / 3)
+    assert pooled.cohen_kappa == pytest.approx(0.4)
+
+
+def test_suggestions_are_compared_with_the_human_majority():
+    human = {"r1": ("correct", "correct"), "r2": ("incorrect", "incorrect"), "r3": ("incorrect", "incorrect"),
+             "r4": ("incorrect", "incorrect"), "r5": ("correct", "incorrect"), "r6": ("correct", "correct")}
+    rows = _rows({rid: {"a": x, "b": y} for rid, (x, y) in human.items()})
+    sugg = {"r1": "correct", "r2": "correct", "r3": "incorrect", "r4": "incorrect", "r5": "correct"}
+    records = [{"dataset": "ds", "record_id": rid, "suggestions": {"verdict": v}, "suggestion_agents": {"verdict": "judge-panel"}}
+               for rid, v in sugg.items()] + [{"dataset": "ds", "record_id": "r6", "suggestions": {}}]
+    [res] = ag.suggestion_agreement(rows, records, "answer_judgement", min_submitted=2)
+    # r5 is a tie and r6 has no suggestion: 4 items; p_o = 3/4, p_e = (2*1 + 2*3)/16 = 1/2 -> kappa 0.5
+    assert (res.items, res.agent) == (4, "judge-panel")
+    assert res.raw_agreement == 0.75 and res.cohen_kappa == pytest.approx(0.5)
