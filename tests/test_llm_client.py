@@ -352,3 +352,28 @@ def test_corrupt_cache_file_is_a_clear_error(tmp_path):
     (tmp_path / ResponseCache.FILENAME).write_bytes(b"this is not a database" * 100)
     with pytest.raises(StageError, match="llm-cache.sqlite.*delete the file"):
         ResponseCache(tmp_path)
+
+
+def test_runner_reuses_one_loop_and_closes_it(tmp_path):
+    import asyncio
+
+    p = Prompt(id="t", version="1", user="n {n}")
+    with ScriptedServer([Rule(".", reply="ok")]) as srv:
+        runner = LLMRunner(settings_for(srv), tmp_path)
+        before = set(threading.enumerate())
+        runner.map_text(endpoint="generator", prompt=p, items=[{"n": 1}], stage="s")
+        loop_threads = [t for t in set(threading.enumerate()) - before if t.name == "babelrag-llm-loop"]
+        assert len(loop_threads) == 1
+        runner.map_text(endpoint="generator", prompt=p, items=[{"n": 2}], stage="s")
+        assert [t for t in set(threading.enumerate()) - before if t.name == "babelrag-llm-loop"] == loop_threads
+
+        async def caller_with_its_own_loop():  # e.g. a notebook: the sync API still works
+            return runner.map_text(endpoint="generator", prompt=p, items=[{"n": 3}], stage="s")
+
+        assert asyncio.run(caller_with_its_own_loop())[0].value == "ok"
+        runner.close()
+        assert not any(t.is_alive() for t in loop_threads)
+        # usable again after close (a new loop is started on demand)
+        assert runner.map_text(endpoint="generator", prompt=p, items=[{"n": 4}], stage="s")[0].ok
+        runner.close()
+        assert srv.count() == 4

@@ -54,6 +54,8 @@ class ResponseCache:
         self.dir = Path(cache_dir)
         self.path = self.dir / self.FILENAME
         self._local = threading.local()
+        self._all: list[sqlite3.Connection] = []
+        self._all_lock = threading.Lock()
         try:
             self.dir.mkdir(parents=True, exist_ok=True)
             self._conn().execute(_SCHEMA)
@@ -66,11 +68,14 @@ class ResponseCache:
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            conn = sqlite3.connect(self.path, timeout=60, isolation_level=None)
+            # one connection per thread; check_same_thread=False only so close() can close them all
+            conn = sqlite3.connect(self.path, timeout=60, isolation_level=None, check_same_thread=False)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable against process kill
             conn.execute("PRAGMA busy_timeout=60000")
             self._local.conn = conn
+            with self._all_lock:
+                self._all.append(conn)
         return conn
 
     def get(self, key: str) -> Optional[tuple[str, dict]]:
@@ -104,7 +109,12 @@ class ResponseCache:
         return self._conn().execute("SELECT COUNT(*) FROM responses").fetchone()[0]
 
     def close(self) -> None:
-        conn = getattr(self._local, "conn", None)
-        if conn is not None:
-            conn.close()
-            self._local.conn = None
+        """Close every thread's connection (call when no call is in flight)."""
+        with self._all_lock:
+            conns, self._all = self._all, []
+        for conn in conns:
+            try:
+                conn.close()
+            except sqlite3.Error:
+                pass
+        self._local = threading.local()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import random
 import re
 import threading
@@ -368,26 +369,51 @@ def _with_schema_hint(messages: list[Message], schema: type[BaseModel]) -> list[
     return out
 
 
-def _run_sync(factory: Callable[[], Awaitable[T]]) -> T:
-    """Run a coroutine from sync code, also when the caller already has a loop (notebooks)."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(factory())
-    box: dict[str, Any] = {}
+class _LoopThread:
+    """One event loop in a daemon thread per runner: sync calls submit coroutines to it, so HTTP
+    connections, semaphores and limiters live across calls (a fresh loop per call cost ~70 ms of
+    client set-up, which stage code calling per batch would pay thousands of times)."""
 
-    def target() -> None:
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.pid = os.getpid()
+        self.thread = threading.Thread(target=self._main, name="babelrag-llm-loop", daemon=True)
+        self.thread.start()
+
+    def _main(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_forever()
+
+    def run(self, coro: Awaitable[T]) -> T:
+        fut = asyncio.run_coroutine_threadsafe(coro, self.loop)  # type: ignore[arg-type]
         try:
-            box["v"] = asyncio.run(factory())
-        except BaseException as exc:  # re-raised in the caller's thread
-            box["e"] = exc
+            return fut.result()
+        except BaseException:  # Ctrl-C in the caller: cancel the in-flight work, keep what finished
+            fut.cancel()
+            raise
 
-    t = threading.Thread(target=target, name="babelrag-llm")
-    t.start()
-    t.join()
-    if "e" in box:
-        raise box["e"]
-    return box["v"]
+    def stop(self) -> None:
+        if self.loop.is_running():
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self.thread.join(10)
+        if not self.loop.is_running() and not self.loop.is_closed():
+            self.loop.close()
+
+
+def _shutdown(loop: _LoopThread, llm: AsyncLLM) -> None:
+    """Close the HTTP clients on their own loop, then stop the loop thread (best effort)."""
+    if os.getpid() != getattr(loop, "pid", os.getpid()):
+        return
+    if threading.current_thread() is loop.thread:  # collected on the loop itself: cannot block here
+        task = loop.loop.create_task(llm.aclose())
+        task.add_done_callback(lambda _: loop.loop.stop())
+        return
+    try:
+        if loop.thread.is_alive():
+            loop.run(llm.aclose())
+    except Exception:
+        pass
+    loop.stop()
 
 
 class LLMRunner:
@@ -406,9 +432,29 @@ class LLMRunner:
         self.progress = settings.progress if progress is None else progress
         self._period = limiter_period_s
         self._seed = seed
+        self._loop: Optional[_LoopThread] = None
+        self._llm: Optional[AsyncLLM] = None
+        self._pid = os.getpid()
+        self._lock = threading.Lock()
 
     def _client(self) -> AsyncLLM:
         return AsyncLLM(self.settings, self.cache, self.usage, limiter_period_s=self._period, seed=self._seed)
+
+    def _run(self, make: Callable[[AsyncLLM], Awaitable[T]]) -> T:
+        """Run ``make(llm)`` on the runner's loop thread (started on first use)."""
+        with self._lock:
+            if self._loop is not None and self._pid != os.getpid():  # forked child: the thread is gone
+                self._loop = self._llm = None
+            if self._loop is None:
+                import weakref
+
+                self._loop = _LoopThread()
+                self._llm = self._client()
+                self._pid = os.getpid()
+                # closes clients + loop when the runner is garbage-collected or at interpreter exit
+                self._finalizer = weakref.finalize(self, _shutdown, self._loop, self._llm)
+            loop, llm = self._loop, self._llm
+        return loop.run(make(llm))  # type: ignore[arg-type]
 
     @staticmethod
     def _ids(n: int, item_ids: Optional[Sequence[str]]) -> list[str]:
@@ -458,19 +504,23 @@ class LLMRunner:
                        schema: type[BaseModel], stage: str, item_ids: Optional[Sequence[str]] = None,
                        sampling: Optional[dict] = None) -> list[Result]:
         """Render ``prompt`` with each item's variables, call, parse into ``schema``."""
-        return _run_sync(lambda: self.amap_chat(endpoint=endpoint, prompt=prompt, items=items, stage=stage,
-                                                schema=schema, item_ids=item_ids, sampling=sampling))
+        return self._run(lambda llm: self.amap_chat(endpoint=endpoint, prompt=prompt, items=items, stage=stage,
+                                                    schema=schema, item_ids=item_ids, sampling=sampling, llm=llm))
 
     def map_text(self, *, endpoint: Optional[str], prompt: Prompt, items: Sequence[dict], stage: str,
                  item_ids: Optional[Sequence[str]] = None, sampling: Optional[dict] = None) -> list[Result]:
         """Like map_structured but the value is the reply text."""
-        return _run_sync(lambda: self.amap_chat(endpoint=endpoint, prompt=prompt, items=items, stage=stage,
-                                                schema=None, item_ids=item_ids, sampling=sampling))
+        return self._run(lambda llm: self.amap_chat(endpoint=endpoint, prompt=prompt, items=items, stage=stage,
+                                                    schema=None, item_ids=item_ids, sampling=sampling, llm=llm))
 
     async def aembed(self, *, endpoint: Optional[str], texts: Sequence[str], stage: str = "embed",
-                     item_ids: Optional[Sequence[str]] = None, batch_size: int = 64) -> list[Result]:
+                     item_ids: Optional[Sequence[str]] = None, batch_size: int = 64,
+                     llm: Optional[AsyncLLM] = None) -> list[Result]:
+        """Async embed (pass ``llm`` to share clients; else a private one is opened and closed)."""
         ids = self._ids(len(texts), item_ids)
-        async with self._client() as llm:
+        own = llm is None
+        llm = llm or self._client()
+        try:
             ep_name = llm.endpoint(endpoint).name
             bar = self._bar(len(texts), f"{stage} [{ep_name}]")
             starts = range(0, len(texts), batch_size)
@@ -485,18 +535,32 @@ class LLMRunner:
                 parts = await asyncio.gather(*(one(s) for s in starts))
             finally:
                 bar.close()
+        finally:
+            if own:
+                await llm.aclose()
         return [r for part in parts for r in part]
 
     def embed(self, *, endpoint: Optional[str], texts: Sequence[str], stage: str = "embed",
               item_ids: Optional[Sequence[str]] = None, batch_size: int = 64) -> list[Result]:
         """Embed texts (value = list[float]); one Result per text, in order."""
-        return _run_sync(lambda: self.aembed(endpoint=endpoint, texts=texts, stage=stage,
-                                             item_ids=item_ids, batch_size=batch_size))
+        return self._run(lambda llm: self.aembed(endpoint=endpoint, texts=texts, stage=stage,
+                                                 item_ids=item_ids, batch_size=batch_size, llm=llm))
 
     def close(self) -> None:
-        """Release the cache connection (clients are per call and already closed)."""
+        """Close HTTP clients, stop the loop thread, release the cache. Idempotent."""
+        with self._lock:
+            finalizer = getattr(self, "_finalizer", None)
+            self._loop = self._llm = self._finalizer = None
+        if finalizer is not None:
+            finalizer()  # runs _shutdown once
         if self.cache is not None:
             self.cache.close()
+
+    def __enter__(self) -> "LLMRunner":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
 def runner_from_config(config: Any) -> LLMRunner:
