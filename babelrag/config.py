@@ -60,6 +60,7 @@ class NerConfig(Section):
     spacy_models: dict[str, str] = Field(default_factory=dict)  # language -> spaCy model (else English for Latin script)
     stanza_dir: Optional[str] = None
     endpoint: Optional[str] = None  # backend llm: named llm endpoint (default endpoint when None)
+    gazetteer: Optional[str] = None  # JSONL of known entities with names per language (any backend)
     aliases: dict[str, str] = Field(default_factory=dict)  # alias -> canonical entity
     labels: list[str] = Field(default_factory=lambda: ["PERSON", "ORG", "GPE", "LOC", "PRODUCT", "EVENT", "NORP", "FAC"])
 
@@ -98,8 +99,8 @@ class DenseConfig(Section):
     min_score: float = 0.3
     max_days_apart: int = Field(14, ge=0)
     passage_chars: int = Field(1000, ge=50)  # title + this many characters of text are embedded
-    relative_margin: float = Field(0.1, ge=0.0)  # events: keep hits within this of the best hit's score
-    max_pairs_per_event: int = Field(4, ge=1)  # events: X-pivot pairs kept per event and language
+    relative_margin: float = Field(0.15, ge=0.0)  # events: keep hits within this of the best hit's score
+    max_pairs_per_event: int = Field(10, ge=1)  # events: X-pivot pairs kept per event and language
     mutual: bool = True  # articles: keep a pair only when each is the other's best match
 
 
@@ -141,6 +142,9 @@ class FiltersConfig(Section):
     verbatim_min_tokens: int = Field(4, ge=1)  # shorter answers (a name, a number) are not checked
     max_article_chars: int = Field(4000, ge=200)  # article text shown to the single-article answerer
     on_llm_error: Literal["reject", "keep"] = "reject"  # what an unreadable LLM verdict means
+    # a "correct" judgement also needs this share of the gold answer's content words in the candidate
+    # (small judges call almost anything correct); 0 trusts the judge alone
+    judge_min_overlap: float = Field(0.3, ge=0.0, le=1.0)
 
 
 class DistractorsConfig(Section):

@@ -224,9 +224,26 @@ def _judge(runner: Any, pending: list[tuple[str, str, str, str]], *, stage: str,
     return {k: r for (k, *_), r in zip(pending, res)}
 
 
+_STOP = set("the a an of in on at to for and or by with from is are was were be will did does do what which who "
+            "how many much when where why that this these those its their his her it as has have had".split())
+
+
+def gold_recall(gold: str, candidate: str) -> Optional[float]:
+    """Share of the gold answer's content words and numbers found in the candidate (None: no content)."""
+    g = {t for t in tokens(gold) if t.isdigit() or (len(t) > 2 and t not in _STOP)}
+    if not g:
+        return None
+    c = set(tokens(candidate))
+    return len(g & c) / len(g)
+
+
 def _attempt_verdicts(attempts: dict[str, Any], judged: dict[str, Any], on_error: str,
-                      label: Callable[[str], str]) -> tuple[Optional[Verdict], list[str]]:
-    """Combine attempts: fail as soon as one attempt was judged correct; error if one could not be read."""
+                      label: Callable[[str], str], gold: str = "",
+                      min_overlap: float = 0.0) -> tuple[Optional[Verdict], list[str]]:
+    """Combine attempts: fail as soon as one attempt was judged correct; error if one could not be read.
+
+    A small judge calls almost anything correct, so a "correct" verdict also needs the candidate to share
+    ``min_overlap`` of the gold answer's content words/numbers (0 disables the guard)."""
     notes = []
     for key, r in attempts.items():
         if not r.ok:
@@ -237,6 +254,10 @@ def _attempt_verdicts(attempts: dict[str, Any], judged: dict[str, Any], on_error
         j = judged.get(key)
         if j is None or not j.ok:
             return _llm_error(j.error if j else "no judgement", on_error), notes
+        recall = gold_recall(gold, r.value.answer) if min_overlap > 0 else None
+        if j.value.correct and recall is not None and recall < min_overlap:
+            notes.append(f"{label(key)}: judged correct but shares {recall:.0%} of the gold answer")
+            continue
         if j.value.correct:
             return Verdict("fail", f"{label(key)} answers it: {r.value.answer!r} ({j.value.reason})"[:400]), notes
         notes.append(f"{label(key)}: wrong answer")
@@ -244,7 +265,8 @@ def _attempt_verdicts(attempts: dict[str, Any], judged: dict[str, Any], on_error
 
 
 def check_needs_both(runner: Any, items: list[QAItem], articles: dict[str, Article], *, stage: str,
-                     endpoint: Optional[str], max_chars: int, on_error: str) -> dict[str, Verdict]:
+                     endpoint: Optional[str], max_chars: int, on_error: str,
+                     min_overlap: float = 0.0) -> dict[str, Verdict]:
     """The model answers from each article alone; the question passes if every single-article answer
     is declined or judged wrong."""
     from babelrag.construct.chains.schemas import Attempt
@@ -272,13 +294,14 @@ def check_needs_both(runner: Any, items: list[QAItem], articles: dict[str, Artic
         if len(mine) < 2:
             out[it.id] = Verdict("error", "fewer than two articles available")
             continue
-        verdict, notes = _attempt_verdicts(mine, judged, on_error, lambda k: "article " + k.split("|")[1])
+        verdict, notes = _attempt_verdicts(mine, judged, on_error, lambda k: "article " + k.split("|")[1],
+                                           it.answer, min_overlap)
         out[it.id] = verdict or Verdict("pass", "; ".join(notes))
     return out
 
 
 def check_needs_retrieval(runner: Any, items: list[QAItem], *, stage: str, endpoint: Optional[str],
-                          on_error: str) -> dict[str, Verdict]:
+                          on_error: str, min_overlap: float = 0.0) -> dict[str, Verdict]:
     """Closed-book answer: the question passes if the model declines or is judged wrong."""
     from babelrag.construct.chains.schemas import Attempt
     from babelrag.llm import Prompt
@@ -294,7 +317,8 @@ def check_needs_retrieval(runner: Any, items: list[QAItem], *, stage: str, endpo
     out = {}
     for it in items:
         key = f"{it.id}|closed"
-        verdict, notes = _attempt_verdicts({key: res[key]}, judged, on_error, lambda k: "closed-book")
+        verdict, notes = _attempt_verdicts({key: res[key]}, judged, on_error, lambda k: "closed-book",
+                                           it.answer, min_overlap)
         out[it.id] = verdict or Verdict("pass", "; ".join(notes))
     return out
 
@@ -348,10 +372,11 @@ def build_checks(ctx: Any, articles: dict[str, Article]) -> list[tuple[str, Call
     if f.needs_both_articles:
         checks.append(("needs_both_articles", lambda xs: check_needs_both(
             ctx.llm, xs, articles, stage=stage, endpoint=f.endpoint, max_chars=f.max_article_chars,
-            on_error=f.on_llm_error)))
+            on_error=f.on_llm_error, min_overlap=f.judge_min_overlap)))
     if f.needs_retrieval:
         checks.append(("needs_retrieval", lambda xs: check_needs_retrieval(
-            ctx.llm, xs, stage=stage, endpoint=f.endpoint, on_error=f.on_llm_error)))
+            ctx.llm, xs, stage=stage, endpoint=f.endpoint, on_error=f.on_llm_error,
+            min_overlap=f.judge_min_overlap)))
     return checks
 
 

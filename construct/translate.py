@@ -105,6 +105,7 @@ def translate_qas(runner: Any, qas: list[QAItem], languages: list[str], *, stage
             ids.append(f"{qa.id}:{lang}")
             keys.append((qa.id, lang, ents))
     out: dict[str, dict[str, dict]] = {qa.id: {} for qa in qas}
+    qa_by_id = {qa.id: qa for qa in qas}
     if not items:
         return out
     results = runner.map_structured(endpoint=endpoint, prompt=prompt, items=items, schema=TranslatedQA,
@@ -114,13 +115,23 @@ def translate_qas(runner: Any, qas: list[QAItem], languages: list[str], *, stage
             out[qa_id][lang] = {"error": res.error or "failed"}
             continue
         v: TranslatedQA = res.value
+        if _same(v.question, qa_by_id[qa_id].question):
+            out[qa_id][lang] = {"error": "untranslated: the reply repeats the English question"}
+            continue
+        text = v.question + " " + v.answer
         out[qa_id][lang] = {
             "question": v.question, "answer": v.answer, "machine_translated": True,
-            "entities": {f.source: f.target for f in v.entities if f.source},
+            # keep only mappings the translation actually uses (small models map names to anything)
+            "entities": {f.source: f.target for f in v.entities if f.source and f.target and f.target in text},
             "missing_entities": missing_entities(ents, v.entities, v.question + " " + v.answer),
             "prompt": prompt.ref, "model": res.model,
         }
     return out
+
+
+def _same(a: str, b: str) -> bool:
+    norm = lambda x: re.sub(r"\W+", " ", x).strip().lower()  # noqa: E731
+    return norm(a) == norm(b)
 
 
 def translate_articles(runner: Any, articles: list[Article], target: str, *, stage: str,

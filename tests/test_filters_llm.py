@@ -5,7 +5,7 @@ import re
 import pytest
 
 from babelrag.config import config_from_dict
-from babelrag.construct.filters import check_needs_both, check_needs_retrieval
+from babelrag.construct.filters import check_needs_both, check_needs_retrieval, gold_recall
 from babelrag.llm.client import LLMRunner
 from babelrag.llm.config import EndpointConfig, LLMSettings
 from babelrag.pipeline import Pipeline
@@ -25,6 +25,8 @@ def model(body):
     if "Gold answer:" in text:
         gold = re.search(r"Gold answer: (.*)", text).group(1)
         cand = re.search(r"Candidate answer to grade: (.*)", text).group(1)
+        if "New York" in cand:
+            return {"correct": True, "reason": "lenient small judge"}
         same = any(w in cand for w in re.findall(r"\d+|Paris", gold))
         return {"correct": "Yes." if same else "no", "reason": "compared numbers"}
     m = re.search(r"[Qq]uestion: (.*)", text)
@@ -34,6 +36,8 @@ def model(body):
     if "GARBLE" in question:
         return "Sure! The answer is probably 300, I think."  # not JSON, also not after the repair
     if text.startswith("Closed-book"):
+        if "investment" in question:
+            return {"answerable": True, "answer": "New York"}
         if "capital of France" in question:
             return "```json\n{\"answerable\": true, \"answer\": \"Paris\"}\n```"  # fenced JSON
         return {"answerable": "false", "answer": ""}
@@ -124,3 +128,14 @@ def test_filters_stage_counts_every_filter(tmp_path, server):
     fj = json.loads(out["q-good"].filters_json)
     assert set(fj) == {"well_formed", "named_entity", "verbatim", "near_duplicate", "needs_both_articles",
                        "needs_retrieval"} and all(v["status"] == "pass" for v in fj.values())
+
+
+def test_lenient_judge_is_checked_against_the_gold_answer(runner):
+    items = [item("inv", "Which city won the Lumen Bank investment?", "Valencia")]
+    trusting = check_needs_retrieval(runner, items, stage="filters", endpoint=None, on_error="reject")
+    assert trusting["inv"].status == "fail"  # the judge alone calls "New York" correct
+    guarded = check_needs_retrieval(runner, items, stage="filters", endpoint=None, on_error="reject", min_overlap=0.3)
+    assert guarded["inv"].status == "pass"
+    assert guarded["inv"].detail == "closed-book: judged correct but shares 0% of the gold answer"
+    assert gold_recall("300 staff in Porto", "They hired 300 people") == 1 / 3  # of "300", "staff", "porto"
+    assert gold_recall("the", "anything") is None

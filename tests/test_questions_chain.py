@@ -173,3 +173,32 @@ def test_questions_stage_end_to_end(tmp_path, server):
     Pipeline(cfg).run(only=["questions"], force=["questions"])
     # only failures are asked again: the broken summary and the two Spanish translations, each + its repair
     assert server.count("chat") - before == 6
+
+
+def translation_model(body):
+    system = body["messages"][0]["content"]
+    text = first_user(body)
+    q = re.search(r"Question: (.*)", text).group(1)
+    if "Chinese" in system:
+        return {"question": q, "answer": "300"}  # "translated" into English again
+    return {"question": "Wie viele Mitarbeiter stellt die Lumen Bank in Porto ein?", "answer": "300",
+            "entities": [{"source": "Lumen Bank", "target": "Deutschland"}, {"source": "Porto", "target": "Porto"}]}
+
+
+def test_translation_rejects_untranslated_and_drops_unused_entity_forms():
+    from babelrag.construct.translate import translate_qas
+
+    with ScriptedServer(translation_model) as srv:
+        runner = LLMRunner(LLMSettings(endpoints={"g": EndpointConfig(base_url=srv.base_url, model="m",
+                                                                      max_retries=0)}, progress=False), cache_dir=None)
+        item = QAItem(id="q", pair_id="p", article_ids=["a1", "a2"], q_type="set", answer="300",
+                      question="How many staff will Lumen Bank hire in Porto?")
+        tr = translate_qas(runner, [item], ["de", "zh"], stage="questions")["q"]
+    assert tr["zh"] == {"error": "untranslated: the reply repeats the English question"}
+    assert tr["de"]["entities"] == {"Porto": "Porto"}  # "Deutschland" is not in the translation: dropped
+    assert tr["de"]["missing_entities"] == []
+
+
+def test_crossdoc_question_drops_label_and_appended_answer():
+    c = CrossDocQuestion.model_validate({"question": "Question: Which city got the office? A: Porto, says the bank."})
+    assert c.question == "Which city got the office?"

@@ -115,6 +115,18 @@ def _indices(v: Any) -> Any:
     return out
 
 
+_LABEL = re.compile(r"^\s*(?:question|q)\s*[:.\-]\s*", re.I)
+_TRAILING_ANSWER = re.compile(r"(?<=\?)\s*(?:A|Answer)\s*:\s.*$", re.S)
+
+
+def clean_question(v: Any) -> Any:
+    """Drop a "Question:" label and an answer the model appended ("...? A: ...")."""
+    if not isinstance(v, str):
+        return v
+    v = _LABEL.sub("", v.strip())
+    return _TRAILING_ANSWER.sub("", v).strip()
+
+
 class CrossDocQuestion(Loose):
     question: str = Field(min_length=10)
     used_a: list[int] = Field(default_factory=list)
@@ -128,7 +140,7 @@ class CrossDocQuestion(Loose):
     @field_validator("question", mode="before")
     @classmethod
     def _t(cls, v: Any) -> Any:
-        return to_text(v)
+        return clean_question(to_text(v))
 
 
 class Answer(Loose):
