@@ -6,6 +6,8 @@ Baselines (measured in this run, on this machine):
 - push: writing the same 1,000 records as JSONL locally vs pushing them to Argilla (SQLite DB + our
   search engine index).
 - pull: the SDK's own record iteration with responses vs our REST pull (which also keeps timestamps).
+- queue: one page of an annotator's pending queue (search engine) vs one page of the plain record
+  listing (database only).
 
 Usage: python bench/bench_annotate.py [--records 1000] [--keep-home DIR]
 """
@@ -68,6 +70,21 @@ def main() -> None:
                                                        "answer_correct": {"value": "yes"}}}
             httpx.post(f"{server.url}/api/v1/records/{rec['id']}/responses", json=body, headers=headers).raise_for_status()
 
+        # the annotator's queue page (our search engine evaluates the pending filter over 1,000 docs)
+        # vs the same page from the plain listing endpoint (database only, no search engine)
+        body = {"filters": {"and": [{"type": "terms", "scope": {"entity": "response", "property": "status"},
+                                     "values": ["pending"]}]}}
+        reps = 20
+        t = time.perf_counter()
+        for _ in range(reps):
+            httpx.post(f"{server.url}/api/v1/me/datasets/{ds.id}/records/search", params={"limit": 10},
+                       json=body, headers=headers).raise_for_status()
+        queue_s = (time.perf_counter() - t) / reps
+        t = time.perf_counter()
+        for _ in range(reps):
+            client.http_client.get(f"/api/v1/datasets/{ds.id}/records", params={"limit": 10}).raise_for_status()
+        listing_s = (time.perf_counter() - t) / reps
+
         t = time.perf_counter()
         n_sdk = sum(1 for _ in ds.records(with_responses=True, with_suggestions=True))
         sdk_s = time.perf_counter() - t
@@ -88,6 +105,8 @@ def main() -> None:
     print(f"server restart:     {restart_s:.1f} s ({restart_s / import_s:.1f}x the import)")
     print(f"push {args.records} records: {push_s:.1f} s ({push_s / jsonl_s:.0f}x writing them as JSONL, {jsonl_s * 1000:.1f} ms)")
     print(f"pull {args.records} records + 100 responses: {pull_s:.2f} s ({pull_s / sdk_s:.2f}x the SDK's own iteration, {sdk_s:.2f} s)")
+    print(f"annotator queue page over {args.records} records: {queue_s * 1000:.0f} ms "
+          f"({queue_s / listing_s:.1f}x a plain listing page, {listing_s * 1000:.0f} ms)")
     print(f"timings: {server.timings}", file=sys.stderr)
 
 
