@@ -81,6 +81,27 @@ def main() -> None:
             print(f"C={c:3d}  n={n:5d}  ok={ok}  server_saw={sent}  {rate:7.1f} req/s  limit {limit:6.1f} req/s  "
                   f"ratio {ratio:.3f}  client CPU {1000 * cpu / n:.2f} ms/request  "
                   f"(server CPU {1000 * srv_cpu / n:.2f} ms/request; bare-aiohttp ratio in this run {bare:.3f})")
+        # per-call overhead for stage code that calls the runner once per small batch
+        settings = LLMSettings(endpoints={"bench": EndpointConfig(base_url=srv.base_url, model="m")},
+                               cache=False, progress=False)
+        prompt = Prompt(id="bench", version="1", user="item {i}")
+        reused = LLMRunner(settings)
+        reused.map_text(endpoint="bench", prompt=prompt, items=[{"i": -1}], stage="b")
+        k = 10
+        t0 = time.perf_counter()
+        for i in range(k):
+            reused.map_text(endpoint="bench", prompt=prompt, items=[{"i": i}], stage="b")
+        t_reused = (time.perf_counter() - t0) / k
+        t0 = time.perf_counter()
+        for i in range(k):
+            fresh = LLMRunner(settings)
+            fresh.map_text(endpoint="bench", prompt=prompt, items=[{"i": i}], stage="b")
+            fresh.close()
+        t_fresh = (time.perf_counter() - t0) / k
+        reused.close()
+        print(f"1-item call: reused runner {1000 * t_reused:.1f} ms vs fresh runner {1000 * t_fresh:.1f} ms "
+              f"(200 ms server latency included; overhead above latency {1000 * (t_reused - LATENCY):.1f} ms "
+              f"vs {1000 * (t_fresh - LATENCY):.1f} ms)")
         print("PASS" if ok_all else "FAIL (target: ratio >= 0.9, all ok, server count == n)")
 
 

@@ -63,6 +63,17 @@ def test_retry_after_is_honoured(tmp_path):
         assert t1 - t0 >= 0.4
 
 
+@pytest.mark.parametrize("kind,reason", [("429", "rate_limit"), ("500", "server_error"), ("hang", "timeout"),
+                                         ("drop", "connection"), ("bad_body", "bad_body")])
+def test_each_transient_fault_is_classified(kind, reason, tmp_path):
+    with ScriptedServer([Rule("quiz", sequence=[Fault(kind, retry_after=0.01 if kind == "429" else None)])],
+                        Faults(hang_s=3.0)) as srv:
+        res, runner = run_one(srv, tmp_path, max_retries=1, timeout_s=1.0)
+        assert not res.ok and res.reason == reason, res.error
+        assert srv.count() == 2  # first try + one retry
+        assert runner.usage.as_dict()["total"]["failures"] == {reason: 1}
+
+
 def test_transient_fault_gives_up_after_max_retries(tmp_path):
     with ScriptedServer([Rule("quiz", sequence=[Fault("500")])]) as srv:
         res, runner = run_one(srv, tmp_path, max_retries=2)

@@ -53,13 +53,38 @@ def _body_code(body) -> str:
     return ""
 
 
+def _chain(exc: BaseException) -> list[BaseException]:
+    out, seen = [], set()
+    cur: Optional[BaseException] = exc
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        out.append(cur)
+        cur = cur.__cause__ or cur.__context__
+    return out
+
+
+def _is_disconnect(exc: BaseException) -> bool:
+    """The aiohttp transport reports a dropped connection as ConnectTimeout: look underneath."""
+    for e in _chain(exc)[1:]:
+        name = type(e).__name__
+        if isinstance(e, TimeoutError) or "Timeout" in name and "Connect" not in name:
+            return False
+        if isinstance(e, ConnectionError) or name in ("ServerDisconnectedError", "ClientOSError",
+                                                      "ClientConnectionError", "RemoteProtocolError",
+                                                      "ClientConnectorError", "ConnectError"):
+            return True
+        if "disconnected" in str(e).lower() or "connection reset" in str(e).lower():
+            return True
+    return False
+
+
 def classify(exc: BaseException) -> Failure:
     """Map an exception from the openai SDK (or the network below it) to a Failure."""
     import openai
 
     msg = f"{type(exc).__name__}: {exc}"[:500]
     if isinstance(exc, openai.APITimeoutError):  # subclass of APIConnectionError: check first
-        return Failure("timeout", True, msg)
+        return Failure("connection" if _is_disconnect(exc) else "timeout", True, msg)
     if isinstance(exc, openai.APIConnectionError):
         return Failure("connection", True, msg)
     if isinstance(exc, openai.APIResponseValidationError):
