@@ -89,6 +89,7 @@ def test_infer_used_picks_the_overlapping_fact():
 
 
 def test_plan_jobs_cycles_types_orders_languages_and_honours_max_pairs():
+    # max_pairs=2 takes one pair per language combination (de–en: p2, en–en: p1 before p5)
     arts = corpus()
     arts["f1"] = art("f1", "fr", "2026-08-21")
     pairs = [ArticlePair(id=i, article_a=a, article_b=b, language_a=arts[a].language,
@@ -97,7 +98,8 @@ def test_plan_jobs_cycles_types_orders_languages_and_honours_max_pairs():
                                   ("p4", "f1", "a1", True), ("p5", "a2", "e2", True)]]
     skipped = []
     types = ["aggregation", "comparison", "multi-hop", "set"]
-    jobs = plan_jobs(pairs, arts, types, 2, "en", ["en", "de"], max_pairs=2, skip=skipped.append)
+    jobs = plan_jobs(pairs, arts, types, 2, "en", ["en", "de"], max_pairs=2,
+                     skip=lambda reason, n=1: skipped.extend([reason] * n))
     assert [(j.pair_id, j.q_type) for j in jobs] == [("p1", "aggregation"), ("p1", "comparison"),
                                                      ("p2", "multi-hop"), ("p2", "set")]
     assert (jobs[2].a.id, jobs[2].b.id) == ("d1", "a1")  # the X article first, English second
