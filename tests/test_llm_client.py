@@ -388,3 +388,34 @@ def test_runner_reuses_one_loop_and_closes_it(tmp_path):
         assert runner.map_text(endpoint="generator", prompt=p, items=[{"n": 4}], stage="s")[0].ok
         runner.close()
         assert srv.count() == 4
+
+
+def test_two_processes_write_one_cache_at_once(tmp_path):
+    import subprocess
+    import sys
+
+    p = Prompt(id="t", version="1", user="n {n}")
+    script = (
+        "import sys\n"
+        "from babelrag.llm.client import LLMRunner\n"
+        "from babelrag.llm.config import EndpointConfig, LLMSettings\n"
+        "from babelrag.llm.prompts import Prompt\n"
+        "url, cache, off = sys.argv[1], sys.argv[2], int(sys.argv[3])\n"
+        "s = LLMSettings(endpoints={'g': EndpointConfig(base_url=url, model='m', max_concurrency=16)}, progress=False)\n"
+        "with LLMRunner(s, cache) as r:\n"
+        "    res = r.map_text(endpoint='g', prompt=Prompt(id='t', version='1', user='n {n}'),\n"
+        "                     items=[{'n': off + i} for i in range(60)], stage='s')\n"
+        "assert all(x.ok for x in res), [x.error for x in res if not x.ok]\n"
+    )
+    with ScriptedServer([Rule(".", reply="ok")], Faults(latency_s=0.02)) as srv:
+        procs = [subprocess.Popen([sys.executable, "-c", script, srv.base_url, str(tmp_path), str(off)])
+                 for off in (0, 30)]  # overlapping items 30..59: both processes write them
+        assert [pr.wait(120) for pr in procs] == [0, 0]
+        sent = srv.count()
+        assert 90 <= sent <= 120  # overlapping items may be done by both, or found in the other's cache
+        same = LLMSettings(endpoints={"g": EndpointConfig(base_url=srv.base_url, model="m", max_concurrency=16)},
+                           progress=False)
+        with LLMRunner(same, tmp_path) as runner:
+            again = runner.map_text(endpoint="g", prompt=p, items=[{"n": i} for i in range(90)], stage="s")
+            assert len(runner.cache) == 90
+        assert all(r.ok and r.cached for r in again) and srv.count() == sent
