@@ -32,10 +32,11 @@ def _load(config: Optional[Path]):
 
 
 def _client(settings):
-    from .push import client, resolve_target
+    from .push import argilla_errors, client, resolve_target
 
     target = resolve_target(settings)
-    return client(target), target
+    with argilla_errors(target.url, "connecting"):
+        return client(target), target
 
 
 def _console():
@@ -95,7 +96,8 @@ def push(
     batches = [(lang, build_records(project, rows, settings, lang)) for lang in languages]  # validate all first
     rg_client, target = _client(settings)
     for lang, records in batches:
-        result = do_push(rg_client, settings, project, records, suffix=lang)
+        with argilla_errors(target.url, f"push {project}"):
+            result = do_push(rg_client, settings, project, records, suffix=lang)
         _console().print(
             f"{result.dataset} ({result.workspace}) at {target.url}: {result.records} records pushed, {result.new} new, "
             f"{result.seconds:.1f} s"
@@ -112,18 +114,18 @@ def pull(
 ) -> None:
     """Write responses (who, when, status, values) to <out>/<project>.responses.jsonl; optionally merge."""
     from .pull import pull as do_pull
+    from .pull import write_decisions
+    from .push import argilla_errors, project_datasets
 
     settings, default_out = _load(config)
     out = out or default_out
-    rg_client, _ = _client(settings)
+    rg_client, target = _client(settings)
     con = _console()
-    from .pull import write_decisions
-    from .push import project_datasets
-
     for name in _projects(project):
-        if project == "all" and not project_datasets(rg_client, settings, name):
-            continue  # never pushed: nothing to write
-        r = do_pull(rg_client, settings, name, out)
+        with argilla_errors(target.url, f"pull {name}"):
+            if project == "all" and not project_datasets(rg_client, settings, name):
+                continue  # never pushed: nothing to write
+            r = do_pull(rg_client, settings, name, out)
         con.print(f"{name}: {r.records} records, {r.responses} responses {r.by_status} -> {r.path} "
                   f"({'updated' if r.changed else 'unchanged'})")
         if name in ("forced_choice", "answer_judgement"):
@@ -168,6 +170,7 @@ def status(project: str = typer.Argument("all"), config: Optional[Path] = Config
     from rich.table import Table
 
     from .pull import fetch_rows, status_table
+    from .push import argilla_errors
 
     settings, _ = _load(config)
     rg_client, target = _client(settings)
@@ -175,7 +178,8 @@ def status(project: str = typer.Argument("all"), config: Optional[Path] = Config
     for col in ("dataset", "annotator", "records", "completed", "pending", "submitted", "draft", "discarded"):
         table.add_column(col)
     for name in _projects(project):
-        responses, records = fetch_rows(rg_client, settings, name)
+        with argilla_errors(target.url, f"status of {name}"):
+            responses, records = fetch_rows(rg_client, settings, name)
         for row in status_table(responses, records):
             table.add_row(*("" if v is None else str(v) for v in row.values()))
     _console().print(table)

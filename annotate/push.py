@@ -10,6 +10,7 @@ import json
 import os
 import secrets
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
@@ -47,10 +48,28 @@ def resolve_target(settings: AnnotateSettings) -> Target:
     return Target(info["url"], creds["api_key"], "local server")
 
 
+@contextmanager
+def argilla_errors(url: str, what: str):
+    """Turn SDK/HTTP failures into one-line StageErrors that name the server and the step."""
+    import httpx
+    from argilla._exceptions._base import ArgillaError
+
+    try:
+        yield
+    except ArgillaError as exc:
+        raise StageError(f"Argilla at {url}: {what} failed: {exc}") from None
+    except httpx.HTTPStatusError as exc:
+        hint = " (the API key needs the owner or admin role)" if exc.response.status_code in (401, 403) else ""
+        raise StageError(f"Argilla at {url}: {what} failed: HTTP {exc.response.status_code}{hint}: "
+                         f"{exc.response.text[:300]}") from None
+    except httpx.HTTPError as exc:
+        raise StageError(f"Argilla at {url}: {what} failed: {exc} (is the server running?)") from None
+
+
 def client(target: Target):
     import argilla as rg
 
-    return rg.Argilla(api_url=target.url, api_key=target.api_key, timeout=120)
+    return rg.Argilla(api_url=target.url, api_key=target.api_key, timeout=120, retries=2)
 
 
 def _quiet(fn, *args):

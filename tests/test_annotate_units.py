@@ -295,3 +295,18 @@ def test_suggestions_are_compared_with_the_human_majority():
     # r5 is a tie and r6 has no suggestion: 4 items; p_o = 3/4, p_e = (2*1 + 2*3)/16 = 1/2 -> kappa 0.5
     assert (res.items, res.agent) == (4, "judge-panel")
     assert res.raw_agreement == 0.75 and res.cohen_kappa == pytest.approx(0.5)
+
+
+def test_a_dead_hosted_server_gives_a_one_line_error(tmp_path, monkeypatch):
+    import socket
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.setenv("ARGILLA_API_URL", f"http://127.0.0.1:{port}")
+    monkeypatch.setenv("ARGILLA_API_KEY", "some-key")
+    monkeypatch.chdir(tmp_path)
+    res = CliRunner().invoke(app, ["status", "qa_verification"])
+    assert isinstance(res.exception, StageError), res.output
+    assert f"Argilla at http://127.0.0.1:{port}: connecting failed" in str(res.exception)
+    assert "is the server running?" in str(res.exception)
