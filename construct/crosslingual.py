@@ -152,21 +152,44 @@ def event_pairs(ctx: StageContext, store: Any, encoder: Any, events: list[dict[s
                     best[h.id] = (h.score, e)
     pairs: list[ArticlePair] = []
     for e, by_lang in sorted(per_event.items()):
-        ens = [(i, s) for i, s in by_lang.get(pivot, []) if best[i][1] == e]
+        mine = {lang: [(i, s) for i, s in hits if best[i][1] == e] for lang, hits in by_lang.items()}
+        lo, hi = densest_window([(docs[i].day, s) for hits in mine.values() for i, s in hits], cfg.max_days_apart)
+        mine = {lang: [(i, s) for i, s in hits if lo <= docs[i].day <= hi] for lang, hits in mine.items()}
+        dropped = sum(len(h) for h in by_lang.values()) - sum(len(h) for h in mine.values())
+        if dropped:
+            ctx.skip("dense-hit-outside-event-window", dropped)
+        ens = mine.get(pivot, [])
         for lang in languages:
             if lang == pivot:
                 continue
-            xs = [(i, s) for i, s in by_lang.get(lang, []) if best[i][1] == e]
-            cands = []
-            for xi, xs_ in xs:
-                for ei, es_ in ens:
-                    if abs(docs[xi].day - docs[ei].day) <= cfg.max_days_apart:
-                        cands.append(((xs_ + es_) / 2, xi, ei))
+            cands = [((xs + es) / 2, xi, ei) for xi, xs in mine.get(lang, []) for ei, es in ens
+                     if abs(docs[xi].day - docs[ei].day) <= cfg.max_days_apart]
             cands.sort(key=lambda t: (-t[0], t[1], t[2]))
             for score, xi, ei in cands[:cfg.max_pairs_per_event]:
-                pairs.append(_make_pair(docs[xi], docs[ei], score,
-                                        str(events[e].get("event_id", e))))
+                pairs.append(_make_pair(docs[xi], docs[ei], score, str(events[e].get("event_id", e))))
     return pairs
+
+
+def densest_window(days_scores: list[tuple[int, float]], width: int) -> tuple[int, int]:
+    """The ``width``-day window holding the most hits (ties: higher summed score, then earlier).
+
+    An event's coverage is concentrated in time; older articles on the same entities (background,
+    earlier stages of the story) match the description too but fall outside its window."""
+    if not days_scores:
+        return 0, -1
+    pts = sorted(days_scores)
+    best = (0, 0.0, 0)
+    j = 0
+    total = 0.0
+    for i, (day, _) in enumerate(pts):
+        while j < len(pts) and pts[j][0] <= day + width:
+            total += pts[j][1]
+            j += 1
+        count = j - i
+        if (count, total) > best[:2]:
+            best = (count, total, day)
+        total -= pts[i][1]
+    return best[2], best[2] + width
 
 
 def article_pairs(ctx: StageContext, store: Any, docs: dict[str, Doc], pivot: str,

@@ -186,20 +186,90 @@ class LLMNER:
         return out
 
 
-class EntityExtractor:
-    """Backend + normalisation + de-duplication per title (order of first mention kept)."""
+def _match_form(text: str) -> str:
+    """Title/name form for gazetteer matching: NFKC, casefold, inner punctuation (e.g. the middle dot
+    in 托马斯·埃奎梅) as a space, whitespace collapsed."""
+    text = _INNER_PUNCT.sub(" ", unicodedata.normalize("NFKC", text).replace("’", "'").casefold())
+    return _WS.sub(" ", text).strip()
 
-    def __init__(self, backend: NerBackend, aliases: dict[str, str] | None = None) -> None:
+
+class Gazetteer:
+    """Known entities with surface forms in several languages and scripts, all mapped to one key.
+
+    File: JSON lines, each ``{"names": {"en": "Norrvik Energy", "zh": "诺尔维克能源公司", ...}}`` (the
+    sample corpus's ``entities.jsonl``) or ``{"name": "...", "aliases": ["...", ...]}``. The canonical key
+    is the normalised English (else first) name. Titles are searched for every surface form (Latin names
+    on word boundaries; other scripts as substrings, since Arabic attaches prefixes and Chinese has no
+    spaces), longest names first. This finds entities in scripts no local NER model covers and links
+    the same entity across scripts. Matching is one regular expression per title: fine for thousands of
+    names, not for millions.
+    """
+
+    def __init__(self, surface_to_key: dict[str, str]) -> None:
+        # keys for mentions other backends found (normalised) and for matching titles (lighter form)
+        self.surface_to_key = {normalise_entity(k): v for k, v in surface_to_key.items() if normalise_entity(k)}
+        self.forms = {_match_form(k): v for k, v in surface_to_key.items() if _match_form(k)}
+        forms = sorted(self.forms, key=len, reverse=True)
+        parts = [rf"(?<!\w){re.escape(f)}(?!\w)" if is_latin(f) else re.escape(f) for f in forms]
+        self._re = re.compile("|".join(parts)) if parts else None
+
+    @classmethod
+    def load(cls, path: str | Path) -> Gazetteer:
+        import json
+
+        path = Path(path)
+        if not path.exists():
+            raise ConfigError(f"ner.gazetteer file not found: {path}")
+        mapping: dict[str, str] = {}
+        for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                data = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ConfigError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from None
+            names = data.get("names") if isinstance(data, dict) else None
+            if isinstance(names, dict) and names:
+                canonical = names.get("en") or next(iter(names.values()))
+                forms = list(names.values())
+            elif isinstance(data, dict) and data.get("name"):
+                canonical = data["name"]
+                forms = [data["name"], *data.get("aliases", [])]
+            else:
+                raise ConfigError(f"{path}:{lineno}: expected {{'names': {{lang: name}}}} or {{'name': .., 'aliases': [..]}}")
+            key = normalise_entity(canonical)
+            for form in forms:
+                if isinstance(form, str) and form.strip():
+                    mapping[form] = key
+        return cls(mapping)
+
+    def find(self, title: str) -> list[str]:
+        if self._re is None:
+            return []
+        return [self.forms[m.group(0)] for m in self._re.finditer(_match_form(title))]
+
+    def canonical(self, key: str) -> str:
+        return self.surface_to_key.get(key, key)
+
+
+class EntityExtractor:
+    """Backend (+ optional gazetteer) + normalisation + de-duplication per title (first mention order)."""
+
+    def __init__(self, backend: NerBackend, aliases: dict[str, str] | None = None,
+                 gazetteer: Gazetteer | None = None) -> None:
         self.backend = backend
         self.aliases = normalise_aliases(aliases or {})
+        self.gazetteer = gazetteer
 
     def __call__(self, titles: Sequence[str], languages: Sequence[str]) -> list[list[str]]:
         raw = self.backend.entities(titles, languages)
         out = []
-        for mentions in raw:
+        for title, mentions in zip(titles, raw):
             keys: list[str] = []
-            for m in mentions:
-                k = normalise_entity(m, self.aliases)
+            found = [normalise_entity(m, self.aliases) for m in mentions]
+            if self.gazetteer is not None:
+                found = [self.gazetteer.canonical(k) for k in found] + self.gazetteer.find(title)
+            for k in found:
                 if len(k) >= 2 and k not in keys:
                     keys.append(k)
             out.append(keys)
@@ -216,4 +286,5 @@ def extractor_from_config(config: Any, llm_factory: Callable[[], Any] | None = N
         if llm_factory is None:
             raise ConfigError("ner.backend 'llm' needs the LLM layer (configure llm.endpoints)")
         backend = LLMNER(llm_factory(), ner.endpoint)
-    return EntityExtractor(backend, ner.aliases)
+    gazetteer = Gazetteer.load(config.resolve(ner.gazetteer)) if ner.gazetteer else None
+    return EntityExtractor(backend, ner.aliases, gazetteer)
