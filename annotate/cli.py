@@ -82,11 +82,11 @@ def push(
     config: Optional[Path] = ConfigOpt,
 ) -> None:
     """Create the project's dataset (users, workspaces, guidelines, distribution) and upsert records."""
+    from babelrag.errors import InputError
+
     from .inputs import read_rows
     from .projects import build_records
-    from .push import push as do_push
-
-    from babelrag.errors import InputError
+    from .push import argilla_errors, push as do_push
 
     settings, _ = _load(config)
     rows = read_rows(input)
