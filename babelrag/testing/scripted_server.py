@@ -85,6 +85,11 @@ class Faults:
     hang_s: float = 30.0
     seed: int = 0
 
+    def __post_init__(self) -> None:
+        rates = [r for _, r in self.table()]
+        if any(r < 0 or r > 1 for r in rates) or sum(rates) > 1 + 1e-9:
+            raise ValueError(f"fault rates must lie in [0, 1] and sum to at most 1 (got {rates})")
+
     @classmethod
     def mixed(cls, rate: float, **kw: Any) -> "Faults":
         """``rate`` split evenly across all transient fault kinds."""
