@@ -197,6 +197,7 @@ class SQLiteSearchEngine(BaseElasticAndOpenSearchEngine):
                 _LOG.warning("update of missing document %s in %s ignored", id, index_name)
                 conn.execute("ROLLBACK")
                 return
+            version = conn.execute("SELECT version FROM indices WHERE name = ?", (index_name,)).fetchone()[0]
             source = apply_update(json.loads(row[0]), body)
             conn.execute("UPDATE docs SET source = ? WHERE idx = ? AND id = ?", (dumps(source), index_name, str(id)))
             _bump(conn, index_name)
@@ -204,6 +205,12 @@ class SQLiteSearchEngine(BaseElasticAndOpenSearchEngine):
         except Exception:
             conn.execute("ROLLBACK")
             raise
+        # Every submitted response lands here: patch this process's cache instead of re-reading the index,
+        # but only if nobody else wrote in between (then the cache is simply stale and reloads).
+        with _cache_lock:
+            hit = _cache.get(index_name)
+            if hit and hit[0] == version:
+                _cache[index_name] = (version + 1, [(i, q, source if i == str(id) else d) for i, q, d in hit[1]])
 
     # ---- reads
     async def _index_search_request(
