@@ -194,33 +194,62 @@ def densest_window(days_scores: list[tuple[int, float]], width: int) -> tuple[in
 
 def article_pairs(ctx: StageContext, store: Any, docs: dict[str, Doc], pivot: str,
                   batch: int = 64) -> list[ArticlePair]:
-    """Sampled non-pivot articles search pivot articles nearby in time; mutual best matches pair up."""
+    """Sampled non-pivot articles search pivot articles nearby in time; mutual best matches pair up.
+
+    Searches go in batches (Milvus Lite has a large fixed cost per search call): queries sorted by date
+    share one call filtered to the batch's date span, and each query keeps its best hit inside its own
+    ``max_days_apart`` window."""
     cfg = ctx.config.dense
     candidates = sorted(d for d, doc in docs.items() if doc.language != pivot)
     rng = random.Random(ctx.seed)
-    queries = candidates if len(candidates) <= cfg.sample_queries else sorted(rng.sample(candidates, cfg.sample_queries))
+    queries = candidates if len(candidates) <= cfg.sample_queries else rng.sample(candidates, cfg.sample_queries)
+    queries = sorted(queries, key=lambda i: (docs[i].day, i))
     pairs: list[ArticlePair] = []
     starts = range(0, len(queries), batch)
     for s in ctx.progress(starts, total=len(starts), desc="cross-lingual queries"):
-        chunk = queries[s:s + batch]
-        qvecs = store.vectors(chunk)
-        found: list[tuple[Doc, Doc, float]] = []
-        for qid in chunk:
-            q = docs[qid]
-            hits = store.search(qvecs[qid], top_k=1, languages=[pivot], published_from=q.day - cfg.max_days_apart,
-                                published_to=q.day + cfg.max_days_apart)[0]
-            if not hits or hits[0].score < cfg.min_score:
+        chunk = [docs[i] for i in queries[s:s + batch]]
+        best = _best_in_window(store, chunk, [pivot], docs, cfg)
+        found = []
+        for q in chunk:
+            hit = best.get(q.id)
+            if hit is None:
                 ctx.skip("dense-no-match")
-                continue
-            found.append((q, docs[hits[0].id], hits[0].score))
-        back_vecs = store.vectors(sorted({en.id for _, en, _ in found})) if cfg.mutual else {}
+            else:
+                found.append((q, docs[hit[0]], hit[1]))
+        if cfg.mutual and found:
+            by_lang: dict[str, list[Doc]] = defaultdict(list)
+            for q, en, _ in found:
+                if en not in by_lang[q.language]:
+                    by_lang[q.language].append(en)
+            back = {lang: _best_in_window(store, ens, [lang], docs, cfg) for lang, ens in by_lang.items()}
         for q, en, score in found:
             if cfg.mutual:
-                back = store.search(back_vecs[en.id], top_k=1, languages=[q.language],
-                                    published_from=en.day - cfg.max_days_apart,
-                                    published_to=en.day + cfg.max_days_apart)[0]
-                if not back or back[0].id != q.id:
+                b = back[q.language].get(en.id)
+                if b is None or b[0] != q.id:
                     ctx.skip("dense-not-mutual")
                     continue
             pairs.append(_make_pair(q, en, score))
     return pairs
+
+
+def _best_in_window(store: Any, queries: list[Doc], languages: list[str], docs: dict[str, Doc],
+                    cfg: Any) -> dict[str, tuple[str, float]]:
+    """For each query article: its best hit in ``languages`` within max_days_apart and above min_score."""
+    import numpy as np
+
+    if not queries:
+        return {}
+    vecs = store.vectors([q.id for q in queries])
+    lo = min(q.day for q in queries) - cfg.max_days_apart
+    hi = max(q.day for q in queries) + cfg.max_days_apart
+    results = store.search(np.stack([vecs[q.id] for q in queries]), top_k=max(cfg.top_k, 20),
+                           languages=languages, published_from=lo, published_to=hi)
+    out: dict[str, tuple[str, float]] = {}
+    for q, hits in zip(queries, results):
+        for h in hits:  # best first
+            if h.score < cfg.min_score:
+                break
+            if abs(h.published - q.day) <= cfg.max_days_apart and h.id in docs:
+                out[q.id] = (h.id, h.score)
+                break
+    return out
