@@ -58,6 +58,7 @@ def test_jsonl_filters_dedupe_and_title_entities(tmp_path):
         row(7, "No date", EN2 + " Extra sentence.", date=""),
         row(8, "Out of window", EN2 + " Another one.", date="2025-01-01"),
         row(9, "Conseil municipal", FR, lang="fr"),  # declared French, not configured
+        row(11, "Le budget", FR + " Les critiques ont dénoncé la crise du logement.", lang=None),  # lingua: French
         row(2, "Duplicate id", EN2 + " Yet another sentence about wetlands.", date="2026-03-06"),
         "{not json",
         {"id": "a10", "title": "Empty", "maintext": "", "date_publish": "2026-03-01"},
@@ -76,9 +77,9 @@ def test_jsonl_filters_dedupe_and_title_entities(tmp_path):
     assert "münchen" in by_id["a3"].title_entities  # English model on a Latin-script German title
     skipped = report.stages[0].skipped
     assert skipped == {"exact-duplicate": 1, "near-duplicate": 1, "too-short": 1, "missing-date": 1,
-                       "before-date-window": 1, "language-not-configured": 1, "duplicate-id": 1,
+                       "before-date-window": 1, "language-not-configured": 2, "duplicate-id": 1,
                        "bad-json": 1, "no-article-text": 1}
-    assert report.stages[0].count_in == 12
+    assert report.stages[0].count_in == 13
 
 
 def test_zero_usable_articles_is_an_error_that_says_why(tmp_path):

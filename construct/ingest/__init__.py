@@ -107,6 +107,9 @@ def _filter(art: RawArticle, corpus: Any, languages: list[str], lid: LanguageIde
         skip("language-not-configured", where, f"{art.id}: declared {declared}")
         return None
     guess = lid.detect(f"{art.title}. {art.text}")
+    if guess.language is not None and guess.language not in languages:
+        skip("language-not-configured", where, f"{art.id}: detected {guess.language} ({guess.confidence:.2f})")
+        return None
     if guess.language is None or guess.confidence < corpus.language_confidence:
         skip("language-uncertain", where,
              f"{art.id}: best {guess.language} at {guess.confidence:.2f} < corpus.language_confidence")

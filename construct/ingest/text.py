@@ -23,33 +23,34 @@ class LanguageGuess:
     confidence: float
 
 
-class LanguageIdentifier:
-    """lingua detector over the configured languages only (fast, and no exotic false positives).
+# Languages lingua also considers, so that an article in, say, French is recognised as French (and
+# skipped as not configured) instead of being forced into the closest configured language.
+GUARD_LANGUAGES = ("en", "de", "es", "zh", "ar", "fr", "it", "pt", "ru", "ja", "ko", "hi", "ro", "tr", "nl",
+                   "pl", "sv", "cs", "uk", "fa", "he", "vi", "id", "el", "hu")
 
-    A text in a language outside the set gets low confidence and is skipped by the threshold.
+
+class LanguageIdentifier:
+    """lingua over the configured languages plus a guard set of common others.
+
+    ``detect`` returns the best language with its confidence; the caller keeps an article only when the
+    language is configured and the confidence reaches ``corpus.language_confidence``.
     """
 
-    def __init__(self, languages: list[str]) -> None:
+    def __init__(self, languages: list[str], guard: tuple[str, ...] = GUARD_LANGUAGES) -> None:
         from lingua import IsoCode639_1, Language, LanguageDetectorBuilder
 
         wanted = []
-        for code in languages:
+        for code in dict.fromkeys([*languages, *guard]):
             try:
                 wanted.append(Language.from_iso_code_639_1(getattr(IsoCode639_1, code.upper())))
             except (AttributeError, ValueError):
                 continue
+        self.configured = set(languages)
         self.codes = {lang: lang.iso_code_639_1.name.lower() for lang in wanted}
-        if len(wanted) == 1:
-            self._detector = None  # lingua needs two languages; one configured language is accepted as is
-            self._only = next(iter(self.codes.values()))
-        else:
-            self._detector = LanguageDetectorBuilder.from_languages(*wanted).build()
+        self._detector = LanguageDetectorBuilder.from_languages(*wanted).build()
 
     def detect(self, text: str) -> LanguageGuess:
-        sample = text[:1200]
-        if self._detector is None:
-            return LanguageGuess(self._only, 1.0)
-        values = self._detector.compute_language_confidence_values(sample)
+        values = self._detector.compute_language_confidence_values(text[:1200])
         if not values:
             return LanguageGuess(None, 0.0)
         top = values[0]
