@@ -90,6 +90,8 @@ def index_corpus(ctx: StageContext, encoder: Any) -> tuple[Any, dict[str, Doc]]:
         if len(batch) >= 512:
             flush()
     flush()
+    if store is not None and store.count() > len(docs):
+        ctx.extra["vectors_pruned"] = store.prune(set(docs))  # stale rows from an earlier corpus
     ctx.extra["encoder"] = encoder.name
     ctx.extra["vector_cache"] = {"hits": encoder.hits, "misses": encoder.misses}
     return store, docs
@@ -145,7 +147,7 @@ def event_pairs(ctx: StageContext, store: Any, encoder: Any, events: list[dict[s
                 continue
             top = hits[0].score
             for h in hits:
-                if h.score < cfg.min_score or h.score < top - cfg.relative_margin:
+                if h.id not in docs or h.score < cfg.min_score or h.score < top - cfg.relative_margin:
                     continue
                 per_event[e][lang].append((h.id, h.score))
                 if h.id not in best or h.score > best[h.id][0]:
@@ -154,8 +156,9 @@ def event_pairs(ctx: StageContext, store: Any, encoder: Any, events: list[dict[s
     for e, by_lang in sorted(per_event.items()):
         mine = {lang: [(i, s) for i, s in hits if best[i][1] == e] for lang, hits in by_lang.items()}
         lo, hi = densest_window([(docs[i].day, s) for hits in mine.values() for i, s in hits], cfg.max_days_apart)
+        before = sum(len(h) for h in mine.values())
         mine = {lang: [(i, s) for i, s in hits if lo <= docs[i].day <= hi] for lang, hits in mine.items()}
-        dropped = sum(len(h) for h in by_lang.values()) - sum(len(h) for h in mine.values())
+        dropped = before - sum(len(h) for h in mine.values())
         if dropped:
             ctx.skip("dense-hit-outside-event-window", dropped)
         ens = mine.get(pivot, [])

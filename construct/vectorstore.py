@@ -126,6 +126,23 @@ class VectorStore:
             n += len(rows)
         return n
 
+    def prune(self, keep: set[str], batch: int = 5000) -> int:
+        """Delete rows whose id is not in ``keep`` (articles gone from the corpus since the last run)."""
+        stale: list[str] = []
+        it = self.client.query_iterator(self.collection, batch_size=batch, filter="", output_fields=["id"])
+        try:
+            while True:
+                rows = it.next()
+                if not rows:
+                    break
+                stale.extend(r["id"] for r in rows if r["id"] not in keep)
+        finally:
+            it.close()
+        for s in range(0, len(stale), 500):
+            expr = f"id in [{', '.join(_quote(x) for x in stale[s:s + 500])}]"
+            self.client.delete(self.collection, filter=expr)
+        return len(stale)
+
     def count(self) -> int:
         res = self.client.query(self.collection, filter="", output_fields=["count(*)"], consistency_level="Strong")
         return int(res[0]["count(*)"])

@@ -155,3 +155,20 @@ def test_pairs_stage_articles_mode_and_rerun_is_idempotent(corpus):
         assert vs.count() == 6
     finally:
         vs.close()
+
+
+def test_rerun_on_a_smaller_corpus_prunes_stale_vectors(corpus, tmp_path):
+    """The Milvus collection lives across runs: articles gone from the corpus must not come back as hits."""
+    build = tmp_path / "b"
+    base = {"project": {"build_dir": str(build), "languages": ["en", "de"]},
+            "dense": {"min_score": 0.3, "events_file": str(corpus / "events.jsonl")}}
+    Pipeline(config_from_dict({**base, "corpus": {"inputs": [{"path": str(corpus / "c.jsonl"), "format": "jsonl"}],
+                                                  "min_tokens": 20}})).run(until="pairs")
+    rows = [json.loads(line) for line in (corpus / "c.jsonl").read_text().splitlines()]
+    (tmp_path / "small.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows if r["id"] != "e1"))
+    Pipeline(config_from_dict({**base, "corpus": {"inputs": [{"path": str(tmp_path / "small.jsonl"),
+                                                              "format": "jsonl"}], "min_tokens": 20}})).run(until="pairs")
+    store = BuildStore(build)
+    assert store.manifest("pairs").extra["vectors_pruned"] == 1
+    dense = {(p.article_a, p.article_b) for p in store.read("pairs", ArticlePair) if p.method == "dense"}
+    assert ("d1", "e2") in dense and not any("e1" in p for p in dense)
