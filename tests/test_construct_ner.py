@@ -74,3 +74,38 @@ def test_llm_backend_keeps_only_mentions_found_in_the_title(tmp_path):
         runner.close()
     assert out == [["柏林", "马克龙"], []]
     assert backend.failures == 1
+
+
+def test_ingest_stage_with_llm_backend_uses_the_shared_runner(tmp_path):
+    """ner.backend: llm inside the ingest stage goes through ctx.llm (config endpoints, usage per stage)."""
+    from babelrag import llm_session
+    from babelrag.config import config_from_dict
+    from babelrag.pipeline import Pipeline
+    from babelrag.records import Article
+    from babelrag.store import BuildStore
+    from babelrag.testing.scripted_server import ScriptedServer
+
+    text = ("市议会周二批准了新的预算，用于学校、道路和公共交通。官员表示，该计划将增加公交车的支出，"
+            "并修复几座已关闭数月的桥梁。批评者认为议会忽视了住房短缺问题。") * 2
+    (tmp_path / "c.jsonl").write_text(json.dumps({"id": "z1", "title": "德国总理在柏林会见马克龙", "maintext": text,
+                                                  "date_publish": "2026-03-01"}, ensure_ascii=False) + "\n")
+
+    def brain(body):
+        return json.dumps({"entities": ["柏林", "马克龙"]})
+
+    with ScriptedServer(brain) as srv:
+        cfg = config_from_dict({
+            "project": {"build_dir": str(tmp_path / "b"), "languages": ["zh", "en"]},
+            "corpus": {"inputs": [{"path": str(tmp_path / "c.jsonl"), "format": "jsonl"}], "min_tokens": 20},
+            "ner": {"backend": "llm"},
+            "llm": {"endpoints": {"x": {"base_url": srv.base_url, "model": "m"}}, "progress": False},
+        })
+        llm_session.reset()
+        try:
+            report = Pipeline(cfg).run(until="ingest")
+        finally:
+            llm_session.reset()
+    [art] = BuildStore(cfg.build_dir).read("ingest", Article)
+    assert art.language == "zh" and art.title_entities == ["柏林", "马克龙"]
+    usage = report.stages[0].llm_usage  # accounted to the ingest stage
+    assert (usage["calls"], usage["succeeded"], usage["endpoints"]) == (1, 1, ["x"])
