@@ -34,6 +34,8 @@ def demo_config(build_dir: Path, endpoint: str | None, model: str | None, max_pa
         "project": {"name": "babelrag-demo", "build_dir": str(build_dir / "build"), "seed": 13},
         "corpus": {"inputs": [{"path": str(sample / "articles.jsonl"), "format": "jsonl"}]},
         "dense": {"events_file": str(sample / "events.jsonl")},
+        # title entities in zh/ar: spaCy's English model does not cover them; the sample's entity list does
+        "ner": {"gazetteer": str(sample / "entities.jsonl")},
         "questions": {"max_pairs": max_pairs},
         "release": {"out_dir": str(build_dir / "release"), "name": "babelrag-demo", "allow_unverified": True},
         "evaluate": {"out_dir": str(build_dir / "eval")},
