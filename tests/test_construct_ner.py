@@ -32,10 +32,13 @@ def test_aliases_map_to_canonical_form_in_any_case():
 def test_spacy_backend_english_and_latin_script_titles_but_not_other_scripts():
     ex = EntityExtractor(SpacyNER(labels=["PERSON", "ORG", "GPE"]), {"Deutsche Bahn AG": "Deutsche Bahn"})
     out = ex(["Airbus wins Lufthansa order in Hamburg", "Deutsche Bahn AG streicht Züge nach Berlin",
-              "德国总理在柏林会见马克龙"], ["en", "de", "zh"])
+              "诺尔维克能源公司承压：哈尔瓦德·布伦纳在凯斯特雷尔湾为潮汐电站辩护", "هالفارد برينر يدافع عن المحطة"],
+             ["en", "de", "zh", "ar"])
     assert out[0] == ["airbus", "lufthansa", "hamburg"]
     assert "berlin" in out[1]
-    assert out[2] == []  # non-Latin script without a model: no entities (use stanza or llm)
+    # Chinese: jieba proper-noun runs, the transliterated name kept whole across its middle dot
+    assert out[2] == ["诺尔维克", "哈尔瓦德 布伦纳", "凯斯特雷尔湾"]
+    assert out[3] == []  # Arabic without a model: no entities (use stanza, llm or a gazetteer)
 
 
 def test_spacy_missing_model_is_a_config_error():
