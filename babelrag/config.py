@@ -184,6 +184,10 @@ class InstancesConfig(Section):
     translate_documents: bool = True  # machine-translate X articles to English for multi+ES / multi+ED
     translate_max_chars: int = Field(2000, ge=200)  # article text sent for translation is cut here
     endpoint: Optional[str] = None
+    # QAItems after human review (`babelrag annotate pull ... --merge-into` output, .jsonl or .parquet):
+    # they replace the filters stage's records of the same id (verified flag, corrected answer, human
+    # translations, human rejections)
+    reviewed_qa: Optional[str] = None
 
     @field_validator("settings")
     @classmethod

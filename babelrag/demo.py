@@ -95,7 +95,7 @@ def _release(config: Config, console: Any) -> Path:
         from babelrag.release.build import build_release
     except ImportError as exc:
         raise StageError(f"the release step is not available yet: {exc}") from None
-    return build_release(config, console=console)
+    return build_release(config, console=console).folder
 
 
 def _evaluate(config: Config, release_dir: Path, console: Any) -> Path:

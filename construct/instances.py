@@ -238,14 +238,38 @@ def _needs_doc_translation(settings: list[Setting]) -> bool:
     return any(s.base == "multi" and (s.es or s.ed) for s in settings)
 
 
+def overlay_reviewed(ctx, qas: list[QAItem]) -> list[QAItem]:  # noqa: ANN001
+    """Replace machine records by their human-reviewed versions (``instances.reviewed_qa``), by id.
+
+    A reviewed record whose id the filters stage does not have is stale (the question changed since it
+    was pushed): it is counted and left out, never shown as if it matched.
+    """
+    path = ctx.config.resolve(ctx.config.instances.reviewed_qa)
+    if path is None:
+        return qas
+    from babelrag.rows import parse, read_rows
+
+    reviewed = {q.id: q for q in parse(QAItem, read_rows(path), str(path))}
+    known = {q.id for q in qas}
+    stale = len(set(reviewed) - known)
+    if stale:
+        ctx.skip("reviewed-qa-unknown-id", stale)
+    ctx.extra["reviewed_qa"] = {"file": str(path), "records": len(reviewed), "applied": len(reviewed) - stale,
+                                "verified": sum(q.verified for q in reviewed.values() if q.id in known)}
+    return [reviewed.get(q.id, q) for q in qas]
+
+
 def run(ctx) -> None:  # noqa: ANN001 - StageContext (kept import-light)
     """Assemble every requested setting for every accepted question."""
     cfg = ctx.config
     settings = [parse_setting(s) for s in cfg.instances.settings]
-    articles = {a.id: a for a in ctx.iter_read("ingest", Article)}
-    qas = [q for q in ctx.read("filters", QAItem)]
+    qas = overlay_reviewed(ctx, ctx.read("filters", QAItem))
     dsets = {d.qa_id: d for d in ctx.read("distractors", DistractorSet)}
     accepted = [q for q in qas if q.accepted]
+    # only the articles an instance can show (supporting + chosen distractors), not the whole corpus
+    needed = {a for q in accepted for a in q.article_ids}
+    needed |= {d.article_id for q in accepted if q.id in dsets for d in dsets[q.id].distractors}
+    articles = ctx.read_ids("ingest", Article, needed)
     if len(qas) > len(accepted):
         ctx.skip("rejected-by-filters", len(qas) - len(accepted))
     languages = list(cfg.project.languages)
