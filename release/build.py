@@ -107,15 +107,32 @@ def _provenance(qas: list[QAItem], released_qa: set[str]) -> dict[tuple[str, str
 
 
 def _annotation_summary(build_dir: Path) -> Optional[dict[str, Any]]:
-    path = build_dir / "annotate" / "summary.json"
-    if not path.exists():
-        return None
+    """What the card says about annotation: ``annotate/summary.json`` if a curator wrote one, else the
+    per-project ``<project>.agreement.json`` files that ``babelrag annotate agreement`` writes there."""
+    folder = build_dir / "annotate"
+    path = folder / "summary.json"
+    if path.exists():
+        data = _read_json(path)
+        return data if isinstance(data, dict) else {"summary": data}
+    summary: dict[str, Any] = {}
+    for path in sorted(folder.glob("*.agreement.json")):
+        project = path.name.removesuffix(".agreement.json")
+        data = _read_json(path)
+        if not isinstance(data, dict):
+            raise StageError(f"{path}: expected the object `babelrag annotate agreement` writes; re-run it")
+        if data.get("annotators"):
+            summary[f"{project}: agreement between annotators"] = data["annotators"]
+        if data.get("suggestions"):
+            summary[f"{project}: model suggestions vs human majority"] = data["suggestions"]
+    return summary or None
+
+
+def _read_json(path: Path) -> Any:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
         raise StageError(f"{path}: unreadable annotation summary ({exc}); re-run `babelrag annotate` or remove it") \
             from None
-    return data if isinstance(data, dict) else {"summary": data}
 
 
 def _tracker(console: Any, desc: str) -> Any:

@@ -74,7 +74,7 @@ def _table(rows: list[list[Any]], cols: list[str]) -> str:
 
 def _annotation_section(summary: Optional[dict[str, Any]]) -> str:
     if not summary:
-        return "Not annotated: no `annotate/summary.json` in the build. Instances carry `verified=false` " \
+        return "Not annotated: no `annotate/summary.json` or `annotate/<project>.agreement.json` in the build. Instances carry `verified=false` " \
                "unless a human verified them."
     parts = []
     scalars = [(k, v) for k, v in summary.items() if not isinstance(v, (list, dict))]
