@@ -155,6 +155,10 @@ class StageContext:
     def iter_read(self, stage: str, model: type[M]) -> Iterator[M]:
         return self.store.iter_read(stage, model)
 
+    def read_ids(self, stage: str, model: type[M], ids: Iterable[str]) -> dict[str, M]:
+        """Only the records with these ids (large inputs: reads just the row groups holding them)."""
+        return self.store.read_ids(stage, model, ids)
+
     # outputs ----------------------------------------------------------------------------------
     def output(self, shard_size: int = 200) -> ShardWriter:
         """The stage's resumable writer (one per run); skip items for which ``has(id)`` is true."""
@@ -266,18 +270,19 @@ class Pipeline:
         fn = spec.load()
         fn(ctx)
         writer = ctx.output()
-        records, errors = writer.collect()
+        # shards -> sorted records.parquet / errors.parquet in the staging folder, without loading them
+        n_out, n_errors = writer.finish(staging)
         usage = _usage_diff(spec.name, usage_before)
         manifest = Manifest(
             stage=spec.name, fingerprint=fingerprint, config_hash=config_hash, inputs=inputs,
-            counts={"in": ctx.count_in, "out": len(records), "errors": len(errors),
+            counts={"in": ctx.count_in, "out": n_out, "errors": n_errors,
                     "skipped": dict(ctx.skipped), "resumed": writer.resumed},
             versions=library_versions(), started_at=started, finished_at=time.time(), llm_usage=usage,
             extra=ctx.extra,
         )
-        self.store.commit(spec.name, staging, records, spec.record_type(), errors, manifest)
+        self.store.commit_staged(spec.name, staging, manifest)
         report.status = "ran"
-        report.count_in, report.count_out, report.errors = ctx.count_in, len(records), len(errors)
+        report.count_in, report.count_out, report.errors = ctx.count_in, n_out, n_errors
         report.skipped, report.seconds, report.resumed = dict(ctx.skipped), manifest.seconds, writer.resumed
         report.llm_usage = usage
         if writer.resumed:
