@@ -170,7 +170,9 @@ def run(ctx: Any) -> None:
     pivot = cfg.project.pivot_language
     qas = [q for q in ctx.read("filters", QAItem) if q.accepted]
     ctx.count_in += len(qas)
-    articles = {a.id: a for a in ctx.iter_read("ingest", Article)}
+    # only the supporting articles in memory; every other article is known by its index entry
+    # (``docs``: id, language, day) and its text is read by id when the LLM verifier needs it
+    articles = ctx.read_ids("ingest", Article, {a for q in qas for a in q.article_ids})
     sequence = kind_sequence(d.mixture, d.per_language)
     kinds = set(sequence)
     out = ctx.output()
@@ -199,8 +201,9 @@ def run(ctx: Any) -> None:
                 if d.verify_with_llm:
                     head = list(dict.fromkeys(aid for k in KINDS if k != "irrelevant"
                                               for aid, _ in cands.get(k, [])[: 2 * d.per_language]))
-                    drop = answering(ctx.llm, qa, head, articles, stage=ctx.spec.name, endpoint=d.endpoint,
-                                     max_chars=d.max_article_chars)
+                    texts = ctx.read_ids("ingest", Article, head)
+                    drop = answering(ctx.llm, qa, [h for h in head if h in texts], texts, stage=ctx.spec.name,
+                                     endpoint=d.endpoint, max_chars=d.max_article_chars)
                     stats["llm_rejected"] += len(drop)
                     cands = {k: [c for c in v if c[0] not in drop] for k, v in cands.items()}
                 picked, borrowed = select(cands, sequence)
@@ -213,7 +216,7 @@ def run(ctx: Any) -> None:
                     chosen.append(Distractor(article_id=aid, language=lang, kind=kind, score=round(score, 6)))
             # the rules the instances stage checks again: never supporting, never too recent
             leak = [c.article_id for c in chosen if c.article_id in qa.article_ids
-                    or c.article_id not in articles or day(articles[c.article_id].published) > latest]
+                    or c.article_id not in docs or docs[c.article_id].day > latest]
             if leak:
                 ctx.error(qa.id, "leakage", f"candidates {leak} break the supporting/date rule (index out of date?)")
                 continue

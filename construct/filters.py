@@ -384,7 +384,7 @@ def run(ctx: Any) -> None:
     items = sorted(ctx.read("questions", QAItem), key=lambda i: i.id)
     ctx.count_in += len(items)
     needed = {a for it in items for a in it.article_ids}
-    articles = {a.id: a for a in ctx.iter_read("ingest", Article) if a.id in needed}
+    articles = ctx.read_ids("ingest", Article, needed)
     updated, counts = apply_filters(items, build_checks(ctx, articles))
     out = ctx.output()
     for it in updated:

@@ -68,7 +68,7 @@ def run(ctx: Any) -> None:
     pivot = cfg.project.pivot_language
     pairs = ctx.read("relevance", ArticlePair)
     needed = {x for p in pairs for x in (p.article_a, p.article_b)}
-    articles = {a.id: a for a in ctx.iter_read("ingest", Article) if a.id in needed}
+    articles = ctx.read_ids("ingest", Article, needed)
     jobs = plan_jobs(pairs, articles, list(q.types), q.per_pair, pivot, list(cfg.project.languages),
                      q.max_pairs, ctx.skip)
     ctx.count_in += len(jobs)

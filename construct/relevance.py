@@ -50,7 +50,7 @@ def run(ctx: StageContext) -> None:
         ctx.extra["checked"] = False
         return
     needed = {p.article_a for p in pairs} | {p.article_b for p in pairs}
-    articles = {a.id: a for a in ctx.iter_read("ingest", Article) if a.id in needed}
+    articles = ctx.read_ids("ingest", Article, needed)
     prompt = Prompt.beside(__file__, "relevance.yaml")
     config_hash = ctx.config.section_hash("relevance", "llm")
     todo = []
