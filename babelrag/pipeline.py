@@ -2,8 +2,9 @@
 
 A stage is a function ``run(ctx: StageContext) -> None`` in a stage package, registered here by a
 "module:function" string so that listing stages imports nothing heavy. A stage is skipped when its
-fingerprint (stage version + its config sections + its inputs' output fingerprints) matches the manifest
-of its finished output; ``force`` redoes it. Records go through ``ctx.output(...)`` (a ShardWriter), so a
+fingerprint (stage version + its config sections + its inputs' output fingerprints + the content of the
+files its config names + the LLM endpoint it uses outside its config sections) matches the manifest of
+its finished output; ``force`` redoes it. Records go through ``ctx.output(...)`` (a ShardWriter), so a
 killed run resumes from its last shard.
 """
 from __future__ import annotations
@@ -22,7 +23,7 @@ from pydantic import BaseModel
 from babelrag.config import Config
 from babelrag.errors import StageError
 from babelrag.records import ErrorRecord
-from babelrag.store import BuildStore, Manifest, ShardWriter, stable_hash
+from babelrag.store import BuildStore, ContentHasher, Manifest, ShardWriter, stable_hash
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -37,6 +38,12 @@ class StageSpec:
     version: str = "1"
     description: str = ""
     uses_llm: bool = False
+    # config fields naming files or folders the stage reads ("a.b", "a.list[].c", "a.mapping{}"): their
+    # *content* is part of the fingerprint (a value that is not an existing path, e.g. a model name, is not)
+    files: tuple[str, ...] = ()
+    # LLM endpoints used although "llm" is not among config_sections: (endpoint field, {field: value}
+    # conditions that must all hold); the resolved endpoint's output-relevant settings join the fingerprint
+    llm_endpoints: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()
 
     def load(self) -> Callable[[StageContext], None]:
         module, _, attr = self.target.partition(":")
@@ -54,9 +61,14 @@ class StageSpec:
 # The build pipeline, in order. Release and evaluation read the finished build (separate commands).
 STAGES: tuple[StageSpec, ...] = (
     StageSpec("ingest", "babelrag.construct.ingest:run", "Article", (), ("corpus", "project", "ner"),
-              description="read WARC/HTML/JSONL, date window, length, language ID, dedupe, title NER"),
+              description="read WARC/HTML/JSONL, date window, length, language ID, dedupe, title NER",
+              files=("corpus.inputs[].path", "corpus.inputs[].url_map", "ner.gazetteer", "ner.stanza_dir",
+                     "ner.spacy_model", "ner.spacy_models{}"),
+              llm_endpoints=(("ner.endpoint", (("ner.backend", "llm"),)),)),
     StageSpec("pairs", "babelrag.construct.pairs:run", "ArticlePair", ("ingest",), ("pairs", "dense", "project"),
-              description="related article pairs: entity graph (same language) + dense retrieval (cross-language)"),
+              description="related article pairs: entity graph (same language) + dense retrieval (cross-language)",
+              files=("dense.events_file", "dense.encoder.name_or_path"),
+              llm_endpoints=(("dense.encoder.endpoint", (("dense.enabled", True), ("dense.encoder.kind", "openai"))),)),
     StageSpec("relevance", "babelrag.construct.relevance:run", "ArticlePair", ("ingest", "pairs"),
               ("relevance", "llm"), description="LLM topical-relevance check of each pair", uses_llm=True),
     StageSpec("questions", "babelrag.construct.questions:run", "QAItem", ("ingest", "relevance"),
@@ -64,13 +76,15 @@ STAGES: tuple[StageSpec, ...] = (
               uses_llm=True),
     StageSpec("filters", "babelrag.construct.filters:run", "QAItem", ("ingest", "questions"),
               ("filters", "llm"), description="well-formed, named entity, near-duplicate, verbatim, "
-              "needs both articles, needs retrieval", uses_llm=True),
+              "needs both articles, needs retrieval", uses_llm=True, files=("filters.spacy_model",)),
     StageSpec("distractors", "babelrag.construct.distractors:run", "DistractorSet", ("ingest", "filters"),
               ("distractors", "dense", "project", "llm"), uses_llm=True,
-              description="related / irrelevant / seemingly relevant distractors"),
+              description="related / irrelevant / seemingly relevant distractors",
+              files=("dense.encoder.name_or_path",)),
     StageSpec("instances", "babelrag.construct.instances:run", "Instance", ("ingest", "filters", "distractors"),
               ("instances", "project", "distractors", "llm"),
-              description="one instance per question, setting and language", uses_llm=True),
+              description="one instance per question, setting and language", uses_llm=True,
+              files=("instances.reviewed_qa",)),
 )
 STAGE_NAMES = tuple(s.name for s in STAGES)
 
@@ -80,6 +94,44 @@ def get_stage(name: str) -> StageSpec:
         if spec.name == name:
             return spec
     raise StageError(f"unknown stage '{name}'; stages: {', '.join(STAGE_NAMES)}")
+
+
+def config_values(config: Config, selector: str) -> list[tuple[str, Any]]:
+    """(concrete key, value) for a dotted selector: ``a.b``, ``a.items[].c`` (each list item),
+    ``a.mapping{}`` (each value). Missing keys and None values are left out."""
+    found: list[tuple[str, Any]] = [("", config.model_dump(mode="json"))]
+    for part in selector.split("."):
+        each_item, each_value = part.endswith("[]"), part.endswith("{}")
+        name = part[:-2] if each_item or each_value else part
+        nxt: list[tuple[str, Any]] = []
+        for key, value in found:
+            if not isinstance(value, dict) or value.get(name) is None:
+                continue
+            child, ckey = value[name], f"{key}.{name}" if key else name
+            if each_item and isinstance(child, list):
+                nxt.extend((f"{ckey}[{i}]", v) for i, v in enumerate(child) if v is not None)
+            elif each_value and isinstance(child, dict):
+                nxt.extend((f"{ckey}.{k}", v) for k, v in sorted(child.items()) if v is not None)
+            elif not each_item and not each_value:
+                nxt.append((ckey, child))
+        found = nxt
+    return found
+
+
+#: endpoint settings that change what a model returns (not limits, retries, prices or keys)
+ENDPOINT_OUTPUT_FIELDS = ("base_url", "model", "json_mode", "temperature", "max_tokens", "seed", "top_p")
+
+
+def endpoint_settings(config: Config, name: str | None) -> dict[str, Any]:
+    """The output-relevant settings of the endpoint ``name`` resolves to (as the LLM layer resolves it)."""
+    from babelrag.errors import ConfigError
+
+    try:
+        resolved, endpoint = config.llm.endpoint(name)
+    except ConfigError:
+        return {"requested": name, "resolved": None}  # no endpoint: the stage itself will say so
+    dumped = endpoint.model_dump(mode="json")
+    return {"requested": name, "resolved": resolved, **{k: dumped.get(k) for k in ENDPOINT_OUTPUT_FIELDS}}
 
 
 def library_versions() -> dict[str, str]:
@@ -207,6 +259,37 @@ class Pipeline:
         self.store = BuildStore(config.build_dir)
         self.console = console
         self.report = RunReport()
+        self._hasher: ContentHasher | None = None
+        self._files: dict[str, dict[str, str]] = {}  # stage -> digests of its last fingerprint
+
+    def file_digests(self, spec: StageSpec) -> dict[str, str]:
+        """Content digest of every existing file or folder the stage's ``files`` fields name."""
+        if not spec.files:
+            return {}
+        if self._hasher is None:
+            root = self.store.root
+            self._hasher = ContentHasher(root / "_shared" / "content_hashes.json", exclude=[root])
+        out: dict[str, str] = {}
+        for selector in spec.files:
+            for key, value in config_values(self.config, selector):
+                if not isinstance(value, str) or not value:
+                    continue
+                path = self.config.resolve(value)
+                if path is None or not path.exists():
+                    path = Path(value).expanduser()  # e.g. spaCy resolves a model path against the cwd
+                if path.exists():
+                    out[key] = self._hasher.digest(path)
+        self._hasher.save()
+        return out
+
+    def llm_settings(self, spec: StageSpec) -> dict[str, Any]:
+        """Endpoint settings of LLMs the stage calls although ``llm`` is not one of its config sections."""
+        out: dict[str, Any] = {}
+        for field_name, conditions in spec.llm_endpoints:
+            if all(dict(config_values(self.config, k)).get(k) == v for k, v in conditions):
+                values = dict(config_values(self.config, field_name))
+                out[field_name] = endpoint_settings(self.config, values.get(field_name))
+        return out
 
     def fingerprint(self, spec: StageSpec) -> tuple[str, str, dict[str, str]]:
         config_hash = self.config.section_hash(*spec.config_sections)
@@ -214,8 +297,16 @@ class Pipeline:
         for name in spec.inputs:
             manifest = self.store.manifest(name)
             inputs[name] = manifest.output_fingerprint if manifest else "missing"
-        return stable_hash({"stage": spec.name, "version": spec.version, "config": config_hash,
-                            "inputs": inputs}), config_hash, inputs
+        parts: dict[str, Any] = {"stage": spec.name, "version": spec.version, "config": config_hash,
+                                 "inputs": inputs}
+        # added only when present, so stages without such fields keep their earlier fingerprints
+        files = self._files[spec.name] = self.file_digests(spec)
+        if files:
+            parts["files"] = files
+        llm = self.llm_settings(spec)
+        if llm:
+            parts["llm"] = llm
+        return stable_hash(parts), config_hash, inputs
 
     def is_current(self, spec: StageSpec) -> bool:
         manifest = self.store.manifest(spec.name)
@@ -248,6 +339,7 @@ class Pipeline:
         for name in spec.inputs:
             self.store.require(name)
         fingerprint, config_hash, inputs = self.fingerprint(spec)
+        files = self._files.get(spec.name, {})
         report = StageReport(stage=spec.name)
         existing = self.store.manifest(spec.name)
         if not force and existing is not None and existing.fingerprint == fingerprint:
@@ -278,7 +370,7 @@ class Pipeline:
             counts={"in": ctx.count_in, "out": n_out, "errors": n_errors,
                     "skipped": dict(ctx.skipped), "resumed": writer.resumed},
             versions=library_versions(), started_at=started, finished_at=time.time(), llm_usage=usage,
-            extra=ctx.extra,
+            extra=ctx.extra, files=files,
         )
         self.store.commit_staged(spec.name, staging, manifest)
         report.status = "ran"

@@ -197,3 +197,29 @@ def test_minhash_estimates_jaccard_and_does_not_merge_similar_articles():
         assert abs((sig[i] == sig[j]).mean() - true) < 0.15
     _, _, near, _ = duplicate_mask(np.arange(3), np.arange(3), sig, threshold=0.9)
     assert not near.any()
+
+
+def test_editing_the_corpus_or_gazetteer_reruns_ingest_without_force(tmp_path):
+    """ingest's fingerprint covers the content of corpus.inputs and ner.gazetteer, not only their paths."""
+    corpus = tmp_path / "c.jsonl"
+    write_jsonl(corpus, [row(1, "Quorvath council approves budget", EN)])
+    gaz = tmp_path / "gaz.jsonl"
+    gaz.write_text('{"name": "Quorvath"}\n', encoding="utf-8")
+
+    def ingest():
+        config = cfg(tmp_path, [{"path": str(corpus), "format": "jsonl"}])
+        config.ner.gazetteer = str(gaz)
+        status = Pipeline(config).run(until="ingest").stages[0].status
+        return status, BuildStore(config.build_dir).read("ingest", Article)
+
+    status, arts = ingest()
+    assert status == "ran" and "quorvath" in arts[0].title_entities
+    assert "budget" not in arts[0].title_entities
+    assert ingest()[0] == "cached"
+    gaz.write_text('{"name": "Budget"}\n', encoding="utf-8")  # same path, new content
+    status, arts = ingest()
+    assert status == "ran" and "budget" in arts[0].title_entities
+    write_jsonl(corpus, [row(1, "Quorvath council approves budget", EN), row(2, "Wetlands study", EN2)])
+    status, arts = ingest()
+    assert status == "ran" and [a.id for a in arts] == ["a1", "a2"]
+    assert ingest()[0] == "cached"

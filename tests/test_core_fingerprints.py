@@ -1,0 +1,133 @@
+"""Stage fingerprints cover the content of files the config names and the LLM endpoints a stage uses."""
+import json
+import os
+import time
+
+from babelrag.config import config_from_dict
+from babelrag.pipeline import STAGES, Pipeline, StageSpec, config_values, get_stage
+from babelrag.records import Article
+from babelrag.store import BuildStore
+from tests.helpers.counting_stage import SPEC as COUNT
+
+# the counting stage (reads nothing) with file-valued fields in its fingerprint
+SPEC = StageSpec("count", "tests.helpers.counting_stage:run", "Article", (), ("project", "ner", "corpus"),
+                 files=("ner.gazetteer", "corpus.inputs[].path"))
+
+OLD = time.time() - 3600  # an mtime old enough to be cached by stat
+
+
+def run(tmp_path, ner=None, corpus=None, build="build"):
+    raw = {"project": {"build_dir": build}, "ner": ner or {}, "corpus": corpus or {}}
+    cfg = config_from_dict(raw, base_dir=tmp_path)
+    return Pipeline(cfg, stages=(SPEC,)).run().stages[0].status
+
+
+def test_editing_a_named_file_reruns_the_stage(tmp_path, monkeypatch):
+    monkeypatch.setenv("COUNTING_STAGE_N", "5")
+    gaz = tmp_path / "gaz.jsonl"
+    gaz.write_text('{"name": "Acme"}\n')
+    ner = {"gazetteer": "gaz.jsonl"}  # relative: resolved against the config's folder
+    assert run(tmp_path, ner) == "ran"
+    assert run(tmp_path, ner) == "cached"  # nothing changed
+    # just edited (same size, same second): never taken from the stat cache
+    gaz.write_text('{"name": "Acmf"}\n')
+    assert run(tmp_path, ner) == "ran"
+    assert run(tmp_path, ner) == "cached"
+    os.utime(gaz, (OLD, OLD))
+    assert run(tmp_path, ner) == "cached"  # a new mtime with the same content is no change
+    cache = json.loads((tmp_path / "build" / "_shared" / "content_hashes.json").read_text())
+    assert os.path.realpath(gaz) in cache
+    gaz.write_text('{"name": "Acmg"}\n')  # same size again, after the digest was cached by stat
+    assert run(tmp_path, ner) == "ran"
+    manifest = BuildStore(tmp_path / "build").manifest("count")
+    assert manifest.files["ner.gazetteer"].startswith("sha256:")
+    gaz.unlink()  # gone: a change too (this stage does not read it, so it still runs)
+    assert run(tmp_path, ner) == "ran"
+
+
+def test_editing_a_corpus_folder_reruns_but_hidden_files_and_the_build_dir_do_not(tmp_path, monkeypatch):
+    monkeypatch.setenv("COUNTING_STAGE_N", "5")
+    corpus_dir = tmp_path / "corpus"
+    corpus_dir.mkdir()
+    (corpus_dir / "a.jsonl").write_text("{}\n")
+    (corpus_dir / "sub").mkdir()
+    (corpus_dir / "sub" / "b.jsonl").write_text("{}\n")
+    for p in (corpus_dir / "a.jsonl", corpus_dir / "sub" / "b.jsonl"):
+        os.utime(p, (OLD, OLD))
+    corpus = {"inputs": [{"path": "corpus", "format": "jsonl"}]}
+    # the build dir lives inside the corpus folder: its own files must not count as corpus content
+    build = "corpus/build"
+    assert run(tmp_path, corpus=corpus, build=build) == "ran"
+    assert run(tmp_path, corpus=corpus, build=build) == "cached"
+    (corpus_dir / ".DS_Store").write_text("x")
+    assert run(tmp_path, corpus=corpus, build=build) == "cached"
+    (corpus_dir / "sub" / "b.jsonl").write_text('{"id": 1}\n')
+    assert run(tmp_path, corpus=corpus, build=build) == "ran"
+    (corpus_dir / "c.jsonl").write_text("{}\n")
+    assert run(tmp_path, corpus=corpus, build=build) == "ran"
+    assert run(tmp_path, corpus=corpus, build=build) == "cached"
+
+
+def test_config_values_selectors():
+    cfg = config_from_dict({"corpus": {"inputs": [{"path": "a", "format": "jsonl"},
+                                                  {"path": "b", "format": "html", "url_map": "m.tsv"}]},
+                            "ner": {"spacy_models": {"de": "./de_model", "zh": "zh_core"}}})
+    assert config_values(cfg, "corpus.inputs[].path") == [("corpus.inputs[0].path", "a"),
+                                                          ("corpus.inputs[1].path", "b")]
+    assert config_values(cfg, "corpus.inputs[].url_map") == [("corpus.inputs[1].url_map", "m.tsv")]
+    assert config_values(cfg, "ner.spacy_models{}") == [("ner.spacy_models.de", "./de_model"),
+                                                        ("ner.spacy_models.zh", "zh_core")]
+    assert config_values(cfg, "ner.gazetteer") == []
+
+
+def _llm(model="m1", concurrency=8):
+    return {"endpoints": {"emb": {"base_url": "http://127.0.0.1:9/v1", "model": model,
+                                  "max_concurrency": concurrency}}, "default_endpoint": "emb"}
+
+
+def fp(tmp_path, stage, **raw):
+    cfg = config_from_dict({"project": {"build_dir": str(tmp_path / "b")}, **raw})
+    return Pipeline(cfg).fingerprint(get_stage(stage))[0]
+
+
+def test_pairs_with_the_openai_encoder_depends_on_its_endpoint(tmp_path):
+    dense = {"encoder": {"kind": "openai", "endpoint": "emb"}}
+    base = fp(tmp_path, "pairs", dense=dense, llm=_llm())
+    assert fp(tmp_path, "pairs", dense=dense, llm=_llm()) == base
+    assert fp(tmp_path, "pairs", dense=dense, llm=_llm(model="m2")) != base  # another embedding model
+    assert fp(tmp_path, "pairs", dense=dense, llm=_llm(concurrency=2)) == base  # limits change no vectors
+    # a local encoder does not use the llm section at all
+    local = fp(tmp_path, "pairs", llm=_llm())
+    assert fp(tmp_path, "pairs", llm=_llm(model="m2")) == local
+    # dense retrieval switched off: the endpoint is not used either
+    off = {"enabled": False, "encoder": {"kind": "openai", "endpoint": "emb"}}
+    assert fp(tmp_path, "pairs", dense=off, llm=_llm()) == fp(tmp_path, "pairs", dense=off, llm=_llm(model="m2"))
+
+
+def test_ingest_with_llm_ner_depends_on_its_endpoint(tmp_path):
+    corpus = {"inputs": [{"path": "c.jsonl", "format": "jsonl"}]}
+    ner = {"backend": "llm", "endpoint": "emb"}
+    base = fp(tmp_path, "ingest", corpus=corpus, ner=ner, llm=_llm())
+    assert fp(tmp_path, "ingest", corpus=corpus, ner=ner, llm=_llm(model="m2")) != base
+    spacy = fp(tmp_path, "ingest", corpus=corpus, llm=_llm())
+    assert fp(tmp_path, "ingest", corpus=corpus, llm=_llm(model="m2")) == spacy
+
+
+def test_spec_without_files_keeps_its_fingerprint(tmp_path):
+    """Stages naming no files get the same fingerprint as before file digests existed."""
+    from babelrag.store import stable_hash
+
+    cfg = config_from_dict({"project": {"build_dir": str(tmp_path / "b")}})
+    pipe = Pipeline(cfg, stages=(COUNT,))
+    old = stable_hash({"stage": "count", "version": "1", "config": cfg.section_hash("project"), "inputs": {}})
+    assert pipe.fingerprint(COUNT)[0] == old
+    assert isinstance(StageSpec("y", "m:f", "Article").files, tuple)
+
+
+def test_every_path_valued_field_a_stage_reads_is_listed():
+    """Guards the registry: path-valued config fields of the build stages are in their ``files``."""
+    listed = {s.name: set(s.files) for s in STAGES}
+    assert {"corpus.inputs[].path", "corpus.inputs[].url_map", "ner.gazetteer", "ner.stanza_dir"} <= listed["ingest"]
+    assert {"dense.events_file", "dense.encoder.name_or_path"} <= listed["pairs"]
+    assert "dense.encoder.name_or_path" in listed["distractors"]
+    assert "instances.reviewed_qa" in listed["instances"]
