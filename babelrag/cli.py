@@ -16,7 +16,7 @@ from babelrag.errors import BabelragError
 app = typer.Typer(help="Build, annotate, release and evaluate multilingual / cross-lingual RAG benchmarks.",
                   no_args_is_help=True, pretty_exceptions_enable=False, add_completion=False)
 construct_app = typer.Typer(help="Build stages: ingest, pairs, relevance, questions, filters, distractors, "
-                                 "instances.", no_args_is_help=True)
+                                 "instances; contrastive pairs.", no_args_is_help=True)
 app.add_typer(construct_app, name="construct")
 
 
@@ -95,6 +95,23 @@ for _spec_name, _doc in (
     ("instances", "Assemble benchmark instances for every configured setting and language."),
 ):
     _stage_command(_spec_name, _doc)
+
+
+@construct_app.command("contrastive")
+def construct_contrastive(config: Path = ConfigOpt,
+                          out: Path = typer.Option(..., "--out", "-o", help="JSONL file to write."),
+                          kinds: str = typer.Option("faithfulness,answer_relevance,context_relevance",
+                                                    help="Comma-separated kinds of pairs."),
+                          limit: Optional[int] = typer.Option(None, help="At most this many (chunk, question) items."),
+                          max_chars: int = typer.Option(1500, help="Chunk length in characters."),
+                          ) -> None:
+    """Contrastive pairs for the Ragas metrics and forced-choice annotation, from a finished build."""
+    from babelrag.construct.contrastive import main
+
+    argv = ["-c", str(config), "-o", str(out), "--kinds", kinds, "--max-chars", str(max_chars)]
+    code = main(argv + (["--limit", str(limit)] if limit is not None else []))
+    if code:
+        raise typer.Exit(code)
 
 
 @construct_app.command("status")

@@ -73,3 +73,15 @@ def test_cli_entry_point_reads_a_build(tmp_path):
     assert len(rows) == 1 and rows[0].kind == "context_relevance" and rows[0].source_id == "q1:0"
     unrelated = rows[0].detail.removeprefix("unrelated:")
     assert unrelated not in ("a1", "a2") and arts[unrelated].language == "en"
+    # the same through the `babelrag construct contrastive` command: identical file (seeded)
+    from typer.testing import CliRunner
+
+    from babelrag.cli import app
+
+    via_cli = tmp_path / "cli.jsonl"
+    res = CliRunner().invoke(app, ["construct", "contrastive", "-c", str(cfg), "-o", str(via_cli),
+                                   "--kinds", "context_relevance"])
+    assert res.exit_code == 0, res.output
+    assert via_cli.read_bytes() == out.read_bytes()
+    res = CliRunner().invoke(app, ["construct", "contrastive", "-c", str(tmp_path / "nope.yaml"), "-o", str(via_cli)])
+    assert res.exit_code == 2 and "nope.yaml" in res.output
