@@ -47,6 +47,9 @@ MANIFEST_FILE = "manifest.json"
 ROW_GROUP = 256
 #: shard/run files merged at once by the commit (memory ~ MERGE_FAN_IN row groups)
 MERGE_FAN_IN = 16
+# Every ParquetFile is opened with pre_buffer=False: pyarrow's default pre-buffers the whole file
+# (the merge holds up to MERGE_FAN_IN files open, iter_read walks a corpus-sized file).
+
 #: bump when the shard layout changes: shards of an unfinished run in another layout are discarded
 SHARD_FORMAT = 2
 
@@ -97,7 +100,11 @@ def _write_tables(path: Path, schema: Any, tables: Iterable[Any]) -> int:
     pending: list[Any] = []
     pending_rows = 0
     try:
-        with pq.ParquetWriter(str(tmp), schema) as writer:
+        # min/max statistics only for the key columns (read_ids prunes row groups with them): those of
+        # text columns would put two article texts per row group into the footer, which every reader
+        # and the merge's open files hold in memory
+        keys = [name for name in ("id", "item_id") if name in schema.names]
+        with pq.ParquetWriter(str(tmp), schema, write_statistics=keys) as writer:
             def emit(table: Any) -> None:
                 writer.write_table(table.combine_chunks(), row_group_size=ROW_GROUP)
 
@@ -157,7 +164,7 @@ def iter_records(path: Path, model: type[M], batch_size: int = 2048) -> Iterator
 
     if not path.exists():
         return
-    with pq.ParquetFile(path) as parquet:
+    with pq.ParquetFile(path, pre_buffer=False) as parquet:
         for batch in parquet.iter_batches(batch_size=batch_size):
             for row in batch.to_pylist():
                 yield model.model_validate(row)
@@ -175,7 +182,7 @@ def read_by_ids(path: Path, model: type[M], ids: Iterable[str], key: str = "id")
     if not want or not path.exists():
         return out
     wanted = set(want)
-    with pq.ParquetFile(path) as parquet:
+    with pq.ParquetFile(path, pre_buffer=False) as parquet:
         meta = parquet.metadata
         col = parquet.schema_arrow.get_field_index(key)
         for rg in range(meta.num_row_groups):
@@ -203,9 +210,11 @@ class _Run:
     def __init__(self, path: Path, key: str) -> None:
         import pyarrow.parquet as pq
 
-        self.file = pq.ParquetFile(path)
+        self.file = pq.ParquetFile(path, pre_buffer=False)
         self.key = key
-        self._batches = self.file.iter_batches(batch_size=ROW_GROUP)
+        # one thread: the merge reads files one row group at a time anyway, and parallel column
+        # decoding keeps several row groups' buffers alive per file
+        self._batches = self.file.iter_batches(batch_size=ROW_GROUP, use_threads=False)
         self.batch: Any = None
         self.keys: list[str] = []
 
@@ -330,7 +339,7 @@ def merge_sorted_files(paths: list[Path], dest: Path, schema: Any, key: str, wor
 def _iter_column(path: Path, column: str) -> Iterator[str]:
     import pyarrow.parquet as pq
 
-    with pq.ParquetFile(path) as parquet:
+    with pq.ParquetFile(path, pre_buffer=False) as parquet:
         for batch in parquet.iter_batches(batch_size=8192, columns=[column]):
             yield from batch.column(0).to_pylist()
 
