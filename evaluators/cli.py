@@ -11,23 +11,31 @@ app = typer.Typer(help="Score models on a release with the bundled metrics.", no
 
 @app.command("run")
 def run(
-    release: Path = typer.Argument(..., help="Release folder (data/<config>/<split>.parquet) or instances .jsonl."),
+    release: str = typer.Argument(..., help="Release folder (data/<config>/<split>.parquet), instances .jsonl, "
+                                            "or a Hub dataset id org/name or org/name@revision (HF_ENDPOINT, HF_TOKEN)."),
     config: Path = typer.Option(Path("babelrag.yaml"), "--config", "-c", help="YAML config with llm endpoints."),
     out: Optional[Path] = typer.Option(None, help="Output folder (default: evaluate.out_dir)."),
     model: list[str] = typer.Option([], help="LLM endpoint name to evaluate (repeatable; default evaluate.models)."),
     judge: list[str] = typer.Option([], help="Judge endpoint name (repeatable; default evaluate.judges)."),
     max_instances: Optional[int] = typer.Option(None, help="Evaluate a seeded sample of this many instances."),
     rounds: int = typer.Option(1000, help="Bootstrap rounds for confidence intervals."),
+    reranker: Optional[Path] = typer.Option(None, help="Local cross-encoder folder for MIRAGE's reranker_score "
+                                                       "feature (needs 'mirage' in evaluate.metrics)."),
+    reranker_backend: str = typer.Option("sentence-transformers", help="sentence-transformers or flagembedding."),
+    nli: Optional[Path] = typer.Option(None, help="Local NLI cross-encoder folder for MIRAGE's support_nli feature."),
 ) -> None:
     """Generate answers, judge them and write leaderboard, results.json, plots and report.html."""
     from rich.console import Console
 
     from babelrag.config import load_config
+    from babelrag.evaluators.crossencoder import CrossEncoderSpec
     from babelrag.evaluators.demo import evaluate_release
 
     console = Console(stderr=True)
     paths = evaluate_release(load_config(config), release, out_dir=out, models=model, judges=judge,
-                             max_instances=max_instances, rounds=rounds, console=console)
+                             max_instances=max_instances, rounds=rounds, console=console,
+                             reranker=CrossEncoderSpec(str(reranker), reranker_backend) if reranker else None,  # type: ignore[arg-type]
+                             nli=CrossEncoderSpec(str(nli)) if nli else None)
     console.print(f"[green]report:[/] {paths['html']}")
 
 

@@ -16,15 +16,23 @@ def evaluate_release(
     max_instances: Optional[int] = None,
     rounds: int = 1000,
     console: Any = None,
+    reranker: Any = None,
+    nli: Any = None,
 ) -> dict[str, Path]:
-    """Evaluate configured models on a release folder and write the report; returns the file paths."""
-    from babelrag.evaluators.runner import load_instances, release_revision, run_evaluation, sample_instances
+    """Evaluate configured models on a release (folder, .jsonl file or Hub id) and write the report;
+    returns the file paths. ``reranker`` / ``nli``: local cross-encoder folders (or loaded models)
+    for the MIRAGE support features."""
+    from babelrag.evaluators.runner import (
+        load_instances,
+        load_support_models,
+        release_revision,
+        run_evaluation,
+        sample_instances,
+    )
+    from babelrag.evaluators.source import resolve_release
     from babelrag.llm.client import runner_from_config
 
-    folder = Path(getattr(release_dir, "folder", release_dir))
     ev = config.evaluate
-    instances = load_instances(folder, configs=ev.configs)
-    instances = sample_instances(instances, max_instances, config.project.seed)
     models = list(models or ev.models)
     if not models:
         name, _ = config.llm.endpoint(None)  # the default endpoint evaluates itself
@@ -34,17 +42,25 @@ def evaluate_release(
     unknown = [n for n in [*models, *judges] if n not in known]
     if unknown:  # checked before any work; the LLM layer would silently fall back to the default
         raise ConfigError(f"endpoint(s) {unknown} are not configured under llm.endpoints (have: {known})")
-    dataset, revision = release_revision(folder)
+    reranker, nli = load_support_models(reranker, nli, ev.metrics)  # fail fast on a bad model folder
+    source = resolve_release(getattr(release_dir, "folder", release_dir), configs=ev.configs)
+    folder = source.path
+    instances = load_instances(folder, configs=ev.configs)
+    instances = sample_instances(instances, max_instances, config.project.seed)
+    dataset, revision = release_revision(folder) if folder.is_dir() else ("", "")
+    if source.hub_id:
+        dataset, revision = source.hub_id, revision or source.commit
     out = Path(out_dir) if out_dir is not None else config.resolve(ev.out_dir)
     if console is not None:
-        console.print(f"evaluating {', '.join(models)} on {len(instances)} instances from {folder} "
+        origin = f"hf://datasets/{source.hub_id} ({folder})" if source.hub_id else str(folder)
+        console.print(f"evaluating {', '.join(models)} on {len(instances)} instances from {origin} "
                       f"(judges: {', '.join(judges)}) -> {out}")
     runner = runner_from_config(config)
     try:
         return run_evaluation(runner, instances, models, judges, out, style=ev.prompt_style,
                               dataset=dataset or folder.name, dataset_revision=revision,
                               seed=config.project.seed, rounds=rounds,
-                              metrics=ev.metrics)
+                              metrics=ev.metrics, source=source.settings(), reranker=reranker, nli=nli)
     finally:
         runner.close()
 

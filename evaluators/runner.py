@@ -233,9 +233,14 @@ def evaluate_answers(
     seed: int = 0,
     metrics: Sequence[str] = ("xrag", "citations"),
     encoder: Any = None,
+    reranker: Any = None,
+    nli: Any = None,
 ) -> Evaluation:
     """XRAG judge panel + language rule, RAGE citation metrics when answers cite, and with
-    ``"mirage"`` in ``metrics`` the MIRAGE heuristics, pairwise battles, Bradley-Terry and surrogate."""
+    ``"mirage"`` in ``metrics`` the MIRAGE heuristics, pairwise battles, Bradley-Terry and surrogate.
+
+    ``reranker`` / ``nli`` (a :class:`~babelrag.evaluators.crossencoder.Reranker` / ``NLIJudge``, or a
+    local model folder) add the MIRAGE features ``reranker_score`` and ``support_nli``."""
     from babelrag.evaluators.citations import CitationItem, score_citations
     from babelrag.evaluators.judges import panel_votes
     from babelrag.evaluators.language import DEFAULT_LANGUAGES
@@ -247,6 +252,7 @@ def evaluate_answers(
         from babelrag.errors import ConfigError
 
         raise ConfigError(f"evaluate.metrics: unknown {unknown}; the runner knows {list(RUN_METRICS)}")
+    reranker, nli = load_support_models(reranker, nli, metrics)
     by_id = {inst.id: inst for inst in instances}
     missing = sorted({a.instance_id for a in answers} - set(by_id))
     if missing:
@@ -290,12 +296,33 @@ def evaluate_answers(
             lang: 1.0 - sum(r["language_correct"] for r in rows) / len(rows) for lang, rows in sorted(by_lang.items())
         }
     if "mirage" in metrics:
-        _mirage(runner, by_id, per_model, judges[0], languages, ev, rounds, seed)
+        _mirage(runner, by_id, per_model, judges[0], languages, ev, rounds, seed, reranker=reranker, nli=nli)
     if "garage" in metrics:
         _garage(runner, by_id, per_model, judges[0], ev, rounds, seed)
     if "ragas" in metrics:
         _ragas(runner, by_id, per_model, judges[0], ev, rounds, seed, encoder)
     return ev
+
+
+def load_support_models(reranker: Any, nli: Any, metrics: Sequence[str]) -> tuple[Any, Any]:
+    """Load the optional MIRAGE cross-encoders (paths/specs -> models); loaded models pass through.
+
+    They are MIRAGE features, so asking for one without ``mirage`` in ``metrics`` is a ConfigError
+    rather than a silently ignored option."""
+    if reranker is None and nli is None:
+        return None, None
+    from babelrag.errors import ConfigError
+    from babelrag.evaluators.crossencoder import CrossEncoderSpec, NLIJudge, Reranker
+
+    if "mirage" not in metrics:
+        which = " and ".join(n for n, v in (("reranker", reranker), ("nli", nli)) if v is not None)
+        raise ConfigError(f"{which} given but 'mirage' is not in the metrics {list(metrics)}; "
+                          "they are MIRAGE support features")
+    if isinstance(reranker, (str, Path, CrossEncoderSpec)):
+        reranker = Reranker(reranker)
+    if isinstance(nli, (str, Path, CrossEncoderSpec)):
+        nli = NLIJudge(nli)
+    return reranker, nli
 
 
 def _passages(inst: Instance, answer: AnswerRecord) -> dict[str, str]:
@@ -366,11 +393,17 @@ def _ragas(runner: "LLMRunner", by_id: Mapping[str, Instance], per_model: Mappin
 
 
 def _mirage(runner: "LLMRunner", by_id: Mapping[str, Instance], per_model: Mapping[str, list[AnswerRecord]],
-            judge: str, languages: Sequence[str], ev: Evaluation, rounds: int, seed: int) -> None:
-    """Heuristic features per model, pairwise battles (both orders), Bradley-Terry, surrogate."""
+            judge: str, languages: Sequence[str], ev: Evaluation, rounds: int, seed: int,
+            reranker: Any = None, nli: Any = None) -> None:
+    """Heuristic features per model, pairwise battles (both orders), Bradley-Terry, surrogate.
+
+    With a ``reranker``: ``reranker_score`` = reranker(question, answer without citations); with an
+    ``nli`` model: ``support_nli`` = share of answer sentences some shown document entails (MIRAGE's
+    NLI support, next to the LLM-judged ``support``)."""
     from babelrag.errors import InputError as _InputError
     from babelrag.evaluators.bradley_terry import bradley_terry
     from babelrag.evaluators.citations import strip_citations
+    from babelrag.evaluators.crossencoder import nli_support, reranker_scores
     from babelrag.evaluators.judges import pairwise_battles, scores_1_to_5, sentence_support, support_share
     from babelrag.evaluators.mirage import (
         FEATURE_KEYS,
@@ -382,6 +415,11 @@ def _mirage(runner: "LLMRunner", by_id: Mapping[str, Instance], per_model: Mappi
     )
     from babelrag.evaluators.registry import make_result
 
+    keys = (*FEATURE_KEYS, *LLM_FEATURES, *(("reranker_score",) if reranker is not None else ()),
+            *(("support_nli",) if nli is not None else ()))
+    if reranker is not None or nli is not None:
+        ev.extra["support_models"] = {k: getattr(m, "name", type(m).__name__)
+                                      for k, m in (("reranker", reranker), ("nli", nli)) if m is not None}
     features: dict[str, list[dict[str, Any]]] = {}
     for model, recs in per_model.items():
         ok = [a for a in recs if a.ok]
@@ -403,8 +441,17 @@ def _mirage(runner: "LLMRunner", by_id: Mapping[str, Instance], per_model: Mappi
             for a in ok], stage="eval.mirage.support")
         for row, f, o, sup in zip(res.items, fluency, overlap, support):
             row["fluency"], row["answer_overlap"], row["support"] = f, o, support_share(sup)
-        res = make_result("mirage.heuristics", res.items, (*FEATURE_KEYS, *LLM_FEATURES),
-                          rounds=rounds, seed=seed, counts=res.counts)
+        if reranker is not None:
+            scores = reranker_scores(reranker, [by_id[a.instance_id].question for a in ok],
+                                     [strip_citations(a.answer) for a in ok])
+            for row, sc in zip(res.items, scores):
+                row["reranker_score"] = sc
+        if nli is not None:
+            shares = nli_support(nli, [{"response": strip_citations(a.answer),
+                                        "passages": _passages(by_id[a.instance_id], a)} for a in ok])
+            for row, sh in zip(res.items, shares):
+                row["support_nli"] = sh
+        res = make_result("mirage.heuristics", res.items, keys, rounds=rounds, seed=seed, counts=res.counts)
         ev.results.setdefault(model, {})["mirage.heuristics"] = res
         features[model] = res.items
     if len(features) < 2:
@@ -429,7 +476,6 @@ def _mirage(runner: "LLMRunner", by_id: Mapping[str, Instance], per_model: Mappi
         if row["model"] in ev.scores:
             ev.scores[row["model"]]["bt_rating"] = Estimate(row["rating"], row["ci_low"], row["ci_high"], bt.n_battles)
     if len(features) >= 3:
-        keys = (*FEATURE_KEYS, *LLM_FEATURES)
         sur = fit_surrogate(model_features(features, keys), {r["model"]: r["rating"] for r in ev.bradley_terry},
                             n_folds=min(5, len(features)), seed=seed)
         ev.extra["surrogate"] = sur.to_dict()
@@ -449,23 +495,32 @@ def run_evaluation(
     seed: int = 0,
     metrics: Sequence[str] = ("xrag", "citations"),
     encoder: Any = None,
+    reranker: Any = None,
+    nli: Any = None,
+    source: Mapping[str, str] | None = None,
 ) -> dict[str, Path]:
-    """Generate, judge, score and write answers.jsonl + the full report into ``out_dir``."""
+    """Generate, judge, score and write answers.jsonl + the full report into ``out_dir``.
+
+    ``reranker`` / ``nli``: see :func:`evaluate_answers` (loaded before any LLM call, so a bad model
+    folder fails fast). ``source`` (e.g. the Hub id and commit) goes into results.json's settings."""
     from babelrag.evaluators.report import ReportInputs, run_info, write_report
 
     if not models:
         raise InputError("no models to evaluate: list llm endpoint names under evaluate.models")
     if not judges:
         raise InputError("no judges: list llm endpoint names under evaluate.judges")
+    reranker, nli = load_support_models(reranker, nli, metrics)
     answers = generate_answers(runner, instances, models, style=style, seed=seed, dataset_version=dataset_revision)
     out = Path(out_dir)
     answers_path = write_answers(out / "answers.jsonl", answers)
     ev = evaluate_answers(runner, instances, answers, judges, tie_policy=tie_policy, rounds=rounds, seed=seed,
-                          metrics=metrics, encoder=encoder)
+                          metrics=metrics, encoder=encoder, reranker=reranker, nli=nli)
     info = run_info(dataset, dataset_revision, {
         "style": style, "seed": seed, "metrics": list(metrics), "tie_policy": tie_policy,
         "judges": list(judges), "bootstrap_rounds": rounds,
         "models": {m: runner.settings.endpoint(m)[1].model for m in models},
+        **({"support_models": ev.extra["support_models"]} if "support_models" in ev.extra else {}),
+        **dict(source or {}),
     })
     paths = write_report(out, ReportInputs(
         title=f"babelrag evaluation: {dataset or 'benchmark'}", info=info, scores=ev.scores, sort_by="accuracy",
