@@ -1,4 +1,5 @@
 """Milvus vector store: Milvus Lite (embedded) and a real Milvus server on loopback (PyPI ``milvus``)."""
+import os
 import tempfile
 
 import numpy as np
@@ -71,15 +72,21 @@ def test_milvus_lite_indexes(tmp_path, index):
 
 @pytest.fixture(scope="module")
 def milvus_server():
+    import fcntl
+
     milvus = pytest.importorskip("milvus", reason="install the milvus-server extra (PyPI milvus==2.3.5)")
-    srv = milvus.MilvusServer()
-    srv.set_base_dir(tempfile.mkdtemp(prefix="babelrag-milvus-"))
-    srv.start()
-    try:
-        yield f"http://127.0.0.1:{srv.config.configurable_items['proxy_port'][1]}"
-    finally:
-        srv.stop()
-        srv.cleanup()
+    # The embedded etcd always binds its peer port 2380, so two Milvus servers cannot run on one machine at
+    # once: test runs started side by side (developers, CI jobs) take turns through this lock.
+    with open(os.path.join(tempfile.gettempdir(), "babelrag-milvus-server.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        srv = milvus.MilvusServer()
+        srv.set_base_dir(tempfile.mkdtemp(prefix="babelrag-milvus-"))
+        srv.start()
+        try:
+            yield f"http://127.0.0.1:{srv.config.configurable_items['proxy_port'][1]}"
+        finally:
+            srv.stop()
+            srv.cleanup()
 
 
 def test_milvus_server_store(milvus_server):
