@@ -143,7 +143,7 @@ def demo(build_dir: Path = typer.Option(Path("demo-build"), help="Where the demo
          endpoint: Optional[str] = typer.Option(None, help="OpenAI-compatible base URL to use instead of the "
                                                            "embedded local model."),
          model: Optional[str] = typer.Option(None, help="Model name at --endpoint."),
-         max_pairs: int = typer.Option(8, help="How many related pairs to turn into questions."),
+         max_pairs: int = typer.Option(4, help="How many related pairs to turn into questions (twice as many are relevance-checked)."),
          ) -> None:
     """Run the whole pipeline on the shipped sample corpus and end with a report."""
     from babelrag.demo import run_demo

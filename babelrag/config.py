@@ -107,6 +107,10 @@ class DenseConfig(Section):
 class RelevanceConfig(Section):
     enabled: bool = True
     endpoint: Optional[str] = None  # default endpoint when None
+    # check only this many pairs (round-robin over language combinations, as questions.max_pairs picks);
+    # the rest are counted as over-max-pairs and go no further. None = every candidate pair.
+    max_pairs: Optional[int] = Field(None, ge=1)
+    excerpt_chars: int = Field(1200, ge=200)  # article text shown to the judge is cut here (at a word)
 
 
 class QuestionsConfig(Section):

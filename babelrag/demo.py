@@ -36,6 +36,9 @@ def demo_config(build_dir: Path, endpoint: str | None, model: str | None, max_pa
         "dense": {"events_file": str(sample / "events.jsonl")},
         # title entities in zh/ar: spaCy's English model does not cover them; the sample's entity list does
         "ner": {"gazetteer": str(sample / "entities.jsonl")},
+        # every call to the embedded CPU model costs seconds: check only twice the pairs the questions
+        # stage will use (same round-robin choice), with shorter excerpts
+        "relevance": {"max_pairs": 2 * max_pairs, "excerpt_chars": 800},
         "questions": {"max_pairs": max_pairs},
         "release": {"out_dir": str(build_dir / "release"), "name": "babelrag-demo", "allow_unverified": True},
         "evaluate": {"out_dir": str(build_dir / "eval")},

@@ -12,42 +12,19 @@ import json
 from typing import Any
 
 from babelrag.construct.chains.crossdoc import CrossDocChain, Job, qa_id
+from babelrag.construct.pair_selection import select_pairs
 from babelrag.records import Article, ArticlePair
 
 
 def plan_jobs(pairs: list[ArticlePair], articles: dict[str, Article], types: list[str], per_pair: int,
-              pivot: str, languages: list[str], max_pairs: int | None, skip: Any = lambda reason: None) -> list[Job]:
+              pivot: str, languages: list[str], max_pairs: int | None, skip: Any = lambda *a: None) -> list[Job]:
     """Deterministic job list: the X article first, types cycling over jobs in pair-id order.
 
     ``max_pairs`` takes pairs round-robin over language combinations (de–en, en–en, zh–en, ...; each in id
     order), so a small budget still covers monolingual and cross-lingual questions."""
-    eligible: dict[tuple[str, str], list[tuple[ArticlePair, Article, Article]]] = {}
-    for pair in sorted(pairs, key=lambda p: p.id):
-        if pair.relevant is False:
-            skip("pair-not-relevant")
-            continue
-        a, b = articles.get(pair.article_a), articles.get(pair.article_b)
-        if a is None or b is None:
-            skip("pair-article-missing")
-            continue
-        if a.language == pivot and b.language != pivot:
-            a, b = b, a  # X first, English second
-        if b.language != pivot or (a.language != pivot and a.language not in languages):
-            skip("unsupported-language-pair")
-            continue
-        eligible.setdefault((a.language, b.language), []).append((pair, a, b))
-    chosen: list[tuple[ArticlePair, Article, Article]] = []
-    queues = [list(v) for _, v in sorted(eligible.items())]
-    budget = sum(len(q) for q in queues) if max_pairs is None else max_pairs
-    while len(chosen) < budget and any(queues):
-        for q in queues:
-            if q and len(chosen) < budget:
-                chosen.append(q.pop(0))
-    left = sum(len(q) for q in queues)
-    if left:
-        skip("over-max-pairs", left)
+    chosen = select_pairs(pairs, articles, pivot, languages, max_pairs, skip)
     jobs: list[Job] = []
-    for pair, a, b in sorted(chosen, key=lambda t: t[0].id):
+    for pair, a, b in chosen:
         for k in range(per_pair):
             q_type = types[len(jobs) % len(types)]
             jobs.append(Job(qa_id(pair.id, q_type, k), pair.id, a, b, q_type))

@@ -4,6 +4,8 @@ Every pair is written back with ``relevant`` (the verdict), ``rationale`` and ``
 endpoint, prompt id/version, config hash); later stages use only ``relevant is True`` pairs. A pair whose
 reply cannot be parsed after the LLM layer's retries and repair becomes an ErrorRecord (never a silent
 "not relevant"). With ``relevance.enabled: false`` pairs pass through unchecked (``relevant`` None).
+``relevance.max_pairs`` checks only that many pairs, chosen as ``questions.max_pairs`` chooses them
+(round-robin over language combinations); the others are counted and go no further.
 """
 from __future__ import annotations
 
@@ -30,10 +32,11 @@ def _excerpt(text: str, chars: int = EXCERPT_CHARS) -> str:
     return cut[: cut.rfind(" ")] + " …" if " " in cut else cut
 
 
-def prompt_items(pair: ArticlePair, articles: dict[str, Article]) -> dict[str, str]:
+def prompt_items(pair: ArticlePair, articles: dict[str, Article], chars: int = EXCERPT_CHARS) -> dict[str, str]:
     a, b = articles[pair.article_a], articles[pair.article_b]
-    return {"language_a": a.language, "published_a": a.published, "title_a": a.title, "text_a": _excerpt(a.text),
-            "language_b": b.language, "published_b": b.published, "title_b": b.title, "text_b": _excerpt(b.text)}
+    return {"language_a": a.language, "published_a": a.published, "title_a": a.title,
+            "text_a": _excerpt(a.text, chars), "language_b": b.language, "published_b": b.published,
+            "title_b": b.title, "text_b": _excerpt(b.text, chars)}
 
 
 def run(ctx: StageContext) -> None:
@@ -53,6 +56,12 @@ def run(ctx: StageContext) -> None:
     articles = ctx.read_ids("ingest", Article, needed)
     prompt = Prompt.beside(__file__, "relevance.yaml")
     config_hash = ctx.config.section_hash("relevance", "llm")
+    if cfg.max_pairs is not None:
+        from babelrag.construct.pair_selection import select_pairs
+
+        cfg_all = ctx.config
+        pairs = [p for p, _, _ in select_pairs(pairs, articles, cfg_all.project.pivot_language,
+                                               list(cfg_all.project.languages), cfg.max_pairs, ctx.skip)]
     todo = []
     for p in pairs:
         if out.has(p.id):
@@ -65,7 +74,7 @@ def run(ctx: StageContext) -> None:
     for s in range(0, len(todo), BATCH):
         chunk = todo[s:s + BATCH]
         results = ctx.llm.map_structured(endpoint=cfg.endpoint, prompt=prompt,
-                                         items=[prompt_items(p, articles) for p in chunk],
+                                         items=[prompt_items(p, articles, cfg.excerpt_chars) for p in chunk],
                                          schema=RelevanceVerdict, stage="relevance", item_ids=[p.id for p in chunk])
         for pair, res in zip(chunk, results):
             if not res.ok:

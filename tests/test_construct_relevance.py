@@ -40,7 +40,7 @@ def server():
         yield srv
 
 
-def test_relevance_verdicts_rationale_provenance_and_errors(tmp_path, server):
+def _config(tmp_path, server, relevance=None):
     def text(key, title):  # distinct word order per article, so dedupe keeps all six
         words = (FILL * 2).split()
         random.Random(key).shuffle(words)
@@ -49,15 +49,20 @@ def test_relevance_verdicts_rationale_provenance_and_errors(tmp_path, server):
     rows = [{"id": k, "title": t, "maintext": text(k, t), "language": "en", "date_publish": "2026-03-02"}
             for k, t in TITLES.items()]
     (tmp_path / "c.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    cfg = config_from_dict({
+    return config_from_dict({
         "project": {"build_dir": str(tmp_path / "build"), "languages": ["en", "de"]},
         "corpus": {"inputs": [{"path": str(tmp_path / "c.jsonl"), "format": "jsonl"}], "min_tokens": 20},
         "ner": {"labels": []},
         "pairs": {"min_shared_entities": 1, "graphml": False},
         "dense": {"enabled": False},
+        "relevance": relevance or {},
         "llm": {"endpoints": {"checker": {"base_url": server.base_url, "model": "scripted", "max_retries": 0}},
                 "progress": False},
     })
+
+
+def test_relevance_verdicts_rationale_provenance_and_errors(tmp_path, server):
+    cfg = _config(tmp_path, server)
     llm_session.reset()
     try:
         report = Pipeline(cfg).run(until="relevance")
@@ -81,3 +86,26 @@ def test_relevance_verdicts_rationale_provenance_and_errors(tmp_path, server):
     # each pair was asked once with its metadata (plus one repair attempt for the unparsable reply)
     asked = [e["last_user"] for e in server.log if "Article A" in e["last_user"]]
     assert len(asked) == 3 and all(a.startswith("Article A (en, published 2026-03-02)") for a in asked)
+
+
+def test_max_pairs_checks_only_the_budget_and_counts_the_rest(tmp_path):
+    asked = []
+
+    def recording_brain(body):
+        asked.append(body["messages"][-1]["content"])
+        return brain(body)
+
+    with ScriptedServer(recording_brain) as server:
+        cfg = _config(tmp_path, server, relevance={"max_pairs": 1, "excerpt_chars": 200})
+        llm_session.reset()
+        try:
+            report = Pipeline(cfg).run(until="relevance")
+        finally:
+            llm_session.reset()
+    checked = BuildStore(cfg.build_dir).read("relevance", ArticlePair)
+    assert [p.id for p in checked] == ["eg:a1|a2"] and checked[0].relevant is True  # first in id order
+    stage = report.stages[-1]
+    assert stage.count_in == 3 and stage.count_out == 1 and dict(stage.skipped) == {"over-max-pairs": 2}
+    assert len(asked) == 1
+    text_a = asked[0].split("Text: ")[1].split("\n\nArticle B")[0]
+    assert 150 < len(text_a) <= 202 and text_a.endswith(" …")  # cut at a word near excerpt_chars

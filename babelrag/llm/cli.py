@@ -12,7 +12,7 @@ app = typer.Typer(help="Embedded local model server and endpoint checks.", no_ar
 @app.command()
 def serve(port: int = typer.Option(8080, help="Port on 127.0.0.1 (0 = any free port)."),
           n_ctx: int = typer.Option(4096, help="Context window (tokens)."),
-          n_threads: Optional[int] = typer.Option(None, help="CPU threads for llama.cpp."),
+          n_threads: Optional[int] = typer.Option(None, help="CPU threads for llama.cpp (default: every core)."),
           ) -> None:
     """Serve the embedded Qwen2.5-Coder-0.5B model (OpenAI API) until Ctrl-C. For trying the pipeline only."""
     import time

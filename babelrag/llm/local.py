@@ -130,7 +130,7 @@ class LocalLLMServer:
         self.port = port or free_port()
         self.n_ctx = n_ctx
         self.chat_format = chat_format
-        self.n_threads = n_threads
+        self.n_threads = n_threads or os.cpu_count() or 1
         self.model_dir = model_dir
         self.startup_timeout_s = startup_timeout_s
         self.log_path = Path(log_path) if log_path else None
@@ -156,8 +156,7 @@ class LocalLLMServer:
         cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--model_alias", MODEL_ALIAS,
                "--host", "127.0.0.1", "--port", str(self.port), "--n_ctx", str(self.n_ctx),
                "--chat_format", self.chat_format, "--verbose", "False"]
-        if self.n_threads:
-            cmd += ["--n_threads", str(self.n_threads)]
+        cmd += ["--n_threads", str(self.n_threads), "--n_threads_batch", str(self.n_threads)]
         if self.log_path is None:
             self._log_fh = tempfile.NamedTemporaryFile("w+b", prefix="babelrag-llamacpp-", suffix=".log",
                                                        delete=False)
@@ -230,6 +229,7 @@ def embedded_endpoint(settings: LLMSettings) -> Iterator[LLMSettings]:
     if settings.endpoints:
         yield settings
         return
-    with LocalLLMServer(port=settings.local_port, n_ctx=settings.local_n_ctx) as srv:
+    with LocalLLMServer(port=settings.local_port, n_ctx=settings.local_n_ctx,
+                        n_threads=settings.local_n_threads) as srv:
         ep = srv.endpoint_config(max_concurrency=settings.local_max_concurrency)
         yield settings.model_copy(update={"endpoints": {LOCAL_ENDPOINT: ep}, "default_endpoint": LOCAL_ENDPOINT})

@@ -1,0 +1,46 @@
+"""Which related pairs a budget-limited stage works on: round-robin over language combinations.
+
+Shared by ``relevance.max_pairs`` and ``questions.max_pairs`` so that a small budget (the demo, a trial
+build) checks and uses the same kind of pairs: X–en and en–en, each combination in pair-id order,
+non-English article first. Pairs the pipeline cannot turn into questions (neither side in the pivot
+language, or a language outside ``project.languages``) are counted, never silently dropped.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Optional
+
+from babelrag.records import Article, ArticlePair
+
+Chosen = tuple[ArticlePair, Article, Article]
+
+
+def select_pairs(pairs: list[ArticlePair], articles: dict[str, Article], pivot: str, languages: list[str],
+                 max_pairs: Optional[int], skip: Callable[..., Any] = lambda *a: None) -> list[Chosen]:
+    """Usable pairs oriented (X, pivot), at most ``max_pairs`` taken round-robin over (X, pivot)
+    combinations, returned in pair-id order. ``skip(reason[, n])`` counts what is left out."""
+    eligible: dict[tuple[str, str], list[Chosen]] = {}
+    for pair in sorted(pairs, key=lambda p: p.id):
+        if pair.relevant is False:
+            skip("pair-not-relevant")
+            continue
+        a, b = articles.get(pair.article_a), articles.get(pair.article_b)
+        if a is None or b is None:
+            skip("pair-article-missing")
+            continue
+        if a.language == pivot and b.language != pivot:
+            a, b = b, a  # X first, English second
+        if b.language != pivot or (a.language != pivot and a.language not in languages):
+            skip("unsupported-language-pair")
+            continue
+        eligible.setdefault((a.language, b.language), []).append((pair, a, b))
+    chosen: list[Chosen] = []
+    queues = [list(v) for _, v in sorted(eligible.items())]
+    budget = sum(len(q) for q in queues) if max_pairs is None else max_pairs
+    while len(chosen) < budget and any(queues):
+        for q in queues:
+            if q and len(chosen) < budget:
+                chosen.append(q.pop(0))
+    left = sum(len(q) for q in queues)
+    if left:
+        skip("over-max-pairs", left)
+    return sorted(chosen, key=lambda t: t[0].id)
