@@ -27,11 +27,12 @@ def _mount_optional(module: str, name: str, help_text: str) -> None:
     try:
         sub = importlib.import_module(module).app
     except (ImportError, AttributeError) as exc:
-        sub = typer.Typer(help=f"{help_text} (unavailable: {exc})")
+        reason = str(exc)  # `exc` is unbound once the except block ends; the callback runs later
+        sub = typer.Typer(help=f"{help_text} (unavailable: {reason})")
 
         @sub.callback(invoke_without_command=True)
         def _unavailable() -> None:
-            raise BabelragError(f"`babelrag {name}` is not available in this installation: {exc}")
+            raise BabelragError(f"`babelrag {name}` is not available in this installation: {reason}")
 
     app.add_typer(sub, name=name, help=help_text)
 

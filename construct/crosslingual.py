@@ -8,7 +8,6 @@ matches best; X and pivot hits of the same event within the thresholds become pa
 """
 from __future__ import annotations
 
-import json
 import random
 from collections import defaultdict
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ from typing import Any
 
 
 from babelrag.errors import InputError
+from babelrag.rows import iter_jsonl
 from babelrag.pipeline import StageContext
 from babelrag.records import Article, ArticlePair
 
@@ -36,14 +36,8 @@ def load_events(path: Path, languages: list[str]) -> list[dict[str, str]]:
     if not path.exists():
         raise InputError(f"events file not found: {path} (dense.events_file)")
     events = []
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            data = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from None
-        if not isinstance(data, dict) or not any(isinstance(data.get(lang), str) for lang in languages):
+    for lineno, data in iter_jsonl(path):
+        if not any(isinstance(data.get(lang), str) for lang in languages):
             raise InputError(f"{path}:{lineno}: expected an object with a description in one of {languages}")
         data.setdefault("event_id", f"event-{lineno}")
         events.append(data)

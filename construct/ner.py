@@ -251,24 +251,18 @@ class Gazetteer:
 
     @classmethod
     def load(cls, path: str | Path) -> Gazetteer:
-        import json
+        from babelrag.rows import iter_jsonl
 
         path = Path(path)
         if not path.exists():
             raise ConfigError(f"ner.gazetteer file not found: {path}")
         mapping: dict[str, str] = {}
-        for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                data = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ConfigError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from None
-            names = data.get("names") if isinstance(data, dict) else None
+        for lineno, data in iter_jsonl(path, error=ConfigError):
+            names = data.get("names")
             if isinstance(names, dict) and names:
                 canonical = names.get("en") or next(iter(names.values()))
                 forms = list(names.values())
-            elif isinstance(data, dict) and data.get("name"):
+            elif data.get("name"):
                 canonical = data["name"]
                 forms = [data["name"], *data.get("aliases", [])]
             else:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from babelrag.errors import InputError
+from babelrag.hf_errors import hf_offline, http_status, is_network_failure
 
 _HUB_ID = re.compile(r"^(?:hf://datasets/)?(?P<repo>[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*)(?:@(?P<rev>[\w./-]+))?$")
 _FIX = ("connect to the network (and unset HF_HUB_OFFLINE), point HF_ENDPOINT at a reachable Hub mirror, "
@@ -51,38 +52,6 @@ def parse_hub_id(ref: str) -> Optional[tuple[str, str]]:
     return m.group("repo"), m.group("rev") or ""
 
 
-def _offline() -> bool:
-    from huggingface_hub import constants
-
-    env = os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
-    return bool(constants.HF_HUB_OFFLINE) or env
-
-
-def _connect_failure(exc: BaseException) -> bool:
-    names = {"ConnectError", "ConnectionError", "ConnectTimeout", "ReadTimeout", "TimeoutException",
-             "NewConnectionError", "MaxRetryError", "NetworkError", "RemoteProtocolError"}
-    seen: set[int] = set()
-    cur: Optional[BaseException] = exc
-    while cur is not None and id(cur) not in seen:
-        seen.add(id(cur))
-        if any(c.__name__ in names for c in type(cur).__mro__):
-            return True
-        cur = cur.__cause__ or cur.__context__
-    return False
-
-
-def _status(exc: BaseException) -> Optional[int]:
-    seen: set[int] = set()
-    cur: Optional[BaseException] = exc
-    while cur is not None and id(cur) not in seen:
-        seen.add(id(cur))
-        status = getattr(getattr(cur, "response", None), "status_code", None)
-        if isinstance(status, int):
-            return status
-        cur = cur.__cause__ or cur.__context__
-    return None
-
-
 def _patterns(configs: Sequence[str]) -> list[str]:
     data = [f"data/{c}/*.parquet" for c in configs] if configs else ["data/**/*.parquet", "data/*.parquet"]
     return ["README.md", "release.json", *data]
@@ -101,7 +70,7 @@ def fetch_hub_release(
 
     endpoint = (endpoint or constants.ENDPOINT).rstrip("/")
     where = f"dataset '{repo_id}'" + (f" at revision '{revision}'" if revision else "")
-    offline = _offline()
+    offline = hf_offline()
     try:
         folder = snapshot_download(repo_id, repo_type="dataset", revision=revision or None, endpoint=endpoint,
                                    cache_dir=str(cache_dir) if cache_dir else None,
@@ -115,7 +84,7 @@ def fetch_hub_release(
         if name in ("RevisionNotFoundError",):
             raise InputError(f"{where} was found at {endpoint} but the revision does not exist; "
                              "pass an existing branch, tag or commit after '@'") from None
-        status = _status(exc)
+        status = http_status(exc)
         if name == "GatedRepoError":
             raise InputError(f"{where} at {endpoint} is gated; accept its terms on the Hub and set HF_TOKEN to a "
                              "token of that account, or download the release folder and pass its path") from None
@@ -126,7 +95,7 @@ def fetch_hub_release(
         if name == "RepositoryNotFoundError" or status == 404:
             raise InputError(f"{where} does not exist at {endpoint} (and '{repo_id}' is no local path either); "
                              "check the id, or pass the path of a release folder") from None
-        if _connect_failure(exc) or name in ("LocalEntryNotFoundError", "OfflineModeIsEnabled"):
+        if is_network_failure(exc) or name in ("LocalEntryNotFoundError", "OfflineModeIsEnabled"):
             raise InputError(f"cannot fetch {where}: the Hub at {endpoint} is unreachable and the dataset is not "
                              f"in the local cache; {_FIX}") from None
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else name

@@ -10,29 +10,13 @@ from pathlib import Path
 from typing import Optional
 
 from babelrag.errors import BabelragError
+from babelrag.hf_errors import hf_offline, is_network_failure
 
 IGNORE = ["disk/**", ".*"]
 
 
 class PushError(BabelragError):
     """The release could not be uploaded."""
-
-
-def _offline() -> bool:
-    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
-
-
-def _connect_failure(exc: BaseException) -> bool:
-    names = {"ConnectError", "ConnectionError", "ConnectTimeout", "ReadTimeout", "TimeoutException",
-             "NewConnectionError", "MaxRetryError", "NetworkError", "RemoteProtocolError"}
-    seen: set[int] = set()
-    cur: Optional[BaseException] = exc
-    while cur is not None and id(cur) not in seen:
-        seen.add(id(cur))
-        if any(c.__name__ in names for c in type(cur).__mro__):
-            return True
-        cur = cur.__cause__ or cur.__context__
-    return False
 
 
 def push_release(folder: Path, repo_id: str, token: Optional[str] = None, endpoint: Optional[str] = None,
@@ -42,7 +26,7 @@ def push_release(folder: Path, repo_id: str, token: Optional[str] = None, endpoi
     if not (folder / "README.md").exists() or not (folder / "data").is_dir():
         raise PushError(f"{folder} is not a release folder (README.md + data/); run `babelrag release build` first")
     endpoint = endpoint or os.environ.get("HF_ENDPOINT") or "https://huggingface.co"
-    if _offline():
+    if hf_offline():
         raise PushError(f"cannot push to {endpoint}: HF_HUB_OFFLINE is set (offline mode); unset it on a machine "
                         "with network access, or copy the folder there and push from it")
     token = token or os.environ.get("HF_TOKEN") or None
@@ -54,7 +38,7 @@ def push_release(folder: Path, repo_id: str, token: Optional[str] = None, endpoi
         info = api.upload_folder(folder_path=str(folder), repo_id=repo_id, repo_type="dataset",
                                  ignore_patterns=IGNORE, commit_message=f"release {folder.name}")
     except Exception as exc:  # noqa: BLE001 - every failure becomes one actionable line
-        if _connect_failure(exc):
+        if is_network_failure(exc):
             raise PushError(f"cannot reach the Hub at {endpoint} ({type(exc).__name__}); check the network or "
                             "HF_ENDPOINT") from None
         status = getattr(getattr(exc, "response", None), "status_code", None)

@@ -104,7 +104,7 @@ def test_push_creates_every_project_with_guidelines_distribution_and_suggestions
         assert result.records == len(data[(project, suffix)]) and result.new == result.records
         ds = ps.find_dataset(env.client, env.settings, project, suffix)
         assert ds is not None, project
-        assert f"guideline-id" not in ds.settings.guidelines  # header stripped, id+version appended
+        assert "guideline-id" not in ds.settings.guidelines  # header stripped, id+version appended
         assert f"Guideline {project}, version 1" in ds.settings.guidelines
         assert ds.settings.distribution.min_submitted == 2
     qa_ds = ps.find_dataset(env.client, env.settings, "qa_verification")

@@ -1,5 +1,4 @@
 """Ingestion: readers (JSONL, HTML folder, WARC), filters, dedupe, title NER, per-reason skips."""
-import gzip
 import io
 import json
 from pathlib import Path

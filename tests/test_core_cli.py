@@ -69,3 +69,15 @@ def test_wheel_contains_every_stage_package_and_data(tmp_path):
         for src in (ROOT / folder).rglob("*.py"):
             rel = src.relative_to(ROOT).as_posix()
             assert f"babelrag/{rel}" in names, f"{rel} missing from the wheel"
+
+
+def test_a_stage_group_that_cannot_load_says_why_in_one_line():
+    # a sub-command group whose module is missing (e.g. an extra not installed) stays listed and, when
+    # used, names the import problem instead of a NameError/traceback
+    code = ("import sys, babelrag.cli as c; c._mount_optional('babelrag.no_such_stage', 'ghost', 'A missing stage.'); "
+            "sys.argv = ['babelrag', 'ghost']; c.main()")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 2, res.stderr
+    assert "Traceback" not in res.stderr
+    assert "`babelrag ghost` is not available in this installation: No module named 'babelrag.no_such_stage'" \
+        in res.stderr

@@ -5,7 +5,6 @@ import time
 
 from babelrag.config import config_from_dict
 from babelrag.pipeline import STAGES, Pipeline, StageSpec, config_values, get_stage
-from babelrag.records import Article
 from babelrag.store import BuildStore
 from tests.helpers.counting_stage import SPEC as COUNT
 
