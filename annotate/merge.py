@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any, Optional
 
 from babelrag.records import QAItem
@@ -50,30 +51,42 @@ def _who(rs: list[dict]) -> list[dict]:
     return [{"annotator": r["annotator"], "updated_at": r["updated_at"]} for r in sorted(rs, key=lambda r: r["annotator"])]
 
 
-def merge_qa_verification(items: list[QAItem], responses: list[dict], min_submitted: int) -> tuple[list[QAItem], MergeReport]:
-    report, out = MergeReport(), []
-    by_record = _submitted(responses)
-    g = guideline("qa_verification")
+def _merge_each(items: list[QAItem], by_record: dict[str, list[dict]], min_submitted: int, report: MergeReport,
+                decide: Callable[[QAItem, list[dict]], Optional[QAItem]]) -> list[QAItem]:
+    """Items with fewer than ``min_submitted`` responses stay as they are (pending); ``decide`` returns the
+    merged item, or None when the responses do not settle it (unresolved: the item stays as it is)."""
+    out = []
     for qa in items:
         rs = by_record.get(qa.id, [])
         if len(rs) < min_submitted:
             report.pending += 1
             out.append(qa)
             continue
-        votes = {q: majority([r["values"].get(q) for r in rs]) for q in ("natural", "answerable", "answer_correct")}
-        if None in votes.values():
+        merged = decide(qa, rs)
+        if merged is None:
             report.unresolved.append(qa.id)
             out.append(qa)
             continue
+        report.merged += 1
+        out.append(merged)
+    return out
+
+
+def merge_qa_verification(items: list[QAItem], responses: list[dict], min_submitted: int) -> tuple[list[QAItem], MergeReport]:
+    report = MergeReport()
+    g = guideline("qa_verification")
+
+    def decide(qa: QAItem, rs: list[dict]) -> Optional[QAItem]:
+        votes = {q: majority([r["values"].get(q) for r in rs]) for q in ("natural", "answerable", "answer_correct")}
+        if None in votes.values():
+            return None
         answer = qa.answer
         if votes["answer_correct"] == "no":
             candidates = [(r["values"].get("corrected_answer") or "").strip() for r in rs if r["values"].get("answer_correct") == "no"]
             candidates = [c for c in candidates if c and c != qa.answer.strip()]
             answer = majority(candidates) if candidates else None
             if answer is None:
-                report.unresolved.append(qa.id)
-                out.append(qa)
-                continue
+                return None
         passed = votes["natural"] == "yes" and votes["answerable"] == "yes"
         filters = json.loads(qa.filters_json or "{}")
         filters["human_verification"] = {
@@ -88,27 +101,20 @@ def merge_qa_verification(items: list[QAItem], responses: list[dict], min_submit
             update.update(accepted=False, rejected_by=qa.rejected_by or "human_verification")
             report.rejected += 1
         report.corrected += int(answer != qa.answer)
-        report.merged += 1
-        out.append(qa.model_copy(update=update))
-    return out, report
+        return qa.model_copy(update=update)
+
+    return _merge_each(items, _submitted(responses), min_submitted, report, decide), report
 
 
 def merge_translation(items: list[QAItem], responses: list[dict], language: str, min_submitted: int) -> tuple[list[QAItem], MergeReport]:
-    report, out = MergeReport(), []
-    by_record = _submitted(responses, language)
+    report = MergeReport()
     g = guideline("translation")
-    for qa in items:
-        rs = by_record.get(qa.id, [])
-        if len(rs) < min_submitted:
-            report.pending += 1
-            out.append(qa)
-            continue
+
+    def decide(qa: QAItem, rs: list[dict]) -> Optional[QAItem]:
         q = majority([(r["values"].get("question_translation") or "").strip() for r in rs])
         a = majority([(r["values"].get("answer_translation") or "").strip() for r in rs])
         if not q or not a:
-            report.unresolved.append(qa.id)
-            out.append(qa)
-            continue
+            return None
         translations = json.loads(qa.translations_json or "{}")
         previous = translations.get(language, {})
         translations[language] = {
@@ -116,10 +122,10 @@ def merge_translation(items: list[QAItem], responses: list[dict], language: str,
             "machine_translation": {k: previous.get(k) for k in ("question", "answer", "model") if previous.get(k)} or None,
             "annotators": _who(rs), "guideline": f"{g.id}@{g.version}",
         }
-        report.merged += 1
         report.corrected += int(q != previous.get("question") or a != previous.get("answer"))
-        out.append(qa.model_copy(update={"translations_json": json.dumps(translations, ensure_ascii=False, sort_keys=True)}))
-    return out, report
+        return qa.model_copy(update={"translations_json": json.dumps(translations, ensure_ascii=False, sort_keys=True)})
+
+    return _merge_each(items, _submitted(responses, language), min_submitted, report, decide), report
 
 
 def forced_choice_outcomes(responses: list[dict], records: list[dict], min_submitted: int) -> list[dict]:

@@ -159,6 +159,11 @@ _mount_optional("babelrag.evaluators.cli", "evaluate", "Score models on a releas
 
 
 def main() -> None:
+    import os
+
+    # gRPC's C core (pymilvus -> Milvus Lite) logs keep-alive chatter such as "GOAWAY ... too_many_pings"
+    # straight to stderr mid-progress-bar; real failures still raise as Python errors. Set it to see them.
+    os.environ.setdefault("GRPC_VERBOSITY", "NONE")
     try:
         app()
     except BabelragError as exc:

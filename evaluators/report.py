@@ -171,29 +171,39 @@ def _plt():
     return plt
 
 
-def plot_language_accuracy(acc: Mapping[str, Mapping[str, Estimate]], title: str = "Accuracy per language") -> bytes:
-    """Grouped bars (languages on x, one bar per model) with bootstrap CI error bars."""
+def _grouped_bars(values: Mapping[str, Mapping[str, Any]], ylabel: str, title: str, ylim: float,
+                  height: float, errors: bool) -> bytes:
+    """Languages on x, one bar per model; ``errors``: values are Estimates drawn with their CI."""
     import numpy as np
 
     plt = _plt()
-    models = sorted(acc)
-    langs = sorted({lang for m in models for lang in acc[m]})
+    models = sorted(values)
+    langs = sorted({lang for m in models for lang in values[m]})
     width = 0.8 / max(1, len(models))
-    fig, ax = plt.subplots(figsize=(max(5, 1.2 * len(langs) + 2), 3.6))
+    fig, ax = plt.subplots(figsize=(max(5, 1.2 * len(langs) + 2), height))
     x = np.arange(len(langs))
     for k, model in enumerate(models):
-        ests = [acc[model].get(lang) for lang in langs]
-        vals = np.array([e.value if e else np.nan for e in ests])
-        lo = np.array([e.value - e.low if e else 0 for e in ests])
-        hi = np.array([e.high - e.value if e else 0 for e in ests])
-        ax.bar(x + (k - (len(models) - 1) / 2) * width, vals, width, yerr=[lo, hi], capsize=3, label=model)
+        offset = x + (k - (len(models) - 1) / 2) * width
+        cells = [values[model].get(lang) for lang in langs]
+        if errors:
+            vals = np.array([e.value if e else np.nan for e in cells])
+            lo = np.array([e.value - e.low if e else 0 for e in cells])
+            hi = np.array([e.high - e.value if e else 0 for e in cells])
+            ax.bar(offset, vals, width, yerr=[lo, hi], capsize=3, label=model)
+        else:
+            ax.bar(offset, [np.nan if v is None else v for v in cells], width, label=model)
     ax.set_xticks(x, langs)
-    ax.set_ylim(0, 1.05)
-    ax.set_ylabel("accuracy (95% CI)")
+    ax.set_ylim(0, ylim)
+    ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.legend(fontsize=8, ncols=min(4, len(models)), loc="upper center", bbox_to_anchor=(0.5, -0.12), frameon=False)
     ax.grid(axis="y", alpha=0.3)
     return _figure_png(fig)
+
+
+def plot_language_accuracy(acc: Mapping[str, Mapping[str, Estimate]], title: str = "Accuracy per language") -> bytes:
+    """Grouped bars (languages on x, one bar per model) with bootstrap CI error bars."""
+    return _grouped_bars(acc, "accuracy (95% CI)", title, ylim=1.05, height=3.6, errors=True)
 
 
 def rank_table(values: Mapping[str, Mapping[str, float]]) -> dict[str, dict[str, int]]:
@@ -249,24 +259,7 @@ def plot_bradley_terry(leaderboard: Sequence[Mapping[str, Any]], title: str = "B
 
 def plot_wrong_language(rates: Mapping[str, Mapping[str, float]], title: str = "Wrong-language answers") -> bytes:
     """Share of answers not in the expected language, per model and language."""
-    import numpy as np
-
-    plt = _plt()
-    models = sorted(rates)
-    langs = sorted({lang for m in models for lang in rates[m]})
-    width = 0.8 / max(1, len(models))
-    fig, ax = plt.subplots(figsize=(max(5, 1.2 * len(langs) + 2), 3.4))
-    x = np.arange(len(langs))
-    for k, model in enumerate(models):
-        ax.bar(x + (k - (len(models) - 1) / 2) * width, [rates[model].get(lang, np.nan) for lang in langs],
-               width, label=model)
-    ax.set_xticks(x, langs)
-    ax.set_ylim(0, 1.0)
-    ax.set_ylabel("wrong-language rate")
-    ax.set_title(title)
-    ax.legend(fontsize=8, ncols=min(4, len(models)), loc="upper center", bbox_to_anchor=(0.5, -0.12), frameon=False)
-    ax.grid(axis="y", alpha=0.3)
-    return _figure_png(fig)
+    return _grouped_bars(rates, "wrong-language rate", title, ylim=1.0, height=3.4, errors=False)
 
 
 # ---------------------------------------------------------------- HTML
