@@ -63,15 +63,39 @@ def test_retry_after_is_honoured(tmp_path):
         assert t1 - t0 >= 0.4
 
 
+@pytest.mark.parametrize("transport", ["aiohttp", "httpx"])
 @pytest.mark.parametrize("kind,reason", [("429", "rate_limit"), ("500", "server_error"), ("hang", "timeout"),
                                          ("drop", "connection"), ("bad_body", "bad_body")])
-def test_each_transient_fault_is_classified(kind, reason, tmp_path):
+def test_each_transient_fault_is_classified(kind, reason, transport, tmp_path):
     with ScriptedServer([Rule("quiz", sequence=[Fault(kind, retry_after=0.01 if kind == "429" else None)])],
                         Faults(hang_s=3.0)) as srv:
-        res, runner = run_one(srv, tmp_path, max_retries=1, timeout_s=1.0)
+        res, runner = run_one(srv, tmp_path, max_retries=1, timeout_s=1.0, transport=transport)
         assert not res.ok and res.reason == reason, res.error
         assert srv.count() == 2  # first try + one retry
         assert runner.usage.as_dict()["total"]["failures"] == {reason: 1}
+
+
+def test_refused_connection_is_a_transient_connection_failure(tmp_path):
+    import socket
+
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    s = LLMSettings(endpoints={"g": EndpointConfig(base_url=f"http://127.0.0.1:{port}/v1", model="m", timeout_s=2.0,
+                                                   max_retries=1, retry_backoff_s=0.01)}, progress=False)
+    with LLMRunner(s, tmp_path) as runner:
+        res = runner.map_text(endpoint="g", prompt=PROMPT, items=[{"topic": "x"}], stage="s")[0]
+    assert not res.ok and res.reason == "connection" and res.attempts == 2, res.error
+
+
+def test_keep_alive_connections_are_reused(tmp_path):
+    p = Prompt(id="t", version="1", user="n {n}")
+    with ScriptedServer([Rule(".", reply="ok")], Faults(latency_s=0.02)) as srv:
+        with LLMRunner(settings_for(srv, max_concurrency=4), tmp_path) as runner:
+            runner.map_text(endpoint="generator", prompt=p, items=[{"n": i} for i in range(40)], stage="s")
+            session = runner._llm.endpoint("generator").client._session
+            assert session is not None and len(session.connector._conns) == 1  # one host key ...
+            assert sum(len(v) for v in session.connector._conns.values()) <= 4  # ... at most 4 idle sockets
 
 
 def test_transient_fault_gives_up_after_max_retries(tmp_path):
@@ -86,11 +110,12 @@ def test_transient_fault_gives_up_after_max_retries(tmp_path):
 
 
 # --- permanent errors: exactly one call, no retry ----------------------------------------------
+@pytest.mark.parametrize("transport", ["aiohttp", "httpx"])
 @pytest.mark.parametrize("kind,reason", [("401", "auth"), ("403", "auth"), ("quota", "quota"),
                                          ("400", "bad_request"), ("404", "not_found"), ("422", "bad_request")])
-def test_permanent_error_is_not_retried(kind, reason, tmp_path):
+def test_permanent_error_is_not_retried(kind, reason, transport, tmp_path):
     with ScriptedServer([Rule("quiz", sequence=[Fault(kind), GOOD])]) as srv:
-        res, runner = run_one(srv, tmp_path)
+        res, runner = run_one(srv, tmp_path, transport=transport)
         assert not res.ok and res.reason == reason
         assert srv.count() == 1
         assert runner.usage.as_dict()["total"]["retries"] == 0

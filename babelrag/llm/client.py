@@ -1,4 +1,4 @@
-"""Async client over the openai SDK, plus ``LLMRunner``: the synchronous facade stage code calls.
+"""Async client for OpenAI-compatible endpoints, plus ``LLMRunner``: the synchronous facade stage code calls.
 
 Per endpoint: bounded concurrency (semaphore), RPM/TPM limiter, our own retry loop (the SDK's is off),
 one JSON-repair re-ask for structured chains, and the disk cache. Every item ends as a ``Result`` —
@@ -7,6 +7,7 @@ success or a failure with a reason — in input order; nothing is dropped, nothi
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
 import random
@@ -24,6 +25,7 @@ from babelrag.llm.config import EndpointConfig, LLMSettings
 from babelrag.llm.limiter import EndpointLimiter
 from babelrag.llm.prompts import Message, Prompt
 from babelrag.llm.retry import Failure, backoff_delay, classify
+from babelrag.llm.transport import make_transport
 from babelrag.llm.usage import Usage
 
 T = TypeVar("T")
@@ -115,7 +117,7 @@ class _Endpoint:
 
 
 class AsyncLLM:
-    """One per event loop: owns the AsyncOpenAI clients. Use ``async with`` or call ``aclose``."""
+    """One per event loop: owns the endpoints' HTTP transports. Use ``async with`` or call ``aclose``."""
 
     def __init__(self, settings: LLMSettings, cache: Optional[ResponseCache] = None,
                  usage: Optional[Usage] = None, *, limiter_period_s: float = 60.0,
@@ -142,11 +144,8 @@ class AsyncLLM:
         resolved, cfg = self.settings.endpoint(name)
         ep = self._eps.get(resolved)
         if ep is None:
-            from openai import AsyncOpenAI
-
             secret = cfg.api_key(resolved)
-            client = AsyncOpenAI(api_key=secret, base_url=cfg.base_url, max_retries=0,
-                                 timeout=cfg.timeout_s, http_client=_http_client(cfg))
+            client = make_transport(cfg.transport, cfg.base_url, secret, cfg.timeout_s)
             ep = _Endpoint(resolved, cfg, client, asyncio.Semaphore(cfg.max_concurrency),
                            EndpointLimiter(cfg.rpm, cfg.tpm, self._period),
                            secret if cfg.api_key_env else "", json_mode=cfg.json_mode)
@@ -161,10 +160,11 @@ class AsyncLLM:
                             repair: bool = False) -> tuple[T, dict, int]:
         """Run ``send`` under the endpoint's limits; retry transient failures with backoff."""
         cfg = ep.cfg
+        limiter = ep.limiter
         attempts = 0
         while True:
             async with ep.sem:
-                entry = await ep.limiter.acquire(est_tokens)
+                entry = await limiter.acquire(est_tokens) if limiter.active else None
                 attempts += 1
                 try:
                     value, usage = await send()
@@ -190,13 +190,12 @@ class AsyncLLM:
 
     async def _chat(self, ep: _Endpoint, messages: list[Message], params: dict, stage: str,
                     repair: bool = False) -> tuple[str, dict, int]:
-        # ``AsyncOpenAI.post`` keeps the SDK's auth, base URL, timeouts and typed errors but skips its
-        # request transformer and response models: half the client CPU per request. Our messages
-        # and params are plain JSON already; the reply is read defensively below.
+        # Our messages and params are plain JSON already (no SDK request/response models: see
+        # transport.py); the reply is read defensively below.
         body = {"model": ep.cfg.model, "messages": messages, **params}
 
         async def send() -> tuple[str, dict]:
-            resp = await ep.client.post("/chat/completions", body=body, cast_to=object)
+            resp = await ep.client.post("/chat/completions", body)
             if not isinstance(resp, dict) or not resp.get("choices"):
                 raise ValueError(f"chat response without choices: {str(resp)[:200]}")
             text = (resp["choices"][0].get("message") or {}).get("content") or ""
@@ -269,7 +268,7 @@ class AsyncLLM:
                 value, err, reason = parse_structured(raw, schema)
                 if value is None:
                     repair_msgs = messages + [{"role": "assistant", "content": raw}] + REPAIR_PROMPT.render(
-                        error=err, schema=json.dumps(schema.model_json_schema(), ensure_ascii=False))
+                        error=err, schema=_schema_json(schema, False))
                     raw2, usage2, attempts2 = await self._chat(ep, repair_msgs, params, stage, repair=True)
                     attempts += attempts2
                     usage = {k: usage.get(k, 0) + usage2.get(k, 0) for k in ("prompt_tokens", "completion_tokens")}
@@ -313,7 +312,7 @@ class AsyncLLM:
             batch = [texts[i] for i in todo]
 
             async def send() -> tuple[list[list[float]], dict]:
-                resp = await ep.client.post("/embeddings", cast_to=object, body={
+                resp = await ep.client.post("/embeddings", {
                     "model": ep.cfg.model, "input": batch, "encoding_format": "float"})
                 data = resp.get("data") if isinstance(resp, dict) else None
                 if not isinstance(data, list):
@@ -344,23 +343,18 @@ class AsyncLLM:
         return out  # type: ignore[return-value]
 
 
-def _http_client(cfg: EndpointConfig) -> Any:
-    """aiohttp transport when the SDK ships it (far less CPU per request than httpx's pool at
-    high concurrency), else the SDK default."""
-    if cfg.transport == "httpx":
-        return None
-    try:
-        import openai
-
-        return openai.DefaultAioHttpClient(timeout=cfg.timeout_s)
-    except (AttributeError, RuntimeError, ImportError):
-        return None
+@functools.lru_cache(maxsize=256)
+def _schema_json(schema: type[BaseModel], sort_keys: bool) -> str:
+    """The schema's JSON text, built once per schema: ``model_json_schema`` costs ~0.7 ms per call,
+    which per item used to block the event loop for seconds when a large batch started (and the
+    connect timers of the first requests in flight ran out meanwhile)."""
+    return json.dumps(schema.model_json_schema(), ensure_ascii=False, sort_keys=sort_keys)
 
 
 def _with_schema_hint(messages: list[Message], schema: type[BaseModel]) -> list[Message]:
     """Tell the model the exact JSON shape (JSON mode alone only guarantees *some* JSON)."""
     hint = ("Answer with one JSON object and nothing else. It must match this JSON schema: "
-            + json.dumps(schema.model_json_schema(), ensure_ascii=False, sort_keys=True))
+            + _schema_json(schema, True))
     out = [dict(m) for m in messages]
     if out and out[0]["role"] == "system":
         out[0]["content"] = out[0]["content"] + "\n\n" + hint

@@ -33,7 +33,7 @@ class EndpointConfig(BaseModel):
     max_retries: int = Field(6, ge=0, le=50)
     retry_backoff_s: float = Field(0.5, ge=0)  # first backoff; doubles per attempt, full jitter
     retry_backoff_max_s: float = Field(30.0, ge=0)
-    transport: Literal["aiohttp", "httpx"] = "aiohttp"  # HTTP layer under the openai SDK
+    transport: Literal["aiohttp", "httpx"] = "aiohttp"  # aiohttp: our lean client; httpx: the openai SDK
     price_per_1k_input: float = Field(0.0, ge=0)
     price_per_1k_output: float = Field(0.0, ge=0)
     # sampling defaults (a prompt file or a call may override them)

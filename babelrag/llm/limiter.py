@@ -73,6 +73,7 @@ class EndpointLimiter:
     def __init__(self, rpm: Optional[int], tpm: Optional[int], period_s: float = 60.0) -> None:
         self.rpm = WindowLimiter(rpm, period_s) if rpm else None
         self.tpm = WindowLimiter(tpm, period_s) if tpm else None
+        self.active = bool(self.rpm or self.tpm)  # False: callers may skip acquire/settle entirely
 
     async def acquire(self, est_tokens: int) -> Optional[_Entry]:
         if self.rpm:

@@ -3,12 +3,13 @@
 Transient: 429 rate limits, 408/409, 5xx, timeouts, connection resets, unparseable HTTP bodies.
 Permanent: 401/403 (auth), 429 with ``insufficient_quota`` (no money left: retrying burns time),
 400/404/422 (the request itself is wrong). The openai SDK's own retries are switched off
-(``max_retries=0``) so this is the only retry loop.
+(``max_retries=0``) and the default aiohttp transport never retries, so this is the only retry loop.
 """
 from __future__ import annotations
 
 import email.utils
 import random
+import sys
 import time
 from dataclasses import dataclass
 from typing import Optional
@@ -78,11 +79,40 @@ def _is_disconnect(exc: BaseException) -> bool:
     return False
 
 
-def classify(exc: BaseException) -> Failure:
-    """Map an exception from the openai SDK (or the network below it) to a Failure."""
-    import openai
+def _status_failure(status: int, headers, body, text: str, msg: str) -> Failure:
+    code = _body_code(body)
+    if status == 429:
+        if "insufficient_quota" in code or "insufficient_quota" in text:
+            return Failure("quota", False, msg)
+        return Failure("rate_limit", True, msg, _retry_after(headers))
+    if status in (401, 403):
+        return Failure("auth", False, msg)
+    if status in (408, 409):
+        return Failure(f"http_{status}", True, msg, _retry_after(headers))
+    if status >= 500:
+        return Failure("server_error", True, msg, _retry_after(headers))
+    if status == 404:
+        return Failure("not_found", False, msg)
+    return Failure("bad_request", False, msg)
 
-    msg = f"{type(exc).__name__}: {exc}"[:500]
+
+def _aiohttp_failure(exc: BaseException, msg: str) -> Optional[Failure]:
+    """Timeouts, and network errors raised by aiohttp itself (the default transport), or None."""
+    if isinstance(exc, TimeoutError):  # aiohttp's ServerTimeoutError (socket read / connect), asyncio's
+        return Failure("timeout", True, msg)
+    aiohttp = sys.modules.get("aiohttp")
+    if aiohttp is None:
+        return None
+    if isinstance(exc, aiohttp.ClientPayloadError):  # body cut off mid-transfer
+        return Failure("bad_body", True, msg)
+    if isinstance(exc, (aiohttp.ClientConnectionError, aiohttp.ClientResponseError)):
+        # ServerDisconnectedError, ClientOSError, ClientConnectorError (refused, DNS), bad status line
+        return Failure("connection", True, msg)
+    return None
+
+
+def _sdk_failure(openai, exc: BaseException, msg: str) -> Optional[Failure]:
+    """Errors raised by the openai SDK (the ``httpx`` transport), or None."""
     if isinstance(exc, openai.APITimeoutError):  # subclass of APIConnectionError: check first
         return Failure("connection" if _is_disconnect(exc) else "timeout", True, msg)
     if isinstance(exc, openai.APIConnectionError):
@@ -90,22 +120,26 @@ def classify(exc: BaseException) -> Failure:
     if isinstance(exc, openai.APIResponseValidationError):
         return Failure("bad_body", True, msg)
     if isinstance(exc, openai.APIStatusError):
-        status = exc.status_code
-        headers = getattr(exc.response, "headers", None)
-        code = _body_code(exc.body)
-        if status == 429:
-            if "insufficient_quota" in code or "insufficient_quota" in str(exc):
-                return Failure("quota", False, msg)
-            return Failure("rate_limit", True, msg, _retry_after(headers))
-        if status in (401, 403):
-            return Failure("auth", False, msg)
-        if status in (408, 409):
-            return Failure(f"http_{status}", True, msg, _retry_after(headers))
-        if status >= 500:
-            return Failure("server_error", True, msg, _retry_after(headers))
-        if status == 404:
-            return Failure("not_found", False, msg)
-        return Failure("bad_request", False, msg)
+        return _status_failure(exc.status_code, getattr(exc.response, "headers", None), exc.body,
+                               str(exc), msg)
+    return None
+
+
+def classify(exc: BaseException) -> Failure:
+    """Map an exception from our transports (aiohttp / the openai SDK, or the network below) to a Failure."""
+    from babelrag.llm.transport import HTTPStatusError
+
+    msg = f"{type(exc).__name__}: {exc}"[:500]
+    if isinstance(exc, HTTPStatusError):
+        return _status_failure(exc.status_code, exc.headers, exc.body, str(exc), msg)
+    aio = _aiohttp_failure(exc, msg)
+    if aio is not None:
+        return aio
+    openai = sys.modules.get("openai")  # not imported: no SDK exception can exist
+    if openai is not None:
+        sdk = _sdk_failure(openai, exc, msg)
+        if sdk is not None:
+            return sdk
     if isinstance(exc, (ValueError, KeyError, TypeError, AttributeError)):
         # a 200 whose body is not the JSON we expect (truncated, HTML error page, ...)
         return Failure("bad_body", True, msg)
