@@ -223,6 +223,9 @@ class EvaluateConfig(Section):
     configs: list[str] = Field(default_factory=list)  # release configs; empty = all
     out_dir: str = "eval"
     prompt_style: Literal["articles", "closed-book", "citations"] = "citations"
+    # cut each document shown to a model (and to the judges) to this many characters, for models with
+    # small context windows; None = whole documents. Recorded in results.json and in every answer.
+    max_document_chars: Optional[int] = Field(None, ge=100)
 
 
 class Config(Section):

@@ -36,12 +36,14 @@ def demo_config(build_dir: Path, endpoint: str | None, model: str | None, max_pa
         "dense": {"events_file": str(sample / "events.jsonl")},
         # title entities in zh/ar: spaCy's English model does not cover them; the sample's entity list does
         "ner": {"gazetteer": str(sample / "entities.jsonl")},
-        # every call to the embedded CPU model costs seconds: check only twice the pairs the questions
-        # stage will use (same round-robin choice), with shorter excerpts
+        # Every call to the embedded CPU model costs seconds (~40 prompt tokens/s on 2 cores): check only
+        # twice the pairs the questions stage will use (same choice), and show the model shorter texts.
         "relevance": {"max_pairs": 2 * max_pairs, "excerpt_chars": 800},
-        "questions": {"max_pairs": max_pairs},
+        "questions": {"max_pairs": max_pairs, "max_article_chars": 2000},
+        "filters": {"max_article_chars": 1500},
+        "instances": {"mono_distracting": 2, "multi_distracting_per_language": 1, "translate_max_chars": 600},
         "release": {"out_dir": str(build_dir / "release"), "name": "babelrag-demo", "allow_unverified": True},
-        "evaluate": {"out_dir": str(build_dir / "eval")},
+        "evaluate": {"out_dir": str(build_dir / "eval"), "max_document_chars": 600},
         "llm": llm,
     }
     return config_from_dict(raw, source="<demo>", base_dir=build_dir)

@@ -1,8 +1,10 @@
 """Which related pairs a budget-limited stage works on: round-robin over language combinations.
 
 Shared by ``relevance.max_pairs`` and ``questions.max_pairs`` so that a small budget (the demo, a trial
-build) checks and uses the same kind of pairs: X–en and en–en, each combination in pair-id order,
-non-English article first. Pairs the pipeline cannot turn into questions (neither side in the pivot
+build) checks and uses the same kind of pairs: X–en and en–en, non-English article first. Within a
+combination the next pick is the first pair (in id order) that shares no article, title entity or event
+with the pairs already chosen — otherwise the one sharing least — so a budget of eight does not spend
+itself on eight takes of the same story (near-duplicate questions the filters would drop). Pairs the pipeline cannot turn into questions (neither side in the pivot
 language, or a language outside ``project.languages``) are counted, never silently dropped.
 """
 from __future__ import annotations
@@ -35,12 +37,25 @@ def select_pairs(pairs: list[ArticlePair], articles: dict[str, Article], pivot: 
         eligible.setdefault((a.language, b.language), []).append((pair, a, b))
     chosen: list[Chosen] = []
     queues = [list(v) for _, v in sorted(eligible.items())]
-    budget = sum(len(q) for q in queues) if max_pairs is None else max_pairs
-    while len(chosen) < budget and any(queues):
+    if max_pairs is None:
+        return sorted((c for q in queues for c in q), key=lambda t: t[0].id)
+    used: set[str] = set()
+    while len(chosen) < max_pairs and any(queues):
         for q in queues:
-            if q and len(chosen) < budget:
-                chosen.append(q.pop(0))
+            if q and len(chosen) < max_pairs:
+                k = min(range(len(q)), key=lambda i: (len(_topics(q[i]) & used), i))
+                used |= _topics(q[k])
+                chosen.append(q.pop(k))
     left = sum(len(q) for q in queues)
     if left:
         skip("over-max-pairs", left)
     return sorted(chosen, key=lambda t: t[0].id)
+
+
+def _topics(c: Chosen) -> set[str]:
+    """What makes two pairs the same story: their articles, title entities and event."""
+    pair, a, b = c
+    out = {f"article:{a.id}", f"article:{b.id}", *(f"entity:{e}" for e in (*a.title_entities, *b.title_entities))}
+    if pair.event_id:
+        out.add(f"event:{pair.event_id}")
+    return out

@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field
 
 from babelrag.pipeline import StageContext
 from babelrag.records import Article, ArticlePair
+from babelrag.text import excerpt
 
 EXCERPT_CHARS = 1200
 BATCH = 64
@@ -25,18 +26,11 @@ class RelevanceVerdict(BaseModel):
     rationale: str = Field(default="", max_length=1000)
 
 
-def _excerpt(text: str, chars: int = EXCERPT_CHARS) -> str:
-    if len(text) <= chars:
-        return text
-    cut = text[:chars]
-    return cut[: cut.rfind(" ")] + " …" if " " in cut else cut
-
-
 def prompt_items(pair: ArticlePair, articles: dict[str, Article], chars: int = EXCERPT_CHARS) -> dict[str, str]:
     a, b = articles[pair.article_a], articles[pair.article_b]
     return {"language_a": a.language, "published_a": a.published, "title_a": a.title,
-            "text_a": _excerpt(a.text, chars), "language_b": b.language, "published_b": b.published,
-            "title_b": b.title, "text_b": _excerpt(b.text, chars)}
+            "text_a": excerpt(a.text, chars), "language_b": b.language, "published_b": b.published,
+            "title_b": b.title, "text_b": excerpt(b.text, chars)}
 
 
 def run(ctx: StageContext) -> None:

@@ -60,14 +60,15 @@ def evaluate_release(
         return run_evaluation(runner, instances, models, judges, out, style=ev.prompt_style,
                               dataset=dataset or folder.name, dataset_revision=revision,
                               seed=config.project.seed, rounds=rounds,
-                              metrics=ev.metrics, source=source.settings(), reranker=reranker, nli=nli)
+                              metrics=ev.metrics, source=source.settings(), reranker=reranker, nli=nli,
+                              max_doc_chars=ev.max_document_chars)
     finally:
         runner.close()
 
 
 def evaluate_demo(config: Any, release_dir: Any, console: Any = None) -> Path:
     """The demo's last step: a small seeded sample so the embedded model finishes quickly."""
-    paths = evaluate_release(config, release_dir, max_instances=24, rounds=1000, console=console)
+    paths = evaluate_release(config, release_dir, max_instances=12, rounds=1000, console=console)
     if "html" not in paths:
         raise InputError("evaluation wrote no HTML report")
     return paths["html"]

@@ -19,13 +19,14 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from babelrag.errors import InputError
 from babelrag.records import Document, Instance
 from babelrag.stats import Estimate, bootstrap_ci
+from babelrag.text import excerpt
 
 if TYPE_CHECKING:  # pragma: no cover
     from babelrag.evaluators.registry import ScoreResult
@@ -52,6 +53,7 @@ class AnswerRecord(BaseModel):
     ok: bool = True
     error: str = ""
     doc_order: list[str] = Field(default_factory=list)  # article ids in the order shown (1-based ids)
+    doc_chars: int = 0  # each document's text was cut to this many characters (0 = shown whole)
     relevant: list[int] = Field(default_factory=list)  # positions (1-based) of supporting articles
     prompt_id: str = ""
     prompt_version: str = ""
@@ -68,8 +70,8 @@ def document_order(inst: Instance, seed: int) -> list[Document]:
     return docs
 
 
-def render_documents(docs: Sequence[Document]) -> str:
-    return "\n\n".join(f"[{k}] {d.title}\n{d.text}".strip() for k, d in enumerate(docs, start=1))
+def render_documents(docs: Sequence[Document], max_chars: Optional[int] = None) -> str:
+    return "\n\n".join(f"[{k}] {d.title}\n{excerpt(d.text, max_chars)}".strip() for k, d in enumerate(docs, start=1))
 
 
 def require_endpoints(runner: "LLMRunner", names: Sequence[str], role: str) -> None:
@@ -91,8 +93,10 @@ def generate_answers(
     seed: int = 0,
     dataset_version: str = "",
     sampling: Mapping[str, Any] | None = None,
+    max_doc_chars: Optional[int] = None,
 ) -> list[AnswerRecord]:
-    """Answers of every model endpoint on every instance (one batched call per model)."""
+    """Answers of every model endpoint on every instance (one batched call per model). ``max_doc_chars``
+    cuts each document shown (for small context windows); the judges then see the same cut text."""
     from babelrag.evaluators.judges import prompt
 
     if style not in _PROMPT_FILE:
@@ -102,7 +106,7 @@ def generate_answers(
     require_endpoints(runner, models, "model")
     p = prompt(_PROMPT_FILE[style])
     orders = [document_order(inst, seed) if style != "closed-book" else [] for inst in instances]
-    items = [{"question": inst.question, "documents": render_documents(docs)} for inst, docs in zip(instances, orders)]
+    items = [{"question": inst.question, "documents": render_documents(docs, max_doc_chars)} for inst, docs in zip(instances, orders)]
     if style == "closed-book":
         items = [{"question": it["question"]} for it in items]
     out: list[AnswerRecord] = []
@@ -116,7 +120,7 @@ def generate_answers(
                 id=f"{model}:{inst.id}", instance_id=inst.id, qa_id=inst.qa_id, setting=inst.setting,
                 language=inst.language, model=model, served_model=res.model or endpoint.model,
                 answer=(res.value or "").strip() if res.ok else "", ok=res.ok, error=res.error or "",
-                doc_order=[d.article_id for d in docs],
+                doc_order=[d.article_id for d in docs], doc_chars=max_doc_chars or 0,
                 relevant=[k for k, d in enumerate(docs, start=1) if d.role == "supporting"],
                 prompt_id=p.id, prompt_version=p.version, style=style,
                 sampling_json=json.dumps(params, sort_keys=True), dataset_version=dataset_version,
@@ -328,7 +332,8 @@ def load_support_models(reranker: Any, nli: Any, metrics: Sequence[str]) -> tupl
 def _passages(inst: Instance, answer: AnswerRecord) -> dict[str, str]:
     """Documents as shown to the model, keyed by their 1-based position (what citations refer to)."""
     docs = {d.article_id: d for d in inst.documents}
-    return {str(k): f"{docs[aid].title}: {docs[aid].text}" for k, aid in enumerate(answer.doc_order, start=1)}
+    return {str(k): f"{docs[aid].title}: {excerpt(docs[aid].text, answer.doc_chars)}"
+            for k, aid in enumerate(answer.doc_order, start=1)}
 
 
 def _garage(runner: "LLMRunner", by_id: Mapping[str, Instance], per_model: Mapping[str, list[AnswerRecord]],
@@ -498,6 +503,7 @@ def run_evaluation(
     reranker: Any = None,
     nli: Any = None,
     source: Mapping[str, str] | None = None,
+    max_doc_chars: Optional[int] = None,
 ) -> dict[str, Path]:
     """Generate, judge, score and write answers.jsonl + the full report into ``out_dir``.
 
@@ -510,14 +516,15 @@ def run_evaluation(
     if not judges:
         raise InputError("no judges: list llm endpoint names under evaluate.judges")
     reranker, nli = load_support_models(reranker, nli, metrics)
-    answers = generate_answers(runner, instances, models, style=style, seed=seed, dataset_version=dataset_revision)
+    answers = generate_answers(runner, instances, models, style=style, seed=seed, dataset_version=dataset_revision,
+                               max_doc_chars=max_doc_chars)
     out = Path(out_dir)
     answers_path = write_answers(out / "answers.jsonl", answers)
     ev = evaluate_answers(runner, instances, answers, judges, tie_policy=tie_policy, rounds=rounds, seed=seed,
                           metrics=metrics, encoder=encoder, reranker=reranker, nli=nli)
     info = run_info(dataset, dataset_revision, {
         "style": style, "seed": seed, "metrics": list(metrics), "tie_policy": tie_policy,
-        "judges": list(judges), "bootstrap_rounds": rounds,
+        "judges": list(judges), "bootstrap_rounds": rounds, "max_document_chars": max_doc_chars,
         "models": {m: runner.settings.endpoint(m)[1].model for m in models},
         **({"support_models": ev.extra["support_models"]} if "support_models" in ev.extra else {}),
         **dict(source or {}),

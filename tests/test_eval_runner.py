@@ -232,3 +232,28 @@ def test_cli_evaluate_run_on_release_folder(server, tmp_path):
     # main() prints BabelragErrors as one line; CliRunner shows the exception itself
     assert isinstance(bad.exception, ConfigError) and "nope" in str(bad.exception)
     assert not (tmp_path / "o2").exists()
+
+
+def test_max_document_chars_cuts_what_models_and_judges_see(tmp_path):
+    from babelrag.evaluators.runner import _passages, generate_answers
+
+    long_text = "Evidence says the deal was made in Brussels after long talks. " * 20  # 1,240 characters
+    instances = [inst.model_copy(update={"documents": [d.model_copy(update={"text": long_text})
+                                                       for d in inst.documents]}) for inst in _instances()[:2]]
+    prompts = []
+
+    def recording(body):
+        prompts.append(body["messages"][-1]["content"])
+        return brain(body)
+
+    with ScriptedServer(recording) as srv:
+        runner = _runner(srv, tmp_path)
+        answers = generate_answers(runner, instances, ["good"], max_doc_chars=100)
+        whole = generate_answers(runner, instances[:1], ["good"])
+    assert all(a.doc_chars == 100 for a in answers) and whole[0].doc_chars == 0
+    shown = re.findall(r"^\[\d+\] \w+ \d\n(.*)$", prompts[0], re.M)
+    assert len(shown) == 4 and all(len(t) <= 102 and t.endswith(" …") for t in shown)
+    assert len(re.findall(r"^\[\d+\] \w+ \d\n(.*)$", prompts[-1], re.M)[0]) == len(long_text.strip())
+    passages = _passages(instances[0], answers[0])  # the judges get the same cut text
+    assert all(len(p.split(": ", 1)[1]) <= 102 for p in passages.values())
+    assert all(len(p.split(": ", 1)[1]) == len(long_text) for p in _passages(instances[0], whole[0]).values())

@@ -89,7 +89,8 @@ def test_infer_used_picks_the_overlapping_fact():
 
 
 def test_plan_jobs_cycles_types_orders_languages_and_honours_max_pairs():
-    # max_pairs=2 takes one pair per language combination (de–en: p2, en–en: p1 before p5)
+    # max_pairs=2 takes one pair per language combination (de–en: p2; en–en: p5, because p1 shares
+    # article a1 with p2 and p5 shares nothing with it)
     arts = corpus()
     arts["f1"] = art("f1", "fr", "2026-08-21")
     pairs = [ArticlePair(id=i, article_a=a, article_b=b, language_a=arts[a].language,
@@ -100,11 +101,13 @@ def test_plan_jobs_cycles_types_orders_languages_and_honours_max_pairs():
     types = ["aggregation", "comparison", "multi-hop", "set"]
     jobs = plan_jobs(pairs, arts, types, 2, "en", ["en", "de"], max_pairs=2,
                      skip=lambda reason, n=1: skipped.extend([reason] * n))
-    assert [(j.pair_id, j.q_type) for j in jobs] == [("p1", "aggregation"), ("p1", "comparison"),
-                                                     ("p2", "multi-hop"), ("p2", "set")]
-    assert (jobs[2].a.id, jobs[2].b.id) == ("d1", "a1")  # the X article first, English second
+    assert [(j.pair_id, j.q_type) for j in jobs] == [("p2", "aggregation"), ("p2", "comparison"),
+                                                     ("p5", "multi-hop"), ("p5", "set")]
+    assert (jobs[0].a.id, jobs[0].b.id) == ("d1", "a1")  # the X article first, English second
     assert sorted(skipped) == ["over-max-pairs", "pair-not-relevant", "unsupported-language-pair"]
-    assert jobs[0].id == qa_id("p1", "aggregation", 0)
+    assert jobs[0].id == qa_id("p2", "aggregation", 0)
+    # without a budget every usable pair is taken, in id order
+    assert [j.pair_id for j in plan_jobs(pairs, arts, types, 1, "en", ["en", "de"], max_pairs=None)] == ["p1", "p2", "p5"]
     assert translation_targets(("en", "en"), "en", ["de", "es"]) == ["de", "es"]
     assert translation_targets(("de", "en"), "en", ["de", "es"]) == ["de"]
     assert translation_targets(("zh", "en"), "en", ["de", "es"]) == []
@@ -128,7 +131,7 @@ def test_chain_on_good_and_malformed_replies(server):
                                                                ("a2", "Porto")]
     assert j1.summaries[0].startswith("In short: Lumen Bank opens office in Porto")
     assert j1.provenance.model == "scripted" and j1.provenance.config_hash == "h"
-    assert j1.provenance.prompt_version == ("questions.summary@1,questions.simple_qa@1,questions.crossdoc@1,"
+    assert j1.provenance.prompt_version == ("questions.summary@1,questions.simple_qa@1,questions.crossdoc@2,"
                                             "questions.answer@1")
     assert res.inferred_selection == 1 and {s.article_id for s in by["j2"].selected} == {"d1", "a1"}
 
@@ -204,3 +207,22 @@ def test_translation_rejects_untranslated_and_drops_unused_entity_forms():
 def test_crossdoc_question_drops_label_and_appended_answer():
     c = CrossDocQuestion.model_validate({"question": "Question: Which city got the office? A: Porto, says the bank."})
     assert c.question == "Which city got the office?"
+
+
+def test_pair_budget_spreads_over_stories():
+    """Within a language combination the budget goes to pairs that share no article or title entity
+    with those already chosen, so eight pairs are not eight takes of one story."""
+    from babelrag.construct.pair_selection import select_pairs
+    from babelrag.records import Article
+
+    def a(i, ents):
+        return Article(id=i, title=i, text="x", language="en", published="2026-08-01", title_entities=ents)
+
+    arts = {i: a(i, ents) for i, ents in [("s1", ["storm"]), ("s2", ["storm"]), ("s3", ["storm"]),
+                                          ("v1", ["vote"]), ("v2", ["vote"]), ("t1", ["trade"]), ("t2", ["trade"])]}
+    pairs = [ArticlePair(id=i, article_a=x, article_b=y, language_a="en", language_b="en", method="entity_graph")
+             for i, x, y in [("p1", "s1", "s2"), ("p2", "s1", "s3"), ("p3", "s2", "s3"), ("p4", "t1", "t2"),
+                             ("p5", "v1", "v2")]]
+    chosen = [p.id for p, _, _ in select_pairs(pairs, arts, "en", ["en"], 3)]
+    assert chosen == ["p1", "p4", "p5"]  # one per story, not p1-p3 (all "storm")
+    assert [p.id for p, _, _ in select_pairs(pairs, arts, "en", ["en"], 4)] == ["p1", "p2", "p4", "p5"]

@@ -129,7 +129,8 @@ class CrossDocChain:
             if j.id not in failed:
                 ready.append(j)
         res = self._map("crossdoc", [{"pairs_a": _numbered(simple[j.a.id].value.pairs),
-                                      "pairs_b": _numbered(simple[j.b.id].value.pairs), "q_type": j.q_type}
+                                      "pairs_b": _numbered(simple[j.b.id].value.pairs), "q_type": j.q_type,
+                                      "title_a": j.a.title, "title_b": j.b.title}
                                      for j in ready], CrossDocQuestion, [f"crossdoc:{j.id}" for j in ready])
         chosen: dict[str, tuple[str, list[SimpleQA]]] = {}
         for j, r in zip(ready, res):
