@@ -2,7 +2,9 @@
 
 The scripted endpoint (own process) answers every request after a fixed 200 ms. With concurrency C
 the best possible rate is C / 0.2 s; we report completed requests/s divided by that (target ≥ 0.9)
-and the client's CPU time per request. Cache off, so every item is a real HTTP round trip.
+and the client's CPU time per request. Cache off, so every item is a real HTTP round trip. Both
+transports run: ``aiohttp`` (the lean client meant for high concurrency; the target applies to it)
+and ``openai`` (the default, through the openai SDK, whose CPU per request caps it at C = 64).
 
     .venv/bin/python bench/bench_llm_throughput.py [--per-slot 25]
 """
@@ -19,8 +21,8 @@ from babelrag.testing.scripted_server import Faults, ScriptedProcess
 LATENCY = 0.2
 
 
-def run(base_url: str, concurrency: int, n: int) -> tuple[float, float, int]:
-    settings = LLMSettings(endpoints={"bench": EndpointConfig(base_url=base_url, model="m",
+def run(base_url: str, concurrency: int, n: int, transport: str = "openai") -> tuple[float, float, int]:
+    settings = LLMSettings(endpoints={"bench": EndpointConfig(base_url=base_url, model="m", transport=transport,
                                                               max_concurrency=concurrency, timeout_s=30)},
                            cache=False, progress=False)
     runner = LLMRunner(settings)
@@ -66,23 +68,25 @@ def main() -> None:
     ap.add_argument("--per-slot", type=int, default=40, help="requests per concurrency slot")
     a = ap.parse_args()
     with ScriptedProcess(Faults(latency_s=LATENCY)) as srv:
-        run(srv.base_url, 4, 8)  # warm-up (imports, first connections)
         ok_all = True
-        for c in (8, 64):
-            n = c * a.per_slot
-            before, srv_cpu0 = srv.summary()["requests"], proc_cpu(srv.proc.pid)
-            wall, cpu, ok = run(srv.base_url, c, n)
-            srv_cpu = proc_cpu(srv.proc.pid) - srv_cpu0
-            sent = srv.summary()["requests"] - before
-            rate, limit = n / wall, c / LATENCY
-            ratio = rate / limit
-            ok_all &= ratio >= 0.9 and ok == n and sent == n
-            bare = n / run_bare(srv.base_url, c, n) / limit
-            print(f"C={c:3d}  n={n:5d}  ok={ok}  server_saw={sent}  {rate:7.1f} req/s  limit {limit:6.1f} req/s  "
-                  f"ratio {ratio:.3f}  client CPU {1000 * cpu / n:.2f} ms/request  "
-                  f"(server CPU {1000 * srv_cpu / n:.2f} ms/request; bare-aiohttp ratio in this run {bare:.3f})")
+        for transport in ("aiohttp", "openai"):
+            run(srv.base_url, 4, 8, transport)  # warm-up (imports, first connections)
+            for c in (8, 64):
+                n = c * a.per_slot
+                before, srv_cpu0 = srv.summary()["requests"], proc_cpu(srv.proc.pid)
+                wall, cpu, ok = run(srv.base_url, c, n, transport)
+                srv_cpu = proc_cpu(srv.proc.pid) - srv_cpu0
+                sent = srv.summary()["requests"] - before
+                rate, limit = n / wall, c / LATENCY
+                ratio = rate / limit
+                if transport == "aiohttp":  # the target is for the transport meant for high concurrency
+                    ok_all &= ratio >= 0.9 and ok == n and sent == n
+                bare = n / run_bare(srv.base_url, c, n) / limit
+                print(f"transport={transport:7s} C={c:3d}  n={n:5d}  ok={ok}  server_saw={sent}  {rate:7.1f} req/s  "
+                      f"limit {limit:6.1f} req/s  ratio {ratio:.3f}  client CPU {1000 * cpu / n:.2f} ms/request  "
+                      f"(server CPU {1000 * srv_cpu / n:.2f} ms/request; bare-aiohttp ratio in this run {bare:.3f})")
         # per-call overhead for stage code that calls the runner once per small batch
-        settings = LLMSettings(endpoints={"bench": EndpointConfig(base_url=srv.base_url, model="m")},
+        settings = LLMSettings(endpoints={"bench": EndpointConfig(base_url=srv.base_url, model="m", transport="aiohttp")},
                                cache=False, progress=False)
         prompt = Prompt(id="bench", version="1", user="item {i}")
         reused = LLMRunner(settings)
@@ -102,7 +106,7 @@ def main() -> None:
         print(f"1-item call: reused runner {1000 * t_reused:.1f} ms vs fresh runner {1000 * t_fresh:.1f} ms "
               f"(200 ms server latency included; overhead above latency {1000 * (t_reused - LATENCY):.1f} ms "
               f"vs {1000 * (t_fresh - LATENCY):.1f} ms)")
-        print("PASS" if ok_all else "FAIL (target: ratio >= 0.9, all ok, server count == n)")
+        print("PASS" if ok_all else "FAIL (target for transport=aiohttp: ratio >= 0.9, all ok, server count == n)")
 
 
 if __name__ == "__main__":

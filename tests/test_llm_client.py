@@ -63,7 +63,7 @@ def test_retry_after_is_honoured(tmp_path):
         assert t1 - t0 >= 0.4
 
 
-@pytest.mark.parametrize("transport", ["aiohttp", "httpx"])
+@pytest.mark.parametrize("transport", ["openai", "aiohttp"])
 @pytest.mark.parametrize("kind,reason", [("429", "rate_limit"), ("500", "server_error"), ("hang", "timeout"),
                                          ("drop", "connection"), ("bad_body", "bad_body")])
 def test_each_transient_fault_is_classified(kind, reason, transport, tmp_path):
@@ -75,14 +75,16 @@ def test_each_transient_fault_is_classified(kind, reason, transport, tmp_path):
         assert runner.usage.as_dict()["total"]["failures"] == {reason: 1}
 
 
-def test_refused_connection_is_a_transient_connection_failure(tmp_path):
+@pytest.mark.parametrize("transport", ["openai", "aiohttp"])
+def test_refused_connection_is_a_transient_connection_failure(transport, tmp_path):
     import socket
 
     with socket.socket() as sock:  # a port nobody listens on
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     s = LLMSettings(endpoints={"g": EndpointConfig(base_url=f"http://127.0.0.1:{port}/v1", model="m", timeout_s=2.0,
-                                                   max_retries=1, retry_backoff_s=0.01)}, progress=False)
+                                                   max_retries=1, retry_backoff_s=0.01, transport=transport)},
+                   progress=False)
     with LLMRunner(s, tmp_path) as runner:
         res = runner.map_text(endpoint="g", prompt=PROMPT, items=[{"topic": "x"}], stage="s")[0]
     assert not res.ok and res.reason == "connection" and res.attempts == 2, res.error
@@ -91,7 +93,7 @@ def test_refused_connection_is_a_transient_connection_failure(tmp_path):
 def test_keep_alive_connections_are_reused(tmp_path):
     p = Prompt(id="t", version="1", user="n {n}")
     with ScriptedServer([Rule(".", reply="ok")], Faults(latency_s=0.02)) as srv:
-        with LLMRunner(settings_for(srv, max_concurrency=4), tmp_path) as runner:
+        with LLMRunner(settings_for(srv, max_concurrency=4, transport="aiohttp"), tmp_path) as runner:
             runner.map_text(endpoint="generator", prompt=p, items=[{"n": i} for i in range(40)], stage="s")
             session = runner._llm.endpoint("generator").client._session
             assert session is not None and len(session.connector._conns) == 1  # one host key ...
@@ -110,7 +112,7 @@ def test_transient_fault_gives_up_after_max_retries(tmp_path):
 
 
 # --- permanent errors: exactly one call, no retry ----------------------------------------------
-@pytest.mark.parametrize("transport", ["aiohttp", "httpx"])
+@pytest.mark.parametrize("transport", ["openai", "aiohttp"])
 @pytest.mark.parametrize("kind,reason", [("401", "auth"), ("403", "auth"), ("quota", "quota"),
                                          ("400", "bad_request"), ("404", "not_found"), ("422", "bad_request")])
 def test_permanent_error_is_not_retried(kind, reason, transport, tmp_path):
@@ -276,9 +278,11 @@ def test_rpm_limiter_spaces_requests(tmp_path):
         runner.map_text(endpoint="generator", prompt=p, items=[{"n": i} for i in range(12)], stage="s")
         times = sorted(e["t"] for e in srv.log)
         assert len(times) == 12
-        for i, t0 in enumerate(times):  # no 1-s window holds more than 5 requests
-            assert sum(1 for t in times[i:] if t - t0 < 0.95) <= 5
-        assert times[-1] - times[0] >= 1.9  # 5 + 5 + 2 needs two refills
+        # the limiter releases at most 5 per 1-s window; arrival times at the server carry transit jitter
+        # (up to a few hundred ms on a loaded 2-core CI box), so allow 0.3 s of it: without the limiter
+        # all 12 would arrive within a few ms
+        assert all(times[i + 5] - times[i] >= 0.7 for i in range(len(times) - 5))
+        assert times[-1] - times[0] >= 1.7  # 5 + 5 + 2 needs two refills
 
 
 def test_tpm_limiter_settles_estimates_to_actual_usage():

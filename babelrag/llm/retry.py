@@ -112,7 +112,7 @@ def _aiohttp_failure(exc: BaseException, msg: str) -> Optional[Failure]:
 
 
 def _sdk_failure(openai, exc: BaseException, msg: str) -> Optional[Failure]:
-    """Errors raised by the openai SDK (the ``httpx`` transport), or None."""
+    """Errors raised by the openai SDK (the default ``openai`` transport), or None."""
     if isinstance(exc, openai.APITimeoutError):  # subclass of APIConnectionError: check first
         return Failure("connection" if _is_disconnect(exc) else "timeout", True, msg)
     if isinstance(exc, openai.APIConnectionError):
