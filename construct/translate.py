@@ -65,17 +65,30 @@ _QWORDS = {"What", "Which", "Who", "Whom", "Whose", "When", "Where", "Why", "How
 
 def guess_entities(text: str) -> list[str]:
     """Capitalised spans that are not sentence-initial question words (cheap, script-agnostic enough
-    for English source text; the spaCy check lives in the filters)."""
+    for English source text; the spaCy check lives in the filters). A lone capitalised word that
+    starts a sentence ("Taken together, ...", "One report ...") counts only if it is also capitalised
+    mid-sentence somewhere in the text."""
     out: list[str] = []
+    spans = []
     for m in _CAPS.finditer(text):
         span = m.group(0).strip(" .")
         words = span.split()
+        initial = _sentence_start(text, m.start())
         while words and (words[0] in _QWORDS or words[0] in _LINKS):
-            words = words[1:]
-        span = " ".join(words)
+            words, initial = words[1:], False
+        spans.append((" ".join(words), initial))
+    inside = {span for span, initial in spans if not initial}
+    for span, initial in spans:
+        if initial and " " not in span and span not in inside:
+            continue
         if span and span not in out:
             out.append(span)
     return out
+
+
+def _sentence_start(text: str, pos: int) -> bool:
+    before = text[:pos].rstrip(" \"'“‘(")
+    return not before or before[-1] in ".?!:;\n"
 
 
 def missing_entities(entities: list[str], forms: list[EntityForm], translated: str) -> list[str]:

@@ -49,6 +49,10 @@ def test_stage_translates_x_articles_for_es_and_ed(tmp_path):
 def test_entity_guess_and_missing_check():
     ents = guess_entities("Which University of Porto professor met Angela Merkel in Berlin?")
     assert ents == ["University of Porto", "Angela Merkel", "Berlin"]
+    # a lone capitalised word opening a sentence is no entity, unless it also appears mid-sentence
+    assert guess_entities("Taken together, how much did Norrvik Energy spend? One report cites Kestrel Bay.") == [
+        "Norrvik Energy", "Kestrel Bay"]
+    assert guess_entities("Berlin hosted it; who came to Berlin?") == ["Berlin"]
     forms = [EntityForm(source="University of Porto", target="Universität Porto")]
     assert missing_entities(ents, forms, "Welcher Professor der Universität Porto traf Angela Merkel in Berlin?") == []
     assert missing_entities(ents, forms, "Welcher Professor traf Merkel in Berlin?") == ["University of Porto",

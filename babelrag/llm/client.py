@@ -478,7 +478,7 @@ class LLMRunner:
         llm = llm or self._client()
         try:
             ep_name = llm.endpoint(endpoint).name
-            bar = self._bar(len(items), f"{stage} [{ep_name}]")
+            bar = self._bar(len(items), f"{stage} · {prompt.id} [{ep_name}]" if prompt.id != stage else f"{stage} [{ep_name}]")
 
             async def one(i: int) -> Result:
                 res = await llm.complete(endpoint=endpoint, messages=messages[i], stage=stage,
