@@ -173,13 +173,18 @@ class RunReport:
         from rich.table import Table
 
         table = Table(title="babelrag run report")
-        for col in ("stage", "status", "in", "out", "errors", "skipped", "seconds", "tokens", "note"):
-            table.add_column(col, justify="right" if col in ("in", "out", "errors", "seconds", "tokens") else "left")
+        numeric = ("in", "out", "errors", "seconds", "llm calls", "tokens in/out", "cost")
+        for col in ("stage", "status", "in", "out", "errors", "skipped", "seconds", "llm calls", "tokens in/out",
+                    "cost", "note"):
+            table.add_column(col, justify="right" if col in numeric else "left")
         for s in self.stages:
             skipped = ", ".join(f"{k}={v}" for k, v in sorted(s.skipped.items())) or "-"
-            tokens = s.llm_usage.get("total_tokens", 0) if s.llm_usage else 0
+            u = s.llm_usage or {}
+            calls = f"{u.get('calls', 0):,}" + (f" ({u['cached']:,} cached)" if u.get("cached") else "")
+            tokens = f"{u.get('prompt_tokens', 0):,}/{u.get('completion_tokens', 0):,}" if u.get("calls") else "-"
+            cost = f"{u.get('cost', 0.0):.4f}" if u.get("cost") else "-"
             table.add_row(s.stage, s.status, str(s.count_in), str(s.count_out), str(s.errors), skipped,
-                          f"{s.seconds:.1f}", str(tokens), s.note)
+                          f"{s.seconds:.1f}", calls if u else "-", tokens, cost, s.note)
         return table
 
 

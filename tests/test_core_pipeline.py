@@ -104,3 +104,22 @@ def test_kill_9_mid_stage_then_rerun_gives_identical_output(tmp_path):
     ref_bytes = (reference / "count" / RECORDS_FILE).read_bytes()
     assert (build / "count" / RECORDS_FILE).read_bytes() == ref_bytes
     assert (build / "count" / "errors.parquet").read_bytes() == (reference / "count" / "errors.parquet").read_bytes()
+
+
+def test_run_report_shows_llm_calls_tokens_and_cost():
+    from rich.console import Console
+
+    from babelrag.pipeline import RunReport, StageReport
+
+    report = RunReport([
+        StageReport("ingest", "ran", 185, 181, seconds=9.9),
+        StageReport("questions", "ran", 4, 4, llm_usage={"calls": 23, "cached": 2, "prompt_tokens": 12845,
+                                                         "completion_tokens": 1404, "cost": 0.0123}),
+    ])
+    console = Console(width=200, record=True)
+    console.print(report.render())
+    text = console.export_text()
+    row = next(line for line in text.splitlines() if "questions" in line)
+    assert "23 (2 cached)" in row and "12,845/1,404" in row and "0.0123" in row
+    ingest = next(line for line in text.splitlines() if "ingest" in line)
+    assert "12,845" not in ingest and ingest.count("-") >= 3  # no LLM use: dashes, not zeros
