@@ -21,6 +21,13 @@ def sample_corpus_dir() -> Path:
     return Path(str(resources.files("babelrag").joinpath("data", "sample")))
 
 
+# The filters whose verdict is the LLM's own judgement (does one article alone answer it? does the model know
+# it without documents?). The 0.5B embedded model's verdicts there are noise, and with it they reject nearly
+# every question, so the demo turns them off when it runs on that model (and says so); with --endpoint they
+# stay on. The other filters (well-formed, named entity, near-duplicate, verbatim) run either way.
+EMBEDDED_MODEL_FILTERS = {"needs_both_articles": False, "needs_retrieval": False}
+
+
 def demo_config(build_dir: Path, endpoint: str | None, model: str | None, max_pairs: int) -> Config:
     sample = sample_corpus_dir()
     if not (sample / "articles.jsonl").exists():
@@ -40,7 +47,7 @@ def demo_config(build_dir: Path, endpoint: str | None, model: str | None, max_pa
         # twice the pairs the questions stage will use (same choice), and show the model shorter texts.
         "relevance": {"max_pairs": 2 * max_pairs, "excerpt_chars": 800},
         "questions": {"max_pairs": max_pairs, "max_article_chars": 2000},
-        "filters": {"max_article_chars": 1500},
+        "filters": {"max_article_chars": 1500, **({} if endpoint else EMBEDDED_MODEL_FILTERS)},
         "instances": {"mono_distracting": 2, "multi_distracting_per_language": 1, "translate_max_chars": 600},
         "release": {"out_dir": str(build_dir / "release"), "name": "babelrag-demo", "allow_unverified": True},
         "evaluate": {"out_dir": str(build_dir / "eval"), "max_document_chars": 600},
@@ -68,6 +75,8 @@ def llm_available(config: Config, console: Any) -> Iterator[Config]:
     if console is not None:
         console.print("[bold]starting the embedded local model[/] (Qwen2.5-Coder-0.5B via llama.cpp; "
                       "for trying the pipeline only — pass --endpoint for real builds)")
+        console.print("the LLM-judged filters (needs both articles, needs retrieval) are off for this model: "
+                      "its verdicts there are noise; with --endpoint they run")
     with embedded_endpoint(config.llm) as settings:
         yield config.model_copy(update={"llm": settings})
 

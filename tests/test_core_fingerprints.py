@@ -130,3 +130,37 @@ def test_every_path_valued_field_a_stage_reads_is_listed():
     assert {"dense.events_file", "dense.encoder.name_or_path"} <= listed["pairs"]
     assert "dense.encoder.name_or_path" in listed["distractors"]
     assert "instances.reviewed_qa" in listed["instances"]
+
+
+def test_embedded_server_port_changes_neither_fingerprints_nor_cache_keys(tmp_path):
+    """The embedded llama.cpp server listens on a fresh port each run: a re-run of the demo must still
+    find its stages current and its LLM answers cached. A different real endpoint URL must not."""
+    from babelrag.llm.client import LLMRunner
+    from babelrag.llm.config import EndpointConfig
+    from babelrag.llm.local import LocalLLMServer
+    from babelrag.pipeline import endpoint_settings
+
+    def cfg(ep):
+        base = config_from_dict({"project": {"build_dir": str(tmp_path / "b")}})
+        return base.model_copy(update={"llm": base.llm.model_copy(update={"endpoints": {"local": ep},
+                                                                          "default_endpoint": "local"})})
+
+    run1, run2 = (cfg(LocalLLMServer(port=p).endpoint_config()) for p in (40001, 40002))
+    assert run1.llm.endpoints["local"].base_url != run2.llm.endpoints["local"].base_url
+    assert run1.section_hash("relevance", "llm") == run2.section_hash("relevance", "llm")
+    assert endpoint_settings(run1, None) == endpoint_settings(run2, None)
+    # the same model behind a new port answers from the cache (two scripted servers, two ports)
+    from babelrag.llm.prompts import Prompt
+    from babelrag.testing.scripted_server import ScriptedServer
+
+    calls = []
+    for _ in range(2):
+        with ScriptedServer(lambda body: calls.append(1) or "hello") as srv:
+            ep = EndpointConfig(base_url=srv.base_url, model="m", cache_namespace="embedded:m@123")
+            with LLMRunner(cfg(ep).llm, tmp_path / "cache") as runner:
+                res = runner.map_text(endpoint="local", prompt=Prompt(id="p", version="1", user="hi {x}"),
+                                      items=[{"x": 1}], stage="s")
+            assert res[0].ok and res[0].value == "hello"
+    assert len(calls) == 1
+    other = [cfg(EndpointConfig(base_url=f"http://127.0.0.1:{p}/v1", model="m")) for p in (40001, 40002)]
+    assert other[0].section_hash("relevance", "llm") != other[1].section_hash("relevance", "llm")

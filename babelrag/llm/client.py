@@ -220,7 +220,7 @@ class AsyncLLM:
 
     def _key(self, ep: _Endpoint, kind: str, payload: Any, params: dict, prompt_ref: str,
              schema_name: str) -> str:
-        return cache_key(base_url=ep.cfg.base_url, model=ep.cfg.model, kind=kind, payload=payload,
+        return cache_key(base_url=ep.cfg.identity, model=ep.cfg.model, kind=kind, payload=payload,
                          params=params, prompt_ref=prompt_ref, schema_name=schema_name)
 
     async def complete(self, *, endpoint: Optional[str], messages: list[Message], stage: str,

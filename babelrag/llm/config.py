@@ -37,6 +37,10 @@ class EndpointConfig(BaseModel):
     # protocol with the SDK's headers and timeouts, ~4x less client CPU per request, for endpoints
     # driven at high concurrency (vLLM with 64+ requests in flight)
     transport: Literal["openai", "aiohttp"] = "openai"
+    # Who answers, for the response cache and stage fingerprints, when base_url does not say it: the
+    # embedded server listens on a fresh port each run, so its URL changes while its model does not.
+    # None = base_url identifies the endpoint.
+    cache_namespace: Optional[str] = None
     price_per_1k_input: float = Field(0.0, ge=0)
     price_per_1k_output: float = Field(0.0, ge=0)
     # sampling defaults (a prompt file or a call may override them)
@@ -61,6 +65,11 @@ class EndpointConfig(BaseModel):
                 "never the key itself"
             )
         return v
+
+    @property
+    def identity(self) -> str:
+        """What stands for the endpoint in cache keys and fingerprints (never the API key)."""
+        return self.cache_namespace or self.base_url
 
     def sampling(self) -> dict:
         """Sampling defaults as request parameters (None values left out)."""

@@ -144,6 +144,7 @@ class LocalLLMServer:
     def endpoint_config(self, max_concurrency: int = 2) -> EndpointConfig:
         """An endpoint entry pointing at this server (JSON mode on; generous timeout for a CPU model)."""
         return EndpointConfig(base_url=self.base_url, model=MODEL_ALIAS, json_mode=True,
+                              cache_namespace=f"embedded:{MODEL_ALIAS}@{GGUF_SHA256[:12]}",
                               max_concurrency=max_concurrency, timeout_s=600, max_retries=3,
                               temperature=0.0, max_tokens=512, seed=0)
 
