@@ -342,29 +342,12 @@ def test_demo_builds_every_stage_releases_and_reports(demo):
     assert not re.search(r"url\(|@import|<link|<script|<iframe", page, re.I)
 
 
-def _eval_config(tmp_path: Path, url: str) -> Path:
-    import yaml
-
-    ep = {"base_url": url, "timeout_s": 5, "max_retries": 1}
-    cfg = {
-        "project": {"name": "demo-eval", "build_dir": str(tmp_path / "build"), "seed": 5},
-        "llm": {"endpoints": {"good": {**ep, "model": "served-good"}, "weak": {**ep, "model": "served-weak"},
-                              "judge-1": {**ep, "model": "judge-a"}, "judge-2": {**ep, "model": "judge-b"}},
-                "default_endpoint": "good", "progress": False, "cache_dir": str(tmp_path / "llm-cache")},
-        "evaluate": {"models": ["weak", "good"], "judges": ["judge-1", "judge-2"],
-                     "metrics": ["xrag", "citations", "mirage"]},
-    }
-    path = tmp_path / "cfg.yaml"
-    path.write_text(yaml.safe_dump(cfg))
-    return path
-
-
 def test_two_scripted_models_on_the_demo_release(demo, tmp_path):
     from babelrag.evaluators.runner import load_instances
     from typer.testing import CliRunner
 
     from babelrag.cli import app
-    from tests.test_eval_release_e2e import release_brain
+    from tests.test_eval_release_e2e import eval_config, release_brain
 
     tmp, _, _ = demo
     release = tmp / "release" / "babelrag-demo-0.1.0"
@@ -387,7 +370,7 @@ def test_two_scripted_models_on_the_demo_release(demo, tmp_path):
 
     out = tmp_path / "eval"
     with ScriptedServer(brain) as srv:
-        res = CliRunner().invoke(app, ["evaluate", "run", str(release), "-c", str(_eval_config(tmp_path, srv.base_url)),
+        res = CliRunner().invoke(app, ["evaluate", "run", str(release), "-c", str(eval_config(tmp_path, srv.base_url)),
                                        "--out", str(out), "--rounds", "100"])
     assert not unknown, "\n".join(unknown)
     assert res.exit_code == 0, f"{res.output}\n{res.exception!r}"

@@ -24,7 +24,7 @@ from babelrag.errors import InputError
 from babelrag.evaluators.runner import load_instances, read_answers
 from babelrag.evaluators.source import parse_hub_id, resolve_release
 from babelrag.testing.scripted_server import ScriptedServer
-from tests.test_eval_release_e2e import release_brain, release_folder  # noqa: F401 - fixture
+from tests.test_eval_release_e2e import eval_config, release_brain, release_folder  # noqa: F401 - fixture
 
 ROOT = Path(__file__).resolve().parents[1]
 REPO = "babel-org/demo-bench"
@@ -119,20 +119,7 @@ def _free_port():
 
 
 def _config(tmp_path, llm_url, metrics=("xrag", "citations")):
-    import yaml
-
-    ep = {"base_url": llm_url, "timeout_s": 5, "max_retries": 1}
-    cfg = {
-        "project": {"name": "t", "build_dir": str(tmp_path / "build"), "seed": 5},
-        "llm": {"endpoints": {"good": {**ep, "model": "served-good"}, "weak": {**ep, "model": "served-weak"},
-                              "judge-1": {**ep, "model": "judge-a"}}, "default_endpoint": "good",
-                "progress": False, "cache_dir": str(tmp_path / "llm-cache")},
-        "evaluate": {"models": ["good", "weak"], "judges": ["judge-1"], "metrics": list(metrics),
-                     "configs": ["mono-de", "en-baseline"]},
-    }
-    path = tmp_path / "cfg.yaml"
-    path.write_text(yaml.safe_dump(cfg))
-    return path
+    return eval_config(tmp_path, llm_url, judges=["judge-1"], metrics=metrics, configs=["mono-de", "en-baseline"])
 
 
 def _evaluate(ref, cfg, out, cwd, **env):

@@ -70,7 +70,9 @@ def release_folder(tmp_path_factory):
     return Path(build_release(make_config(tmp)).folder)
 
 
-def _config(tmp_path, llm_url):
+def eval_config(tmp_path, llm_url, judges=("judge-1", "judge-2"), metrics=("xrag", "citations", "mirage"),
+                **evaluate):
+    """A config with scripted endpoints good / weak / judge-1 / judge-2 on ``llm_url``."""
     import yaml
 
     ep = {"base_url": llm_url, "timeout_s": 5, "max_retries": 1}
@@ -79,8 +81,7 @@ def _config(tmp_path, llm_url):
         "llm": {"endpoints": {"good": {**ep, "model": "served-good"}, "weak": {**ep, "model": "served-weak"},
                               "judge-1": {**ep, "model": "judge-a"}, "judge-2": {**ep, "model": "judge-b"}},
                 "default_endpoint": "good", "progress": False, "cache_dir": str(tmp_path / "llm-cache")},
-        "evaluate": {"models": ["weak", "good"], "judges": ["judge-1", "judge-2"],
-                     "metrics": ["xrag", "citations", "mirage"]},
+        "evaluate": {"models": ["weak", "good"], "judges": list(judges), "metrics": list(metrics), **evaluate},
     }
     path = tmp_path / "cfg.yaml"
     path.write_text(yaml.safe_dump(cfg))
@@ -96,7 +97,7 @@ def test_two_scripted_models_on_the_release(tmp_path, release_folder):
     assert len(instances) == 17 and {i.setting for i in instances} == {"mono", "multi", "en-baseline",
                                                                        "no-retrieval"}
     with ScriptedServer(release_brain(instances)) as srv:
-        res = CliRunner().invoke(app, ["evaluate", "run", str(release_folder), "-c", str(_config(tmp_path, srv.base_url)),
+        res = CliRunner().invoke(app, ["evaluate", "run", str(release_folder), "-c", str(eval_config(tmp_path, srv.base_url)),
                                        "--out", str(tmp_path / "eval"), "--rounds", "100"])
         assert res.exit_code == 0, res.output
     out = tmp_path / "eval"
