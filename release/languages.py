@@ -1,14 +1,18 @@
 """Language check of questions and answers with lingua, restricted to the project's languages.
 
 Restricting the detector to the declared languages makes it both fast and far more accurate; short
-texts (names, numbers) say little about their language and are counted as unchecked, not failed.
+texts (names, numbers) say little about their language and are counted as unchecked, not failed —
+that includes a short answer made only of capitalised words and figures ("Calloway Freight",
+"Port Velmar 2026"), a name that reads the same in every Latin-script language.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
 MIN_LETTERS = 12  # fewer letters than this: too short to judge
+MAX_NAME_WORDS = 4  # up to this many capitalised words / figures: a name, not a sentence
 MIN_CONFIDENCE = 0.2  # the declared language must keep at least this share of lingua's confidence
 
 
@@ -39,7 +43,7 @@ class LanguageChecker:
         return self._detector
 
     def check(self, text: str, declared: str) -> Optional[str]:
-        if sum(ch.isalpha() for ch in text) < self.min_letters:
+        if sum(ch.isalpha() for ch in text) < self.min_letters or _name_like(text):
             self.unchecked += 1
             return None
         detector = self._build()
@@ -54,3 +58,8 @@ class LanguageChecker:
         if top != declared and conf.get(declared, 0.0) < self.min_confidence:
             return top
         return None
+
+
+def _name_like(text: str) -> bool:
+    words = re.findall(r"[^\W_]+", text)
+    return 0 < len(words) <= MAX_NAME_WORDS and all(w[0].isupper() or w[0].isdigit() for w in words)

@@ -53,6 +53,17 @@ def test_language_wrong_question_language(insts):
     assert "question looks 'en', declared 'de'" in report.violations[0].detail
 
 
+def test_a_name_as_answer_is_not_judged_for_language(insts):
+    # a short answer of capitalised words reads the same in every Latin-script language: unchecked,
+    # while a German-declared English sentence of the same length still fails
+    de = next(i for i in insts if i.language == "de" and i.setting == "mono")
+    de.answer = "Calloway Freight"
+    report = run(insts)
+    assert report.ok, report.summary()
+    de.answer = "The freight was delayed again"
+    assert only(run(insts)) == {(de.id, "language")}
+
+
 def test_language_not_a_project_language(insts):
     insts[0].language = "fr"
     report = run(insts, Rules(languages=["en", "de", "zh"]))
