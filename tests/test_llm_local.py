@@ -124,7 +124,7 @@ def test_llm_serve_cli_leaves_no_orphan(how):
         _wait_ready(port, proc)
         assert len(_llama_pids(port)) == 1
         proc.send_signal(signal.SIGINT if how == "sigint" else signal.SIGKILL)
-        proc.wait(30)
+        proc.wait(60)  # SIGTERM, 10 s grace, SIGKILL: room for a loaded CI box
         deadline = time.monotonic() + 20
         while _llama_pids(port) and time.monotonic() < deadline:
             time.sleep(0.2)

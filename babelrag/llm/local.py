@@ -169,7 +169,11 @@ class LocalLLMServer:
                                      stdin=subprocess.DEVNULL, start_new_session=True,
                                      preexec_fn=_die_with_parent if sys.platform == "linux" else None)
         atexit.register(self.stop)
-        self._wait_ready()
+        try:
+            self._wait_ready()
+        except BaseException:  # Ctrl-C while starting: `with` never reaches __exit__, so stop here
+            self.stop()
+            raise
         return self
 
     def _wait_ready(self) -> None:
