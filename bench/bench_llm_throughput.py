@@ -3,8 +3,9 @@
 The scripted endpoint (own process) answers every request after a fixed 200 ms. With concurrency C
 the best possible rate is C / 0.2 s; we report completed requests/s divided by that (target ≥ 0.9)
 and the client's CPU time per request. Cache off, so every item is a real HTTP round trip. Both
-transports run: ``aiohttp`` (the lean client meant for high concurrency; the target applies to it)
-and ``openai`` (the default, through the openai SDK, whose CPU per request caps it at C = 64).
+transports run: ``aiohttp`` (the lean client meant for high concurrency; the target applies to it),
+``openai-aiohttp`` (the SDK over aiohttp) and ``openai`` (the default, through the openai SDK over
+httpx, whose CPU per request caps it at C = 64).
 
     .venv/bin/python bench/bench_llm_throughput.py [--per-slot 25]
 """
@@ -69,7 +70,7 @@ def main() -> None:
     a = ap.parse_args()
     with ScriptedProcess(Faults(latency_s=LATENCY)) as srv:
         ok_all = True
-        for transport in ("aiohttp", "openai"):
+        for transport in ("aiohttp", "openai-aiohttp", "openai"):
             run(srv.base_url, 4, 8, transport)  # warm-up (imports, first connections)
             for c in (8, 64):
                 n = c * a.per_slot
@@ -82,7 +83,7 @@ def main() -> None:
                 if transport == "aiohttp":  # the target is for the transport meant for high concurrency
                     ok_all &= ratio >= 0.9 and ok == n and sent == n
                 bare = n / run_bare(srv.base_url, c, n) / limit
-                print(f"transport={transport:7s} C={c:3d}  n={n:5d}  ok={ok}  server_saw={sent}  {rate:7.1f} req/s  "
+                print(f"transport={transport:14s} C={c:3d}  n={n:5d}  ok={ok}  server_saw={sent}  {rate:7.1f} req/s  "
                       f"limit {limit:6.1f} req/s  ratio {ratio:.3f}  client CPU {1000 * cpu / n:.2f} ms/request  "
                       f"(server CPU {1000 * srv_cpu / n:.2f} ms/request; bare-aiohttp ratio in this run {bare:.3f})")
         # per-call overhead for stage code that calls the runner once per small batch

@@ -24,6 +24,7 @@ class QA(BaseModel):
 
 GOOD = {"question": "Who won?", "answer": "Spain"}
 PROMPT = Prompt(id="test.qa", version="1", system="You write quiz items.", user="Write a quiz item about {topic}.")
+TRANSPORTS = ["openai", "openai-aiohttp", "aiohttp"]  # every EndpointConfig.transport
 
 
 def settings_for(srv, **kw) -> LLMSettings:
@@ -63,7 +64,7 @@ def test_retry_after_is_honoured(tmp_path):
         assert t1 - t0 >= 0.4
 
 
-@pytest.mark.parametrize("transport", ["openai", "aiohttp"])
+@pytest.mark.parametrize("transport", TRANSPORTS)
 @pytest.mark.parametrize("kind,reason", [("429", "rate_limit"), ("500", "server_error"), ("hang", "timeout"),
                                          ("drop", "connection"), ("bad_body", "bad_body")])
 def test_each_transient_fault_is_classified(kind, reason, transport, tmp_path):
@@ -75,7 +76,7 @@ def test_each_transient_fault_is_classified(kind, reason, transport, tmp_path):
         assert runner.usage.as_dict()["total"]["failures"] == {reason: 1}
 
 
-@pytest.mark.parametrize("transport", ["openai", "aiohttp"])
+@pytest.mark.parametrize("transport", TRANSPORTS)
 def test_refused_connection_is_a_transient_connection_failure(transport, tmp_path):
     import socket
 
@@ -112,7 +113,7 @@ def test_transient_fault_gives_up_after_max_retries(tmp_path):
 
 
 # --- permanent errors: exactly one call, no retry ----------------------------------------------
-@pytest.mark.parametrize("transport", ["openai", "aiohttp"])
+@pytest.mark.parametrize("transport", TRANSPORTS)
 @pytest.mark.parametrize("kind,reason", [("401", "auth"), ("403", "auth"), ("quota", "quota"),
                                          ("400", "bad_request"), ("404", "not_found"), ("422", "bad_request")])
 def test_permanent_error_is_not_retried(kind, reason, transport, tmp_path):
@@ -448,3 +449,9 @@ def test_two_processes_write_one_cache_at_once(tmp_path):
             again = runner.map_text(endpoint="g", prompt=p, items=[{"n": i} for i in range(90)], stage="s")
             assert len(runner.cache) == 90
         assert all(r.ok and r.cached for r in again) and srv.count() == sent
+
+
+def test_every_transport_setting_is_covered_by_the_fault_tests():
+    from typing import get_args
+
+    assert set(TRANSPORTS) == set(get_args(EndpointConfig.model_fields["transport"].annotation))

@@ -1,7 +1,8 @@
 """HTTP transports for OpenAI-compatible endpoints: ``post(path, body) -> parsed JSON``.
 
 ``SDKTransport`` (the default, ``transport: openai``) goes through ``AsyncOpenAI.post`` of the openai
-SDK with the SDK's own retries off.
+SDK with the SDK's own retries off; ``transport: openai-aiohttp`` runs the same SDK over its
+``DefaultAioHttpClient`` (aiohttp carrying httpx requests; a third less client CPU per request).
 
 ``AioHTTPTransport`` (``transport: aiohttp``, opt-in) talks to the endpoint with one pooled
 aiohttp session: the request is our plain JSON, the reply is parsed with ``json.loads``. It sends
@@ -95,12 +96,18 @@ class AioHTTPTransport:
 
 
 class SDKTransport:
-    """``AsyncOpenAI.post`` over the SDK's default httpx client (its retries off)."""
+    """``AsyncOpenAI.post`` (its retries off) over httpx's own transport or, with ``http="aiohttp"``,
+    the SDK's ``DefaultAioHttpClient`` (httpx requests carried by aiohttp, package ``httpx-aiohttp``)."""
 
-    def __init__(self, base_url: str, api_key: str, timeout_s: float) -> None:
+    def __init__(self, base_url: str, api_key: str, timeout_s: float, http: str = "httpx") -> None:
         from openai import AsyncOpenAI
 
-        self._client = AsyncOpenAI(api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout_s)
+        kwargs: dict[str, Any] = {}
+        if http == "aiohttp":
+            from openai import DefaultAioHttpClient
+
+            kwargs["http_client"] = DefaultAioHttpClient(timeout=timeout_s)
+        self._client = AsyncOpenAI(api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout_s, **kwargs)
 
     async def post(self, path: str, body: dict) -> Any:
         return await self._client.post(path, body=body, cast_to=object)
@@ -113,4 +120,6 @@ def make_transport(kind: str, base_url: str, api_key: str, timeout_s: float) -> 
     """The transport for an endpoint's ``transport`` setting."""
     if kind == "aiohttp":
         return AioHTTPTransport(base_url, api_key, timeout_s)
+    if kind == "openai-aiohttp":
+        return SDKTransport(base_url, api_key, timeout_s, http="aiohttp")
     return SDKTransport(base_url, api_key, timeout_s)
