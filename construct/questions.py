@@ -72,8 +72,9 @@ def run(ctx: Any) -> None:
                                                   list(q.target_languages)))
                 by_target.setdefault(langs, []).append(it)
             for langs, group in by_target.items():
-                translations.update(translate_qas(ctx.llm, group, list(langs), stage=ctx.spec.name,
-                                                  endpoint=q.endpoint) if langs else {it.id: {} for it in group})
+                translations.update(translate_qas(ctx.llm, group, list(langs), stage=ctx.spec.name, endpoint=q.endpoint,
+                                                  source_language=pivot)
+                                    if langs else {it.id: {} for it in group})
         for it in items:
             tr = translations.get(it.id, {})
             for lang, entry in tr.items():

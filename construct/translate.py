@@ -99,14 +99,19 @@ def missing_entities(entities: list[str], forms: list[EntityForm], translated: s
 
 
 def translate_qas(runner: Any, qas: list[QAItem], languages: list[str], *, stage: str,
-                  endpoint: Optional[str] = None) -> dict[str, dict[str, dict]]:
+                  endpoint: Optional[str] = None, source_language: str = "en") -> dict[str, dict[str, dict]]:
     """Translate each item's English question/answer into ``languages``.
 
     Returns ``{qa_id: {lang: entry}}`` where an entry is either a translation
     ``{"question", "answer", "machine_translated": True, "entities": {..}, "missing_entities": [..],
     "prompt": "id@version", "model": ..}`` or ``{"error": "..."}`` (kept so a failure is visible).
+    A reply still in the source language (whole, or question / answer) is an error: the release
+    would reject the instance, so it is dropped here and counted.
     """
+    from babelrag.langcheck import LanguageChecker
     from babelrag.llm import Prompt
+
+    checker = LanguageChecker(sorted(set(languages) | {source_language}))
 
     prompt = Prompt.beside(__file__, "chains/prompts/translate_qa.yaml")
     items, ids, keys = [], [], []
@@ -130,6 +135,11 @@ def translate_qas(runner: Any, qas: list[QAItem], languages: list[str], *, stage
         v: TranslatedQA = res.value
         if _same(v.question, qa_by_id[qa_id].question):
             out[qa_id][lang] = {"error": "untranslated: the reply repeats the English question"}
+            continue
+        wrong = [f"{name} looks {found!r}" for name, text in (("question", v.question), ("answer", v.answer))
+                 if (found := checker.check(text, lang))]
+        if wrong:
+            out[qa_id][lang] = {"error": f"wrong language: {', '.join(wrong)}, expected {lang!r}"}
             continue
         text = v.question + " " + v.answer
         out[qa_id][lang] = {

@@ -189,7 +189,7 @@ def validate(rows: Iterable[dict[str, Any]], rules: Rules, split_for: Optional[A
              ) -> tuple[list[Instance], ValidationReport]:
     """Run every rule. Splits come from ``split_for(instances) -> {qa_id: split}`` (a new build) or from
     ``row_splits`` aligned with ``rows`` (an existing release folder); neither: everything is "test"."""
-    from babelrag.release.languages import LanguageChecker
+    from babelrag.langcheck import LanguageChecker
 
     report = ValidationReport()
     parsed = parse_rows(rows, report)

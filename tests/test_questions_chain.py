@@ -204,6 +204,29 @@ def test_translation_rejects_untranslated_and_drops_unused_entity_forms():
     assert tr["de"]["missing_entities"] == []
 
 
+def test_translation_left_in_english_is_an_error_not_a_release_failure():
+    """The demo's 0.5B model once answered in half English; the release rejected the instance, so the
+    translation step must drop it (an error entry, counted as a skip) and keep the good language."""
+    from babelrag.construct.translate import translate_qas
+
+    def model(body):
+        if "into German" in body["messages"][0]["content"]:
+            return {"question": "Wie steht es um das Projekt von Calloway Freight im Hafen?",
+                    "answer": "Die Projekt hat sich unter consideration, aber es faces challenges from the local council"}
+        return {"question": "¿Cómo va el proyecto de Calloway Freight en el puerto?",
+                "answer": "El proyecto está en estudio, pero el ayuntamiento local plantea objeciones"}
+
+    with ScriptedServer(model) as srv:
+        runner = LLMRunner(LLMSettings(endpoints={"g": EndpointConfig(base_url=srv.base_url, model="m",
+                                                                      max_retries=0)}, progress=False), cache_dir=None)
+        item = QAItem(id="q", pair_id="p", article_ids=["a1", "a2"], q_type="set",
+                      question="How is Calloway Freight's port project going?",
+                      answer="It is under consideration, but it faces challenges from the local council")
+        tr = translate_qas(runner, [item], ["de", "es"], stage="questions")["q"]
+    assert tr["de"] == {"error": "wrong language: answer looks 'en', expected 'de'"}
+    assert tr["es"]["answer"].startswith("El proyecto")
+
+
 def test_crossdoc_question_drops_label_and_appended_answer():
     c = CrossDocQuestion.model_validate({"question": "Question: Which city got the office? A: Porto, says the bank."})
     assert c.question == "Which city got the office?"
