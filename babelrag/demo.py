@@ -109,7 +109,19 @@ def _release(config: Config, console: Any) -> Path:
         from babelrag.release.build import build_release
     except ImportError as exc:
         raise StageError(f"the release step is not available yet: {exc}") from None
-    return build_release(config, console=console).folder
+    from babelrag.release.versioning import VersionTaken, next_patch
+
+    try:
+        return build_release(config, console=console).folder
+    except VersionTaken as exc:
+        # The demo owns its release folder: a run with other data (another --max-pairs or --endpoint)
+        # is a new version beside the old one, as the bump rule wants, not a dead end.
+        version = exc.same_data_as or next_patch(exc.latest)
+        if console is not None:
+            console.print(f"release {config.release.version} of this demo holds other data: "
+                          f"{'this data is release' if exc.same_data_as else 'releasing'} {version}")
+        bumped = config.model_copy(update={"release": config.release.model_copy(update={"version": version})})
+        return build_release(bumped, console=console).folder
 
 
 def _evaluate(config: Config, release_dir: Path, console: Any) -> Path:

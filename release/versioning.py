@@ -23,6 +23,21 @@ class VersionError(BabelragError):
     """The release version does not follow the bump rule."""
 
 
+class VersionTaken(VersionError):
+    """The version exists with other data. ``latest``: the highest existing version, to bump from;
+    ``same_data_as``: an existing version holding exactly the new data, if any."""
+
+    def __init__(self, message: str, latest: str, same_data_as: Optional[str] = None) -> None:
+        super().__init__(message)
+        self.latest = latest
+        self.same_data_as = same_data_as
+
+
+def next_patch(version: str) -> str:
+    major, minor, patch = parse_version(version)
+    return f"{major}.{minor}.{patch + 1}"
+
+
 def rows_hash(rows: list[dict[str, Any]]) -> str:
     digest = hashlib.sha256()
     for row in sorted(rows, key=lambda r: r["id"]):
@@ -102,9 +117,12 @@ def check_version(version: str, hashes: dict[str, str], schema_version: str,
             return Change(version, previous=version, rebuild=True, data_changed=False)
         diff = sorted(k for k in set(hashes) | set(same.get("data_hashes", {}))
                       if hashes.get(k) != same.get("data_hashes", {}).get(k))
-        raise VersionError(f"release {version} already exists in {same['_folder']} with different data "
+        latest = max(releases, key=parse_version)
+        same_data = [v for v, info in releases.items() if info.get("data_hashes") == hashes]
+        raise VersionTaken(f"release {version} already exists in {same['_folder']} with different data "
                            f"({', '.join(diff[:6])}{' ...' if len(diff) > 6 else ''}): a change that alters scores "
-                           f"is a new version — bump release.version")
+                           f"is a new version — bump release.version", latest,
+                           max(same_data, key=parse_version) if same_data else None)
     older = sorted((parse_version(v), v) for v in releases if parse_version(v) < new)
     newer = sorted(v for v in releases if parse_version(v) > new)
     if newer:

@@ -228,3 +228,21 @@ def test_card_quotes_the_agreement_files_annotate_writes(tmp_path):
     line = next(l for l in text.splitlines() if l.startswith("| qa_verification | answerable |"))
     assert "| 4 | 2 | 0.750 | 0.500 |" in line
     assert "Not annotated" not in text
+
+
+def test_demo_releases_changed_data_as_the_next_patch_version(tmp_path):
+    """A demo re-run with other data (e.g. another --max-pairs) must not dead-end on the bump rule:
+    the demo owns its release folder and releases the next patch version beside the old one."""
+    from babelrag.demo import _release
+
+    make_build(tmp_path / "build")
+    cfg = make_config(tmp_path)
+    first = _release(cfg, None)
+    _, _, instances = make_records()
+    instances[0].answer = instances[0].answer.replace("1200", "1300")
+    shutil.rmtree(tmp_path / "build")
+    make_build(tmp_path / "build", instances=instances)
+    second = _release(cfg, None)
+    assert first.name.endswith("-0.1.0") and second.name.endswith("-0.1.1") and first.exists()
+    assert "- changed: mono-de\n" in (second / "CHANGELOG.md").read_text()
+    assert _release(cfg, None) == second  # same data again: the same (latest) version, no 0.1.2
