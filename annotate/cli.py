@@ -40,9 +40,9 @@ def _client(settings):
 
 
 def _console():
-    from rich.console import Console
+    from babelrag.console import make_console
 
-    return Console()
+    return make_console(stderr=False)
 
 
 def _projects(project: str) -> list[str]:

@@ -41,9 +41,9 @@ ConfigOpt = typer.Option(Path("babelrag.yaml"), "--config", "-c", help="YAML con
 
 
 def _console():  # noqa: ANN202 - rich is imported lazily
-    from rich.console import Console
+    from babelrag.console import make_console
 
-    return Console(stderr=True)
+    return make_console(stderr=True)
 
 
 def _load(config: Path):  # noqa: ANN202

@@ -25,13 +25,13 @@ def run(
     nli: Optional[Path] = typer.Option(None, help="Local NLI cross-encoder folder for MIRAGE's support_nli feature."),
 ) -> None:
     """Generate answers, judge them and write leaderboard, results.json, plots and report.html."""
-    from rich.console import Console
+    from babelrag.console import make_console
 
     from babelrag.config import load_config
     from babelrag.evaluators.crossencoder import CrossEncoderSpec
     from babelrag.evaluators.demo import evaluate_release
 
-    console = Console(stderr=True)
+    console = make_console(stderr=True)
     paths = evaluate_release(load_config(config), release, out_dir=out, models=model, judges=judge,
                              max_instances=max_instances, rounds=rounds, console=console,
                              reranker=CrossEncoderSpec(str(reranker), reranker_backend) if reranker else None,  # type: ignore[arg-type]

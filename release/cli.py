@@ -26,9 +26,9 @@ def build(config: Path = ConfigOpt,
     """Validate the finished build and write <out>/<version>/ (card, parquet per config/split, save_to_disk)."""
     from babelrag.release.build import build_release
 
-    from rich.console import Console
+    from babelrag.console import make_console
 
-    result = build_release(_load(config), out, console=Console(stderr=True))
+    result = build_release(_load(config), out, console=make_console(stderr=True))
     total = sum(sum(s.values()) for s in result.configs.values())
     typer.echo(f"release {result.version}: {total} instances in {len(result.configs)} configs -> {result.folder}")
     for line in result.change_lines:
@@ -49,9 +49,9 @@ def validate(config: Optional[Path] = typer.Option(None, "--config", "-c", help=
     if config is not None:
         from babelrag.release.build import plan
 
-        from rich.console import Console
+        from babelrag.console import make_console
 
-        _, _, report, _ = plan(_load(config), Console(stderr=True))
+        _, _, report, _ = plan(_load(config), make_console(stderr=True))
     else:
         from babelrag.release.build import read_release_rows
         from babelrag.release.versioning import read_info
