@@ -263,8 +263,7 @@ class Config(Section):
         dumped = self.model_dump(mode="json")
         if "llm" in names:  # endpoints are identified as the response cache identifies them
             for name, ep in self.llm.endpoints.items():
-                dumped["llm"]["endpoints"][name]["base_url"] = ep.identity
-                dumped["llm"]["endpoints"][name].pop("cache_namespace", None)
+                dumped["llm"]["endpoints"][name] = ep.fingerprint_dump()
             dumped["llm"].pop("local_port", None)  # where the embedded server listens changes no output
         return stable_hash({n: dumped.get(n) for n in names})
 

@@ -130,8 +130,7 @@ def endpoint_settings(config: Config, name: str | None) -> dict[str, Any]:
         resolved, endpoint = config.llm.endpoint(name)
     except ConfigError:
         return {"requested": name, "resolved": None}  # no endpoint: the stage itself will say so
-    dumped = endpoint.model_dump(mode="json")
-    dumped["base_url"] = endpoint.identity  # a port that changes per run is not a different model
+    dumped = endpoint.fingerprint_dump()
     return {"requested": name, "resolved": resolved, **{k: dumped.get(k) for k in ENDPOINT_OUTPUT_FIELDS}}
 
 

@@ -72,6 +72,14 @@ class EndpointConfig(BaseModel):
         """What stands for the endpoint in cache keys and fingerprints (never the API key)."""
         return self.cache_namespace or self.base_url
 
+    def fingerprint_dump(self) -> dict:
+        """The settings as stage fingerprints see them: ``base_url`` replaced by ``identity`` (a port
+        that changes per run is not a different model), ``cache_namespace`` folded into it."""
+        dumped = self.model_dump(mode="json")
+        dumped["base_url"] = self.identity
+        dumped.pop("cache_namespace", None)
+        return dumped
+
     def sampling(self) -> dict:
         """Sampling defaults as request parameters (None values left out)."""
         out = {"temperature": self.temperature, "max_tokens": self.max_tokens,

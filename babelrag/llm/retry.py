@@ -3,7 +3,7 @@
 Transient: 429 rate limits, 408/409, 5xx, timeouts, connection resets, unparseable HTTP bodies.
 Permanent: 401/403 (auth), 429 with ``insufficient_quota`` (no money left: retrying burns time),
 400/404/422 (the request itself is wrong). The openai SDK's own retries are switched off
-(``max_retries=0``) and the default aiohttp transport never retries, so this is the only retry loop.
+(``max_retries=0``) and the lean ``aiohttp`` transport never retries, so this is the only retry loop.
 """
 from __future__ import annotations
 
@@ -97,7 +97,7 @@ def _status_failure(status: int, headers, body, text: str, msg: str) -> Failure:
 
 
 def _aiohttp_failure(exc: BaseException, msg: str) -> Optional[Failure]:
-    """Timeouts, and network errors raised by aiohttp itself (the default transport), or None."""
+    """Timeouts, and network errors raised by aiohttp itself (the lean ``aiohttp`` transport), or None."""
     if isinstance(exc, TimeoutError):  # aiohttp's ServerTimeoutError (socket read / connect), asyncio's
         return Failure("timeout", True, msg)
     aiohttp = sys.modules.get("aiohttp")
@@ -112,7 +112,7 @@ def _aiohttp_failure(exc: BaseException, msg: str) -> Optional[Failure]:
 
 
 def _sdk_failure(openai, exc: BaseException, msg: str) -> Optional[Failure]:
-    """Errors raised by the openai SDK (the default ``openai`` transport), or None."""
+    """Errors raised by the openai SDK (transports ``openai`` and ``openai-aiohttp``), or None."""
     if isinstance(exc, openai.APITimeoutError):  # subclass of APIConnectionError: check first
         return Failure("connection" if _is_disconnect(exc) else "timeout", True, msg)
     if isinstance(exc, openai.APIConnectionError):
