@@ -11,12 +11,35 @@ that includes a short answer made only of capitalised words and figures ("Callow
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Optional
+
+from babelrag.errors import ConfigError
 
 MIN_LETTERS = 12  # fewer letters than this: too short to judge
 MAX_NAME_WORDS = 4  # up to this many capitalised words / figures: a name, not a sentence
 MIN_CONFIDENCE = 0.2  # the declared language must keep at least this share of lingua's confidence
+
+
+@lru_cache(maxsize=16)
+def lingua_detector(languages: tuple[str, ...]) -> Any:
+    """A lingua detector over exactly these ISO 639-1 codes, built once per set (building it is the slow
+    part); None for fewer than two languages (lingua needs two)."""
+    from lingua import IsoCode639_1, Language, LanguageDetectorBuilder
+
+    langs = []
+    for code in sorted({c.lower() for c in languages}):
+        iso = getattr(IsoCode639_1, code.upper(), None)
+        if iso is None:
+            raise ConfigError(f"language {code!r} is not an ISO 639-1 code lingua knows")
+        langs.append(Language.from_iso_code_639_1(iso))
+    return LanguageDetectorBuilder.from_languages(*langs).build() if len(langs) >= 2 else None
+
+
+def code_of(language: Any) -> str:
+    """The ISO 639-1 code of a lingua ``Language``."""
+    return language.iso_code_639_1.name.lower()
 
 
 @dataclass
@@ -27,37 +50,20 @@ class LanguageChecker:
     min_letters: int = MIN_LETTERS
     min_confidence: float = MIN_CONFIDENCE
     unchecked: int = 0
-    _detector: Any = field(default=None, repr=False)
-    _codes: dict[Any, str] = field(default_factory=dict, repr=False)
-
-    def _build(self) -> Any:
-        if self._detector is None:
-            from lingua import IsoCode639_1, Language, LanguageDetectorBuilder
-
-            langs = []
-            for code in sorted(set(self.languages)):
-                lang = Language.from_iso_code_639_1(IsoCode639_1.from_str(code))
-                langs.append(lang)
-                self._codes[lang] = code
-            if len(langs) < 2:  # lingua needs two; a one-language project can only be right
-                self._detector = False
-            else:
-                self._detector = LanguageDetectorBuilder.from_languages(*langs).build()
-        return self._detector
 
     def check(self, text: str, declared: str) -> Optional[str]:
         if sum(ch.isalpha() for ch in text) < self.min_letters or _name_like(text):
             self.unchecked += 1
             return None
-        detector = self._build()
-        if detector is False:
+        detector = lingua_detector(tuple(self.languages))
+        if detector is None:  # a one-language project can only be right
             return None
         values = detector.compute_language_confidence_values(text)
         if not values:
             self.unchecked += 1
             return None
-        conf = {self._codes[v.language]: v.value for v in values}
-        top = self._codes[values[0].language]
+        conf = {code_of(v.language): v.value for v in values}
+        top = code_of(values[0].language)
         if top != declared and conf.get(declared, 0.0) < self.min_confidence:
             return top
         return None

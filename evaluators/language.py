@@ -5,27 +5,19 @@ The detector is built once per language set (building it is the slow part) and c
 from __future__ import annotations
 
 from collections.abc import Iterable
-from functools import lru_cache
 
 from babelrag.errors import ConfigError
 from babelrag.evaluators.text import split_sentences
+from babelrag.langcheck import code_of, lingua_detector
 
 DEFAULT_LANGUAGES = ("en", "de", "es", "fr", "zh", "ar", "ru", "ja", "it", "pt", "ro", "hi")
 
 
-@lru_cache(maxsize=8)
 def _detector(languages: tuple[str, ...]):
-    from lingua import IsoCode639_1, Language, LanguageDetectorBuilder
-
-    langs = []
-    for code in languages:
-        iso = getattr(IsoCode639_1, code.upper(), None)
-        if iso is None:
-            raise ConfigError(f"language {code!r} is not an ISO 639-1 code lingua knows")
-        langs.append(Language.from_iso_code_639_1(iso))
-    if len(langs) < 2:
+    detector = lingua_detector(languages)
+    if detector is None:
         raise ConfigError("language detection needs at least two candidate languages")
-    return LanguageDetectorBuilder.from_languages(*langs).build()
+    return detector
 
 
 def _key(languages: Iterable[str]) -> tuple[str, ...]:
@@ -37,7 +29,7 @@ def detect(text: str, languages: Iterable[str] = DEFAULT_LANGUAGES) -> str | Non
     if not text.strip():
         return None
     lang = _detector(_key(languages)).detect_language_of(text)
-    return None if lang is None else lang.iso_code_639_1.name.lower()
+    return None if lang is None else code_of(lang)
 
 
 def language_share(text: str, target: str, languages: Iterable[str] = DEFAULT_LANGUAGES) -> float:

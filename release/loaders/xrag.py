@@ -21,11 +21,10 @@ A_TYPES = ("original", "corrected")
 
 
 def _detector(languages: tuple[str, ...]) -> Any:
-    from lingua import IsoCode639_1, Language, LanguageDetectorBuilder
+    from babelrag.langcheck import code_of, lingua_detector
 
-    langs = {Language.from_iso_code_639_1(IsoCode639_1.from_str(c)): c for c in languages}
-    detector = LanguageDetectorBuilder.from_languages(*langs).build()
-    return lambda text: langs.get(detector.detect_language_of(text), "und")
+    detector = lingua_detector(languages)
+    return lambda text: code_of(lang) if (lang := detector.detect_language_of(text)) is not None else "und"
 
 
 def split_article(text: str) -> tuple[str, str]:
