@@ -347,7 +347,7 @@ def test_two_scripted_models_on_the_demo_release(demo, tmp_path):
     from typer.testing import CliRunner
 
     from babelrag.cli import app
-    from tests.test_eval_release_e2e import eval_config, release_brain
+    from tests.test_eval_release_e2e import assert_good_beats_weak, eval_config, release_brain
 
     tmp, _, _ = demo
     release = tmp / "release" / "babelrag-demo-0.1.0"
@@ -375,15 +375,5 @@ def test_two_scripted_models_on_the_demo_release(demo, tmp_path):
     assert not unknown, "\n".join(unknown)
     assert res.exit_code == 0, f"{res.output}\n{res.exception!r}"
     data = json.loads((out / "results.json").read_text())
-    board = data["leaderboard"]
-    assert [r["model"] for r in board] == ["good", "weak"]
-    assert board[0]["accuracy"] == 1.0 and board[1]["accuracy"] == 0.0
-    assert board[0]["citation_f1"] == 1.0 and board[0]["language_correct"] == 1.0
-    n_en = sum(i.language == "en" for i in instances)  # the weak model hedges in English
-    assert board[1]["language_correct"] == pytest.approx(n_en / len(instances))
-    assert board[0]["bt_rating"] > board[1]["bt_rating"]
-    assert [r["model"] for r in data["bradley_terry"]] == ["good", "weak"]
-    assert data["battles"]["n"] == 2 * len(instances) and data["battles"]["inconsistent_pairs"] == 0
-    assert data["run"]["dataset"] == "babelrag-demo" and data["run"]["dataset_revision"].startswith("0.1.0+")
-    assert set(data["breakdown"]["good"]) == {f"{i.setting}/{i.language}" for i in instances}
+    assert_good_beats_weak(data, instances, "babelrag-demo")
     assert (out / "report.html").exists()

@@ -88,6 +88,22 @@ def eval_config(tmp_path, llm_url, judges=("judge-1", "judge-2"), metrics=("xrag
     return path
 
 
+def assert_good_beats_weak(data, instances, dataset):
+    """results.json of the scripted ``good`` and ``weak`` models (release_brain) on ``instances``."""
+    board = data["leaderboard"]
+    assert [r["model"] for r in board] == ["good", "weak"]
+    assert board[0]["accuracy"] == 1.0 and board[1]["accuracy"] == 0.0
+    assert board[0]["citation_f1"] == 1.0 and board[0]["language_correct"] == 1.0
+    # the weak model answers (hedges) in English: right language only on the English questions
+    n_en = sum(i.language == "en" for i in instances)
+    assert board[1]["language_correct"] == pytest.approx(n_en / len(instances))
+    assert board[0]["bt_rating"] > board[1]["bt_rating"]
+    assert [r["model"] for r in data["bradley_terry"]] == ["good", "weak"]
+    assert data["battles"]["n"] == 2 * len(instances) and data["battles"]["inconsistent_pairs"] == 0
+    assert data["run"]["dataset"] == dataset and data["run"]["dataset_revision"].startswith("0.1.0+")
+    assert set(data["breakdown"]["good"]) == {f"{i.setting}/{i.language}" for i in instances}
+
+
 def test_two_scripted_models_on_the_release(tmp_path, release_folder):
     from typer.testing import CliRunner
 
@@ -102,18 +118,7 @@ def test_two_scripted_models_on_the_release(tmp_path, release_folder):
         assert res.exit_code == 0, res.output
     out = tmp_path / "eval"
     data = json.loads((out / "results.json").read_text())
-    board = data["leaderboard"]
-    assert [r["model"] for r in board] == ["good", "weak"]
-    assert board[0]["accuracy"] == 1.0 and board[1]["accuracy"] == 0.0
-    assert board[0]["citation_f1"] == 1.0 and board[0]["language_correct"] == 1.0
-    # the weak model answers in English: right language only on the English questions
-    n_en = sum(i.language == "en" for i in instances)
-    assert board[1]["language_correct"] == pytest.approx(n_en / len(instances))
-    assert board[0]["bt_rating"] > board[1]["bt_rating"]
-    assert [r["model"] for r in data["bradley_terry"]] == ["good", "weak"]
-    assert data["battles"]["n"] == 2 * len(instances) and data["battles"]["inconsistent_pairs"] == 0
-    assert data["run"]["dataset"] == "demo-bench" and data["run"]["dataset_revision"].startswith("0.1.0+")
-    assert set(data["breakdown"]["good"]) == {f"{i.setting}/{i.language}" for i in instances}
+    assert_good_beats_weak(data, instances, "demo-bench")
     answers = read_answers(out / "answers.jsonl")
     assert len(answers) == 2 * len(instances) and all(a.dataset_version.startswith("0.1.0+") for a in answers)
     md = (out / "leaderboard.md").read_text()
