@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from babelrag.records import Article, QAItem
+from babelrag.tokens import content_words, tokenize
 
 FILTERS = ("well_formed", "named_entity", "verbatim", "near_duplicate", "needs_both_articles", "needs_retrieval")
 
@@ -127,16 +128,9 @@ def check_named_entity(items: list[QAItem], labels: list[str], nlp: Any = None) 
 
 
 # --- verbatim answers ------------------------------------------------------------------------------
-_TOK = re.compile(r"\w+", re.U)
-
-
-def tokens(text: str) -> list[str]:
-    return [t.lower() for t in _TOK.findall(text)]
-
-
 def verbatim_overlap(answer: str, article_text: str) -> float:
     """Share of the answer's tokens covered by its longest contiguous run found in the article."""
-    a, b = tokens(answer), tokens(article_text)
+    a, b = tokenize(answer), tokenize(article_text)
     if not a or not b:
         return 0.0
     m = difflib.SequenceMatcher(None, a, b, autojunk=False).find_longest_match(0, len(a), 0, len(b))
@@ -147,7 +141,7 @@ def check_verbatim(items: list[QAItem], articles: dict[str, Article], max_overla
                    min_tokens: int) -> dict[str, Verdict]:
     out = {}
     for it in items:
-        n = len(tokens(it.answer))
+        n = len(tokenize(it.answer))
         if n < min_tokens:
             out[it.id] = Verdict("pass", f"short answer ({n} tokens): copying is not a concern", 0.0)
             continue
@@ -224,16 +218,12 @@ def _judge(runner: Any, pending: list[tuple[str, str, str, str]], *, stage: str,
     return {k: r for (k, *_), r in zip(pending, res)}
 
 
-_STOP = set("the a an of in on at to for and or by with from is are was were be will did does do what which who "
-            "how many much when where why that this these those its their his her it as has have had".split())
-
-
 def gold_recall(gold: str, candidate: str) -> Optional[float]:
     """Share of the gold answer's content words and numbers found in the candidate (None: no content)."""
-    g = {t for t in tokens(gold) if t.isdigit() or (len(t) > 2 and t not in _STOP)}
+    g = content_words(gold)
     if not g:
         return None
-    c = set(tokens(candidate))
+    c = set(tokenize(candidate))
     return len(g & c) / len(g)
 
 

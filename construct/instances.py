@@ -9,14 +9,13 @@ Settings (see ``docs/questions.md``):
   replaced by its English machine translation; X distractors replaced by English machine translations.
 * ``no-retrieval``  question only;  ``oracle``  supporting articles only (for every question language).
 
-Leakage is checked on every finished instance (``check_leakage``): no supporting article among the
-distractors and every distractor published at least ``distractors.min_days_before`` days before the earliest
-supporting article. A violating instance is an ErrorRecord, never a stored record. Document order is
+Leakage is checked on every finished instance (``check_leakage``; the rules live in ``babelrag.leakage``,
+shared with release validation): no supporting article among the distractors and every distractor published
+at least ``distractors.min_days_before`` days before the earliest supporting article. A violating instance is an ErrorRecord, never a stored record. Document order is
 shuffled with a seed derived from the project seed and the instance id, so ids and order are stable.
 """
 from __future__ import annotations
 
-import datetime
 import hashlib
 import json
 import random
@@ -24,6 +23,7 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 from babelrag.errors import ConfigError
+from babelrag.leakage import instance_leaks
 from babelrag.records import Article, DistractorSet, Document, Instance, QAItem
 
 BASES = ("mono", "multi")
@@ -71,35 +71,11 @@ class LeakageError(ValueError):
     """An assembled instance breaks a leakage rule (a bug upstream, never stored)."""
 
 
-def _date(value: str) -> datetime.date:
-    return datetime.date.fromisoformat(value[:10])
-
-
 def check_leakage(inst: Instance, min_days_before: int) -> None:
-    """Raise LeakageError if a supporting article is also a distractor or a distractor is too recent."""
-    support = [d for d in inst.documents if d.role == "supporting"]
-    distract = [d for d in inst.documents if d.role == "distractor"]
-    support_ids = {d.article_id for d in support}
-    both = sorted(support_ids & {d.article_id for d in distract})
-    if both:
-        raise LeakageError(f"instance {inst.id}: supporting article(s) {both} also used as distractors")
-    dates = [_date(d) for d in inst.dates] or [_date(d.published) for d in support]
-    if not dates:
-        return
-    limit = min(dates) - datetime.timedelta(days=min_days_before)
-    late = [f"{d.article_id} ({d.published})" for d in distract if _date(d.published) > limit]
-    if late:
-        raise LeakageError(f"instance {inst.id}: distractor(s) {late} published after {limit.isoformat()} "
-                           f"(must be >= {min_days_before} days before the supporting articles)")
-
-
-def check_splits(split_by_instance: dict[str, str], qa_by_instance: dict[str, str]) -> None:
-    """Raise LeakageError if one question's instances ended up in more than one split."""
-    seen: dict[str, str] = {}
-    for inst_id, split in split_by_instance.items():
-        qa = qa_by_instance[inst_id]
-        if seen.setdefault(qa, split) != split:
-            raise LeakageError(f"question {qa} has instances in splits {seen[qa]!r} and {split!r}")
+    """Raise LeakageError on the first leakage rule (``babelrag.leakage``) the instance breaks."""
+    leaks = instance_leaks(inst, min_days_before)
+    if leaks:
+        raise LeakageError(f"instance {inst.id}: " + "; ".join(leak.detail for leak in leaks))
 
 
 class Skip(Exception):

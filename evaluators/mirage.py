@@ -22,7 +22,7 @@ from babelrag.evaluators.bradley_terry import Battle
 from babelrag.evaluators.citations import parse_citations, strip_citations
 from babelrag.evaluators.language import DEFAULT_LANGUAGES, language_share
 from babelrag.evaluators.registry import ScoreResult, make_result, register
-from babelrag.evaluators.text import tokenize
+from babelrag.tokens import tokenize
 from babelrag.stats import kendall_tau
 
 # ---------------------------------------------------------------- citation ranking metrics

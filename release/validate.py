@@ -9,7 +9,6 @@ id, a question or a supporting article pair in more than one split), ``duplicate
 """
 from __future__ import annotations
 
-import datetime
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ from typing import Any, Optional
 from pydantic import ValidationError
 
 from babelrag.errors import BabelragError
+from babelrag.leakage import instance_leaks, iso_date, split_leaks
 from babelrag.records import Instance
 
 RULES = ("schema", "language", "distractor_date", "support_in_distractors", "missing_support", "split_leak",
@@ -83,13 +83,6 @@ class Rules:
                    allow_unverified=config.release.allow_unverified)
 
 
-def _iso(value: str) -> Optional[datetime.date]:
-    try:
-        return datetime.date.fromisoformat(value[:10])
-    except (TypeError, ValueError):
-        return None
-
-
 def _pydantic_detail(exc: ValidationError) -> str:
     return "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()[:5])
 
@@ -107,7 +100,7 @@ def parse_rows(rows: Iterable[dict[str, Any]], report: ValidationReport) -> list
             continue
         problems = [f"{where} {value!r} is not an ISO date" for where, value in
                     [("dates", d) for d in inst.dates] + [(f"document {d.article_id} published", d.published)
-                                                          for d in inst.documents] if _iso(value) is None]
+                                                          for d in inst.documents] if iso_date(value) is None]
         if inst.a_type not in A_TYPES:
             problems.append(f"a_type {inst.a_type!r} not in {A_TYPES}")
         if problems:
@@ -125,19 +118,10 @@ def check_instance(inst: Instance, rules: Rules, lang: Any, report: ValidationRe
     if empty:
         add("empty_text", "empty " + ", ".join(empty))
     support = [d for d in inst.documents if d.role == "supporting"]
-    distract = [d for d in inst.documents if d.role == "distractor"]
     if not support and inst.setting != "no-retrieval":
         add("missing_support", f"setting {inst.setting!r} has no supporting document")
-    both = sorted({d.article_id for d in support} & {d.article_id for d in distract})
-    if both:
-        add("support_in_distractors", f"supporting article(s) {both} also listed as distractors")
-    dates = [d for d in (_iso(x) for x in inst.dates) if d] or [_iso(d.published) for d in support]
-    if dates and distract:
-        limit = min(dates) - datetime.timedelta(days=rules.min_days_before)
-        late = [f"{d.article_id} ({d.published})" for d in distract if _iso(d.published) > limit]
-        if late:
-            add("distractor_date", f"distractor(s) {late} published after {limit.isoformat()}, less than "
-                                   f"{rules.min_days_before} days before the supporting articles")
+    report.violations += [Violation(leak.instance, leak.rule, leak.detail)
+                          for leak in instance_leaks(inst, rules.min_days_before)]
     if not inst.verified:
         if rules.allow_unverified:
             report.unverified_released += 1
@@ -158,30 +142,7 @@ def check_instance(inst: Instance, rules: Rules, lang: Any, report: ValidationRe
 
 def check_splits(split_of: dict[str, list[Instance]], report: ValidationReport) -> None:
     """``split_of``: split -> its instances. Ids, questions and article pairs must not cross splits."""
-    seen_id: dict[str, str] = {}
-    qa_split: dict[str, set[str]] = defaultdict(set)
-    pair_split: dict[tuple[str, ...], set[str]] = defaultdict(set)
-    for split, insts in sorted(split_of.items()):
-        for inst in insts:
-            if inst.id in seen_id:
-                rule = "duplicate_id" if seen_id[inst.id] == split else "split_leak"
-                report.violations.append(Violation(inst.id, rule, f"id also in split {seen_id[inst.id]!r}"
-                                                   if rule == "split_leak" else f"id repeated in split {split!r}"))
-            seen_id.setdefault(inst.id, split)
-            qa_split[inst.qa_id].add(split)
-            pair = tuple(sorted({d.article_id for d in inst.documents if d.role == "supporting"}))
-            if pair:
-                pair_split[pair].add(split)
-    for split, insts in sorted(split_of.items()):
-        for inst in insts:
-            if len(qa_split[inst.qa_id]) > 1:
-                report.violations.append(Violation(inst.id, "split_leak", f"question {inst.qa_id} is in splits "
-                                                   f"{sorted(qa_split[inst.qa_id])}"))
-                continue
-            pair = tuple(sorted({d.article_id for d in inst.documents if d.role == "supporting"}))
-            if pair and len(pair_split[pair]) > 1:
-                report.violations.append(Violation(inst.id, "split_leak", f"supporting articles {list(pair)} are "
-                                                   f"in splits {sorted(pair_split[pair])}"))
+    report.violations += [Violation(leak.instance, leak.rule, leak.detail) for leak in split_leaks(split_of)]
 
 
 def validate(rows: Iterable[dict[str, Any]], rules: Rules, split_for: Optional[Any] = None,

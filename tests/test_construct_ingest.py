@@ -13,7 +13,8 @@ from babelrag.records import Article
 from babelrag.store import BuildStore
 from babelrag.construct.ingest.dedupe import MinHasher, duplicate_mask
 from babelrag.construct.ingest.readers import canonical_url, read_warc
-from babelrag.construct.ingest.text import LanguageIdentifier, count_tokens
+from babelrag.construct.ingest.text import LanguageIdentifier
+from babelrag.tokens import count_tokens
 
 EN = ("The city council approved the new budget on Tuesday after a long debate about schools, roads and "
       "public transport. Officials said the plan would raise spending on buses and repair several bridges "

@@ -4,8 +4,9 @@ from collections import Counter
 import pytest
 
 from babelrag.config import config_from_dict
-from babelrag.construct.instances import (Assembler, LeakageError, Skip, check_leakage, check_splits,
-                                          instance_id, parse_setting, split_of)
+from babelrag.construct.instances import (Assembler, LeakageError, Skip, check_leakage, instance_id, parse_setting,
+                                          split_of)
+from babelrag.leakage import split_leaks
 from babelrag.errors import ConfigError
 from babelrag.pipeline import Pipeline
 from babelrag.records import Article, DistractorSet, Document, Instance, QAItem
@@ -97,8 +98,8 @@ def test_ids_and_order_are_stable_and_seeded():
     assert instance_id("q1", "mono", "de") != instance_id("q1", "mono", "es")
 
 
-def _inst(docs, dates=("2026-08-20", "2026-08-22")):
-    return Instance(id="i", qa_id="q", setting="mono", language="de", question="?", answer="!", en_question="?",
+def _inst(docs, dates=("2026-08-20", "2026-08-22"), id="i"):
+    return Instance(id=id, qa_id="q", setting="mono", language="de", question="?", answer="!", en_question="?",
                     en_answer="!", q_type="set", documents=docs, dates=list(dates))
 
 
@@ -114,9 +115,12 @@ def test_leakage_rules():
         check_leakage(_inst(sup + [_d("e", "2026-08-07")]), 14)
     with pytest.raises(LeakageError, match="also used as distractors"):
         check_leakage(_inst(sup + [_d("a2", "2026-01-01")]), 14)
-    check_splits({"i1": "dev", "i2": "dev"}, {"i1": "q", "i2": "q"})
-    with pytest.raises(LeakageError, match="in splits"):
-        check_splits({"i1": "dev", "i2": "test"}, {"i1": "q", "i2": "q"})
+    with pytest.raises(LeakageError, match=r"distractor\(s\) \['e \(yesterday\)'\]"):  # unreadable date: a break
+        check_leakage(_inst(sup + [_d("e", "yesterday")]), 14)
+    assert split_leaks({"dev": [_inst(sup, id="i1"), _inst(sup, id="i2")]}) == []
+    leaks = split_leaks({"dev": [_inst(sup, id="i1")], "test": [_inst(sup, id="i2")]})
+    assert [(leak.instance, leak.rule) for leak in leaks] == [("i1", "split_leak"), ("i2", "split_leak")]
+    assert "question q is in splits ['dev', 'test']" in leaks[0].detail
     assert {split_of(f"q{i}", 0.3, 7) for i in range(50)} == {"dev", "test"}
 
 

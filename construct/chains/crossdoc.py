@@ -9,13 +9,13 @@ turns that item into a ``ChainError``; the other items go on.
 from __future__ import annotations
 
 import hashlib
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
 from babelrag.construct.chains.schemas import Answer, CrossDocQuestion, QAPair, SimplePairs, Summary
 from babelrag.records import Article, Provenance, QAItem, SimpleQA
+from babelrag.tokens import content_words
 
 PROMPTS = Path(__file__).resolve().parent / "prompts"
 STEPS = ("summary", "simple_qa", "crossdoc", "answer")
@@ -54,14 +54,6 @@ class ChainResult:
     items: list[QAItem] = field(default_factory=list)
     errors: list[ChainError] = field(default_factory=list)
     inferred_selection: int = 0  # questions whose used facts were inferred (model gave no usable indices)
-
-
-_STOP = set("the a an of in on at to for and or by with from is are was were be will did does do what which who "
-            "how many much when where why that this these those its their his her it as".split())
-
-
-def content_words(text: str) -> set[str]:
-    return {w for w in re.findall(r"\w+", text.lower()) if w not in _STOP and len(w) > 2}
 
 
 def infer_used(question: str, pairs: list[QAPair]) -> list[int]:

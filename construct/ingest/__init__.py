@@ -18,10 +18,11 @@ import numpy as np
 from babelrag.errors import InputError
 from babelrag.pipeline import StageContext
 from babelrag.records import Article
+from babelrag.tokens import count_tokens
 
 from .dedupe import Growable, MinHasher, duplicate_mask, hash64, normalise_text
 from .readers import RawArticle, Skip, read_input
-from .text import LanguageIdentifier, count_tokens
+from .text import LanguageIdentifier
 
 NER_BATCH = 256
 

@@ -13,8 +13,10 @@ import zlib
 
 import numpy as np
 
+from babelrag.tokens import CJK_RANGES
+
 _WS = re.compile(r"\s+")
-_CJK_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+_CJK_CHAR = re.compile(f"[{CJK_RANGES}]")
 
 
 def hash64(text: str) -> int:

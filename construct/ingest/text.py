@@ -1,20 +1,7 @@
-"""Token counting and language identification (lingua, restricted to the project's languages)."""
+"""Language identification (lingua, restricted to the project's languages)."""
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
-
-# CJK / kana / hangul characters count one token each; other scripts count word runs.
-_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
-_TOKEN = re.compile(rf"[{_CJK}]|[^\W{_CJK}]+", re.UNICODE)
-
-
-def tokenize(text: str) -> list[str]:
-    return _TOKEN.findall(text.lower())
-
-
-def count_tokens(text: str) -> int:
-    return sum(1 for _ in _TOKEN.finditer(text))
 
 
 @dataclass
