@@ -7,7 +7,7 @@ from typing import Any
 
 from babelrag.config import Config
 from babelrag.pipeline import Pipeline, RunReport
-from babelrag.store import atomic_write_text
+from babelrag.atomic import atomic_write_text
 
 
 def run_pipeline(config: Config, until: str | None = None, only: Iterable[str] | None = None,

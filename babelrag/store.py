@@ -34,6 +34,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from babelrag.atomic import atomic_path, atomic_write_text, replace_dir
 from babelrag.errors import StageError
 from babelrag.records import ErrorRecord
 
@@ -68,22 +69,11 @@ def stable_hash(obj: Any) -> str:
     return hashlib.sha256(blob).hexdigest()
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def arrow_schema(model: type[BaseModel]) -> Any:
     """The Arrow schema of ``model`` (with the ``datasets`` features in its metadata)."""
     from babelrag.schema import features_for
 
     return features_for(model).arrow_schema
-
-
-def _tmp_path(path: Path) -> Path:
-    return path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
 
 
 def _write_tables(path: Path, schema: Any, tables: Iterable[Any]) -> int:
@@ -95,11 +85,10 @@ def _write_tables(path: Path, schema: Any, tables: Iterable[Any]) -> int:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    tmp = _tmp_path(path)
     n = 0
     pending: list[Any] = []
     pending_rows = 0
-    try:
+    with atomic_path(path) as tmp:
         # min/max statistics only for the key columns (read_ids prunes row groups with them): those of
         # text columns would put two article texts per row group into the footer, which every reader
         # and the merge's open files hold in memory
@@ -122,10 +111,6 @@ def _write_tables(path: Path, schema: Any, tables: Iterable[Any]) -> int:
             if pending_rows:
                 emit(pa.concat_tables(pending))
                 n += pending_rows
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
     return n
 
 
@@ -544,14 +529,7 @@ class BuildStore:
         """``staging`` already holds records.parquet and errors.parquet: add the manifest, swap it in."""
         manifest.output_fingerprint = sha256_file(staging / RECORDS_FILE)
         atomic_write_text(staging / MANIFEST_FILE, manifest.to_json())
-        final = self.stage_dir(stage)
-        old = None
-        if final.exists():
-            old = final.with_name(f".{stage}.old-{uuid.uuid4().hex[:8]}")
-            os.replace(final, old)
-        os.replace(staging, final)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
+        replace_dir(staging, self.stage_dir(stage))
         shutil.rmtree(self.root / ".partial" / stage, ignore_errors=True)
         return manifest
 

@@ -15,12 +15,12 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
 import random
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
+from babelrag.atomic import atomic_write_text
 from babelrag.records import Article, ContrastivePair, Provenance, QAItem
 
 KINDS = ("faithfulness", "answer_relevance", "context_relevance")
@@ -167,13 +167,7 @@ def build_pairs(runner: Any, items: list[ChunkQuestion], unrelated: list[tuple[s
 
 
 def write_jsonl(path: Path, pairs: list[ContrastivePair]) -> None:
-    """Atomic JSONL (temp file + rename)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        for p in pairs:
-            fh.write(p.model_dump_json() + "\n")
-    os.replace(tmp, path)
+    atomic_write_text(path, "".join(p.model_dump_json() + "\n" for p in pairs))
 
 
 def main(argv: Optional[list[str]] = None) -> int:

@@ -14,8 +14,6 @@ The bipartite networkx graph is built only for inspection (GraphML export) and f
 """
 from __future__ import annotations
 
-import os
-import uuid
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -23,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from babelrag.atomic import atomic_path
 
 
 @dataclass
@@ -175,9 +175,8 @@ def bipartite_graph(article_ids: Sequence[str], entity_lists: Sequence[Sequence[
 def write_graphml(G: Any, path: Path) -> None:
     import networkx as nx
 
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    nx.write_graphml(G, tmp)
-    os.replace(tmp, path)
+    with atomic_path(path) as tmp:
+        nx.write_graphml(G, tmp)
 
 
 def networkx_walk_pairs(days: np.ndarray, entity_lists: Sequence[Sequence[int]], k: int = 2, max_days: int = 14,

@@ -13,15 +13,14 @@ import html
 import io
 import json
 import math
-import os
 import subprocess
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from babelrag.atomic import atomic_write_bytes
 from babelrag.stats import Estimate
 
 # ---------------------------------------------------------------- provenance
@@ -60,21 +59,6 @@ def run_info(dataset: str, dataset_revision: str, settings: Mapping[str, Any] | 
         lib = "unknown"
     return RunInfo(dataset, dataset_revision, lib, _git_hash(),
                    datetime.now(timezone.utc).isoformat(timespec="seconds"), dict(settings or {}))
-
-
-# ---------------------------------------------------------------- atomic writes
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 # ---------------------------------------------------------------- leaderboard
@@ -354,11 +338,11 @@ def write_report(out_dir: str | Path, inputs: ReportInputs) -> dict[str, Path]:
     }
     for name, png in images.items():
         p = out / "plots" / (name.lower().replace(" ", "_").replace("-", "_") + ".png")
-        _atomic_write(p, png)
+        atomic_write_bytes(p, png)
         paths[f"plot:{name}"] = p
     md = f"# {inputs.title}\n\n" + markdown_table(rows) + breakdown_table(inputs.breakdown or {})
-    _atomic_write(paths["markdown"], md.encode())
-    _atomic_write(paths["csv"], csv_text(rows).encode())
-    _atomic_write(paths["json"], json.dumps(results, indent=2, ensure_ascii=False, default=float).encode())
-    _atomic_write(paths["html"], html_report(inputs.title, inputs.info, rows, images, inputs.breakdown).encode())
+    atomic_write_bytes(paths["markdown"], md.encode())
+    atomic_write_bytes(paths["csv"], csv_text(rows).encode())
+    atomic_write_bytes(paths["json"], json.dumps(results, indent=2, ensure_ascii=False, default=float).encode())
+    atomic_write_bytes(paths["html"], html_report(inputs.title, inputs.info, rows, images, inputs.breakdown).encode())
     return paths

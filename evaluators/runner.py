@@ -130,10 +130,10 @@ def generate_answers(
 
 
 def write_answers(path: str | Path, answers: Iterable[AnswerRecord]) -> Path:
-    from babelrag.evaluators.report import _atomic_write
+    from babelrag.atomic import atomic_write_bytes
 
     path = Path(path)
-    _atomic_write(path, "".join(a.model_dump_json() + "\n" for a in answers).encode())
+    atomic_write_bytes(path, "".join(a.model_dump_json() + "\n" for a in answers).encode())
     return path
 
 

@@ -19,7 +19,6 @@ cache entries.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import uuid
 from collections import Counter, defaultdict
@@ -174,7 +173,8 @@ def build_release(config: Any, out_root: Optional[Path] = None, console: Any = N
     from babelrag.pipeline import STAGES
     from babelrag.release import card, versioning
     from babelrag.release.schema import SCHEMA_VERSION, instance_features, json_schemas
-    from babelrag.store import BuildStore, atomic_write_text
+    from babelrag.atomic import atomic_write_text, replace_dir
+    from babelrag.store import BuildStore
 
     datasets.disable_progress_bars()
     store = BuildStore(config.build_dir)
@@ -235,13 +235,7 @@ def build_release(config: Any, out_root: Optional[Path] = None, console: Any = N
                 "unverified_released": report.unverified_released}
         atomic_write_text(tmp / versioning.RELEASE_INFO, json.dumps(info, indent=2, sort_keys=True) + "\n")
         final = out_root / release_folder_name(config.release.name, version)
-        old = None
-        if final.exists():
-            old = out_root / f".old-{version}-{uuid.uuid4().hex[:8]}"
-            os.replace(final, old)
-        os.replace(tmp, final)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
+        replace_dir(tmp, final)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     if console is not None:

