@@ -17,12 +17,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 
 from babelrag.errors import InputError
-from babelrag.evaluators.registry import ScoreResult, make_result, register
+from babelrag.evaluators.metric import Column, Metric, MetricRun
+from babelrag.evaluators.registry import register
+from babelrag.evaluators.results import ScoreResult, make_result
 from babelrag.evaluators.text import tokenize
 
 MAX_RANGE = 50  # a range wider than this is a typo or a year span, not a citation
@@ -141,7 +143,6 @@ def score_item(item: CitationItem) -> dict[str, Any]:
     }
 
 
-@register("rage.citations")
 def score_citations(
     items: Iterable[CitationItem | Mapping[str, Any]], rounds: int = 1000, seed: int = 0
 ) -> ScoreResult:
@@ -155,7 +156,6 @@ def score_citations(
     return make_result("rage.citations", rows, SCORE_KEYS, rounds=rounds, seed=seed, counts=counts)
 
 
-@register("rage.random_citations")
 def score_random_citations(
     items: Iterable[CitationItem | Mapping[str, Any]],
     k: int | None = None,
@@ -195,3 +195,35 @@ def score_random_citations(
         "rage.random_citations", rows, ("precision", "recall", "f1"), rounds=rounds, seed=seed,
         counts={"items": len(rows)},
     )
+
+
+def _citing(answers: Sequence[Any]) -> list[CitationItem]:
+    """Citation items of the answers written in the citation prompt style (the others do not cite)."""
+    return [CitationItem(a.instance_id, a.answer, len(a.doc_order), a.relevant) for a in answers
+            if a.style == "citations"]
+
+
+@register
+class CitationsMetric(Metric):
+    """RAGE citation precision / recall / F1 of the documents an answer cites vs the supporting ones."""
+
+    name = "citations"
+    description = "citation precision, recall, F1, distinct citations, answer length (RAGE)"
+    columns = (Column("citation_precision", "precision"), Column("citation_recall", "recall"),
+               Column("citation_f1", "f1"))
+    scorer = staticmethod(score_citations)
+
+    def score(self, run: MetricRun, model: str, answers: Sequence[Any]) -> Optional[ScoreResult]:
+        items = _citing(answers)
+        return self.scorer(items, rounds=run.settings.rounds, seed=run.settings.seed) if items else None
+
+
+@register
+class RandomCitationsMetric(CitationsMetric):
+    """RAGE's seeded random-citation baseline: as many distinct documents as the model cited, drawn at random."""
+
+    name = "random_citations"
+    description = "random-citation baseline for the citation metrics (RAGE)"
+    columns = (Column("random_citation_precision", "precision"), Column("random_citation_recall", "recall"),
+               Column("random_citation_f1", "f1"))
+    scorer = staticmethod(score_random_citations)

@@ -29,20 +29,26 @@ def run(
 
     from babelrag.config import load_config
     from babelrag.evaluators.crossencoder import CrossEncoderSpec
-    from babelrag.evaluators.demo import evaluate_release
+    from babelrag.evaluators.execution import evaluate_release
+    from babelrag.evaluators.settings import EvalSettings
 
     console = make_console(stderr=True)
-    paths = evaluate_release(load_config(config), release, out_dir=out, models=model, judges=judge,
-                             max_instances=max_instances, rounds=rounds, console=console,
-                             reranker=CrossEncoderSpec(str(reranker), reranker_backend) if reranker else None,  # type: ignore[arg-type]
-                             nli=CrossEncoderSpec(str(nli)) if nli else None)
+    cfg = load_config(config)
+    settings = EvalSettings.from_config(
+        cfg, rounds=rounds, reranker=CrossEncoderSpec(str(reranker), reranker_backend) if reranker else None,  # type: ignore[arg-type]
+        nli=CrossEncoderSpec(str(nli)) if nli else None)
+    paths = evaluate_release(cfg, release, out_dir=out, models=model, judges=judge, max_instances=max_instances,
+                             console=console, settings=settings)
     console.print(f"[green]report:[/] {paths['html']}")
 
 
 @app.command("metrics")
 def metrics() -> None:
-    """List the registered metrics (no metric module is imported)."""
-    from babelrag.evaluators.registry import names
+    """List the metrics by the names `evaluate.metrics` takes, with what each measures and its columns."""
+    from babelrag.evaluators.registry import ALWAYS, get, names
 
     for name in names():
-        typer.echo(name)
+        metric = get(name)
+        columns = ", ".join(c.name for c in metric.columns)
+        always = " (always computed)" if name in ALWAYS else ""
+        typer.echo(f"{name:<17} {metric.description}{always}; leaderboard: {columns}")

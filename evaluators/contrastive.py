@@ -23,11 +23,12 @@ from babelrag.evaluators.ragas import (
     faithfulness,
     forced_choice_agreement,
 )
-from babelrag.evaluators.registry import ScoreResult
+from babelrag.evaluators.results import ScoreResult
 
 if TYPE_CHECKING:  # pragma: no cover
     from babelrag.llm.client import LLMRunner
 
+PROMPTS = ("ragas_direct", "ragas_compare")  # the prompt files these comparisons own (the rest: ragas.RagasMetric)
 CRITERIA = ("faithfulness", "answer_relevance", "context_relevance")
 VARIANTS = ("direct", "comparative", "decomposition")
 

@@ -26,7 +26,9 @@ from typing import Any, Optional
 
 from babelrag.errors import InputError
 from babelrag.evaluators.citations import prf
-from babelrag.evaluators.registry import ScoreResult, make_result, register
+from babelrag.evaluators.metric import Column, Metric, MetricRun
+from babelrag.evaluators.registry import register
+from babelrag.evaluators.results import ScoreResult, make_result
 
 NAN = float("nan")
 SCORE_KEYS = (
@@ -85,7 +87,6 @@ def score_item(it: GarageItem) -> dict[str, Any]:
     return row
 
 
-@register("garage")
 def score_garage(items: Iterable[GarageItem | Mapping[str, Any]], rounds: int = 1000, seed: int = 0) -> ScoreResult:
     """All GaRAGe metrics with bootstrap CIs; deflection rates are means over their own subsets."""
     rows = []
@@ -107,3 +108,34 @@ def score_garage(items: Iterable[GarageItem | Mapping[str, Any]], rounds: int = 
         res.counts.pop(f"{key}_undefined", None)
     res.counts["deflection_unjudged"] = sum(r["deflected"] is None for r in rows)
     return res
+
+
+@register
+class GarageMetric(Metric):
+    """GaRAGe on our instances: relevant = the supporting documents shown; an instance shown no supporting
+    document should be deflected."""
+
+    name = "garage"
+    description = "eligibility, factuality, relevance-aware factuality, deflection, attribution (GaRAGe)"
+    prompts = ("garage_deflection", "garage_eligibility", "garage_support")
+    columns = (Column("eligibility", "eligibility"), Column("factuality", "factuality"), Column("raf", "raf"))
+
+    def score(self, run: MetricRun, model: str, answers: Sequence[Any]) -> Optional[ScoreResult]:
+        from babelrag.evaluators.answers import passages_shown
+        from babelrag.evaluators.citations import parse_citations, strip_citations
+        from babelrag.evaluators.judges import garage_judgements
+
+        shown = [a for a in answers if a.doc_order]
+        if not shown:
+            return None
+        records = []
+        for a in shown:
+            inst, n = run.instances[a.instance_id], len(a.doc_order)
+            records.append({
+                "query_id": a.id, "question": inst.question, "gold": inst.answer,
+                "response": strip_citations(a.answer), "passages": passages_shown(inst, a),
+                "relevant": [str(k) for k in a.relevant], "requires_deflection": not a.relevant,
+                "cited": [str(c) for c in parse_citations(a.answer, n).ordered if 1 <= c <= n],
+            })
+        return score_garage(garage_judgements(run.runner, run.judge, records),
+                            rounds=run.settings.rounds, seed=run.settings.seed)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -21,7 +22,9 @@ from babelrag.errors import InputError
 from babelrag.evaluators.bradley_terry import Battle
 from babelrag.evaluators.citations import parse_citations, strip_citations
 from babelrag.evaluators.language import DEFAULT_LANGUAGES, language_share
-from babelrag.evaluators.registry import ScoreResult, make_result, register
+from babelrag.evaluators.metric import Column, Metric, MetricRun
+from babelrag.evaluators.registry import register
+from babelrag.evaluators.results import ScoreResult, make_result
 from babelrag.tokens import tokenize
 from babelrag.stats import kendall_tau
 
@@ -129,7 +132,6 @@ def heuristic_features(item: HeuristicItem, k: int = 5, languages: Iterable[str]
     }
 
 
-@register("mirage.heuristics")
 def score_heuristics(
     items: Iterable[HeuristicItem | Mapping[str, Any]],
     k: int = 5,
@@ -298,3 +300,128 @@ def fit_surrogate(
         kendall_tau=kendall_tau(pred, y),
         feature_importance=dict(zip(keys, importance.tolist())),
     )
+
+
+LLM_FEATURES = ("fluency", "answer_overlap", "support")
+
+
+def load_support_models(reranker: Any, nli: Any) -> tuple[Any, Any]:
+    """The optional cross-encoders (paths/specs -> models; loaded models pass through)."""
+    if reranker is None and nli is None:
+        return None, None
+    from babelrag.evaluators.crossencoder import CrossEncoderSpec, NLIJudge, Reranker
+
+    if isinstance(reranker, (str, Path, CrossEncoderSpec)):
+        reranker = Reranker(reranker)
+    if isinstance(nli, (str, Path, CrossEncoderSpec)):
+        nli = NLIJudge(nli)
+    return reranker, nli
+
+
+def check_support_models(settings: Any) -> None:
+    """A reranker or NLI model is a MIRAGE feature: asking for one without ``mirage`` among the metrics is
+    an error, not a silently ignored option."""
+    if (settings.reranker is not None or settings.nli is not None) and "mirage" not in settings.metrics:
+        from babelrag.errors import ConfigError
+
+        which = " and ".join(n for n, v in (("reranker", settings.reranker), ("nli", settings.nli)) if v is not None)
+        raise ConfigError(f"{which} given but 'mirage' is not in the metrics {list(settings.metrics)}; "
+                          "they are MIRAGE support features")
+
+
+@register
+class MirageMetric(Metric):
+    """MIRAGE-Bench: heuristic features per answer (+ LLM-judged fluency, overlap and support; optional
+    reranker/NLI features), pairwise battles in both orders, Bradley-Terry with bootstrap CIs, and a
+    surrogate (random forest on the features) when three or more models are compared.
+
+    With a reranker: ``reranker_score`` = reranker(question, answer without citations); with an NLI model:
+    ``support_nli`` = share of answer sentences some shown document entails (next to the LLM-judged
+    ``support``, used because no NLI model works offline by default)."""
+
+    name = "mirage"
+    description = "heuristic features, pairwise LLM judge, Bradley-Terry ratings, surrogate (MIRAGE-Bench)"
+    prompts = ("mirage_fluency", "mirage_overlap", "mirage_pairwise", "garage_support")
+    columns = (Column("bt_rating"),)
+
+    def prepare(self, settings: Any) -> dict[str, Any]:
+        reranker, nli = load_support_models(settings.reranker, settings.nli)
+        return {"reranker": reranker, "nli": nli}
+
+    def keys(self, run: MetricRun) -> tuple[str, ...]:
+        return (*FEATURE_KEYS, *LLM_FEATURES, *(("reranker_score",) if run.shared.get("reranker") is not None else ()),
+                *(("support_nli",) if run.shared.get("nli") is not None else ()))
+
+    def score(self, run: MetricRun, model: str, answers: Sequence[Any]) -> ScoreResult:
+        from babelrag.evaluators.answers import passages_shown
+        from babelrag.evaluators.crossencoder import nli_support, reranker_scores
+        from babelrag.evaluators.judges import scores_1_to_5, sentence_support, support_share
+
+        by_id, judge, settings = run.instances, run.judge, run.settings
+        reranker, nli = run.shared.get("reranker"), run.shared.get("nli")
+        res = score_heuristics([HeuristicItem(a.instance_id, a.answer, by_id[a.instance_id].answer, a.language,
+                                              len(a.doc_order), a.relevant) for a in answers],
+                               languages=run.languages, rounds=settings.rounds, seed=settings.seed)
+        ids = [a.id for a in answers]
+        fluency = scores_1_to_5(run.runner, judge, "mirage_fluency",
+                                [{"answer": a.answer, "language": a.language} for a in answers], ids)
+        overlap = scores_1_to_5(run.runner, judge, "mirage_overlap", [
+            {"question": by_id[a.instance_id].question, "reference": by_id[a.instance_id].answer, "answer": a.answer}
+            for a in answers], ids)
+        support = sentence_support(run.runner, judge, [
+            {"query_id": a.id, "response": strip_citations(a.answer), "passages": passages_shown(by_id[a.instance_id], a)}
+            for a in answers], stage="eval.mirage.support")
+        for row, f, o, sup in zip(res.items, fluency, overlap, support):
+            row["fluency"], row["answer_overlap"], row["support"] = f, o, support_share(sup)
+        if reranker is not None:
+            scores = reranker_scores(reranker, [by_id[a.instance_id].question for a in answers],
+                                     [strip_citations(a.answer) for a in answers])
+            for row, sc in zip(res.items, scores):
+                row["reranker_score"] = sc
+        if nli is not None:
+            shares = nli_support(nli, [{"response": strip_citations(a.answer),
+                                        "passages": passages_shown(by_id[a.instance_id], a)} for a in answers])
+            for row, sh in zip(res.items, shares):
+                row["support_nli"] = sh
+        return make_result(self.name, res.items, self.keys(run), rounds=settings.rounds, seed=settings.seed,
+                           counts=res.counts)
+
+    def compare(self, run: MetricRun, results: Mapping[str, ScoreResult], answers: Mapping[str, Sequence[Any]],
+                evaluation: Any) -> None:
+        from babelrag.evaluators.bradley_terry import bradley_terry
+        from babelrag.evaluators.judges import pairwise_battles
+        from babelrag.stats import Estimate
+
+        settings, ev = run.settings, evaluation
+        support = {k: getattr(m, "name", type(m).__name__) for k in ("reranker", "nli")
+                   if (m := run.shared.get(k)) is not None}
+        if support:
+            ev.extra["support_models"] = support
+        if len(results) < 2:
+            return
+        texts = {m: {a.instance_id: a.answer for a in answers[m]} for m in results}
+        judged = pairwise_battles(run.runner, run.judge, all_matchups(texts),
+                                  {i: inst.question for i, inst in run.instances.items()},
+                                  {i: inst.answer for i, inst in run.instances.items()}, seed=settings.seed)
+        ev.extra["battles"] = {"n": len(judged.battles), "consistent_pairs": judged.consistent,
+                               "inconsistent_pairs": judged.inconsistent, "failed_judgements": judged.failed}
+        if not judged.battles:
+            return
+        l2 = 0.0
+        try:
+            bt = bradley_terry(judged.battles, rounds=settings.rounds, seed=settings.seed)
+        except InputError:  # a model never won (or never lost): regularise slightly and say so
+            l2 = 0.01
+            bt = bradley_terry(judged.battles, rounds=settings.rounds, seed=settings.seed, l2=l2)
+        ev.extra["battles"]["l2"] = l2
+        ev.bradley_terry = bt.leaderboard()
+        for row in ev.bradley_terry:
+            if row["model"] in ev.scores:
+                ev.scores[row["model"]]["bt_rating"] = Estimate(row["rating"], row["ci_low"], row["ci_high"],
+                                                                bt.n_battles)
+        if len(results) >= 3:
+            features = {m: r.items for m, r in results.items()}
+            sur = fit_surrogate(model_features(features, self.keys(run)),
+                                {r["model"]: r["rating"] for r in ev.bradley_terry},
+                                n_folds=min(5, len(results)), seed=settings.seed)
+            ev.extra["surrogate"] = sur.to_dict()

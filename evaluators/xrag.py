@@ -21,7 +21,9 @@ import numpy as np
 
 from babelrag.errors import ConfigError, InputError
 from babelrag.evaluators.language import DEFAULT_LANGUAGES, detect
-from babelrag.evaluators.registry import ScoreResult, make_result, register
+from babelrag.evaluators.metric import Column, Metric, MetricRun
+from babelrag.evaluators.registry import register
+from babelrag.evaluators.results import ScoreResult, make_result
 from babelrag.stats import Estimate, bootstrap_ci, cohen_kappa
 
 TiePolicy = Literal["incorrect", "correct", "first"]
@@ -95,7 +97,6 @@ def _kappa_estimate(pairs: list[tuple[bool, bool]], rounds: int, seed: int) -> E
     return bootstrap_ci(codes, statistic=stat, rounds=rounds, seed=seed)
 
 
-@register("xrag.panel")
 def score_panel(
     items: Iterable[XragItem | Mapping[str, Any]],
     tie_policy: TiePolicy = "incorrect",
@@ -152,3 +153,36 @@ def score_panel(
             [float(a == b) for a, b in pairs], rounds=rounds, seed=seed
         )
     return res
+
+
+def language_views(result: ScoreResult, rounds: int = 1000, seed: int = 0
+                   ) -> tuple[dict[str, Estimate], dict[str, float]]:
+    """Accuracy per answer language (with CIs) and the wrong-language rate per language, for the report."""
+    by_lang: dict[str, list[dict[str, Any]]] = {}
+    for row in result.items:
+        by_lang.setdefault(row["language"], []).append(row)
+    accuracy = {lang: bootstrap_ci([r["accuracy"] for r in rows if r["correct"] is not None], rounds=rounds, seed=seed)
+                for lang, rows in sorted(by_lang.items())}
+    wrong = {lang: 1.0 - sum(r["language_correct"] for r in rows) / len(rows) for lang, rows in sorted(by_lang.items())}
+    return accuracy, wrong
+
+
+@register
+class XragMetric(Metric):
+    """XRAG: a judge panel compares each answer with the gold answer (majority vote); an answer in the
+    wrong language is incorrect. Always computed: the leaderboard is ordered by its accuracy."""
+
+    name = "xrag"
+    description = "judge-panel accuracy vs the gold answer, answer-language correctness (XRAG)"
+    prompts = ("xrag_judge",)
+    columns = (Column("accuracy", "accuracy"), Column("language_correct", "language_correct"))
+
+    def score(self, run: MetricRun, model: str, answers: Sequence[Any]) -> ScoreResult:
+        from babelrag.evaluators.judges import panel_votes
+
+        votes = panel_votes(run.runner, run.judges, [
+            {"question": run.instances[a.instance_id].question, "gold": run.instances[a.instance_id].answer,
+             "answer": a.answer} for a in answers], [a.id for a in answers])
+        return score_panel([XragItem(a.instance_id, a.setting, a.language, a.answer, v) for a, v in zip(answers, votes)],
+                           tie_policy=run.settings.tie_policy, languages=run.languages,
+                           rounds=run.settings.rounds, seed=run.settings.seed)

@@ -343,7 +343,7 @@ def test_demo_builds_every_stage_releases_and_reports(demo):
 
 
 def test_two_scripted_models_on_the_demo_release(demo, tmp_path):
-    from babelrag.evaluators.runner import load_instances
+    from babelrag.evaluators.release_reader import load_instances
     from typer.testing import CliRunner
 
     from babelrag.cli import app

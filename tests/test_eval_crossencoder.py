@@ -13,7 +13,8 @@ import pytest
 from babelrag.errors import ConfigError
 from babelrag.evaluators.citations import strip_citations
 from babelrag.evaluators.crossencoder import CrossEncoderSpec, NLIJudge, Reranker, nli_support, reranker_scores
-from babelrag.evaluators.runner import run_evaluation
+from babelrag.evaluators.execution import run_evaluation
+from babelrag.evaluators.settings import EvalSettings
 from babelrag.testing.scripted_server import ScriptedServer
 from tests.test_eval_runner import _instances, _runner, brain
 
@@ -154,15 +155,15 @@ def server():
 def test_runner_adds_reranker_and_nli_features(server, tmp_path, reranker_dir, nli_dir):
     runner = _runner(server, tmp_path)
     paths = run_evaluation(runner, _instances(), ["weak", "good", "terse"], ["judge-1"], tmp_path / "eval",
-                           rounds=50, seed=3, metrics=("xrag", "mirage"), reranker=str(reranker_dir),
-                           nli=CrossEncoderSpec(str(nli_dir)))
+                           EvalSettings(rounds=50, seed=3, metrics=("xrag", "mirage"), reranker=str(reranker_dir),
+                                        nli=CrossEncoderSpec(str(nli_dir))))
     data = json.loads(paths["json"].read_text())
     rr = Reranker(reranker_dir)
     questions = {i.id: i.question for i in _instances()}
     answers = {(a["model"], a["instance_id"]): a["answer"]
                for a in map(json.loads, paths["answers"].read_text().splitlines())}
     for model in ("weak", "good", "terse"):
-        heur = data["metrics"][model]["mirage.heuristics"]
+        heur = data["metrics"][model]["mirage"]
         items = heur["items"]
         assert len(items) == 6 and all("reranker_score" in it and "support_nli" in it for it in items)
         want = rr.score([(questions[it["query_id"]], strip_citations(answers[(model, it["query_id"])]))
@@ -172,18 +173,18 @@ def test_runner_adds_reranker_and_nli_features(server, tmp_path, reranker_dir, n
         assert all(0.0 <= it["support_nli"] <= 1.0 for it in items)
         assert "support" in items[0]  # the LLM-judged support stays next to the NLI one
     # the reranker separates models whose answers differ (weak vs good) and is a surrogate feature
-    assert data["metrics"]["weak"]["mirage.heuristics"]["aggregate"]["reranker_score"]["value"] != \
-        data["metrics"]["good"]["mirage.heuristics"]["aggregate"]["reranker_score"]["value"]
+    assert data["metrics"]["weak"]["mirage"]["aggregate"]["reranker_score"]["value"] != \
+        data["metrics"]["good"]["mirage"]["aggregate"]["reranker_score"]["value"]
     assert {"reranker_score", "support_nli"} <= set(data["surrogate"]["feature_importance"])
     assert data["run"]["settings"]["support_models"] == {"reranker": "sentence-transformers:tiny-reranker",
                                                          "nli": "nli:tiny-nli"}
     # the same run again gives the same feature values (model and LLM cache are deterministic)
     again = json.loads(run_evaluation(runner, _instances(), ["weak", "good", "terse"], ["judge-1"],
-                                      tmp_path / "eval2", rounds=50, seed=3, metrics=("xrag", "mirage"),
-                                      reranker=rr, nli=NLIJudge(nli_dir))["json"].read_text())
+                                      tmp_path / "eval2", EvalSettings(rounds=50, seed=3, metrics=("xrag", "mirage"),
+                                                                       reranker=rr, nli=NLIJudge(nli_dir)))["json"].read_text())
     for model in ("weak", "good", "terse"):
-        first = data["metrics"][model]["mirage.heuristics"]["items"]
-        second = again["metrics"][model]["mirage.heuristics"]["items"]
+        first = data["metrics"][model]["mirage"]["items"]
+        second = again["metrics"][model]["mirage"]["items"]
         assert [(x["reranker_score"], x["support_nli"]) for x in first] == \
             [(x["reranker_score"], x["support_nli"]) for x in second]
 
@@ -192,11 +193,11 @@ def test_runner_refuses_support_models_without_mirage_and_bad_folders_before_any
                                                                                        reranker_dir):
     runner = _runner(server, tmp_path)
     with pytest.raises(ConfigError, match="reranker given but 'mirage' is not in the metrics"):
-        run_evaluation(runner, _instances(), ["good"], ["judge-1"], tmp_path / "e1", metrics=("xrag",),
-                       reranker=str(reranker_dir))
+        run_evaluation(runner, _instances(), ["good"], ["judge-1"], tmp_path / "e1",
+                       EvalSettings(metrics=("xrag",), reranker=str(reranker_dir)))
     with pytest.raises(ConfigError, match="is not a local model folder"):
-        run_evaluation(runner, _instances(), ["good"], ["judge-1"], tmp_path / "e2", metrics=("xrag", "mirage"),
-                       reranker=str(tmp_path / "missing-model"))
+        run_evaluation(runner, _instances(), ["good"], ["judge-1"], tmp_path / "e2",
+                       EvalSettings(metrics=("xrag", "mirage"), reranker=str(tmp_path / "missing-model")))
     assert server.count("chat") == 0 and not (tmp_path / "e1").exists() and not (tmp_path / "e2").exists()
 
 

@@ -21,7 +21,8 @@ from urllib.parse import parse_qs, unquote, urlparse
 import pytest
 
 from babelrag.errors import InputError
-from babelrag.evaluators.runner import load_instances, read_answers
+from babelrag.evaluators.answers import read_answers
+from babelrag.evaluators.release_reader import load_instances
 from babelrag.evaluators.source import parse_hub_id, resolve_release
 from babelrag.testing.scripted_server import ScriptedServer
 from tests.test_eval_release_e2e import eval_config, release_brain, release_folder  # noqa: F401 - fixture

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from babelrag.evaluators.runner import load_instances, read_answers
+from babelrag.evaluators.answers import read_answers
+from babelrag.evaluators.release_reader import load_instances
 from babelrag.testing.scripted_server import ScriptedServer
 from tests.helpers.release_fixtures import make_build, make_config
 

@@ -5,7 +5,10 @@ import re
 import pytest
 
 from babelrag.errors import InputError
-from babelrag.evaluators.runner import document_order, load_instances, read_answers, run_evaluation
+from babelrag.evaluators.answers import document_order, read_answers
+from babelrag.evaluators.execution import run_evaluation
+from babelrag.evaluators.release_reader import load_instances
+from babelrag.evaluators.settings import EvalSettings
 from babelrag.llm.client import LLMRunner
 from babelrag.llm.config import EndpointConfig, LLMSettings
 from babelrag.records import Document, Instance
@@ -108,7 +111,7 @@ def test_two_models_end_to_end(server, tmp_path):
     instances = _instances()
     runner = _runner(server, tmp_path)
     paths = run_evaluation(runner, instances, ["weak", "good"], ["judge-1", "judge-2"], tmp_path / "eval",
-                           dataset="demo", dataset_revision="rev1", rounds=100, seed=3)
+                           EvalSettings(dataset="demo", dataset_revision="rev1", rounds=100, seed=3))
     data = json.loads(paths["json"].read_text())
     board = data["leaderboard"]
     assert [r["model"] for r in board] == ["good", "weak"]
@@ -129,14 +132,14 @@ def test_two_models_end_to_end(server, tmp_path):
     assert paths["html"].read_text().count("data:image/png;base64,") == 3  # no BT plot without mirage
     # a re-run resumes from the LLM cache: no new requests
     before = server.count("chat")
-    run_evaluation(runner, instances, ["weak", "good"], ["judge-1", "judge-2"], tmp_path / "eval2", rounds=50, seed=3)
+    run_evaluation(runner, instances, ["weak", "good"], ["judge-1", "judge-2"], tmp_path / "eval2", EvalSettings(rounds=50, seed=3))
     assert server.count("chat") == before
 
 
 def test_mirage_battles_bt_and_surrogate(server, tmp_path):
     runner = _runner(server, tmp_path)
     paths = run_evaluation(runner, _instances(), ["weak", "good", "terse"], ["judge-1"], tmp_path / "eval",
-                           rounds=100, seed=3, metrics=("xrag", "citations", "mirage"))
+                           EvalSettings(rounds=100, seed=3, metrics=("xrag", "citations", "mirage")))
     data = json.loads(paths["json"].read_text())
     bt = {r["model"]: r for r in data["bradley_terry"]}
     # good and terse tie on every query (both contain the reference); weak loses every battle
@@ -145,24 +148,24 @@ def test_mirage_battles_bt_and_surrogate(server, tmp_path):
     assert data["battles"]["n"] == 2 * 3 * 6 and data["battles"]["inconsistent_pairs"] == 0
     assert data["battles"]["l2"] > 0  # weak never wins: the unregularised MLE does not exist
     assert -1.0 <= data["surrogate"]["kendall_tau"] <= 1.0
-    heur = data["metrics"]["good"]["mirage.heuristics"]["aggregate"]
+    heur = data["metrics"]["good"]["mirage"]["aggregate"]
     assert heur["citation_recall@k"]["value"] == 1.0 and heur["rouge_l"]["value"] == 1.0
     assert heur["fluency"]["value"] == 5.0 and heur["answer_overlap"]["value"] == 5.0
-    assert data["metrics"]["weak"]["mirage.heuristics"]["aggregate"]["answer_overlap"]["value"] == 2.0
+    assert data["metrics"]["weak"]["mirage"]["aggregate"]["answer_overlap"]["value"] == 2.0
     assert "fluency" in data["surrogate"]["feature_importance"]
     assert heur["support"]["value"] == 1.0
-    assert data["metrics"]["weak"]["mirage.heuristics"]["aggregate"]["support"]["value"] == 0.0
+    assert data["metrics"]["weak"]["mirage"]["aggregate"]["support"]["value"] == 0.0
     assert paths["html"].read_text().count("data:image/png;base64,") == 4
     row = {r["model"]: r for r in data["leaderboard"]}
     assert row["weak"]["bt_rating"] < row["good"]["bt_rating"]
     with pytest.raises(Exception, match="unknown"):
-        run_evaluation(runner, _instances(), ["good"], ["judge-1"], tmp_path / "x", metrics=("xrag", "bleu"))
+        run_evaluation(runner, _instances(), ["good"], ["judge-1"], tmp_path / "x", EvalSettings(metrics=("xrag", "bleu")))
 
 
 def test_garage_and_ragas_through_the_runner(server, tmp_path):
     runner = _runner(server, tmp_path)
     paths = run_evaluation(runner, _instances(), ["weak", "good"], ["judge-1"], tmp_path / "eval",
-                           rounds=50, seed=3, metrics=("xrag", "garage", "ragas"))
+                           EvalSettings(rounds=50, seed=3, metrics=("xrag", "garage", "ragas")))
     data = json.loads(paths["json"].read_text())
     row = {r["model"]: r for r in data["leaderboard"]}
     assert (row["good"]["eligibility"], row["good"]["factuality"], row["good"]["raf"]) == (1.0, 1.0, 1.0)
@@ -235,7 +238,7 @@ def test_cli_evaluate_run_on_release_folder(server, tmp_path):
 
 
 def test_max_document_chars_cuts_what_models_and_judges_see(tmp_path):
-    from babelrag.evaluators.runner import _passages, generate_answers
+    from babelrag.evaluators.answers import generate_answers, passages_shown
 
     long_text = "Evidence says the deal was made in Brussels after long talks. " * 20  # 1,240 characters
     instances = [inst.model_copy(update={"documents": [d.model_copy(update={"text": long_text})
@@ -254,6 +257,6 @@ def test_max_document_chars_cuts_what_models_and_judges_see(tmp_path):
     shown = re.findall(r"^\[\d+\] \w+ \d\n(.*)$", prompts[0], re.M)
     assert len(shown) == 4 and all(len(t) <= 102 and t.endswith(" …") for t in shown)
     assert len(re.findall(r"^\[\d+\] \w+ \d\n(.*)$", prompts[-1], re.M)[0]) == len(long_text.strip())
-    passages = _passages(instances[0], answers[0])  # the judges get the same cut text
+    passages = passages_shown(instances[0], answers[0])  # the judges get the same cut text
     assert all(len(p.split(": ", 1)[1]) <= 102 for p in passages.values())
-    assert all(len(p.split(": ", 1)[1]) == len(long_text) for p in _passages(instances[0], whole[0]).values())
+    assert all(len(p.split(": ", 1)[1]) == len(long_text) for p in passages_shown(instances[0], whole[0]).values())

@@ -1,0 +1,146 @@
+"""Answer generation: every model answers every instance with the paper's prompt styles.
+
+Styles: ``articles``, ``citations`` (IEEE ``[n]``), ``closed-book``. Documents are shown in an order
+shuffled per instance by ``seed`` (so supporting articles are not always first), numbered from 1; the
+record keeps that order so citation ids can be mapped back. Calls go through the LLM layer, whose disk
+cache makes a re-run resume for free. Answers are stored with the endpoint and served model name,
+sampling parameters, prompt id/version and dataset version. A failed generation (after the LLM layer's
+retries) is kept with ``ok=False``: it measures the endpoint, not the model, so metrics leave it out.
+"""
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Optional
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from babelrag.errors import InputError
+from babelrag.evaluators.settings import PromptStyle
+from babelrag.records import Document, Instance
+from babelrag.text import excerpt
+
+if TYPE_CHECKING:  # pragma: no cover
+    from babelrag.llm.client import LLMRunner
+
+_PROMPT_FILE = {"articles": "answer_articles", "citations": "answer_citations", "closed-book": "answer_closed_book"}
+PROMPTS = tuple(_PROMPT_FILE.values())  # the prompt files answer generation owns
+
+
+class AnswerRecord(BaseModel):
+    """One model's answer to one instance, with everything needed to reproduce and score it."""
+
+    model_config = ConfigDict(extra="forbid")
+    id: str
+    instance_id: str
+    qa_id: str
+    setting: str
+    language: str
+    model: str  # endpoint name in the config
+    served_model: str = ""
+    answer: str = ""
+    ok: bool = True
+    error: str = ""
+    doc_order: list[str] = Field(default_factory=list)  # article ids in the order shown (1-based ids)
+    doc_chars: int = 0  # each document's text was cut to this many characters (0 = shown whole)
+    relevant: list[int] = Field(default_factory=list)  # positions (1-based) of supporting articles
+    prompt_id: str = ""
+    prompt_version: str = ""
+    style: str = "citations"
+    sampling_json: str = "{}"
+    dataset_version: str = ""
+    cached: bool = False
+
+
+def document_order(inst: Instance, seed: int) -> list[Document]:
+    """The instance's documents in a seeded order that depends on the instance id only."""
+    docs = list(inst.documents)
+    random.Random(f"{seed}:{inst.id}").shuffle(docs)
+    return docs
+
+
+def render_documents(docs: Sequence[Document], max_chars: Optional[int] = None) -> str:
+    return "\n\n".join(f"[{k}] {d.title}\n{excerpt(d.text, max_chars)}".strip() for k, d in enumerate(docs, start=1))
+
+
+def require_endpoints(runner: "LLMRunner", names: Sequence[str], role: str) -> None:
+    """Models and judges must be configured by name: the LLM layer's fallback to the default
+    endpoint would otherwise put one model's answers under another model's name."""
+    from babelrag.errors import ConfigError
+
+    known = sorted(runner.settings.endpoints)
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise ConfigError(f"{role} endpoint(s) {unknown} are not configured under llm.endpoints (have: {known})")
+
+
+def generate_answers(
+    runner: "LLMRunner",
+    instances: Sequence[Instance],
+    models: Sequence[str],
+    style: PromptStyle = "citations",
+    seed: int = 0,
+    dataset_version: str = "",
+    sampling: Mapping[str, Any] | None = None,
+    max_doc_chars: Optional[int] = None,
+) -> list[AnswerRecord]:
+    """Answers of every model endpoint on every instance (one batched call per model). ``max_doc_chars``
+    cuts each document shown (for small context windows); the judges then see the same cut text."""
+    from babelrag.evaluators.judges import prompt
+
+    if style not in _PROMPT_FILE:
+        raise InputError(f"prompt style {style!r} is not one of {sorted(_PROMPT_FILE)}")
+    if not instances:
+        raise InputError("no instances to evaluate")
+    require_endpoints(runner, models, "model")
+    p = prompt(_PROMPT_FILE[style])
+    orders = [document_order(inst, seed) if style != "closed-book" else [] for inst in instances]
+    items = [{"question": inst.question, "documents": render_documents(docs, max_doc_chars)} for inst, docs in zip(instances, orders)]
+    if style == "closed-book":
+        items = [{"question": it["question"]} for it in items]
+    out: list[AnswerRecord] = []
+    for model in models:
+        results = runner.map_text(endpoint=model, prompt=p, items=items, stage=f"eval.answer.{model}",
+                                  item_ids=[inst.id for inst in instances], sampling=dict(sampling or {}))
+        _, endpoint = runner.settings.endpoint(model)
+        params = {**endpoint.sampling(), **p.sampling, **dict(sampling or {})}
+        for inst, docs, res in zip(instances, orders, results):
+            out.append(AnswerRecord(
+                id=f"{model}:{inst.id}", instance_id=inst.id, qa_id=inst.qa_id, setting=inst.setting,
+                language=inst.language, model=model, served_model=res.model or endpoint.model,
+                answer=(res.value or "").strip() if res.ok else "", ok=res.ok, error=res.error or "",
+                doc_order=[d.article_id for d in docs], doc_chars=max_doc_chars or 0,
+                relevant=[k for k, d in enumerate(docs, start=1) if d.role == "supporting"],
+                prompt_id=p.id, prompt_version=p.version, style=style,
+                sampling_json=json.dumps(params, sort_keys=True), dataset_version=dataset_version,
+                cached=res.cached,
+            ))
+    return out
+
+
+def write_answers(path: str | Path, answers: Iterable[AnswerRecord]) -> Path:
+    from babelrag.atomic import atomic_write_bytes
+
+    path = Path(path)
+    atomic_write_bytes(path, "".join(a.model_dump_json() + "\n" for a in answers).encode())
+    return path
+
+
+def read_answers(path: str | Path) -> list[AnswerRecord]:
+    out = []
+    for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
+        if line.strip():
+            try:
+                out.append(AnswerRecord.model_validate_json(line))
+            except ValueError as exc:
+                raise InputError(f"{path}:{n}: not an answer record ({str(exc).splitlines()[0]})") from None
+    return out
+
+
+def passages_shown(inst: Instance, answer: AnswerRecord) -> dict[str, str]:
+    """Documents as shown to the model, keyed by their 1-based position (what citations refer to)."""
+    docs = {d.article_id: d for d in inst.documents}
+    return {str(k): f"{docs[aid].title}: {excerpt(docs[aid].text, answer.doc_chars)}"
+            for k, aid in enumerate(answer.doc_order, start=1)}

