@@ -1,6 +1,10 @@
 """GaRAGe and XRAG loaders on fixtures written to the published schemas (sources: tests/fixtures/external/README.md)."""
 import json
+import os
 import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -8,10 +12,14 @@ import pytest
 from babelrag.errors import InputError
 from babelrag.evaluators.citations import split_cited_sentences
 from babelrag.evaluators.garage import GarageItem, score_garage
+from babelrag.evaluators.runner import load_instances, release_revision
+from babelrag.release.export import export_release
+from babelrag.release.external import convert_external
 from babelrag.release.loaders.garage import PUBLISHED_FIELDS, load_garage
 from babelrag.release.loaders.xrag import load_xrag, load_xrag_records
 
 FIX = Path(__file__).parent / "fixtures" / "external"
+BEIR = Path(__file__).parent / "fixtures" / "release" / "beir"
 ISO = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 
@@ -155,3 +163,79 @@ def test_xrag_bad_lines_name_record_field_and_defect():
     assert ":8: record 'bad-urls': 8 articles but 1 urls" in msg
     assert ":9: not valid JSON" in msg
     assert ":10: expected a JSON object, got list" in msg
+
+
+# ------------------------------------------------------------------------------------ convert / export
+
+BIN = Path(sys.executable).parent / "babelrag"
+
+
+def _cli(*args):
+    return subprocess.run([str(BIN), *map(str, args)], capture_output=True, text=True,
+                          env={**os.environ, "HF_HUB_OFFLINE": "1"}, timeout=300)
+
+
+def _same_records(path_a, path_b):
+    return _lines(path_a) == _lines(path_b)
+
+
+def test_cli_converts_garage_for_evaluate_and_exports_it_back(tmp_path):
+    res = _cli("release", "convert", FIX / "garage.jsonl", "--format", "garage", "--out", tmp_path / "rel")
+    assert res.returncode == 0, res.stderr
+    assert "6 garage record(s) -> 4 instance(s)" in res.stdout
+    assert "not an instance: 1 (question_complexity 'Simple'" in res.stdout
+    insts = {i.id: i for i in load_instances(tmp_path / "rel")}  # what `evaluate run` reads
+    assert len(insts) == 4 and {i.setting for i in insts.values()} == {"garage"}
+    assert insts["c41d8f2e-77a0-4b5b-a3c9-0f1e2d3c4b55"].dates == ["2019-11-05", "2023-05-17"]
+    name, revision = release_revision(tmp_path / "rel")
+    assert name == "garage" and revision.startswith("external+")
+    back = _cli("release", "export", tmp_path / "rel", "--format", "garage", "--out", tmp_path / "back")
+    assert back.returncode == 0, back.stderr
+    assert _same_records(FIX / "garage.jsonl", tmp_path / "back" / "garage.jsonl")  # all 6, every field
+
+
+def test_cli_convert_names_the_bad_record_in_one_line_error(tmp_path):
+    res = _cli("release", "convert", FIX / "garage_bad.jsonl", "--format", "garage", "--out", tmp_path / "rel")
+    assert res.returncode != 0
+    assert "record 'b6-cite-beyond': answer_generate cites cite_5" in res.stderr + res.stdout
+    assert "Traceback" not in res.stderr
+    assert not (tmp_path / "rel").exists()  # nothing half-written
+
+
+def test_xrag_convert_export_round_trip(tmp_path):
+    src = tmp_path / "xrag.test.jsonl"
+    shutil.copy(FIX / "xrag.jsonl", src)
+    res = convert_external(src, "xrag", tmp_path / "rel")
+    assert res.configs == {"mono-de": {"test": 1}, "mono-es": {"test": 1}, "mono-zh": {"test": 1},
+                           "multi-de": {"test": 1}}
+    es = {i.id: i for i in load_instances(tmp_path / "rel")}["xrag-es-1"]
+    assert es.dates == ["2024-07-12", "2024-07-14"]
+    export_release(tmp_path / "rel", tmp_path / "back", "xrag")
+    assert _same_records(src, tmp_path / "back" / "xrag.test.jsonl")
+
+
+def test_beir_convert_export_round_trip_and_our_exports_come_back_as_instances(tmp_path):
+    convert_external(BEIR, "beir", tmp_path / "rel")
+    export_release(tmp_path / "rel", tmp_path / "back", "beir")
+    for name in ("corpus.jsonl", "queries.jsonl"):
+        assert _same_records(BEIR / name, tmp_path / "back" / name)
+    rows = lambda p: sorted(p.read_text().splitlines()[1:])  # noqa: E731 - qrels lines, header apart
+    assert rows(BEIR / "qrels" / "test.tsv") == rows(tmp_path / "back" / "qrels" / "test.tsv")
+    for name in ("irrelevant.json", "seemingly_relevant.json"):
+        assert json.loads((BEIR / name).read_text()) == json.loads((tmp_path / "back" / name).read_text())
+    info = json.loads((tmp_path / "rel" / "release.json").read_text())
+    assert info["not_converted"] == {"queries without babelrag metadata (q_type, answer, setting): "
+                                     "retrieval data only": 2}
+    # a BEIR export of babelrag instances carries their metadata and converts back to the same instances
+    insts = [i for i in load_xrag(FIX / "xrag.jsonl")]
+    from babelrag.release.export import beir_files, write_files
+
+    write_files(tmp_path / "ours", beir_files({"test": insts}))
+    convert_external(tmp_path / "ours", "beir", tmp_path / "ours-rel")
+    again = {i.id: i for i in load_instances(tmp_path / "ours-rel")}
+    for inst in insts:
+        got = again[inst.id]
+        assert (got.question, got.answer, got.q_type, got.setting, got.dates) == \
+            (inst.question, inst.answer, inst.q_type, inst.setting, inst.dates)
+        assert sorted(d.article_id for d in got.documents if d.role == "supporting") == \
+            sorted(d.article_id for d in inst.documents if d.role == "supporting")

@@ -181,7 +181,8 @@ def load_xrag_records(path: str | Path, n_supporting: int = N_SUPPORTING) -> lis
     return out
 
 
-def _detector(languages: tuple[str, ...]) -> Callable[[str], str]:
+def language_detector(languages: tuple[str, ...] = XRAG_LANGUAGES) -> Callable[[str], str]:
+    """text -> ISO 639-1 code among ``languages`` ("und" when lingua cannot tell)."""
     from babelrag.langcheck import code_of, lingua_detector
 
     detector = lingua_detector(languages)
@@ -194,6 +195,6 @@ def load_xrag(path: str | Path, language: Optional[str] = None, setting: str = "
     records = load_xrag_records(path, n_supporting)
     if not records:
         return []
-    detect = _detector(XRAG_LANGUAGES)
+    detect = language_detector()
     return [r.to_instance(language or r.extra.get("language") or detect(r.question), setting, detect)
             for r in records]
