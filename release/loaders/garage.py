@@ -200,6 +200,36 @@ def _passages(obj: dict[str, Any]) -> tuple[list[dict[str, Any]], list[str]]:
     return out, issues
 
 
+def _label_issues(obj: dict[str, Any], n: int) -> list[str]:
+    """The per-passage label arrays: one label per passage, each in its published value set."""
+    issues = []
+    for name, allowed in LABELS.items():
+        arr = obj.get(name)
+        if name not in obj:
+            continue
+        if not isinstance(arr, list):
+            issues.append(f"{name} must be a list of labels, got {type(arr).__name__}")
+        elif len(arr) != n:
+            issues.append(f"{name} has {len(arr)} labels for {n} passages (one per grounding passage)")
+        elif bad := [(k, v) for k, v in enumerate(arr) if v not in allowed]:
+            k, v = bad[0]
+            issues.append(f"{name}[{k}] label {v!r} not allowed ({'/'.join(repr(a) for a in allowed)})"
+                          + (f" (+{len(bad) - 1} more)" if len(bad) > 1 else ""))
+    return issues
+
+
+def _value_issues(obj: dict[str, Any]) -> list[str]:
+    """Question-level fields: strings, within their published value sets."""
+    issues = []
+    for name, allowed in VALUES.items():
+        value = obj.get(name)
+        if name in obj and not isinstance(value, str):
+            issues.append(f"{name} must be a string, got {type(value).__name__}")
+        elif name in obj and allowed is not None and value not in allowed:
+            issues.append(f"{name} {value!r} not one of {', '.join(repr(a) for a in allowed)}")
+    return issues
+
+
 def check_record(obj: dict[str, Any]) -> list[str]:
     """Every problem with one GaRAGe line (empty list: it loads)."""
     missing = [f for f in REQUIRED if f not in obj]
@@ -212,28 +242,7 @@ def check_record(obj: dict[str, Any]) -> list[str]:
     passages, passage_issues = _passages(obj)
     issues += passage_issues
     n = len(obj["grounding"]) if isinstance(obj["grounding"], list) else 0
-    for name, allowed in LABELS.items():
-        if name not in obj:
-            continue
-        arr = obj[name]
-        if not isinstance(arr, list):
-            issues.append(f"{name} must be a list of labels, got {type(arr).__name__}")
-        elif len(arr) != n:
-            issues.append(f"{name} has {len(arr)} labels for {n} passages (one per grounding passage)")
-        else:
-            bad = [(k, v) for k, v in enumerate(arr) if v not in allowed]
-            if bad:
-                k, v = bad[0]
-                issues.append(f"{name}[{k}] label {v!r} not allowed ({'/'.join(repr(a) for a in allowed)})"
-                              + (f" (+{len(bad) - 1} more)" if len(bad) > 1 else ""))
-    for name, allowed in VALUES.items():
-        if name not in obj:
-            continue
-        value = obj[name]
-        if not isinstance(value, str):
-            issues.append(f"{name} must be a string, got {type(value).__name__}")
-        elif allowed is not None and value not in allowed:
-            issues.append(f"{name} {value!r} not one of {', '.join(repr(a) for a in allowed)}")
+    issues += _label_issues(obj, n) + _value_issues(obj)
     if isinstance(obj.get("question_sensitive"), str) and isinstance(obj.get("question_type"), str):
         if (obj["question_sensitive"] == "YES") != (obj["question_type"] != ""):
             issues.append("question_type must be set exactly when question_sensitive is YES")
@@ -272,7 +281,7 @@ def load_garage(path: str | Path) -> list[GarageRecord]:
         rid = obj.get("sample_id", "?")
         issues = check_record(obj)
         if not issues and rid in seen:
-            issues = [f"duplicate sample_id (sample_ids must be unique)"]
+            issues = ["duplicate sample_id (sample_ids must be unique)"]
         if issues:
             problems.add(f"{line}", f"record {rid!r}: " + "; ".join(issues))
             continue
