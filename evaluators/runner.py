@@ -356,7 +356,8 @@ def _garage(runner: "LLMRunner", by_id: Mapping[str, Instance], per_model: Mappi
                 "query_id": a.id, "question": inst.question, "gold": inst.answer,
                 "response": strip_citations(a.answer), "passages": _passages(inst, a),
                 "relevant": [str(k) for k in a.relevant], "requires_deflection": not a.relevant,
-                "cited": [str(c) for c in parse_citations(a.answer, n).ordered if 1 <= c <= n],
+                # out-of-range citations stay: they are wrong citations, not nothing
+                "cited": [str(c) for c in parse_citations(a.answer, n).ordered],
             })
         res = score_garage(garage_judgements(runner, judge, records), rounds=rounds, seed=seed)
         ev.results.setdefault(model, {})["garage"] = res

@@ -239,3 +239,32 @@ def test_beir_convert_export_round_trip_and_our_exports_come_back_as_instances(t
             (inst.question, inst.answer, inst.q_type, inst.setting, inst.dates)
         assert sorted(d.article_id for d in got.documents if d.role == "supporting") == \
             sorted(d.article_id for d in inst.documents if d.role == "supporting")
+
+
+def test_evaluate_runs_on_a_converted_garage_folder(tmp_path):
+    """The converted folder goes through the real evaluation loop (scripted endpoint, no network)."""
+    from babelrag.evaluators.runner import run_evaluation
+    from babelrag.llm.client import LLMRunner
+    from babelrag.llm.config import EndpointConfig, LLMSettings
+    from babelrag.testing.scripted_server import ScriptedServer
+
+    def brain(body):
+        if body["model"] == "judge-a":
+            return {"correct": True, "reason": "scripted"}
+        return "The sources answer it [1]."
+
+    convert_external(FIX / "garage.jsonl", "garage", tmp_path / "rel")
+    with ScriptedServer(brain) as srv:
+        ep = dict(base_url=srv.base_url, timeout_s=2, max_retries=1, retry_backoff_s=0.01)
+        runner = LLMRunner(LLMSettings(endpoints={"m": EndpointConfig(model="served-m", **ep),
+                                                  "judge-1": EndpointConfig(model="judge-a", **ep)},
+                                       progress=False), tmp_path / "cache")
+        name, revision = release_revision(tmp_path / "rel")
+        paths = run_evaluation(runner, load_instances(tmp_path / "rel"), ["m"], ["judge-1"], tmp_path / "eval",
+                               dataset=name, dataset_revision=revision, rounds=20, seed=1)
+    data = json.loads(paths["json"].read_text())
+    assert data["run"]["dataset_revision"] == revision and revision.startswith("external+")
+    assert data["counts"]["m"]["answers"] == 4 and data["leaderboard"][0]["accuracy"] == 1.0
+    cit = data["metrics"]["m"]["citations"]["counts"]
+    # the deflection question (no ANSWER-THE-QUESTION passage) has no relevant document: recall undefined
+    assert cit["items"] == 4 and cit["recall_undefined"] == 1 and cit["f1_undefined"] == 1
