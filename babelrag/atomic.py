@@ -53,6 +53,22 @@ def atomic_write_text(path: Path, text: str, private: bool = False) -> None:
     atomic_write_bytes(path, text.encode("utf-8"), private=private)
 
 
+@contextmanager
+def atomic_dir(path: Path) -> Iterator[Path]:
+    """Yield a new empty folder beside ``path`` to fill; it replaces ``path`` whole when the block ends
+    cleanly (see ``replace_dir``) and is removed when it raises, so ``path`` appears complete or not at all."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = temp_beside(path)
+    tmp.mkdir()
+    try:
+        yield tmp
+        replace_dir(tmp, path)
+    finally:
+        if os.path.lexists(tmp):
+            _remove(tmp)
+
+
 def replace_dir(staging: Path, final: Path) -> None:
     """Swap a finished folder in for ``final``: an existing one is moved aside first and removed after, so
     ``final`` is always either the old folder or the new one."""

@@ -1,23 +1,28 @@
-"""RAGE citation metrics: parsing IEEE-style citations and scoring them against relevant documents.
+"""Citation parsing (one parser for every benchmark) and RAGE citation metrics.
 
 Documents are numbered 1..n_docs in the order shown to the model. Recognised forms (whitespace free):
 ``[1]``, ``[1][2]``, ``[1, 2]``, ``[1; 2]``, ``[1-3]`` / ``[1–3]``, ``[#3]``, ``[doc#2]``, ``[Doc 2]``,
-``[doc2]``. A bracket whose content is not a citation (``[sic]``) is ignored; one that contains a
-digit but does not parse (``[1a]``) is counted as ``malformed``. Ids outside 1..n_docs are kept as
-wrong citations and counted as ``out_of_range`` — never dropped silently.
+``[doc2]``, GaRAGe's ``[cite_3]`` (passage ``cite_3`` = position 3) and MIRAGE-Bench's document ids
+``[4213#7]`` (MIRACL ``docid#passage``; resolved to a position through ``doc_ids``). Markers may stand
+before or after the full stop (``... 2022 [1].`` and ``... 2022.[cite_1]``). A bracket whose content is
+not a citation (``[sic]``) is ignored; one that contains a digit but does not parse (``[1a]``) is counted
+as ``malformed``. Ids outside 1..n_docs, and document ids not among ``doc_ids``, are kept as wrong
+citations and counted as ``out_of_range`` — never dropped silently.
 
 Conventions (per query; ``C`` = distinct cited ids incl. out-of-range, ``R`` = relevant ids):
 - precision = |C∩R|/|C|, recall = |C∩R|/|R|, F1 their harmonic mean (0 when both are 0);
-- ``R`` empty and ``C`` empty: P = R = F1 = 1 (correctly cited nothing);
-- ``R`` empty and ``C`` non-empty: P = 0, recall = 1 (nothing to find), F1 = 0;
+- ``R`` empty: recall and F1 are undefined (``None``): there is nothing to find, so no recall;
+  precision is 0 when something is cited (every citation is wrong) and undefined when nothing is;
 - ``C`` empty and ``R`` non-empty: P = 0 (no credited citation), recall = 0, F1 = 0.
+Undefined values are left out of the mean and its confidence interval and counted as
+``<metric>_undefined`` in the result's counts.
 """
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 import numpy as np
 
@@ -29,30 +34,40 @@ from babelrag.evaluators.text import tokenize
 
 MAX_RANGE = 50  # a range wider than this is a typo or a year span, not a citation
 _BRACKET = re.compile(r"\[([^\[\]\n]{1,80})\]")
-_ID = r"(?:(?:doc(?:ument)?|source|ref|passage)\s*)?#?\s*(\d{1,6})"
+_ID = r"(?:(?:doc(?:ument)?|source|ref|passage|cite)[\s_]*)?#?\s*(\d{1,6})"
 _TOKEN = re.compile(rf"^{_ID}(?:\s*[-\u2013\u2014]\s*{_ID})?$", re.IGNORECASE)
+_DOC_ID = re.compile(r"^\d[\w.:-]*#\d+$")  # MIRACL/MIRAGE passage ids: 4213#7
 _SEP = re.compile(r"\s*[,;]\s*")
 
 SCORE_KEYS = ("precision", "recall", "f1", "n_citations", "distinct_citations", "out_of_range", "answer_length")
+
+Mention = Union[int, str]  # a 1-based position, or a document id that names no shown document
 
 
 @dataclass(frozen=True)
 class CitationParse:
     """What an answer cites, in order of appearance."""
 
-    mentions: tuple[int, ...]  # every cited id, repeats kept, out-of-range included
-    out_of_range: int  # number of mentions outside 1..n_docs
+    mentions: tuple[Mention, ...]  # every cited id, repeats kept, out-of-range included
+    out_of_range: int  # mentions outside 1..n_docs or naming an unknown document id
     malformed: int  # bracket groups with digits that did not parse
 
     @property
-    def ordered(self) -> tuple[int, ...]:
+    def ordered(self) -> tuple[Mention, ...]:
         """Distinct ids in order of first appearance (what MAP@k ranks)."""
         return tuple(dict.fromkeys(self.mentions))
 
+    def in_range(self, n_docs: int) -> tuple[int, ...]:
+        """Distinct valid positions in order of first appearance."""
+        return tuple(m for m in self.ordered if isinstance(m, int) and 1 <= m <= n_docs)
 
-def _parse_group(content: str) -> list[int] | None:
-    ids: list[int] = []
+
+def _parse_group(content: str) -> list[Mention] | None:
+    ids: list[Mention] = []
     for token in _SEP.split(content.strip()):
+        if _DOC_ID.match(token):
+            ids.append(token)
+            continue
         m = _TOKEN.match(token)
         if not m:
             return None
@@ -67,17 +82,27 @@ def _parse_group(content: str) -> list[int] | None:
     return ids
 
 
-def parse_citations(answer: str, n_docs: int) -> CitationParse:
-    """Find citations in ``answer``; ids are 1-based positions of the documents shown."""
-    mentions: list[int] = []
+def parse_citations(answer: str, n_docs: Optional[int] = None, doc_ids: Optional[Sequence[str]] = None
+                    ) -> CitationParse:
+    """Find citations in ``answer``; ids are 1-based positions of the documents shown.
+
+    ``doc_ids`` (the shown documents' ids, in order) resolves MIRAGE-style ``[docid#n]`` citations to
+    positions; ``n_docs`` defaults to ``len(doc_ids)``.
+    """
+    if n_docs is None:
+        if doc_ids is None:
+            raise InputError("parse_citations needs n_docs or doc_ids")
+        n_docs = len(doc_ids)
+    position = {d: k for k, d in enumerate(doc_ids or (), start=1)}
+    mentions: list[Mention] = []
     malformed = 0
     for m in _BRACKET.finditer(answer):
         ids = _parse_group(m.group(1))
         if ids is None:
             malformed += any(ch.isdigit() for ch in m.group(1))
             continue
-        mentions.extend(ids)
-    out = sum(1 for i in mentions if not 1 <= i <= n_docs)
+        mentions.extend(position.get(i, i) if isinstance(i, str) else i for i in ids)
+    out = sum(1 for i in mentions if not (isinstance(i, int) and 1 <= i <= n_docs))
     return CitationParse(tuple(mentions), out, malformed)
 
 
@@ -86,10 +111,23 @@ def strip_citations(answer: str) -> str:
     return _BRACKET.sub(lambda m: "" if _parse_group(m.group(1)) is not None else m.group(0), answer)
 
 
-def prf(cited: set[int], relevant: set[int]) -> tuple[float, float, float]:
-    """Precision, recall, F1 with the conventions in the module docstring."""
+def split_cited_sentences(answer: str) -> list[tuple[str, tuple[Mention, ...]]]:
+    """(sentence without citations, its citations) per sentence; a marker after the full stop
+    (``...2022.[cite_1] It ...``) belongs to the sentence it follows."""
+    from babelrag.evaluators.text import split_sentences
+
+    out = []
+    for sentence in split_sentences(answer):
+        cited = tuple(dict.fromkeys(i for m in _BRACKET.finditer(sentence)
+                                    for i in (_parse_group(m.group(1)) or ())))
+        out.append((strip_citations(sentence).strip(), cited))
+    return out
+
+
+def prf(cited: set[Any], relevant: set[Any]) -> tuple[Optional[float], Optional[float], Optional[float]]:
+    """Precision, recall, F1 with the conventions in the module docstring (None = undefined)."""
     if not relevant:
-        return (1.0, 1.0, 1.0) if not cited else (0.0, 1.0, 0.0)
+        return (0.0 if cited else None), None, None
     if not cited:
         return 0.0, 0.0, 0.0
     tp = len(cited & relevant)
@@ -100,12 +138,14 @@ def prf(cited: set[int], relevant: set[int]) -> tuple[float, float, float]:
 
 @dataclass(frozen=True)
 class CitationItem:
-    """One answer to score: ``relevant`` holds 1-based positions of the relevant documents."""
+    """One answer to score: ``relevant`` holds 1-based positions of the relevant documents;
+    ``doc_ids`` (optional) the shown documents' ids, for answers citing ``[docid#n]``."""
 
     query_id: str
     answer: str
     n_docs: int
     relevant: Sequence[int] = field(default_factory=tuple)
+    doc_ids: Sequence[str] = field(default_factory=tuple)
 
 
 def _coerce(items: Iterable[CitationItem | Mapping[str, Any]]) -> list[CitationItem]:
@@ -126,7 +166,7 @@ def _coerce(items: Iterable[CitationItem | Mapping[str, Any]]) -> list[CitationI
 
 
 def score_item(item: CitationItem) -> dict[str, Any]:
-    parse = parse_citations(item.answer, item.n_docs)
+    parse = parse_citations(item.answer, item.n_docs, item.doc_ids or None)
     cited = set(parse.mentions)
     p, r, f1 = prf(cited, set(item.relevant))
     return {
@@ -172,7 +212,7 @@ def score_random_citations(
     rows: list[dict[str, Any]] = []
     for it in _coerce(items):
         if k is None:
-            kk = len({c for c in parse_citations(it.answer, it.n_docs).mentions if 1 <= c <= it.n_docs})
+            kk = len(parse_citations(it.answer, it.n_docs).in_range(it.n_docs))
         else:
             kk = min(k, it.n_docs)
         if kk == 0:

@@ -9,13 +9,17 @@ GaRAGe released data only, so the definitions are ours (from the paper's text):
 - deflection: on questions whose grounding is insufficient the model should deflect
   ("not enough information"). True-positive rate = deflected / questions needing deflection;
   false-positive rate = deflected / answerable questions;
-- attribution precision/recall/F1 of the passages the response cites vs the gold relevant passages
-  (same conventions as RAGE citations, see ``citations.prf``).
+- attribution precision/recall/F1 of the passages the response cites vs the gold passages (same
+  conventions as RAGE citations, see ``citations.prf``). On GaRAGe's released data the gold are the
+  ANSWER-THE-QUESTION passages (not the wider ``evidence_relevant`` set) and citations are read from the
+  response's ``[cite_N]`` markers: ``score_garage`` accepts loaded ``GarageRecord``s directly (scoring the
+  human answer) or ``GarageItem.from_record(record, response, ...)`` for a model's response.
 
 Conventions: answer-quality metrics (eligibility, factuality, RAF, attribution) are defined on
 answerable questions only; a deflection on an answerable question is ineligible and unfactual. A
-non-deflected response with no sentences is ineligible with factuality 0. When a judge failed
-(``deflected`` or ``eligible`` is None) the metrics that need that judgement are NaN for the item.
+non-deflected response with no sentences is ineligible with factuality 0. When a judge failed or did not
+run (``deflected``/``eligible``/``sentence_support`` is None) the metrics that need that judgement are
+NaN for the item; attribution needs no judge.
 Undefined values are NaN and counted by the aggregator, never averaged as zero.
 """
 from __future__ import annotations
@@ -49,9 +53,26 @@ class GarageItem:
     requires_deflection: bool
     deflected: Optional[bool]  # None: deflection judge failed
     eligible: Optional[bool] = None  # None: not judged (deflection questions, deflections, judge failure)
-    sentence_support: Sequence[Sequence[str]] = field(default_factory=tuple)
+    sentence_support: Optional[Sequence[Sequence[str]]] = field(default_factory=tuple)  # None: not judged
     relevant: Sequence[str] = field(default_factory=tuple)
     cited: Sequence[str] = field(default_factory=tuple)
+
+    @classmethod
+    def from_record(cls, record: Any, response: Optional[str] = None, deflected: Optional[bool] = None,
+                    eligible: Optional[bool] = None,
+                    sentence_support: Optional[Sequence[Sequence[str]]] = None) -> "GarageItem":
+        """The item for a loaded ``GarageRecord`` and a response (default: the record's human answer).
+
+        Gold = the record's ANSWER-THE-QUESTION passages; cited = the response's ``[cite_N]`` markers
+        (a citation beyond the grounding is kept as a wrong one). Judgements default to "not judged".
+        """
+        from babelrag.evaluators.citations import parse_citations
+
+        text = record.answer_generate if response is None else response
+        parsed = parse_citations(text, len(record.passages))
+        return cls(query_id=record.sample_id, requires_deflection=record.requires_deflection, deflected=deflected,
+                   eligible=eligible, sentence_support=sentence_support, relevant=tuple(record.attribution_ids),
+                   cited=tuple(f"cite_{m}" for m in parsed.ordered))
 
 
 def score_item(it: GarageItem) -> dict[str, Any]:
@@ -63,14 +84,18 @@ def score_item(it: GarageItem) -> dict[str, Any]:
     if it.requires_deflection:
         row.update({k: NAN for k in SCORE_KEYS if not k.startswith("deflection")})
         return row
-    if it.deflected or not it.sentence_support:
+    if it.deflected or (it.sentence_support is not None and not it.sentence_support):
         row.update(eligibility=0.0, unadjusted_factuality=0.0, factuality=0.0, raf=0.0)
         row.update(attribution_precision=NAN, attribution_recall=NAN, attribution_f1=NAN)
         return row
     relevant = set(it.relevant)
+    p, r, f1 = prf(set(it.cited), relevant)
+    if it.sentence_support is None:  # no support judgement: attribution only
+        row.update(eligibility=NAN, unadjusted_factuality=NAN, factuality=NAN, raf=NAN,
+                   attribution_precision=p, attribution_recall=r, attribution_f1=f1)
+        return row
     supported = all(len(s) > 0 for s in it.sentence_support)
     relevant_supported = all(relevant.intersection(s) for s in it.sentence_support)
-    p, r, f1 = prf(set(it.cited), relevant)
     if it.eligible is None:  # eligibility judge failed: only the unadjusted metric is defined
         elig = fact = raf = NAN
     else:
@@ -87,11 +112,18 @@ def score_item(it: GarageItem) -> dict[str, Any]:
     return row
 
 
-def score_garage(items: Iterable[GarageItem | Mapping[str, Any]], rounds: int = 1000, seed: int = 0) -> ScoreResult:
-    """All GaRAGe metrics with bootstrap CIs; deflection rates are means over their own subsets."""
+def score_garage(items: Iterable[Any], rounds: int = 1000, seed: int = 0) -> ScoreResult:
+    """All GaRAGe metrics with bootstrap CIs; deflection rates are means over their own subsets.
+
+    Items are ``GarageItem``s, mappings of its fields, or loaded ``GarageRecord``s (scored as their
+    human answer: attribution only, no judge)."""
+    from babelrag.release.loaders.garage import GarageRecord
+
     rows = []
     for i, it in enumerate(items):
-        if isinstance(it, Mapping):
+        if isinstance(it, GarageRecord):
+            it = GarageItem.from_record(it)
+        elif isinstance(it, Mapping):
             try:
                 it = GarageItem(**it)
             except TypeError as exc:
@@ -135,7 +167,8 @@ class GarageMetric(Metric):
                 "query_id": a.id, "question": inst.question, "gold": inst.answer,
                 "response": strip_citations(a.answer), "passages": passages_shown(inst, a),
                 "relevant": [str(k) for k in a.relevant], "requires_deflection": not a.relevant,
-                "cited": [str(c) for c in parse_citations(a.answer, n).ordered if 1 <= c <= n],
+                # out-of-range citations stay: they are wrong citations, not nothing
+                "cited": [str(c) for c in parse_citations(a.answer, n).ordered],
             })
         return score_garage(garage_judgements(run.runner, run.judge, records),
                             rounds=run.settings.rounds, seed=run.settings.seed)

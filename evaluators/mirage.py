@@ -5,8 +5,8 @@ recall@k and MAP@k — computed on the citations in the ORDER they appear in the
 mention), unlike the seed code which ranked a set — plus sentence BLEU (sacrebleu) and ROUGE-L
 (own LCS, CJK per character) against the reference answer, and answer length.
 
-Conventions: with no relevant documents, recall@k and MAP@k are 1 if nothing is cited and 0
-otherwise (same rule as RAGE precision); BLEU/ROUGE-L of an empty answer are 0.
+Conventions: with no relevant documents, recall@k and MAP@k are undefined (None: left out of the
+mean and counted as ``<feature>_undefined``, as RAGE recall); BLEU/ROUGE-L of an empty answer are 0.
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 
@@ -31,21 +31,22 @@ from babelrag.stats import kendall_tau
 # ---------------------------------------------------------------- citation ranking metrics
 
 
-def recall_at_k(cited_in_order: Sequence[int], relevant: Iterable[int], k: int) -> float:
-    """|first k distinct citations ∩ relevant| / |relevant|."""
+def recall_at_k(cited_in_order: Sequence[Any], relevant: Iterable[Any], k: int) -> Optional[float]:
+    """|first k distinct citations ∩ relevant| / |relevant| (None without relevant documents)."""
     rel = set(relevant)
     top = list(dict.fromkeys(cited_in_order))[:k]
     if not rel:
-        return 1.0 if not top else 0.0
+        return None
     return len(set(top) & rel) / len(rel)
 
 
-def average_precision_at_k(cited_in_order: Sequence[int], relevant: Iterable[int], k: int) -> float:
-    """AP@k over the citation order: sum of precision@r at relevant ranks r <= k, / min(k, |relevant|)."""
+def average_precision_at_k(cited_in_order: Sequence[Any], relevant: Iterable[Any], k: int) -> Optional[float]:
+    """AP@k over the citation order: sum of precision@r at relevant ranks r <= k, / min(k, |relevant|)
+    (None without relevant documents)."""
     rel = set(relevant)
     top = list(dict.fromkeys(cited_in_order))[:k]
     if not rel:
-        return 1.0 if not top else 0.0
+        return None
     hits, total = 0, 0.0
     for rank, doc in enumerate(top, start=1):
         if doc in rel:
@@ -105,7 +106,8 @@ def rouge_l(hypothesis: str, reference: str) -> float:
 
 @dataclass(frozen=True)
 class HeuristicItem:
-    """One answer: ``relevant`` are 1-based positions of the relevant documents shown."""
+    """One answer: ``relevant`` are 1-based positions of the relevant documents shown; ``doc_ids``
+    (optional) their MIRACL ids, when the answer cites ``[docid#n]`` as MIRAGE-Bench prompts ask."""
 
     query_id: str
     answer: str
@@ -113,13 +115,14 @@ class HeuristicItem:
     language: str
     n_docs: int
     relevant: Sequence[int] = field(default_factory=tuple)
+    doc_ids: Sequence[str] = field(default_factory=tuple)
 
 
 FEATURE_KEYS = ("language_share", "citation_recall@k", "citation_map@k", "bleu", "rouge_l", "answer_length")
 
 
 def heuristic_features(item: HeuristicItem, k: int = 5, languages: Iterable[str] = DEFAULT_LANGUAGES) -> dict[str, Any]:
-    cited = parse_citations(item.answer, item.n_docs).ordered
+    cited = parse_citations(item.answer, item.n_docs, item.doc_ids or None).ordered
     text = strip_citations(item.answer)
     return {
         "query_id": item.query_id,

@@ -19,8 +19,6 @@ cache entries.
 from __future__ import annotations
 
 import json
-import shutil
-import uuid
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -173,7 +171,7 @@ def build_release(config: Any, out_root: Optional[Path] = None, console: Any = N
     from babelrag.pipeline import STAGES
     from babelrag.release import card, versioning
     from babelrag.release.schema import SCHEMA_VERSION, instance_features, json_schemas
-    from babelrag.atomic import atomic_write_text, replace_dir
+    from babelrag.atomic import atomic_dir, atomic_write_text
     from babelrag.store import BuildStore
 
     datasets.disable_progress_bars()
@@ -212,9 +210,8 @@ def build_release(config: Any, out_root: Optional[Path] = None, console: Any = N
         dev_fraction=config.release.dev_fraction, questions=len({i.qa_id for i in instances}), released=released,
     )
 
-    out_root.mkdir(parents=True, exist_ok=True)
-    tmp = out_root / f".tmp-{version}-{uuid.uuid4().hex[:8]}"
-    try:
+    final = out_root / release_folder_name(config.release.name, version)
+    with atomic_dir(final) as tmp:
         features = instance_features()
         track = _tracker(console, "release: writing configs") or (lambda items, total: items)
         for cfg, splits in track(sorted(rows.items()), len(rows)):
@@ -234,10 +231,6 @@ def build_release(config: Any, out_root: Optional[Path] = None, console: Any = N
                 "build_config_hashes": {s: m.config_hash for s, m in manifests.items()},
                 "unverified_released": report.unverified_released}
         atomic_write_text(tmp / versioning.RELEASE_INFO, json.dumps(info, indent=2, sort_keys=True) + "\n")
-        final = out_root / release_folder_name(config.release.name, version)
-        replace_dir(tmp, final)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
     if console is not None:
         console.print(f"release {version}: {len(instances)} instances, {len(rows)} configs -> {final}")
     return ReleaseResult(folder=final, version=version, configs=counts, data_hash=data_hash, report=report,

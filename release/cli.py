@@ -8,8 +8,8 @@ import typer
 
 from babelrag.errors import BabelragError
 
-app = typer.Typer(help="Validate, split and write releases (Hub layout), push them, export RAGE/BEIR/XRAG.",
-                  no_args_is_help=True)
+app = typer.Typer(help="Validate, split and write releases (Hub layout), push them, export RAGE/BEIR/XRAG, "
+                       "convert GaRAGe/XRAG/BEIR files into release folders.", no_args_is_help=True)
 
 ConfigOpt = typer.Option(Path("babelrag.yaml"), "--config", "-c", help="YAML config of the build.")
 
@@ -89,12 +89,36 @@ def push(folder: Path = typer.Argument(..., help="Release folder written by `rel
 
 
 @app.command()
-def export(folder: Path = typer.Argument(..., help="Release folder written by `release build`."),
+def export(folder: Path = typer.Argument(..., help="Release folder written by `release build` or `release convert`."),
            out: Path = typer.Option(..., "--out", help="Where to write the export."),
-           fmt: str = typer.Option("beir", "--format", help="beir (RAGE/BEIR folders) or xrag (XRAG JSONL)."),
+           fmt: str = typer.Option("beir", "--format", help="beir (RAGE/BEIR folders), xrag (XRAG JSONL) or garage "
+                                                            "(folders converted from GaRAGe)."),
            ) -> None:
-    """Export a release as RAGE/BEIR folders (corpus, queries, qrels + distractor mappings) or XRAG JSONL."""
+    """Export a release as RAGE/BEIR folders (corpus, queries, qrels + distractor mappings) or XRAG JSONL; a
+    folder converted from GaRAGe/XRAG/BEIR is written back in its own format, every record and field."""
     from babelrag.release.export import export_release
 
     written = export_release(folder, out, fmt)
     typer.echo(f"wrote {len(written)} {fmt} export(s) under {out}")
+
+
+@app.command()
+def convert(source: Path = typer.Argument(..., help="GaRAGe or XRAG .jsonl file, or a BEIR folder."),
+            fmt: str = typer.Option(..., "--format", help="garage, xrag or beir."),
+            out: Path = typer.Option(..., "--out", help="Release folder to write (replaced if it exists)."),
+            split: Optional[str] = typer.Option(None, help="Split name (default: from the file name, else test; "
+                                                           "BEIR: every qrels/<split>.tsv)."),
+            language: Optional[str] = typer.Option(None, help="XRAG question language (default: detected)."),
+            setting: Optional[str] = typer.Option(None, help="XRAG setting (default: mono, or multi when articles "
+                                                             "are in the question's language)."),
+            ) -> None:
+    """Load an external benchmark file strictly and write a release folder `evaluate run` accepts."""
+    from babelrag.release.external import convert_external
+
+    res = convert_external(source, fmt, out, split=split, language=language, setting=setting)
+    typer.echo(f"{res.records} {fmt} record(s) -> {res.instances} instance(s) in {len(res.configs)} config(s) "
+               f"-> {res.folder}")
+    for reason, n in sorted(res.skipped.items()):
+        typer.echo(f"  not an instance: {n} ({reason}); kept in source/ and exported back")
+    for what, n in sorted(res.warnings.items()):
+        typer.echo(f"  note: {n} {what}")

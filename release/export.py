@@ -3,7 +3,8 @@
 BEIR/RAGE, one folder per config::
 
     corpus.jsonl              {"_id", "title", "text", "language", "published"} (each document once)
-    queries.jsonl             {"_id", "text", "language"}  (query id = instance id)
+    queries.jsonl             {"_id", "text", "language", "metadata"}  (query id = instance id; metadata holds
+                              the instance's other fields, so ``release convert --format beir`` rebuilds it)
     qrels/<split>.tsv         query-id  corpus-id  score   (supporting documents, score 1)
     irrelevant.json           {query id: [corpus ids]}  RAGE's random irrelevant distractors
     seemingly_relevant.json   {query id: [corpus ids]}  nearest-by-embedding, not relevant
@@ -15,17 +16,18 @@ A machine-translated copy of an article is a different text, so it gets its own 
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import uuid
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from babelrag.atomic import atomic_dir
 from babelrag.errors import BabelragError
 from babelrag.records import Document, Instance
 
-FORMATS = ("beir", "xrag")
+FORMATS = ("beir", "xrag", "garage")
+# instance fields carried in a BEIR query's "metadata" (BEIR readers ignore extra keys)
+QUERY_METADATA = ("qa_id", "setting", "answer", "en_question", "en_answer", "q_type", "verified", "machine_translated",
+                  "dates", "a_type", "crossdoc_type")
 MAPPINGS = {"irrelevant": "irrelevant.json", "seemingly_relevant": "seemingly_relevant.json",
             "related": "related.json"}
 
@@ -46,7 +48,8 @@ def beir_files(by_split: dict[str, list[Instance]]) -> dict[str, str]:
     maps: dict[str, dict[str, list[str]]] = {k: {} for k in MAPPINGS}
     for split, insts in sorted(by_split.items()):
         for inst in sorted(insts, key=lambda i: i.id):
-            queries.append({"_id": inst.id, "text": inst.question, "language": inst.language})
+            queries.append({"_id": inst.id, "text": inst.question, "language": inst.language,
+                            "metadata": {k: getattr(inst, k) for k in QUERY_METADATA}})
             for d in inst.documents:
                 cid = corpus_id(d)
                 corpus.setdefault(cid, {"_id": cid, "title": d.title, "text": d.text, "language": d.language,
@@ -72,31 +75,36 @@ def xrag_files(by_split: dict[str, list[Instance]]) -> dict[str, str]:
             for split, insts in sorted(by_split.items())}
 
 
+def write_files(root: Path, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+
+
 def export_release(folder: Path, out: Path, fmt: str) -> list[Path]:
-    """Export every config of a release folder; the output folder appears complete or not at all."""
+    """Export every config of a release folder; the output folder appears complete or not at all.
+
+    A folder made by ``release convert`` from the same format is written back in that format record for
+    record (see ``babelrag.release.external``)."""
     from babelrag.release.build import read_release_rows
+    from babelrag.release.external import converted_from, export_source
 
     if fmt not in FORMATS:
         raise BabelragError(f"unknown export format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    if converted_from(Path(folder)) == fmt:
+        return export_source(Path(folder), Path(out))
+    if fmt == "garage":
+        raise BabelragError(f"{folder} was not converted from GaRAGe (`babelrag release convert FILE --format "
+                            "garage`); GaRAGe's passage labels cannot be made from other releases")
     rows, splits, configs = read_release_rows(Path(folder))
     grouped: dict[str, dict[str, list[Instance]]] = defaultdict(lambda: defaultdict(list))
     for row, split, cfg in zip(rows, splits, configs):
         grouped[cfg][split].append(Instance.model_validate(row))
     out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.parent / f".{out.name}.tmp-{uuid.uuid4().hex[:8]}"
     written = []
-    try:
+    with atomic_dir(out) as tmp:
         for cfg, by_split in sorted(grouped.items()):
-            files = beir_files(by_split) if fmt == "beir" else xrag_files(by_split)
-            for rel, text in files.items():
-                path = tmp / cfg / rel
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(text, encoding="utf-8")
+            write_files(tmp / cfg, beir_files(by_split) if fmt == "beir" else xrag_files(by_split))
             written.append(out / cfg)
-        if out.exists():
-            shutil.rmtree(out)
-        os.replace(tmp, out)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
     return written

@@ -12,7 +12,8 @@ from babelrag.records import Document, Instance
 SCHEMA_VERSION = "1"
 
 # XRAG's released field names, in its order (id, question, answer, en_question, en_answer, q_type,
-# a_type, crossdoc_type, articles = 2 supporting + 6 distracting, dates = one per article).
+# a_type, crossdoc_type, articles = 2 supporting + 6 distracting, dates = one per article). The released
+# rows also carry urls, is_support and article_order (one entry per article; see release/loaders/xrag.py).
 XRAG_FIELDS = ("id", "question", "answer", "en_question", "en_answer", "q_type", "a_type", "crossdoc_type",
                "articles", "dates")
 # XRAG spells the multi-hop type without the hyphen.
@@ -48,7 +49,8 @@ def article_text(doc: Document) -> str:
 
 
 def to_xrag(inst: Instance) -> dict[str, Any]:
-    """One instance in XRAG's field names; supporting articles come first, then distractors."""
+    """One instance in XRAG's field names; supporting articles come first, then distractors, and
+    ``is_support`` marks them (as the released rows do)."""
     docs = [d for d in inst.documents if d.role == "supporting"] + [
         d for d in inst.documents if d.role == "distractor"]
     return {
@@ -62,4 +64,5 @@ def to_xrag(inst: Instance) -> dict[str, Any]:
         "crossdoc_type": inst.crossdoc_type,
         "articles": [article_text(d) for d in docs],
         "dates": [d.published for d in docs],
+        "is_support": [d.role == "supporting" for d in docs],
     }

@@ -33,7 +33,8 @@ def test_recall_and_map_truncate_at_k_and_conventions():
     assert recall_at_k([1, 2, 3], {1, 3}, 1) == 0.5
     assert recall_at_k([1, 2, 3], {1, 3}, 3) == 1.0
     assert average_precision_at_k([1, 2], {1, 3}, 1) == 1.0  # normalised by min(k, |R|) = 1
-    assert recall_at_k([], set(), 5) == 1.0 and average_precision_at_k([2], set(), 5) == 0.0
+    # no relevant documents: undefined (left out of the mean), whatever is cited
+    assert recall_at_k([], set(), 5) is None and average_precision_at_k([2], set(), 5) is None
     assert recall_at_k([], {1}, 5) == 0.0
 
 

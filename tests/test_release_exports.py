@@ -1,4 +1,4 @@
-"""Exports (RAGE/BEIR, XRAG) and loaders for external formats (XRAG, GaRAGe, BEIR), with malformed fixtures."""
+"""Exports (RAGE/BEIR, XRAG) and the BEIR loader, with malformed fixtures (GaRAGe/XRAG loaders: test_release_external)."""
 import json
 import shutil
 from pathlib import Path
@@ -9,7 +9,6 @@ from babelrag.errors import InputError
 from babelrag.release.build import build_release
 from babelrag.release.export import export_release
 from babelrag.release.loaders.beir import load_beir
-from babelrag.release.loaders.garage import load_garage
 from babelrag.release.loaders.xrag import load_xrag
 from babelrag.release.schema import XRAG_FIELDS, to_xrag
 from tests.helpers.release_fixtures import make_build, make_config, make_records
@@ -56,7 +55,8 @@ def test_xrag_export_has_xrag_fields_and_loads_back(release, tmp_path):
     export_release(release, tmp_path / "x", "xrag")
     path = next((tmp_path / "x" / "mono-de").glob("xrag.*.jsonl"))
     rows = [json.loads(line) for line in path.read_text().splitlines()]
-    assert all(list(r) == list(XRAG_FIELDS) for r in rows)
+    assert all(list(r) == [*XRAG_FIELDS, "is_support"] for r in rows)
+    assert all(r["is_support"] == [True, True] + [False] * 6 for r in rows)
     assert all(len(r["articles"]) == 8 and len(r["dates"]) == 8 for r in rows)
     back = load_xrag(path, language="de")
     _, _, insts = make_records()
@@ -79,59 +79,6 @@ def test_to_xrag_orders_supporting_first_and_spells_multihop():
     assert row["q_type"] == "multihop"
     assert row["dates"][:2] == sorted(inst.dates, reverse=True)  # supporting (reversed order kept), then distractors
     assert row["articles"][0].startswith(inst.documents[6].title)
-
-
-def test_xrag_loader_reads_the_released_fields():
-    items = load_xrag(FIX / "xrag.jsonl")
-    assert [i.id for i in items] == ["xrag-de-1", "xrag-de-2"]
-    first = items[0]
-    assert first.language == "de"  # detected
-    assert first.q_type == "multi-hop" and first.a_type == "corrected" and first.crossdoc_type == 2
-    assert [d.role for d in first.documents] == ["supporting"] * 2 + ["distractor"] * 6
-    assert first.documents[0].title == "Nordwind and Elbtal plan merger"
-    assert first.documents[0].language == "en"
-    assert first.dates == ["2024-07-12", "2024-07-14"]
-
-
-def test_xrag_loader_names_every_bad_line():
-    with pytest.raises(InputError) as err:
-        load_xrag(FIX / "xrag_bad.jsonl")
-    msg = str(err.value)
-    assert "6 invalid record(s)" in msg
-    assert "xrag_bad.jsonl:2: record 'bad-missing': missing field(s) a_type" in msg
-    assert "xrag_bad.jsonl:3: record 'bad-qtype': q_type 'yesno' not one of" in msg
-    assert "xrag_bad.jsonl:4: record 'bad-dates': 8 articles but 7 dates" in msg
-    assert "xrag_bad.jsonl:5: record 'bad-crossdoc': crossdoc_type must be 0, 1 or 2" in msg
-    assert "xrag_bad.jsonl:6: not valid JSON" in msg
-    assert "xrag_bad.jsonl:7: expected a JSON object, got list" in msg
-
-
-def test_garage_loader_aligns_cite_labels():
-    recs = {r.id: r for r in load_garage(FIX / "garage.jsonl")}
-    g1 = recs["g-1"]
-    assert [p.cite_id for p in g1.passages] == ["cite_1", "cite_2", "cite_3"]
-    assert [(p.relevant, p.label, p.cited) for p in g1.passages] == [
-        (True, "ANSWER-THE-QUESTION", True), (False, "RELATED-INFORMATION", False), (False, "OUTDATED", False)]
-    assert g1.passages[0].date == "2024-07-02" and g1.passages[2].provider == "ent"
-    assert g1.relevant_ids == ["cite_1"] and not g1.requires_deflection
-    assert g1.to_instance() is None  # "Simple" is not one of our four question types
-    g2 = recs["g-2"]
-    assert [p.text for p in g2.passages] == ["Bremen handled 4.2 million containers in 2023.",
-                                            "Hamburg handled 7.7 million containers in 2023."]
-    inst = g2.to_instance()
-    assert inst.q_type == "comparison" and [d.role for d in inst.documents] == ["supporting", "supporting"]
-    assert recs["g-3"].requires_deflection
-
-
-def test_garage_loader_names_every_bad_record():
-    with pytest.raises(InputError) as err:
-        load_garage(FIX / "garage_bad.jsonl")
-    msg = str(err.value)
-    assert "4 invalid record(s)" in msg
-    assert "garage_bad.jsonl:2: record 'g-bad-align': evidence_relevant has 2 labels for 3 passages" in msg
-    assert "garage_bad.jsonl:3: record 'g-bad-label': cite_2: label 'MAYBE' not allowed" in msg
-    assert "garage_bad.jsonl:4: record 'g-bad-key': grounding key 'passage_1' is not cite_N" in msg
-    assert "garage_bad.jsonl:5: record 'g-missing': missing field(s) evidence_correct" in msg
 
 
 def test_beir_loader_reads_fixture_with_mappings():

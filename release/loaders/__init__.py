@@ -5,9 +5,16 @@ reported together (up to ``MAX_PROBLEMS``) as one InputError, so a user fixes th
 """
 from __future__ import annotations
 
+import datetime as dt
+import re
+
 from babelrag.errors import InputError
 
 MAX_PROBLEMS = 20
+_DATE_LABEL = re.compile(r"^\s*(?:(?:first\s+)?published|updated|posted|last\s+modified|date)\s*(?:on|:)?\s*",
+                         re.IGNORECASE)
+_YMD = re.compile(r"^(\d{4})[-/](\d{1,2})[-/](\d{1,2})")
+_TEXT_FORMATS = ("%B %d, %Y", "%b %d, %Y", "%d %B %Y", "%d %b %Y")
 
 
 class Problems:
@@ -48,3 +55,27 @@ def read_jsonl(path, problems: Problems):  # noqa: ANN001, ANN201 - yields (line
                 problems.add(f"{n}", f"expected a JSON object, got {type(obj).__name__}")
                 continue
             yield n, obj
+
+
+def iso_date(raw: str) -> str:
+    """``YYYY-MM-DD`` from a published date string, "" when it holds none.
+
+    Accepts ISO dates/datetimes and common English forms (``March 5, 2023``, ``5 Mar 2023``,
+    ``2023/03/05``), optionally after a label such as ``Published`` / ``Updated:`` / ``Published on``.
+    """
+    text = _DATE_LABEL.sub("", str(raw or "")).strip().rstrip(".")
+    if not text:
+        return ""
+    m = _YMD.match(text)
+    if m:
+        try:
+            return dt.date(int(m.group(1)), int(m.group(2)), int(m.group(3))).isoformat()
+        except ValueError:
+            return ""
+    words = " ".join(text.replace(",", ", ").replace(".", " ").split()).replace(" ,", ",").split(" ")
+    for fmt in _TEXT_FORMATS:
+        try:
+            return dt.datetime.strptime(" ".join(words[:3]).rstrip(","), fmt).date().isoformat()
+        except ValueError:
+            continue
+    return ""
