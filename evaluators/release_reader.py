@@ -30,8 +30,12 @@ def load_instances(path: str | Path, configs: Sequence[str] = ()) -> list[Instan
     else:
         import pyarrow.parquet as pq
 
-        root = path / "data" if (path / "data").is_dir() else path
-        files = sorted(root.rglob("*.parquet")) if path.is_dir() else [path]
+        from babelrag.release import layout
+
+        if path.is_dir():  # a release folder, or any folder of parquet files (e.g. one config's)
+            files = [f for _, _, f in layout.data_files(path)] or sorted(path.rglob("*.parquet"))
+        else:
+            files = [path]
         if configs:
             known = sorted({f.parent.name for f in files})
             unknown = sorted(set(configs) - set(known))
@@ -56,13 +60,11 @@ def load_instances(path: str | Path, configs: Sequence[str] = ()) -> list[Instan
 
 def release_revision(path: str | Path) -> tuple[str, str]:
     """(dataset name, revision) of a release folder from its release.json; ("", "") if absent."""
-    info = Path(path) / "release.json"
-    if not info.is_file():
+    from babelrag.release.layout import read_info
+
+    data = read_info(Path(path))
+    if data is None:
         return "", ""
-    try:
-        data = json.loads(info.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{info} is not valid JSON ({exc.msg}); rebuild the release") from None
     rev = str(data.get("version", ""))
     if data.get("data_hash"):
         rev += f"+{str(data['data_hash'])[:12]}"

@@ -53,8 +53,9 @@ def parse_hub_id(ref: str) -> Optional[tuple[str, str]]:
 
 
 def _patterns(configs: Sequence[str]) -> list[str]:
-    data = [f"data/{c}/*.parquet" for c in configs] if configs else ["data/**/*.parquet", "data/*.parquet"]
-    return ["README.md", "release.json", *data]
+    from babelrag.release import layout
+
+    return layout.hub_patterns(configs)
 
 
 def fetch_hub_release(
@@ -101,8 +102,9 @@ def fetch_hub_release(
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else name
         raise InputError(f"cannot fetch {where} from {endpoint}: {first[:300]}; {_FIX}") from None
     path = Path(folder)
-    has_data = (path / "data").is_dir() and any((path / "data").rglob("*.parquet"))
-    if not has_data:
+    from babelrag.release import layout
+
+    if not layout.has_data(path):
         wanted = f" for config(s) {list(configs)}" if configs else ""
         raise InputError(f"{where} at {endpoint} holds no data/<config>/<split>.parquet files{wanted}; "
                          "is it a babelrag release (babelrag release push)?")

@@ -26,11 +26,10 @@ from typing import Any, Optional
 
 from babelrag.errors import StageError
 from babelrag.records import Instance, QAItem
+from babelrag.release import layout
 from babelrag.release.naming import config_name
 from babelrag.release.validate import Rules, ValidationReport, validate
 
-DATA_DIR = "data"
-DISK_DIR = "disk"
 
 
 @dataclass
@@ -195,7 +194,7 @@ def build_release(config: Any, out_root: Optional[Path] = None, console: Any = N
     released = card.released_date(manifests)
     previous_changelog = ""
     if change.previous:
-        prev_path = Path(releases[change.previous]["_folder"]) / "CHANGELOG.md"
+        prev_path = Path(releases[change.previous]["_folder"]) / layout.CHANGELOG
         previous_changelog = prev_path.read_text(encoding="utf-8") if prev_path.exists() else ""
     counts = {c: {s: len(r) for s, r in sp.items()} for c, sp in rows.items()}
     meta = {config_name(i.setting, i.language): (i.setting, i.language) for i in instances}
@@ -216,21 +215,21 @@ def build_release(config: Any, out_root: Optional[Path] = None, console: Any = N
         track = _tracker(console, "release: writing configs") or (lambda items, total: items)
         for cfg, splits in track(sorted(rows.items()), len(rows)):
             for split, split_rows in sorted(splits.items()):
-                write_parquet(tmp / DATA_DIR / cfg / f"{split}.parquet", split_rows)
+                write_parquet(layout.split_file(tmp, cfg, split), split_rows)
             dd = datasets.DatasetDict({s: datasets.Dataset.from_list(r, features=features)
                                        for s, r in sorted(splits.items())})
-            dd.save_to_disk(str(tmp / DISK_DIR / cfg))
+            dd.save_to_disk(str(tmp / layout.DISK_DIR / cfg))
         for name, schema in json_schemas().items():
-            atomic_write_text(tmp / "schema" / f"{name}.schema.json",
+            atomic_write_text(tmp / layout.SCHEMA_DIR / f"{name}.schema.json",
                               json.dumps(schema, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
-        atomic_write_text(tmp / "README.md", card.render(inputs))
-        atomic_write_text(tmp / "CHANGELOG.md", versioning.changelog(previous_changelog, version, released, change))
+        atomic_write_text(tmp / layout.CARD, card.render(inputs))
+        atomic_write_text(tmp / layout.CHANGELOG, versioning.changelog(previous_changelog, version, released, change))
         info = {"name": config.release.name, "version": version, "schema_version": SCHEMA_VERSION,
                 "data_hash": data_hash, "data_hashes": hashes, "configs": counts, "released": released,
                 "seed": config.project.seed, "dev_fraction": config.release.dev_fraction,
                 "build_config_hashes": {s: m.config_hash for s, m in manifests.items()},
                 "unverified_released": report.unverified_released}
-        atomic_write_text(tmp / versioning.RELEASE_INFO, json.dumps(info, indent=2, sort_keys=True) + "\n")
+        atomic_write_text(tmp / layout.RELEASE_INFO, json.dumps(info, indent=2, sort_keys=True) + "\n")
     if console is not None:
         console.print(f"release {version}: {len(instances)} instances, {len(rows)} configs -> {final}")
     return ReleaseResult(folder=final, version=version, configs=counts, data_hash=data_hash, report=report,
@@ -245,13 +244,13 @@ def read_release_rows(folder: Path) -> tuple[list[dict[str, Any]], list[str], li
     """(rows, split per row, config per row) of a release folder's parquet files."""
     import pyarrow.parquet as pq
 
-    data = Path(folder) / DATA_DIR
-    if not data.is_dir():
-        raise StageError(f"{folder} is not a release folder (no {DATA_DIR}/); build one with `babelrag release build`")
+    if not (Path(folder) / layout.DATA_DIR).is_dir():
+        raise StageError(f"{folder} is not a release folder (no {layout.DATA_DIR}/); build one with "
+                         "`babelrag release build`")
     rows, splits, configs = [], [], []
-    for path in sorted(data.glob("*/*.parquet")):
+    for config, split, path in layout.data_files(folder):
         for row in pq.read_table(path).to_pylist():
             rows.append(row)
-            splits.append(path.stem)
-            configs.append(path.parent.name)
+            splits.append(split)
+            configs.append(config)
     return rows, splits, configs

@@ -10,6 +10,7 @@ import datetime
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from babelrag.release import layout
 from babelrag.release.naming import language_tag, size_category
 
 TASK_CATEGORIES = ["question-answering", "text-retrieval"]
@@ -54,7 +55,7 @@ def header(inp: CardInputs) -> dict[str, Any]:
         "tags": ["rag", "cross-lingual", "multilingual", "babelrag"],
         "version": inp.version,
         "configs": [
-            {"config_name": cfg, "data_files": [{"split": split, "path": f"data/{cfg}/{split}.parquet"}
+            {"config_name": cfg, "data_files": [{"split": split, "path": layout.split_path(cfg, split)}
                                                 for split in sorted(splits)]}
             for cfg, splits in sorted(inp.configs.items())
         ],

@@ -54,7 +54,7 @@ def validate(config: Optional[Path] = typer.Option(None, "--config", "-c", help=
         _, _, report, _ = plan(_load(config), make_console(stderr=True))
     else:
         from babelrag.release.build import read_release_rows
-        from babelrag.release.versioning import read_info
+        from babelrag.release.layout import read_info
 
         rows, splits, _ = read_release_rows(folder)
         info = read_info(folder) or {}

@@ -162,7 +162,8 @@ def convert_external(source: str | Path, fmt: str, out: str | Path, split: Optio
                      language: Optional[str] = None, setting: Optional[str] = None) -> ConvertResult:
     """Load ``source`` strictly as ``fmt`` and write a release folder at ``out`` (complete or not at all)."""
     from babelrag.release import versioning
-    from babelrag.release.build import DATA_DIR, write_parquet
+    from babelrag.release import layout
+    from babelrag.release.build import write_parquet
     from babelrag.release.naming import config_name
     from babelrag.release.schema import SCHEMA_VERSION
 
@@ -189,9 +190,9 @@ def convert_external(source: str | Path, fmt: str, out: str | Path, split: Optio
     with atomic_dir(out) as tmp:
         for cfg, splits in groups.items():
             for sp, rows in splits.items():
-                write_parquet(tmp / DATA_DIR / cfg / f"{sp}.parquet", rows)
+                write_parquet(layout.split_file(tmp, cfg, sp), rows)
         write_files(tmp / SOURCE_DIR, conv.source_files)
-        write_files(tmp, {versioning.RELEASE_INFO: json.dumps(info, indent=2, sort_keys=True, ensure_ascii=False)
+        write_files(tmp, {layout.RELEASE_INFO: json.dumps(info, indent=2, sort_keys=True, ensure_ascii=False)
                           + "\n"})
     return ConvertResult(folder=out, fmt=fmt, records=conv.records, configs=counts, skipped=dict(conv.skipped),
                          warnings=dict(conv.warnings))
@@ -199,7 +200,7 @@ def convert_external(source: str | Path, fmt: str, out: str | Path, split: Optio
 
 def converted_from(folder: Path) -> Optional[str]:
     """The external format a release folder was converted from (None for ``release build`` folders)."""
-    from babelrag.release.versioning import read_info
+    from babelrag.release.layout import read_info
 
     info = read_info(folder) or {}
     fmt = info.get("source_format")

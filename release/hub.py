@@ -11,8 +11,9 @@ from typing import Optional
 
 from babelrag.errors import BabelragError
 from babelrag.hf_errors import hf_offline, is_network_failure
+from babelrag.release import layout
 
-IGNORE = ["disk/**", ".*"]
+IGNORE = [f"{layout.DISK_DIR}/**", ".*"]
 
 
 class PushError(BabelragError):
@@ -23,7 +24,7 @@ def push_release(folder: Path, repo_id: str, token: Optional[str] = None, endpoi
                  private: bool = False) -> str:
     """Create the dataset repo if needed and upload the Hub layout (not ``disk/``). Returns the commit URL."""
     folder = Path(folder)
-    if not (folder / "README.md").exists() or not (folder / "data").is_dir():
+    if not (folder / layout.CARD).exists() or not (folder / layout.DATA_DIR).is_dir():
         raise PushError(f"{folder} is not a release folder (README.md + data/); run `babelrag release build` first")
     endpoint = endpoint or os.environ.get("HF_ENDPOINT") or "https://huggingface.co"
     if hf_offline():

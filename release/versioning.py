@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any, Optional
 
 from babelrag.errors import BabelragError
+from babelrag.release.layout import read_info
 
-RELEASE_INFO = "release.json"
 
 
 class VersionError(BabelragError):
@@ -58,16 +58,6 @@ def parse_version(version: str) -> tuple[int, int, int]:
     if len(parts) != 3:
         raise VersionError(f"release.version {version!r} is not MAJOR.MINOR.PATCH (e.g. 0.2.0)")
     return parts[0], parts[1], parts[2]
-
-
-def read_info(folder: Path) -> Optional[dict[str, Any]]:
-    path = folder / RELEASE_INFO
-    if not path.exists():
-        return None
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise BabelragError(f"{path}: unreadable release info ({exc}); remove or repair that release folder") from None
 
 
 def existing_releases(out_root: Path, name: Optional[str] = None) -> dict[str, dict[str, Any]]:
