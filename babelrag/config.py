@@ -258,7 +258,7 @@ class Config(Section):
         return self.resolve(self.project.build_dir)  # type: ignore[return-value]
 
     def section_hash(self, *names: str) -> str:
-        from babelrag.store import stable_hash
+        from babelrag.hashing import stable_hash
 
         dumped = self.model_dump(mode="json")
         if "llm" in names:  # endpoints are identified as the response cache identifies them

@@ -23,7 +23,9 @@ from pydantic import BaseModel
 from babelrag.config import Config
 from babelrag.errors import StageError
 from babelrag.records import ErrorRecord
-from babelrag.store import BuildStore, ContentHasher, Manifest, ShardWriter, stable_hash
+from babelrag.hashing import ContentHasher, stable_hash
+from babelrag.shards import ShardWriter
+from babelrag.store import BuildStore, Manifest
 
 M = TypeVar("M", bound=BaseModel)
 

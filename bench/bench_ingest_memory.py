@@ -68,7 +68,7 @@ CHILD = r"""
 import json, resource, sys, time
 from babelrag.config import config_from_dict
 from babelrag.pipeline import Pipeline
-from babelrag import store as store_mod
+from babelrag import shards as shards_mod
 
 def peak_mb():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -78,14 +78,14 @@ cfg = config_from_dict({"project": {"build_dir": build, "languages": ["en", "de"
                         "corpus": {"inputs": [{"path": corpus, "format": "jsonl"}], "min_tokens": 50}})
 if mode == "ingest":
     before_commit = {}
-    real_finish = store_mod.ShardWriter.finish
+    real_finish = shards_mod.ShardWriter.finish
     def finish(self, dest):
         before_commit["peak_mb"] = peak_mb()
         t = time.time()
         out = real_finish(self, dest)
         before_commit["commit_s"] = time.time() - t
         return out
-    store_mod.ShardWriter.finish = finish
+    shards_mod.ShardWriter.finish = finish
     t0 = time.time()
     report = Pipeline(cfg).run(until="ingest")
     s = report.stages[0]

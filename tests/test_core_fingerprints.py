@@ -114,7 +114,7 @@ def test_ingest_with_llm_ner_depends_on_its_endpoint(tmp_path):
 
 def test_spec_without_files_keeps_its_fingerprint(tmp_path):
     """Stages naming no files get the same fingerprint as before file digests existed."""
-    from babelrag.store import stable_hash
+    from babelrag.hashing import stable_hash
 
     cfg = config_from_dict({"project": {"build_dir": str(tmp_path / "b")}})
     pipe = Pipeline(cfg, stages=(COUNT,))

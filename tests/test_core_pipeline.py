@@ -13,7 +13,8 @@ from babelrag.config import config_from_dict
 from babelrag.errors import StageError
 from babelrag.pipeline import Pipeline
 from babelrag.records import Article
-from babelrag.store import RECORDS_FILE, BuildStore, sha256_file
+from babelrag.hashing import sha256_file
+from babelrag.store import RECORDS_FILE, BuildStore
 from tests.helpers.counting_stage import SPEC
 
 ROOT = Path(__file__).resolve().parents[1]

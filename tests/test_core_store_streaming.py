@@ -5,19 +5,21 @@ import random
 import pyarrow.parquet as pq
 import pytest
 
-from babelrag import store as store_mod
+from babelrag import parquet_io, sorted_merge
 from babelrag.config import config_from_dict
 from babelrag.pipeline import Pipeline
 from babelrag.records import Article, ErrorRecord
-from babelrag.store import ERRORS_FILE, RECORDS_FILE, BuildStore, ShardWriter, read_records
+from babelrag.parquet_io import read_records
+from babelrag.shards import ERRORS_FILE, RECORDS_FILE, ShardWriter
+from babelrag.store import BuildStore
 from tests.helpers.counting_stage import SPEC
 
 
 @pytest.fixture
 def small_groups(monkeypatch):
     """Tiny row groups and fan-in, so a few hundred records exercise multi-pass merges."""
-    monkeypatch.setattr(store_mod, "ROW_GROUP", 4)
-    monkeypatch.setattr(store_mod, "MERGE_FAN_IN", 3)
+    monkeypatch.setattr(parquet_io, "ROW_GROUP", 4)
+    monkeypatch.setattr(sorted_merge, "MERGE_FAN_IN", 3)
 
 
 def art(i: int, title: str = "") -> Article:
@@ -88,7 +90,7 @@ def test_merge_many_shards_is_sorted_deduplicated_and_independent_of_shard_size(
 
 def test_merge_never_opens_more_than_fan_in_files(tmp_path, small_groups, monkeypatch):
     open_now, peak = [0], [0]
-    real_init, real_next = store_mod._Run.__init__, store_mod._Run.next_batch
+    real_init, real_next = sorted_merge._Run.__init__, sorted_merge._Run.next_batch
 
     def init(self, path, key):
         real_init(self, path, key)
@@ -101,8 +103,8 @@ def test_merge_never_opens_more_than_fan_in_files(tmp_path, small_groups, monkey
             open_now[0] -= 1
         return ok
 
-    monkeypatch.setattr(store_mod._Run, "__init__", init)
-    monkeypatch.setattr(store_mod._Run, "next_batch", next_batch)
+    monkeypatch.setattr(sorted_merge._Run, "__init__", init)
+    monkeypatch.setattr(sorted_merge._Run, "next_batch", next_batch)
     items = make_items(n=200)
     writer = write_items(tmp_path / "p", items, shard_size=2)  # ~100 shards, 3-way merges
     dest = tmp_path / "out"

@@ -1,0 +1,149 @@
+"""Typed records in parquet: the Arrow schema from a pydantic model, atomic writes in fixed row groups
+(the same rows always give the same bytes), and streaming / by-id reads.
+
+Every ParquetFile is opened with pre_buffer=False: pyarrow's default pre-buffers the whole file (a merge
+holds up to ``MERGE_FAN_IN`` files open, a stream walks a corpus-sized file).
+"""
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from babelrag.atomic import atomic_path
+
+M = TypeVar("M", bound=BaseModel)
+
+#: rows per parquet row group in everything the store writes (a reader holds one group at a time)
+ROW_GROUP = 256
+
+
+def arrow_schema(model: type[BaseModel]) -> Any:
+    """The Arrow schema of ``model`` (with the ``datasets`` features in its metadata)."""
+    from babelrag.schema import features_for
+
+    return features_for(model).arrow_schema
+
+
+def write_tables(path: Path, schema: Any, tables: Iterable[Any]) -> int:
+    """Write Arrow tables as one parquet file, ``ROW_GROUP`` rows per group; atomic. Returns the row count.
+
+    The row groups depend only on the rows (tables are re-cut into ROW_GROUP-sized, contiguous pieces),
+    so the same rows always give the same bytes.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    n = 0
+    pending: list[Any] = []
+    pending_rows = 0
+    with atomic_path(path) as tmp:
+        # min/max statistics only for the key columns (read_ids prunes row groups with them): those of
+        # text columns would put two article texts per row group into the footer, which every reader
+        # and the merge's open files hold in memory
+        keys = [name for name in ("id", "item_id") if name in schema.names]
+        with pq.ParquetWriter(str(tmp), schema, write_statistics=keys) as writer:
+            def emit(table: Any) -> None:
+                writer.write_table(table.combine_chunks(), row_group_size=ROW_GROUP)
+
+            for table in tables:
+                if table.num_rows == 0:
+                    continue
+                pending.append(table)
+                pending_rows += table.num_rows
+                while pending_rows >= ROW_GROUP:
+                    whole = pa.concat_tables(pending)
+                    emit(whole.slice(0, ROW_GROUP))
+                    rest = whole.slice(ROW_GROUP)
+                    pending, pending_rows = ([rest] if rest.num_rows else []), rest.num_rows
+                    n += ROW_GROUP
+            if pending_rows:
+                emit(pa.concat_tables(pending))
+                n += pending_rows
+    return n
+
+
+def _rows_to_tables(rows: Iterable[dict[str, Any]], schema: Any) -> Iterator[Any]:
+    import pyarrow as pa
+
+    batch: list[dict[str, Any]] = []
+    for row in rows:
+        batch.append(row)
+        if len(batch) >= ROW_GROUP:
+            yield pa.Table.from_pylist(batch, schema=schema)
+            batch = []
+    if batch:
+        yield pa.Table.from_pylist(batch, schema=schema)
+
+
+def write_records(path: Path, records: Iterable[BaseModel], model: type[BaseModel]) -> int:
+    """Write records (any iterable, consumed batch by batch) as parquet with exact features; atomic."""
+    schema = arrow_schema(model)
+    rows = (r.model_dump(mode="json") for r in records)
+    return write_tables(path, schema, _rows_to_tables(rows, schema))
+
+
+def read_records(path: Path, model: type[M]) -> list[M]:
+    import pyarrow.parquet as pq
+
+    if not path.exists():
+        return []
+    table = pq.read_table(path)
+    return [model.model_validate(row) for row in table.to_pylist()]
+
+
+def iter_records(path: Path, model: type[M], batch_size: int = 2048) -> Iterator[M]:
+    """Records of a parquet file, one batch in memory at a time."""
+    import pyarrow.parquet as pq
+
+    if not path.exists():
+        return
+    with pq.ParquetFile(path, pre_buffer=False) as parquet:
+        for batch in parquet.iter_batches(batch_size=batch_size):
+            for row in batch.to_pylist():
+                yield model.model_validate(row)
+
+
+def read_by_ids(path: Path, model: type[M], ids: Iterable[str], key: str = "id") -> dict[str, M]:
+    """The records whose ``key`` is in ``ids``; reads only row groups whose id range can hold one.
+
+    Stage outputs are sorted by id, so each wanted id falls in (about) one row group of ROW_GROUP rows.
+    """
+    import pyarrow.parquet as pq
+
+    want = sorted(set(ids))
+    out: dict[str, M] = {}
+    if not want or not path.exists():
+        return out
+    wanted = set(want)
+    with pq.ParquetFile(path, pre_buffer=False) as parquet:
+        meta = parquet.metadata
+        col = parquet.schema_arrow.get_field_index(key)
+        for rg in range(meta.num_row_groups):
+            stats = meta.row_group(rg).column(col).statistics
+            if stats is not None and stats.has_min_max:
+                lo, hi = stats.min, stats.max
+                if isinstance(lo, bytes):
+                    lo, hi = lo.decode("utf-8"), hi.decode("utf-8")
+                i = bisect_left(want, lo)
+                if i == len(want) or want[i] > hi:
+                    continue
+            for row in parquet.read_row_group(rg).to_pylist():
+                if row[key] in wanted:
+                    out[row[key]] = model.model_validate(row)
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
+# sorted merge of shard files
+
+
+def iter_column(path: Path, column: str) -> Iterator[str]:
+    import pyarrow.parquet as pq
+
+    with pq.ParquetFile(path, pre_buffer=False) as parquet:
+        for batch in parquet.iter_batches(batch_size=8192, columns=[column]):
+            yield from batch.column(0).to_pylist()

@@ -1,0 +1,124 @@
+"""Resumable stage output: records collected in small, id-sorted, atomic shards.
+
+A run killed mid-stage (even ``kill -9``) keeps every finished shard; the next run skips their ids and the
+commit merges all shards into one id-sorted file whose bytes do not depend on how the run was cut.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+from typing import TypeVar
+
+from pydantic import BaseModel
+
+from babelrag.atomic import atomic_write_text
+from babelrag.parquet_io import arrow_schema, iter_column, write_records
+from babelrag.records import ErrorRecord
+from babelrag.sorted_merge import merge_sorted_files
+
+M = TypeVar("M", bound=BaseModel)
+
+#: the files a finished stage folder holds besides its manifest
+RECORDS_FILE = "records.parquet"
+ERRORS_FILE = "errors.parquet"
+
+#: bump when the shard layout changes: shards of an unfinished run in another layout are discarded
+SHARD_FORMAT = 2
+
+
+class ShardWriter:
+    """Collects a stage's records in small atomic shards so a killed run resumes where it stopped.
+
+    ``has(id)`` tells whether a record (or error) for that id is already stored; ``add``/``add_error``
+    buffer, and every ``shard_size`` items (or ``flush_seconds``) a shard file is renamed into place.
+    Each shard is sorted by id; ``finish`` merges them into the stage's final files without loading
+    them. Only the ids are kept in memory (for ``has``).
+    """
+
+    def __init__(self, folder: Path, model: type[M], fingerprint: str, shard_size: int = 200,
+                 flush_seconds: float = 5.0) -> None:
+        self.folder = folder
+        self.model = model
+        self.shard_size = shard_size
+        self.flush_seconds = flush_seconds
+        self._schema = arrow_schema(model)
+        self._error_schema = arrow_schema(ErrorRecord)
+        meta = folder / "partial.json"
+        expected = {"fingerprint": fingerprint, "format": SHARD_FORMAT}
+        if folder.exists():
+            stale = not meta.exists() or json.loads(meta.read_text()) != expected
+            if stale:
+                shutil.rmtree(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        if not meta.exists():
+            atomic_write_text(meta, json.dumps(expected))
+        shutil.rmtree(folder / "merge", ignore_errors=True)  # an interrupted commit's runs
+        # an errors shard is written before its records shard (the commit point): without the
+        # records shard the pair never committed, and its number will be written again
+        for orphan in folder.glob("shard-*.errors.parquet"):
+            if not orphan.with_name(orphan.name.replace(".errors.", ".records.")).exists():
+                orphan.unlink()
+        self._records: list[BaseModel] = []
+        self._errors: list[ErrorRecord] = []
+        self._done: set[str] = set()
+        self.resumed = 0
+        for shard in self._shards("records"):
+            self._done.update(iter_column(shard, "id"))
+        for shard in self._shards("errors"):
+            self._done.update(iter_column(shard, "item_id"))
+        self.resumed = len(self._done)
+        self._next_shard = len(self._shards("records")) + 1
+        self._last_flush = time.monotonic()
+        self.count_out = 0
+        self.count_errors = 0
+
+    def _shards(self, kind: str) -> list[Path]:
+        return sorted(self.folder.glob(f"shard-*.{kind}.parquet"))
+
+    def has(self, item_id: str) -> bool:
+        return item_id in self._done
+
+    def add(self, record: BaseModel, item_id: str | None = None) -> None:
+        self._done.add(item_id or record.id)  # type: ignore[attr-defined]
+        self._records.append(record)
+        self._maybe_flush()
+
+    def add_error(self, error: ErrorRecord) -> None:
+        self._done.add(error.item_id)
+        self._errors.append(error)
+        self._maybe_flush()
+
+    def _maybe_flush(self) -> None:
+        pending = len(self._records) + len(self._errors)
+        if pending >= self.shard_size or (
+            pending and time.monotonic() - self._last_flush > self.flush_seconds
+        ):
+            self.flush()
+
+    def flush(self) -> None:
+        """Write buffered items as one shard pair, each sorted by id (stable: a later duplicate stays
+        later); the records file is renamed last (commit point)."""
+        if not self._records and not self._errors:
+            return
+        stem = f"shard-{self._next_shard:06d}"
+        errors = sorted(self._errors, key=lambda e: e.item_id)
+        records = sorted(self._records, key=lambda r: r.id)  # type: ignore[attr-defined]
+        write_records(self.folder / f"{stem}.errors.parquet", errors, ErrorRecord)
+        write_records(self.folder / f"{stem}.records.parquet", records, self.model)
+        self._next_shard += 1
+        self._records, self._errors = [], []
+        self._last_flush = time.monotonic()
+
+    def finish(self, dest: Path) -> tuple[int, int]:
+        """Write ``records.parquet`` and ``errors.parquet`` into ``dest``: every record and error of
+        this run and resumed shards, sorted by id, one per id (the latest wins); an item that failed
+        once and succeeded after a resume counts as a success only. Returns (records, errors)."""
+        self.flush()
+        work = self.folder / "merge"
+        n_out = merge_sorted_files(self._shards("records"), dest / RECORDS_FILE, self._schema, "id", work)
+        n_err = merge_sorted_files(self._shards("errors"), dest / ERRORS_FILE, self._error_schema, "item_id",
+                                   work, exclude=iter_column(dest / RECORDS_FILE, "id"))
+        self.count_out, self.count_errors = n_out, n_err
+        return n_out, n_err
