@@ -17,7 +17,7 @@ OutOpt = typer.Option(None, "--out", help="Where pulled responses go; default <b
 
 def _load(config: Optional[Path]):
     """(AnnotateSettings, default out dir) from the config, or defaults when no config exists."""
-    from .config import AnnotateSettings
+    from .settings import AnnotateSettings
 
     path = config or Path("babelrag.yaml")
     if config is None and not path.exists():

@@ -17,7 +17,7 @@ from typing import Any, Iterable, Optional
 from babelrag.errors import InputError
 from babelrag.records import Instance, QAItem
 
-from .config import AnnotateSettings
+from .settings import AnnotateSettings
 from .inputs import ContrastivePair, ModelAnswer, parse
 
 GUIDELINES_DIR = Path(__file__).with_name("guidelines")

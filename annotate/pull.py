@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from .config import AnnotateSettings
+from .settings import AnnotateSettings
 from .push import project_datasets
 
 PAGE = 1000

@@ -17,7 +17,7 @@ from typing import Any, Optional
 
 from babelrag.errors import StageError
 
-from .config import AnnotateSettings
+from .settings import AnnotateSettings
 from .projects import ProjectRecord, to_argilla_records, to_argilla_settings
 
 

@@ -70,7 +70,7 @@ def run(config: Path = ConfigOpt,
         force: list[str] = typer.Option([], "--force", help="Redo this stage even if unchanged (repeatable)."),
         ) -> None:
     """Run the build pipeline (skips stages whose inputs and config are unchanged)."""
-    from babelrag.runner import run_pipeline
+    from babelrag.pipeline import run_pipeline
 
     run_pipeline(_load(config), until=until, force=force, console=_console())
 
@@ -78,7 +78,7 @@ def run(config: Path = ConfigOpt,
 def _stage_command(stage: str, doc: str) -> None:
     def command(config: Path = ConfigOpt,
                 force: bool = typer.Option(False, "--force", help="Redo the stage even if unchanged.")) -> None:
-        from babelrag.runner import run_pipeline
+        from babelrag.pipeline import run_pipeline
 
         run_pipeline(_load(config), only=[stage], force=[stage] if force else [], console=_console())
 
@@ -107,12 +107,13 @@ def construct_contrastive(config: Path = ConfigOpt,
                           max_chars: int = typer.Option(1500, help="Chunk length in characters."),
                           ) -> None:
     """Contrastive pairs for the Ragas metrics and forced-choice annotation, from a finished build."""
-    from babelrag.construct.contrastive import main
+    import json
 
-    argv = ["-c", str(config), "-o", str(out), "--kinds", kinds, "--max-chars", str(max_chars)]
-    code = main(argv + (["--limit", str(limit)] if limit is not None else []))
-    if code:
-        raise typer.Exit(code)
+    from babelrag.construct.contrastive import write_contrastive_pairs
+
+    summary = write_contrastive_pairs(_load(config), out, kinds=[k for k in kinds.split(",") if k], limit=limit,
+                                      max_chars=max_chars)
+    typer.echo(json.dumps(summary))
 
 
 @construct_app.command("status")

@@ -13,8 +13,8 @@ from typing import Any, Literal, Optional
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from babelrag.errors import ConfigError
-from babelrag.annotate.config import AnnotateSettings
-from babelrag.llm.config import LLMSettings
+from babelrag.annotate.settings import AnnotateSettings
+from babelrag.llm.settings import LLMSettings
 
 SUPPORTED_LANGUAGES = ("en", "de", "es", "zh", "ar", "fr", "it", "pt", "ru", "ja", "ko", "hi", "ro", "tr", "nl")
 

@@ -82,7 +82,7 @@ def llm_available(config: Config, console: Any) -> Iterator[Config]:
 
 
 def run_demo(build_dir: Path, endpoint: str | None, model: str | None, max_pairs: int, console: Any) -> None:
-    from babelrag.runner import run_pipeline
+    from babelrag.pipeline import run_pipeline
 
     build_dir = build_dir.resolve()
     build_dir.mkdir(parents=True, exist_ok=True)

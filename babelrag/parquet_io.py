@@ -23,7 +23,7 @@ ROW_GROUP = 256
 
 def arrow_schema(model: type[BaseModel]) -> Any:
     """The Arrow schema of ``model`` (with the ``datasets`` features in its metadata)."""
-    from babelrag.schema import features_for
+    from babelrag.arrow_features import features_for
 
     return features_for(model).arrow_schema
 

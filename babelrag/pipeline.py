@@ -400,3 +400,23 @@ def _usage_diff(stage: str, before: dict[str, Any]) -> dict[str, Any]:
 
     after = llm_session.usage_for_stage(stage)
     return {k: (v - before.get(k, 0)) if isinstance(v, (int, float)) else v for k, v in after.items()}
+
+
+def run_pipeline(config: Config, until: str | None = None, only: Iterable[str] | None = None,
+                 force: Iterable[str] = (), console: Any = None) -> RunReport:
+    """Run the pipeline for the CLI: the run report is printed at the end (also on failure) and saved as
+    ``<build>/run_report.json``."""
+    import json
+
+    from babelrag.atomic import atomic_write_text
+
+    pipe = Pipeline(config, console=console)
+    try:
+        return pipe.run(until=until, only=only, force=force)
+    finally:
+        if pipe.report.stages:
+            if console is not None:
+                console.print(pipe.report.render())
+            pipe.store.root.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(pipe.store.root / "run_report.json",
+                              json.dumps(pipe.report.to_dict(), indent=2, sort_keys=True))

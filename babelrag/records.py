@@ -1,7 +1,7 @@
 """Typed records that flow between stages.
 
 Every stage reads and writes lists of these pydantic models; ``babelrag.store`` turns them into
-Arrow/parquet through ``datasets`` with features derived from the model (see ``babelrag.schema``).
+Arrow/parquet through ``datasets`` with features derived from the model (see ``babelrag.arrow_features``).
 Free-form mappings are kept as JSON strings so every column has one Arrow type.
 """
 from __future__ import annotations

@@ -24,7 +24,7 @@ from pathlib import Path
 import httpx
 
 from babelrag.annotate import projects, pull as pl, push as ps, samples
-from babelrag.annotate.config import AnnotateSettings, ServerSettings
+from babelrag.annotate.settings import AnnotateSettings, ServerSettings
 from babelrag.annotate.server.process import ArgillaServer
 from babelrag.annotate.server.venv import ensure_server_venv
 

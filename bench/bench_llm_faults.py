@@ -15,7 +15,7 @@ from collections import Counter
 from pydantic import BaseModel
 
 from babelrag.llm.client import LLMRunner
-from babelrag.llm.config import EndpointConfig, LLMSettings
+from babelrag.llm.settings import EndpointConfig, LLMSettings
 from babelrag.llm.prompts import Prompt
 from babelrag.testing.scripted_server import Faults, ScriptedProcess
 

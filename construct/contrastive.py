@@ -6,19 +6,16 @@ For a (chunk, question):
 * context relevance — the clean chunk vs the chunk plus an unrelated page (no LLM needed).
 
 Which option is shown as ``a`` is a seeded coin flip per pair (no position bias); ``better`` records the
-construction-time expectation. Entry points: ``build_pairs`` (library) and
-``python -m babelrag.construct.contrastive -c cfg.yaml -o pairs.jsonl`` (reads a finished build: accepted
-questions' selected one-step pairs and their articles).
+construction-time expectation. Entry points: ``build_pairs`` (library), ``write_contrastive_pairs`` (from a finished build: accepted
+questions' selected one-step pairs and their articles) and ``babelrag construct contrastive``.
 """
 from __future__ import annotations
 
-import argparse
 import hashlib
-import json
 import random
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Optional
+from typing import Any, Iterable, Optional, Sequence
 
 from babelrag.atomic import atomic_write_text
 from babelrag.records import Article, ContrastivePair, Provenance, QAItem
@@ -85,7 +82,7 @@ def llm_pairs(runner: Any, items: list[ChunkQuestion], *, seed: int, stage: str 
               endpoint: Optional[str] = None, kinds: Iterable[str] = ("faithfulness", "answer_relevance"),
               ) -> tuple[list[ContrastivePair], list[tuple[str, str]]]:
     """Faithfulness and answer-relevance pairs; returns (pairs, [(item id, error)]) — failures are kept."""
-    from babelrag.construct.chains.schemas import Answer
+    from babelrag.construct.chains.outputs import Answer
     from babelrag.construct.translate import language_name
     from babelrag.llm import Prompt
 
@@ -170,41 +167,23 @@ def write_jsonl(path: Path, pairs: list[ContrastivePair]) -> None:
     atomic_write_text(path, "".join(p.model_dump_json() + "\n" for p in pairs))
 
 
-def main(argv: Optional[list[str]] = None) -> int:
-    from babelrag.config import load_config
-    from babelrag.errors import BabelragError
+def write_contrastive_pairs(config: Any, out: Path, kinds: Sequence[str] = KINDS, limit: Optional[int] = None,
+                            max_chars: int = 1500) -> dict[str, Any]:
+    """Contrastive pairs from a finished build's accepted questions (their selected one-step pairs and
+    articles) into ``out`` (JSONL, atomic); returns a summary (written, by kind, failed, out)."""
     from babelrag.llm_session import get_runner
     from babelrag.store import BuildStore
 
-    ap = argparse.ArgumentParser(prog="python -m babelrag.construct.contrastive",
-                                 description="Contrastive pairs (faithfulness, answer relevance, context relevance) "
-                                             "from a finished build's accepted questions.")
-    ap.add_argument("-c", "--config", required=True)
-    ap.add_argument("-o", "--out", required=True, help="JSONL file to write")
-    ap.add_argument("--kinds", default=",".join(KINDS))
-    ap.add_argument("--limit", type=int, default=None, help="at most this many (chunk, question) items")
-    ap.add_argument("--max-chars", type=int, default=1500)
-    a = ap.parse_args(argv)
-    try:
-        cfg = load_config(a.config)
-        store = BuildStore(cfg.build_dir)
-        qas = store.read("filters", QAItem)
-        articles = {x.id: x for x in store.iter_read("ingest", Article)}
-        items = chunk_questions(qas, articles, a.max_chars)[: a.limit]
-        used = {it.id.rsplit(":", 1)[0] for it in items}
-        support = {aid for q in qas if q.id in used for aid in q.article_ids}
-        unrelated = [(x.id, f"{x.title}\n{x.text[: a.max_chars]}") for x in sorted(articles.values(), key=lambda x: x.id)
-                     if x.id not in support and x.language == "en"]
-        runner = get_runner(cfg) if set(a.kinds.split(",")) - {"context_relevance"} else None
-        pairs, errors = build_pairs(runner, items, unrelated, seed=cfg.project.seed, kinds=a.kinds.split(","))
-        write_jsonl(Path(a.out), pairs)
-    except BabelragError as exc:
-        print(f"error: {exc}")
-        return exc.exit_code
-    by_kind = {k: sum(p.kind == k for p in pairs) for k in KINDS}
-    print(json.dumps({"written": len(pairs), "by_kind": by_kind, "failed": len(errors), "out": a.out}))
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+    store = BuildStore(config.build_dir)
+    qas = store.read("filters", QAItem)
+    articles = {x.id: x for x in store.iter_read("ingest", Article)}
+    items = chunk_questions(qas, articles, max_chars)[:limit]
+    used = {it.id.rsplit(":", 1)[0] for it in items}
+    support = {aid for q in qas if q.id in used for aid in q.article_ids}
+    unrelated = [(x.id, f"{x.title}\n{x.text[:max_chars]}") for x in sorted(articles.values(), key=lambda x: x.id)
+                 if x.id not in support and x.language == "en"]
+    runner = get_runner(config) if set(kinds) - {"context_relevance"} else None
+    pairs, errors = build_pairs(runner, items, unrelated, seed=config.project.seed, kinds=list(kinds))
+    write_jsonl(Path(out), pairs)
+    return {"written": len(pairs), "by_kind": {k: sum(p.kind == k for p in pairs) for k in KINDS},
+            "failed": len(errors), "out": str(out)}

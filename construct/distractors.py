@@ -142,7 +142,7 @@ def answering(runner: Any, qa: QAItem, candidates: list[str], articles: dict[str
               endpoint: Optional[str], max_chars: int) -> set[str]:
     """Candidates from which the LLM answers the question correctly (judged); unreadable replies count
     as answering, to stay on the safe side."""
-    from babelrag.construct.chains.schemas import Attempt
+    from babelrag.construct.chains.outputs import Attempt
     from babelrag.construct.filters import _judge
     from babelrag.llm import Prompt
 

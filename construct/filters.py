@@ -85,7 +85,7 @@ def check_well_formed(items: list[QAItem], min_score: float) -> dict[str, Verdic
 def check_well_formed_llm(runner: Any, items: list[QAItem], *, stage: str, endpoint: Optional[str],
                           min_rating: int, on_error: str) -> dict[str, Verdict]:
     """Optional second opinion: an LLM rating 1-5 (used only on questions the heuristic passed)."""
-    from babelrag.construct.chains.schemas import Rating
+    from babelrag.construct.chains.outputs import Rating
     from babelrag.llm import Prompt
 
     prompt = Prompt.beside(__file__, "chains/prompts/well_formed.yaml")
@@ -206,7 +206,7 @@ def _llm_error(error: Optional[str], on_error: str) -> Verdict:
 
 def _judge(runner: Any, pending: list[tuple[str, str, str, str]], *, stage: str, endpoint: Optional[str]) -> dict:
     """pending: (key, question, gold, candidate) -> {key: Result}."""
-    from babelrag.construct.chains.schemas import Judgement
+    from babelrag.construct.chains.outputs import Judgement
     from babelrag.llm import Prompt
 
     if not pending:
@@ -259,7 +259,7 @@ def check_needs_both(runner: Any, items: list[QAItem], articles: dict[str, Artic
                      min_overlap: float = 0.0) -> dict[str, Verdict]:
     """The model answers from each article alone; the question passes if every single-article answer
     is declined or judged wrong."""
-    from babelrag.construct.chains.schemas import Attempt
+    from babelrag.construct.chains.outputs import Attempt
     from babelrag.llm import Prompt
 
     prompt = Prompt.beside(__file__, "chains/prompts/answer_single.yaml")
@@ -293,7 +293,7 @@ def check_needs_both(runner: Any, items: list[QAItem], articles: dict[str, Artic
 def check_needs_retrieval(runner: Any, items: list[QAItem], *, stage: str, endpoint: Optional[str],
                           on_error: str, min_overlap: float = 0.0) -> dict[str, Verdict]:
     """Closed-book answer: the question passes if the model declines or is judged wrong."""
-    from babelrag.construct.chains.schemas import Attempt
+    from babelrag.construct.chains.outputs import Attempt
     from babelrag.llm import Prompt
 
     prompt = Prompt.beside(__file__, "chains/prompts/answer_closed.yaml")

@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 
 from babelrag.pipeline import StageContext
 from babelrag.records import Article, ArticlePair
-from babelrag.text import excerpt
+from babelrag.excerpt import excerpt
 
 EXCERPT_CHARS = 1200
 BATCH = 64

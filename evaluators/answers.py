@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from babelrag.errors import InputError
 from babelrag.evaluators.settings import PromptStyle
 from babelrag.records import Document, Instance
-from babelrag.text import excerpt
+from babelrag.excerpt import excerpt
 
 if TYPE_CHECKING:  # pragma: no cover
     from babelrag.llm.client import LLMRunner

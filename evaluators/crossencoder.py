@@ -147,7 +147,7 @@ def nli_support(nli: Any, records: Sequence[Mapping[str, Any]]) -> list[float]:
     """Share of each response's sentences entailed by at least one of its ``passages`` ({id: text}).
 
     NaN for a response with no sentences (as the LLM-judged support feature)."""
-    from babelrag.evaluators.text import split_sentences
+    from babelrag.evaluators.sentences import split_sentences
 
     pairs: list[tuple[str, str]] = []
     index: list[tuple[int, int]] = []  # (record, sentence) per pair

@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 
 from babelrag.evaluators.garage import GarageItem
 from babelrag.evaluators.mirage import JudgedBattles, Matchup, judge_battles
-from babelrag.evaluators.text import split_sentences
+from babelrag.evaluators.sentences import split_sentences
 
 if TYPE_CHECKING:  # pragma: no cover
     from babelrag.llm.client import LLMRunner, Result

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from babelrag.errors import ConfigError
-from babelrag.evaluators.text import split_sentences
+from babelrag.evaluators.sentences import split_sentences
 from babelrag.langcheck import code_of, lingua_detector
 
 DEFAULT_LANGUAGES = ("en", "de", "es", "fr", "zh", "ar", "ru", "ja", "it", "pt", "ro", "hi")

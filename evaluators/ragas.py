@@ -25,7 +25,7 @@ from babelrag.errors import InputError
 from babelrag.evaluators.metric import Column, Metric, MetricRun
 from babelrag.evaluators.registry import register
 from babelrag.evaluators.results import ScoreResult, make_result
-from babelrag.evaluators.text import split_sentences
+from babelrag.evaluators.sentences import split_sentences
 from babelrag.stats import bootstrap_ci, cohen_kappa
 
 NAN = float("nan")

@@ -22,13 +22,13 @@ XRAG_QTYPE_BACK = {v: k for k, v in XRAG_QTYPE.items()}
 
 
 def instance_features() -> Any:
-    from babelrag.schema import features_for
+    from babelrag.arrow_features import features_for
 
     return features_for(Instance)
 
 
 def document_features() -> Any:
-    from babelrag.schema import features_for
+    from babelrag.arrow_features import features_for
 
     return features_for(Document)
 

@@ -18,7 +18,7 @@ import pytest
 from babelrag.annotate import agreement as ag
 from babelrag.annotate import merge, projects, pull as pl, push as ps
 from babelrag.annotate import samples
-from babelrag.annotate.config import AnnotateSettings, ServerSettings
+from babelrag.annotate.settings import AnnotateSettings, ServerSettings
 from babelrag.annotate.server.process import ArgillaServer
 from babelrag.records import QAItem
 

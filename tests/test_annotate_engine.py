@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from babelrag.annotate.config import ServerSettings
+from babelrag.annotate.settings import ServerSettings
 from babelrag.annotate.server.venv import ensure_server_venv
 
 pytestmark = pytest.mark.argilla

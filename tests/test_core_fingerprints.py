@@ -136,7 +136,7 @@ def test_embedded_server_port_changes_neither_fingerprints_nor_cache_keys(tmp_pa
     """The embedded llama.cpp server listens on a fresh port each run: a re-run of the demo must still
     find its stages current and its LLM answers cached. A different real endpoint URL must not."""
     from babelrag.llm.client import LLMRunner
-    from babelrag.llm.config import EndpointConfig
+    from babelrag.llm.settings import EndpointConfig
     from babelrag.llm.local import LocalLLMServer
     from babelrag.pipeline import endpoint_settings
 

@@ -18,7 +18,7 @@ from babelrag.evaluators.mirage import all_matchups
 from babelrag.evaluators.ragas import ContrastivePair, forced_choice_agreement, score_context_relevance, score_faithfulness
 from babelrag.evaluators.xrag import XragItem, score_panel
 from babelrag.llm.client import LLMRunner
-from babelrag.llm.config import EndpointConfig, LLMSettings
+from babelrag.llm.settings import EndpointConfig, LLMSettings
 from babelrag.testing.scripted_server import Fault, ScriptedServer
 
 

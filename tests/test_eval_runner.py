@@ -10,7 +10,7 @@ from babelrag.evaluators.execution import run_evaluation
 from babelrag.evaluators.release_reader import load_instances
 from babelrag.evaluators.settings import EvalSettings
 from babelrag.llm.client import LLMRunner
-from babelrag.llm.config import EndpointConfig, LLMSettings
+from babelrag.llm.settings import EndpointConfig, LLMSettings
 from babelrag.records import Document, Instance
 from babelrag.testing.scripted_server import ScriptedServer
 

@@ -7,7 +7,7 @@ import pytest
 from babelrag.config import config_from_dict
 from babelrag.construct.filters import check_needs_both, check_needs_retrieval, gold_recall
 from babelrag.llm.client import LLMRunner
-from babelrag.llm.config import EndpointConfig, LLMSettings
+from babelrag.llm.settings import EndpointConfig, LLMSettings
 from babelrag.pipeline import Pipeline
 from babelrag.records import Article, QAItem
 from babelrag.store import BuildStore

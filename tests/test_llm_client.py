@@ -12,7 +12,7 @@ from pydantic import BaseModel
 
 from babelrag.errors import InputError
 from babelrag.llm.client import LLMRunner, parse_structured
-from babelrag.llm.config import EndpointConfig, LLMSettings
+from babelrag.llm.settings import EndpointConfig, LLMSettings
 from babelrag.llm.prompts import Prompt
 from babelrag.testing.scripted_server import Fault, Faults, Rule, ScriptedServer, hash_embedding
 
@@ -428,7 +428,7 @@ def test_two_processes_write_one_cache_at_once(tmp_path):
     script = (
         "import sys\n"
         "from babelrag.llm.client import LLMRunner\n"
-        "from babelrag.llm.config import EndpointConfig, LLMSettings\n"
+        "from babelrag.llm.settings import EndpointConfig, LLMSettings\n"
         "from babelrag.llm.prompts import Prompt\n"
         "url, cache, off = sys.argv[1], sys.argv[2], int(sys.argv[3])\n"
         "s = LLMSettings(endpoints={'g': EndpointConfig(base_url=url, model='m', max_concurrency=16)}, progress=False)\n"

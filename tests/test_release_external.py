@@ -246,7 +246,7 @@ def test_evaluate_runs_on_a_converted_garage_folder(tmp_path):
     from babelrag.evaluators.execution import run_evaluation
     from babelrag.evaluators.settings import EvalSettings
     from babelrag.llm.client import LLMRunner
-    from babelrag.llm.config import EndpointConfig, LLMSettings
+    from babelrag.llm.settings import EndpointConfig, LLMSettings
     from babelrag.testing.scripted_server import ScriptedServer
 
     def brain(body):

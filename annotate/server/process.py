@@ -22,7 +22,7 @@ from typing import Optional
 
 from babelrag.errors import StageError
 
-from ..config import ARGILLA_SERVER_VERSION, ServerSettings
+from ..settings import ARGILLA_SERVER_VERSION, ServerSettings
 from .venv import ensure_server_venv, redis_server_binary
 
 LAUNCHER = Path(__file__).with_name("launcher.py")

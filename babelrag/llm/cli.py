@@ -55,7 +55,7 @@ def ping(config: Optional[Path] = typer.Option(None, "--config", "-c", help="Che
 
     from babelrag.errors import ConfigError
     from babelrag.llm.client import LLMRunner
-    from babelrag.llm.config import EndpointConfig, LLMSettings
+    from babelrag.llm.settings import EndpointConfig, LLMSettings
     from babelrag.llm.prompts import Prompt
 
     if base_url:

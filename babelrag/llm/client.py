@@ -21,7 +21,7 @@ from pydantic import BaseModel, ValidationError
 
 from babelrag.errors import InputError
 from babelrag.llm.cache import ResponseCache, cache_key
-from babelrag.llm.config import EndpointConfig, LLMSettings
+from babelrag.llm.settings import EndpointConfig, LLMSettings
 from babelrag.llm.limiter import EndpointLimiter
 from babelrag.llm.prompts import Message, Prompt
 from babelrag.llm.retry import Failure, backoff_delay, classify

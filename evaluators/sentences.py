@@ -1,9 +1,7 @@
-"""Sentence splitting for the evaluators; tokens come from the project-wide ``babelrag.tokens``."""
+"""Sentence splitting for the evaluators (citation markers stay with the sentence they follow)."""
 from __future__ import annotations
 
 import re
-
-from babelrag.tokens import tokenize  # noqa: F401  (re-exported: the evaluators' one tokenizer)
 
 _TERMINAL = "[.!?\u3002\uff01\uff1f\u061f\u0964]+"
 # citation markers standing after the full stop ("...2022.[cite_1] It", "...2022. [3] It") stay with
