@@ -149,11 +149,11 @@ def test_warc_reader_counts_non_html_and_corrupt_records(tmp_path):
     path.write_bytes(good + b"\x1f\x8b\x08garbage-that-is-not-a-warc-record" * 3)
     items = list(read_warc(path))
     kinds = [type(i).__name__ + ":" + getattr(i, "reason", "") for i in items]
-    assert kinds == ["RawArticle:", "Skip:non-html-record", "RawArticle:", "Skip:corrupt-warc-record"]
+    assert kinds == ["RawArticle:", "Skip:non-html-record", "RawArticle:", "Skip:corrupt-warc-member"]
     config = cfg(tmp_path, [{"path": str(path), "format": "warc"}])
     report = Pipeline(config).run(until="ingest")
     assert len(BuildStore(config.build_dir).read("ingest", Article)) == 2
-    assert report.stages[0].skipped == {"non-html-record": 1, "corrupt-warc-record": 1}
+    assert report.stages[0].skipped == {"non-html-record": 1, "corrupt-warc-member": 1}
 
 
 def test_language_identifier_restricted_with_confidence():
