@@ -73,11 +73,11 @@ def test_jsonl_filters_dedupe_and_title_entities(tmp_path):
     assert by_id["a2"].published == "2026-03-05"
     assert by_id["a1"].n_tokens == count_tokens(long)
     assert "berlin" in by_id["a1"].title_entities and "siemens" in by_id["a1"].title_entities
-    assert "münchen" in by_id["a3"].title_entities  # English model on a Latin-script German title
+    assert by_id["a3"].title_entities == []  # no German model: no entities (never the English model) ...
     skipped = report.stages[0].skipped
     assert skipped == {"exact-duplicate": 1, "near-duplicate": 1, "too-short": 1, "missing-date": 1,
                        "before-date-window": 1, "language-not-configured": 2, "duplicate-id": 1,
-                       "bad-json": 1, "no-article-text": 1}
+                       "bad-json": 1, "no-article-text": 1, "no-ner-model-de": 1}  # ... and counted
     assert report.stages[0].count_in == 13
 
 
