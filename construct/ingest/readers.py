@@ -163,6 +163,9 @@ def read_html_dir(folder: Path, url_map: Path | None = None) -> Iterator[Item]:
         yield _article_from_fields(fields, str(path), fallback_url=url)
 
 
+WARC_TYPES = {"warcinfo", "response", "resource", "request", "metadata", "revisit", "conversion", "continuation"}
+
+
 def read_warc(path: Path) -> Iterator[Item]:
     """HTML responses of a WARC file (gzipped per record, as Common Crawl writes them, or uncompressed).
 
@@ -188,6 +191,9 @@ def read_warc(path: Path) -> Iterator[Item]:
                 record = next(iter(ArchiveIterator(io.BytesIO(item.raw))))
             except Exception as exc:  # warcio rejects the header block: nothing else to read in it
                 yield Skip("corrupt-warc-record", where, f"{type(exc).__name__}: {exc}"[:300])
+                continue
+            if record.rec_type not in WARC_TYPES:  # a damaged header, not a record type to ignore
+                yield Skip("corrupt-warc-record", where, f"unknown WARC-Type {record.rec_type!r}"[:300])
                 continue
             if record.rec_type != "response":
                 continue
