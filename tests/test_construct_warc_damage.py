@@ -226,3 +226,12 @@ def test_damaged_record_type_is_counted_not_ignored(tmp_path, plain):
     kept, skips = read(tmp_path, data, "type.warc")
     assert_adds_up(plain, kept, skips)
     assert [s.reason for s in skips if "respoxse" in s.detail] == ["corrupt-warc-record"]
+
+
+def test_damaged_start_of_a_gzipped_file(tmp_path, gz):
+    """The first bytes are not a gzip header: still read as gzip (members follow), the start counted."""
+    data = b"\x00" * 40 + gz.data[gz.offsets[1]:]  # warcinfo member replaced by 40 zero bytes
+    kept, skips = read(tmp_path, data, "start.warc.gz")
+    assert_adds_up(gz, kept, skips, junk_regions=1)
+    [bad] = [s for s in skips if s.reason == "corrupt-warc-member"]
+    assert offset_of(bad) == 0 and "40 bytes skipped" in bad.detail and len(kept) == 7

@@ -50,10 +50,17 @@ WarcItem = Union[WarcRecord, WarcDamage]
 
 
 def is_gzipped(fh: BinaryIO) -> bool:
-    pos = fh.tell()
-    head = fh.read(3)
-    fh.seek(pos)
-    return head == GZIP_MAGIC
+    """Gzip magic at the start, or (damaged start) no WARC header there but a gzip member soon after."""
+    fh.seek(0)
+    head = fh.read(MAX_HEADER_BYTES)
+    fh.seek(0)
+    if head.startswith(GZIP_MAGIC):
+        return True
+    if head.lstrip(b"\r\n").startswith(b"WARC/"):
+        return False
+    start = _resync_gzip(fh, 0)
+    fh.seek(0)
+    return start is not None and start < MAX_HEADER_BYTES
 
 
 def iter_warc(fh: BinaryIO) -> Iterator[WarcItem]:
