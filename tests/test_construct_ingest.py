@@ -74,11 +74,11 @@ def test_jsonl_filters_dedupe_and_title_entities(tmp_path):
     assert by_id["a2"].published == "2026-03-05"
     assert by_id["a1"].n_tokens == count_tokens(long)
     assert "berlin" in by_id["a1"].title_entities and "siemens" in by_id["a1"].title_entities
-    assert "münchen" in by_id["a3"].title_entities  # English model on a Latin-script German title
+    assert by_id["a3"].title_entities == []  # no German model: no entities (never the English model) ...
     skipped = report.stages[0].skipped
     assert skipped == {"exact-duplicate": 1, "near-duplicate": 1, "too-short": 1, "missing-date": 1,
                        "before-date-window": 1, "language-not-configured": 2, "duplicate-id": 1,
-                       "bad-json": 1, "no-article-text": 1}
+                       "bad-json": 1, "no-article-text": 1, "no-ner-model-de": 1}  # ... and counted
     assert report.stages[0].count_in == 13
 
 
@@ -150,11 +150,11 @@ def test_warc_reader_counts_non_html_and_corrupt_records(tmp_path):
     path.write_bytes(good + b"\x1f\x8b\x08garbage-that-is-not-a-warc-record" * 3)
     items = list(read_warc(path))
     kinds = [type(i).__name__ + ":" + getattr(i, "reason", "") for i in items]
-    assert kinds == ["RawArticle:", "Skip:non-html-record", "RawArticle:", "Skip:corrupt-warc-record"]
+    assert kinds == ["RawArticle:", "Skip:non-html-record", "RawArticle:", "Skip:corrupt-warc-member"]
     config = cfg(tmp_path, [{"path": str(path), "format": "warc"}])
     report = Pipeline(config).run(until="ingest")
     assert len(BuildStore(config.build_dir).read("ingest", Article)) == 2
-    assert report.stages[0].skipped == {"non-html-record": 1, "corrupt-warc-record": 1}
+    assert report.stages[0].skipped == {"non-html-record": 1, "corrupt-warc-member": 1}
 
 
 def test_language_identifier_restricted_with_confidence():

