@@ -7,16 +7,51 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
+import typer.main
+from typer.core import TyperGroup
 
 from babelrag.errors import BabelragError
 
+
+class StageCommands(TyperGroup):
+    """``babelrag construct``: one sub-command per declared stage (``babelrag.stage``), built when the group
+    is used, so ``babelrag --help`` reads no declaration."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        from babelrag.stage import stage_names
+
+        return [*stage_names(), *sorted(super().list_commands(ctx))]
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        from babelrag.stage import stages
+
+        spec = next((s for s in stages() if s.name == cmd_name), None)
+        return _stage_command(spec.name, spec.description) if spec else super().get_command(ctx, cmd_name)
+
+
+def _stage_command(stage: str, description: str) -> Any:
+    def command(config: Path = typer.Option(Path("babelrag.yaml"), "--config", "-c",
+                                            help="YAML config (see `babelrag init`)."),
+                force: bool = typer.Option(False, "--force", help="Redo the stage even if unchanged.")) -> None:
+        from babelrag.pipeline import run_pipeline
+
+        run_pipeline(_load(config), only=[stage], force=[stage] if force else [], console=_console())
+
+    command.__doc__ = f"{description[:1].upper()}{description[1:]}."
+    single = typer.Typer(add_completion=False)
+    single.command(name=stage)(command)
+    cmd = typer.main.get_command(single)  # an app with one command is that command
+    cmd.name = stage
+    return cmd
+
+
 app = typer.Typer(help="Build, annotate, release and evaluate multilingual / cross-lingual RAG benchmarks.",
                   no_args_is_help=True, pretty_exceptions_enable=False, add_completion=False)
-construct_app = typer.Typer(help="Build stages: ingest, pairs, relevance, questions, filters, distractors, "
-                                 "instances; contrastive pairs.", no_args_is_help=True)
+construct_app = typer.Typer(cls=StageCommands, help="Build stages (one command per declared stage), contrastive "
+                            "pairs, and the build's status.", no_args_is_help=True)
 app.add_typer(construct_app, name="construct")
 
 
@@ -75,29 +110,6 @@ def run(config: Path = ConfigOpt,
     run_pipeline(_load(config), until=until, force=force, console=_console())
 
 
-def _stage_command(stage: str, doc: str) -> None:
-    def command(config: Path = ConfigOpt,
-                force: bool = typer.Option(False, "--force", help="Redo the stage even if unchanged.")) -> None:
-        from babelrag.pipeline import run_pipeline
-
-        run_pipeline(_load(config), only=[stage], force=[stage] if force else [], console=_console())
-
-    command.__doc__ = doc
-    construct_app.command(name=stage)(command)
-
-
-for _spec_name, _doc in (
-    ("ingest", "Read the corpus (WARC/HTML/JSONL): date window, length, language ID, dedupe, title NER."),
-    ("pairs", "Mine related article pairs: entity graph (same language) and dense retrieval (cross-language)."),
-    ("relevance", "Check each candidate pair's topical relevance with the LLM."),
-    ("questions", "Generate cross-document questions (summary -> simple Q&A -> question -> answer) and translate."),
-    ("filters", "Filter questions: well-formed, named entity, near-duplicates, verbatim, needs both, needs retrieval."),
-    ("distractors", "Select distractors: related (older), random irrelevant and seemingly relevant."),
-    ("instances", "Assemble benchmark instances for every configured setting and language."),
-):
-    _stage_command(_spec_name, _doc)
-
-
 @construct_app.command("contrastive")
 def construct_contrastive(config: Path = ConfigOpt,
                           out: Path = typer.Option(..., "--out", "-o", help="JSONL file to write."),
@@ -121,7 +133,8 @@ def construct_status(config: Path = ConfigOpt) -> None:
     """Show which stages are finished and current."""
     from rich.table import Table
 
-    from babelrag.pipeline import STAGES, Pipeline
+    from babelrag.pipeline import Pipeline
+    from babelrag.stage import stages
 
     pipe = Pipeline(_load(config))
     table = Table(title=f"build: {pipe.store.root}")
@@ -129,7 +142,7 @@ def construct_status(config: Path = ConfigOpt) -> None:
         table.add_column(col)
     import datetime as _dt
 
-    for spec in STAGES:
+    for spec in stages():
         m = pipe.store.manifest(spec.name)
         if m is None:
             table.add_row(spec.name, "not built", "-", "-", "-")

@@ -1,7 +1,7 @@
-"""Stage registry and the resumable runner.
+"""The resumable pipeline runner.
 
-A stage is a function ``run(ctx: StageContext) -> None`` in a stage package, registered here by a
-"module:function" string so that listing stages imports nothing heavy. A stage is skipped when its
+A stage is a function ``run(ctx: StageContext) -> None`` in a stage package that declares itself with a
+``StageSpec`` (``babelrag.stage``: the pipeline is generated from the declarations). A stage is skipped when its
 fingerprint (stage version + its config sections + its inputs' output fingerprints + the content of the
 files its config names + the LLM endpoint it uses outside its config sections) matches the manifest of
 its finished output; ``force`` redoes it. Records go through ``ctx.output(...)`` (a ShardWriter), so a
@@ -9,11 +9,10 @@ killed run resumes from its last shard.
 """
 from __future__ import annotations
 
-import importlib
 import platform
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -25,77 +24,11 @@ from babelrag.errors import StageError
 from babelrag.records import ErrorRecord
 from babelrag.hashing import ContentHasher, stable_hash
 from babelrag.shards import ShardWriter
+from babelrag.stage import StageSpec
+from babelrag.stage import stages as declared_stages
 from babelrag.store import BuildStore, Manifest
 
 M = TypeVar("M", bound=BaseModel)
-
-
-@dataclass(frozen=True)
-class StageSpec:
-    name: str
-    target: str  # "package.module:function"
-    model: str  # record type name in babelrag.records
-    inputs: tuple[str, ...] = ()
-    config_sections: tuple[str, ...] = ()
-    version: str = "1"
-    description: str = ""
-    uses_llm: bool = False
-    # config fields naming files or folders the stage reads ("a.b", "a.list[].c", "a.mapping{}"): their
-    # *content* is part of the fingerprint (a value that is not an existing path, e.g. a model name, is not)
-    files: tuple[str, ...] = ()
-    # LLM endpoints used although "llm" is not among config_sections: (endpoint field, {field: value}
-    # conditions that must all hold); the resolved endpoint's output-relevant settings join the fingerprint
-    llm_endpoints: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()
-
-    def load(self) -> Callable[[StageContext], None]:
-        module, _, attr = self.target.partition(":")
-        try:
-            return getattr(importlib.import_module(module), attr)
-        except (ImportError, AttributeError) as exc:
-            raise StageError(f"stage '{self.name}' is not available: {exc}") from None
-
-    def record_type(self) -> type[BaseModel]:
-        from babelrag import records
-
-        return getattr(records, self.model)
-
-
-# The build pipeline, in order. Release and evaluation read the finished build (separate commands).
-STAGES: tuple[StageSpec, ...] = (
-    StageSpec("ingest", "babelrag.construct.ingest:run", "Article", (), ("corpus", "project", "ner"),
-              description="read WARC/HTML/JSONL, date window, length, language ID, dedupe, title NER",
-              files=("corpus.inputs[].path", "corpus.inputs[].url_map", "ner.gazetteer", "ner.stanza_dir",
-                     "ner.spacy_model", "ner.spacy_models{}"),
-              llm_endpoints=(("ner.endpoint", (("ner.backend", "llm"),)),)),
-    StageSpec("pairs", "babelrag.construct.pairs:run", "ArticlePair", ("ingest",), ("pairs", "dense", "project"),
-              description="related article pairs: entity graph (same language) + dense retrieval (cross-language)",
-              files=("dense.events_file", "dense.encoder.name_or_path"),
-              llm_endpoints=(("dense.encoder.endpoint", (("dense.enabled", True), ("dense.encoder.kind", "openai"))),)),
-    StageSpec("relevance", "babelrag.construct.relevance:run", "ArticlePair", ("ingest", "pairs"),
-              ("relevance", "llm"), description="LLM topical-relevance check of each pair", uses_llm=True),
-    StageSpec("questions", "babelrag.construct.questions:run", "QAItem", ("ingest", "relevance"),
-              ("questions", "llm"), description="summary -> simple Q&A -> cross-document Q&A -> translation",
-              uses_llm=True),
-    StageSpec("filters", "babelrag.construct.filters:run", "QAItem", ("ingest", "questions"),
-              ("filters", "llm"), description="well-formed, named entity, near-duplicate, verbatim, "
-              "needs both articles, needs retrieval", uses_llm=True, files=("filters.spacy_model",)),
-    StageSpec("distractors", "babelrag.construct.distractors:run", "DistractorSet", ("ingest", "filters"),
-              ("distractors", "dense", "project", "llm"), uses_llm=True,
-              description="related / irrelevant / seemingly relevant distractors",
-              files=("dense.encoder.name_or_path",)),
-    StageSpec("instances", "babelrag.construct.instances:run", "Instance", ("ingest", "filters", "distractors"),
-              ("instances", "project", "distractors", "llm"),
-              description="one instance per question, setting and language", uses_llm=True,
-              files=("instances.reviewed_qa",)),
-)
-STAGE_NAMES = tuple(s.name for s in STAGES)
-
-
-def get_stage(name: str) -> StageSpec:
-    for spec in STAGES:
-        if spec.name == name:
-            return spec
-    raise StageError(f"unknown stage '{name}'; stages: {', '.join(STAGE_NAMES)}")
 
 
 def config_values(config: Config, selector: str) -> list[tuple[str, Any]]:
@@ -190,13 +123,39 @@ class RunReport:
         return table
 
 
+class DeclaredConfig:
+    """The config as a stage sees it: only the sections its spec declares (``config_sections``,
+    ``runtime_sections`` and the ones it owns). Reading another section raises, because a value the
+    fingerprint does not cover would let a changed config reuse stale output."""
+
+    def __init__(self, config: Config, spec: StageSpec) -> None:
+        object.__setattr__(self, "_config", config)
+        object.__setattr__(self, "_spec", spec)
+        object.__setattr__(self, "_sections", set(type(config).model_fields) - {"base_dir"})
+
+    def __getattr__(self, name: str) -> Any:
+        if name in self._sections and name not in self._spec.readable_sections:
+            raise StageError(f"stage '{self._spec.name}' reads config section '{name}' but does not declare it; "
+                             f"add it to its StageSpec (config_sections, or runtime_sections if it never "
+                             f"changes the output); declared: {sorted(self._spec.readable_sections)}")
+        return getattr(self._config, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("a stage's config is read-only")
+
+    @property
+    def unchecked(self) -> Config:
+        """The whole config, for code that needs the model itself (the LLM session)."""
+        return self._config
+
+
 class StageContext:
     """What a stage function sees: config, inputs, an output writer, skip counters, progress, LLM."""
 
     def __init__(self, spec: StageSpec, config: Config, store: BuildStore, fingerprint: str,
                  staging: Path, console: Any = None) -> None:
         self.spec = spec
-        self.config = config
+        self.config: Any = DeclaredConfig(config, spec)
         self.store = store
         self.fingerprint = fingerprint
         self.artifacts_dir = staging  # extra files written here land in the stage folder atomically
@@ -249,7 +208,7 @@ class StageContext:
         if self._llm is None:
             from babelrag.llm_session import get_runner
 
-            self._llm = get_runner(self.config)
+            self._llm = get_runner(self.config.unchecked)
         return self._llm
 
     @property
@@ -260,9 +219,9 @@ class StageContext:
 class Pipeline:
     """Runs stages in order with skip-if-unchanged, ``force`` and crash-safe resume."""
 
-    def __init__(self, config: Config, console: Any = None, stages: tuple[StageSpec, ...] = STAGES) -> None:
+    def __init__(self, config: Config, console: Any = None, stages: tuple[StageSpec, ...] | None = None) -> None:
         self.config = config
-        self.stages = stages
+        self.stages = stages if stages is not None else declared_stages()
         self.store = BuildStore(config.build_dir)
         self.console = console
         self.report = RunReport()

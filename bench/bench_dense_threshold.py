@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from babelrag.config import EncoderConfig
+from babelrag.construct.pairs import EncoderConfig
 from babelrag.construct.encoders import build_encoder
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -20,7 +20,43 @@ import json
 import random
 from typing import Any, Optional
 
+from pydantic import Field, field_validator
+
+from babelrag.config import Section
 from babelrag.records import Article, Distractor, DistractorSet, QAItem
+from babelrag.stage import StageSpec
+
+
+# ---------------------------------------------------------------- declaration (config section + stage spec)
+
+
+class DistractorsConfig(Section):
+    per_language: int = Field(6, ge=0)
+    min_days_before: int = Field(14, ge=0)
+    mixture: dict[str, float] = Field(
+        default_factory=lambda: {"related": 1.0, "irrelevant": 0.0, "seemingly_relevant": 0.0}
+    )
+    verify_with_llm: bool = False
+    endpoint: Optional[str] = None  # for verify_with_llm
+    max_article_chars: int = Field(4000, ge=200)  # article text shown to the LLM verifier
+
+    @field_validator("mixture")
+    @classmethod
+    def _known_kinds(cls, value: dict[str, float]) -> dict[str, float]:
+        kinds = ("related", "seemingly_relevant", "irrelevant")
+        unknown = sorted(set(value) - set(kinds))
+        if unknown:
+            raise ValueError(f"unknown distractor kind(s) {unknown}; allowed: {', '.join(kinds)}")
+        if any(w < 0 for w in value.values()) or sum(value.values()) <= 0:
+            raise ValueError("weights must be >= 0 and sum to more than 0")
+        return value
+
+
+STAGE = StageSpec(
+    "distractors", "babelrag.construct.distractors:run", "DistractorSet", ("ingest", "filters"),
+    ("distractors", "dense", "project", "llm"), uses_llm=True,
+    description="related / irrelevant / seemingly relevant distractors",
+    files=("dense.encoder.name_or_path",), owns={"distractors": DistractorsConfig}, order=60)
 
 KINDS = ("related", "seemingly_relevant", "irrelevant")
 

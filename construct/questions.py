@@ -9,11 +9,38 @@ into X. Chain failures become ErrorRecords; a failed translation stays visible i
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Literal, Optional
 
+from pydantic import Field
+
+from babelrag.config import Section
 from babelrag.construct.chains.crossdoc import CrossDocChain, Job, qa_id
 from babelrag.construct.pair_selection import select_pairs
 from babelrag.records import Article, ArticlePair
+from babelrag.stage import StageSpec
+
+
+# ---------------------------------------------------------------- declaration (config section + stage spec)
+
+
+class QuestionsConfig(Section):
+    types: list[Literal["aggregation", "comparison", "multi-hop", "set"]] = Field(
+        default_factory=lambda: ["aggregation", "comparison", "multi-hop", "set"]
+    )
+    per_pair: int = Field(1, ge=1)
+    max_pairs: Optional[int] = None
+    target_languages: list[str] = Field(default_factory=lambda: ["de", "es", "zh", "ar"])
+    endpoint: Optional[str] = None
+    simple_per_summary: int = Field(3, ge=1, le=10)  # one-step Q&A pairs written from each summary
+    max_article_chars: int = Field(6000, ge=200)  # article text sent to the summary step is cut here
+    translate: bool = True  # machine-translate question/answer (flagged machine_translated)
+    batch_size: int = Field(16, ge=1)  # jobs per chain batch (results are written after each batch)
+
+
+STAGE = StageSpec(
+    "questions", "babelrag.construct.questions:run", "QAItem", ("ingest", "relevance"), ("questions", "project", "llm"),
+    description="summary -> simple Q&A -> cross-document Q&A -> translation", uses_llm=True,
+    owns={"questions": QuestionsConfig}, order=40)
 
 
 def plan_jobs(pairs: list[ArticlePair], articles: dict[str, Article], types: list[str], per_pair: int,

@@ -9,11 +9,33 @@ reply cannot be parsed after the LLM layer's retries and repair becomes an Error
 """
 from __future__ import annotations
 
+from typing import Optional
+
 from pydantic import BaseModel, Field
 
+from babelrag.config import Section
+from babelrag.excerpt import excerpt
 from babelrag.pipeline import StageContext
 from babelrag.records import Article, ArticlePair
-from babelrag.excerpt import excerpt
+from babelrag.stage import StageSpec
+
+
+# ---------------------------------------------------------------- declaration (config section + stage spec)
+
+
+class RelevanceConfig(Section):
+    enabled: bool = True
+    endpoint: Optional[str] = None  # default endpoint when None
+    # check only this many pairs (round-robin over language combinations, as questions.max_pairs picks);
+    # the rest are counted as over-max-pairs and go no further. None = every candidate pair.
+    max_pairs: Optional[int] = Field(None, ge=1)
+    excerpt_chars: int = Field(1200, ge=200)  # article text shown to the judge is cut here (at a word)
+
+
+STAGE = StageSpec(
+    "relevance", "babelrag.construct.relevance:run", "ArticlePair", ("ingest", "pairs"), ("relevance", "questions", "project", "llm"),
+    description="LLM topical-relevance check of each pair", uses_llm=True,
+    owns={"relevance": RelevanceConfig}, order=30)
 
 EXCERPT_CHARS = 1200
 BATCH = 64

@@ -1,4 +1,5 @@
-"""One settings object for an evaluation run (instead of a dozen keyword arguments on every function).
+"""The ``evaluate:`` config section, and one settings object for an evaluation run (instead of a dozen
+keyword arguments on every function).
 
 Built from the config's ``evaluate:`` section and the command line; everything in it that changes scores
 is written into results.json.
@@ -9,7 +10,23 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Optional
 
+from pydantic import Field
+
+from babelrag.config import Section
+
 PromptStyle = Literal["articles", "citations", "closed-book"]
+
+
+class EvaluateConfig(Section):
+    models: list[str] = Field(default_factory=list)  # named llm endpoints to evaluate
+    judges: list[str] = Field(default_factory=list)  # named llm endpoints forming the judge panel
+    metrics: list[str] = Field(default_factory=lambda: ["xrag", "citations"])
+    configs: list[str] = Field(default_factory=list)  # release configs; empty = all
+    out_dir: str = "eval"
+    prompt_style: PromptStyle = "citations"
+    # cut each document shown to a model (and to the judges) to this many characters, for models with
+    # small context windows; None = whole documents. Recorded in results.json and in every answer.
+    max_document_chars: Optional[int] = Field(None, ge=100)
 
 
 @dataclass(frozen=True)

@@ -167,7 +167,7 @@ def plan(config: Any, console: Any = None) -> tuple[list[Instance], dict[str, st
 def build_release(config: Any, out_root: Optional[Path] = None, console: Any = None) -> ReleaseResult:
     import datasets
 
-    from babelrag.pipeline import STAGES
+    from babelrag.stage import stages
     from babelrag.release import card, versioning
     from babelrag.release.schema import SCHEMA_VERSION, instance_features, json_schemas
     from babelrag.atomic import atomic_dir, atomic_write_text
@@ -190,7 +190,7 @@ def build_release(config: Any, out_root: Optional[Path] = None, console: Any = N
     releases = versioning.existing_releases(out_root, config.release.name)
     change = versioning.check_version(version, hashes, SCHEMA_VERSION, releases)
 
-    manifests = {s.name: m for s in STAGES if (m := store.manifest(s.name)) is not None}
+    manifests = {s.name: m for s in stages() if (m := store.manifest(s.name)) is not None}
     released = card.released_date(manifests)
     previous_changelog = ""
     if change.previous:
@@ -200,7 +200,7 @@ def build_release(config: Any, out_root: Optional[Path] = None, console: Any = N
     meta = {config_name(i.setting, i.language): (i.setting, i.language) for i in instances}
     inputs = card.CardInputs(
         name=config.release.name, version=version, license=config.release.license, configs=counts,
-        config_meta=meta, manifests=manifests, stage_descriptions={s.name: s.description for s in STAGES},
+        config_meta=meta, manifests=manifests, stage_descriptions={s.name: s.description for s in stages()},
         provenance=_provenance(qas, {i.qa_id for i in instances}),
         annotation=_annotation_summary(store.root), corpus=corpus_stats(store),
         validation={"checked": report.checked, "unchecked_language": report.unchecked_language,

