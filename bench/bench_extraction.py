@@ -1,0 +1,251 @@
+"""Extraction accuracy and speed on real pages: news-please vs trafilatura + htmldate vs babelrag's path.
+
+Page set: tests/fixtures/realpages (public test pages of trafilatura/htmldate with their published
+expected title/date/text segments; README.md there). Per extractor, in one run:
+  title exact %      headline equal to the expected one (Unicode NFC, whitespace collapsed)
+  date ±1 day %      publication date within a day of the expected one (pages with a known date)
+  lead/last %        expected first/last main-text segment found in the extracted text
+  boilerplate %      expected *absent* segments (menus, newsletter boxes) that leaked into the text
+  pages/s            one process
+then the best field combinations (time = sum of the extractors they use), and babelrag's extraction at
+1 vs N processes (babelrag.executor) as a speed ratio.
+
+    python bench/bench_extraction.py [--processes N] [--repeat R]
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import logging
+import sys
+import time
+import unicodedata
+import warnings
+from pathlib import Path
+from typing import Any, Callable
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = ROOT / "tests" / "fixtures" / "realpages"
+
+
+def norm(text: Any) -> str:
+    return " ".join(unicodedata.normalize("NFC", str(text or "")).split())
+
+
+def as_date(value: Any) -> dt.date | None:
+    if not value:
+        return None
+    try:
+        return dt.date.fromisoformat(str(value)[:10])
+    except ValueError:
+        return None
+
+
+def load() -> list[dict[str, Any]]:
+    from babelrag.construct.ingest.html import decode_html
+
+    rows = json.loads((PAGES / "expected.json").read_text(encoding="utf-8"))
+    for row in rows:
+        row["html"], _ = decode_html((PAGES / "pages" / row["file"]).read_bytes())
+    return rows
+
+
+# --- extractors: html, url -> {title, date, text} (missing keys = the extractor does not give that field)
+def x_newsplease(html: str, url: str) -> dict[str, Any]:
+    from babelrag.construct.ingest.extract import newsplease_fields
+
+    f = newsplease_fields(html, url)
+    return {"title": f["title"], "date": f["date_publish"], "text": f["maintext"]}
+
+
+def x_trafilatura(html: str, url: str) -> dict[str, Any]:
+    import trafilatura
+
+    doc = trafilatura.bare_extraction(html, url=url, with_metadata=True, include_comments=False,
+                                      date_extraction_params={"original_date": True, "extensive_search": True,
+                                                              "max_date": "2099-12-31"})
+    if doc is None:
+        return {"title": None, "date": None, "text": None}
+    d = doc.as_dict() if hasattr(doc, "as_dict") else dict(doc)
+    return {"title": d.get("title"), "date": d.get("date"), "text": d.get("text")}
+
+
+def x_htmldate(html: str, url: str) -> dict[str, Any]:
+    from babelrag.construct.ingest.extract import publication_date
+
+    return {"date": publication_date(html, url)}
+
+
+def x_headline(html: str, url: str) -> dict[str, Any]:
+    from babelrag.construct.ingest.extract import headline
+
+    return {"title": headline(html, url)}
+
+
+def x_babelrag(html: str, url: str) -> dict[str, Any]:
+    from babelrag.construct.ingest.extract import article_from_html
+
+    art = article_from_html(html, url)
+    if not hasattr(art, "title"):
+        return {"title": None, "date": None, "text": None, "skip": art.reason}
+    return {"title": art.title, "date": art.published, "text": art.text}
+
+
+EXTRACTORS: dict[str, Callable[[str, str], dict[str, Any]]] = {
+    "news-please": x_newsplease, "trafilatura": x_trafilatura, "htmldate": x_htmldate,
+    "babelrag headline": x_headline, "babelrag (trafilatura text + htmldate + headline)": x_babelrag,
+}
+
+
+def run_extractor(fn: Callable, rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], float]:
+    out, t0 = [], time.perf_counter()
+    for row in rows:
+        try:
+            out.append(fn(row["html"], row["url"]))
+        except Exception as exc:  # a crash on a page counts as a miss for every field
+            out.append({"title": None, "date": None, "text": None, "error": f"{type(exc).__name__}: {exc}"})
+    return out, time.perf_counter() - t0
+
+
+def field_scores(rows: list[dict[str, Any]], got: list[dict[str, Any]]) -> dict[str, float | None]:
+    title = date = seg = leak = 0
+    n_title = n_date = n_seg = n_leak = 0
+    for row, g in zip(rows, got):
+        if row.get("expect_skip"):
+            continue
+        if "title" in g:
+            n_title += 1
+            title += norm(g["title"]) == norm(row["title"])
+        if "date" in g and row["date"]:
+            n_date += 1
+            d = as_date(g["date"])
+            date += d is not None and abs((d - as_date(row["date"])).days) <= 1
+        if "text" in g:
+            text = norm(g["text"])
+            for key in ("lead", "last"):
+                if row.get(key):
+                    n_seg += 1
+                    seg += norm(row[key]) in text
+            for bad in row.get("boilerplate", []):
+                n_leak += 1
+                leak += bool(norm(bad)) and norm(bad) in text
+    pct = lambda a, b: 100.0 * a / b if b else None  # noqa: E731
+    return {"title": pct(title, n_title), "date": pct(date, n_date), "text": pct(seg, n_seg),
+            "leak": pct(leak, n_leak)}
+
+
+def fmt(v: float | None) -> str:
+    return "   -  " if v is None else f"{v:5.1f}%"
+
+
+def per_field_hits(rows, got, field):
+    hits = []
+    for row, g in zip(rows, got):
+        if row.get("expect_skip") or field not in g:
+            hits.append(None)
+            continue
+        if field == "title":
+            hits.append(norm(g["title"]) == norm(row["title"]))
+        elif field == "date":
+            d = as_date(g["date"])
+            hits.append(None if not row["date"] else (d is not None and abs((d - as_date(row["date"])).days) <= 1))
+        else:
+            text = norm(g["text"])
+            hits.append([norm(row[k]) in text for k in ("lead", "last") if row.get(k)])
+    return hits
+
+
+def combinations(rows, results, timings) -> list[tuple[str, dict[str, float], float]]:
+    """Every (title source, date source, text source) pick, scored from the per-extractor results."""
+    sources = {f: [n for n, got in results.items() if any(f in g for g in got)] for f in ("title", "date", "text")}
+    out = []
+    for ts in sources["title"]:
+        for ds in sources["date"]:
+            for xs in sources["text"]:
+                if "babelrag (" in ts + ds + xs and not ts == ds == xs:
+                    continue  # the full path already combines its parts
+                used = {ts, ds, xs}
+                secs = sum(timings[u] for u in used)
+                scores = {}
+                for field, src in (("title", ts), ("date", ds)):
+                    hits = [h for h in per_field_hits(rows, results[src], field) if h is not None]
+                    scores[field] = 100.0 * sum(hits) / len(hits)
+                seg = [x for h in per_field_hits(rows, results[xs], "text") if h is not None for x in h]
+                scores["text"] = 100.0 * sum(seg) / len(seg)
+                out.append((f"title={ts} | date={ds} | text={xs}", scores, len(rows) / secs))
+    out.sort(key=lambda r: (-min(r[1].values()), -r[2]))
+    return out
+
+
+def parallel_ratio(rows: list[dict[str, Any]], processes: int, repeat: int) -> tuple[float, float, bool]:
+    """babelrag's extraction over the page set (``repeat`` times) at 1 and at ``processes`` processes."""
+    from babelrag.construct.ingest.extract import Page, extract_item
+    from babelrag.executor import LocalExecutor
+
+    pages = [Page(body=(PAGES / "pages" / r["file"]).read_bytes(), url=r["url"], where=r["file"])
+             for r in rows] * repeat
+    speeds, outputs = [], []
+    for n in (1, processes):
+        t0 = time.perf_counter()
+        got = list(LocalExecutor(processes=n).map(extract_item, pages))
+        speeds.append(len(pages) / (time.perf_counter() - t0))
+        outputs.append([(getattr(a, "id", None), getattr(a, "title", None), getattr(a, "text", None),
+                         getattr(a, "published", None), getattr(a, "reason", None)) for a in got])
+    return speeds[0], speeds[1], outputs[0] == outputs[1]
+
+
+def main() -> None:
+    from babelrag.executor import available_cores
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--processes", type=int, default=available_cores())
+    parser.add_argument("--repeat", type=int, default=2, help="page-set copies for the 1-vs-N speed run")
+    parser.add_argument("--misses", action="store_true", help="list babelrag's wrong titles/dates/segments")
+    args = parser.parse_args()
+    warnings.filterwarnings("ignore")
+    logging.disable(logging.CRITICAL)
+
+    rows = load()
+    langs = sorted({r["language"] for r in rows})
+    per_lang = ", ".join(f"{lang}={sum(r['language'] == lang for r in rows)}" for lang in langs)
+    print(f"{len(rows)} pages ({per_lang}), "
+          f"{sum(bool(r['date']) for r in rows)} with a known date")
+    results, timings = {}, {}
+    print(f"{'extractor':52s} {'title':>7s} {'date':>7s} {'lead/last':>9s} {'boilerplate':>11s} {'pages/s':>8s}")
+    for name, fn in EXTRACTORS.items():
+        got, secs = run_extractor(fn, rows)
+        results[name], timings[name] = got, secs
+        s = field_scores(rows, got)
+        print(f"{name:52s} {fmt(s['title']):>7s} {fmt(s['date']):>7s} {fmt(s['text']):>9s} {fmt(s['leak']):>11s} "
+              f"{len(rows) / secs:8.1f}")
+    print("\nbest field combinations (min of title/date/text first, then speed):")
+    for label, scores, speed in combinations(rows, results, timings)[:6]:
+        print(f"  {label:95s} title {scores['title']:5.1f}%  date {scores['date']:5.1f}%  "
+              f"text {scores['text']:5.1f}%  {speed:6.1f} pages/s")
+    skip_rows = [(r, g) for r, g in zip(rows, results[list(EXTRACTORS)[-1]]) if r.get("expect_skip")]
+    for r, g in skip_rows:
+        print(f"expected skip {r['file']}: babelrag -> {g.get('skip') or 'an article (wrong)'}")
+    if args.misses:
+        got = results[list(EXTRACTORS)[-1]]
+        for r, g in zip(rows, got):
+            if r.get("expect_skip"):
+                continue
+            if norm(g["title"]) != norm(r["title"]):
+                print(f"  title  {r['file']}: {g['title']!r} != {r['title']!r}")
+            d = as_date(g["date"])
+            if r["date"] and (d is None or abs((d - as_date(r["date"])).days) > 1):
+                print(f"  date   {r['file']}: {g['date']} != {r['date']}")
+            for k in ("lead", "last"):
+                if r.get(k) and norm(r[k]) not in norm(g["text"]):
+                    print(f"  {k:6s} {r['file']}: {r[k][:60]!r}")
+    one, many, same = parallel_ratio(rows, args.processes, args.repeat)
+    print(f"\nbabelrag extraction, {len(rows) * args.repeat} pages: 1 process {one:.1f} pages/s, "
+          f"{args.processes} processes {many:.1f} pages/s, ratio {many / one:.2f}x; "
+          f"identical output: {'yes' if same else 'NO'}")
+    if not same:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
