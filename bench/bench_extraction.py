@@ -99,6 +99,10 @@ EXTRACTORS: dict[str, Callable[[str, str], dict[str, Any]]] = {
 
 
 def run_extractor(fn: Callable, rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], float]:
+    try:  # warm-up on one page: imports and lazy model/cache loading are not per-page cost
+        fn(rows[0]["html"], rows[0]["url"])
+    except Exception:
+        pass
     out, t0 = [], time.perf_counter()
     for row in rows:
         try:
