@@ -178,8 +178,8 @@ def test_page_without_any_date_is_skipped_as_missing_date_in_ingest(tmp_path):
 
 
 def test_real_page_set_meets_the_targets_of_the_extraction_path():
-    """The whole page set through the chosen path: the floors are the figures bench_extraction printed
-    when the path was chosen (a regression test, the bench prints the exact numbers)."""
+    """The whole page set through the chosen path meets issue 15's targets: titles >= 95 % exact,
+    dates >= 95 % within a day, lead/last paragraphs >= 95 % found (bench_extraction prints the figures)."""
     titles = dates = segs = n_dates = n_segs = n = 0
     for name, exp in EXPECTED.items():
         if exp.get("expect_skip"):
@@ -195,9 +195,9 @@ def test_real_page_set_meets_the_targets_of_the_extraction_path():
             if exp[key]:
                 n_segs += 1
                 segs += norm(exp[key]) in norm(art.text)
-    assert titles / n >= 0.85
-    assert dates / n_dates >= 0.94
-    assert segs / n_segs >= 0.88
+    assert titles / n >= 0.95
+    assert dates / n_dates >= 0.95
+    assert segs / n_segs >= 0.95
 
 
 def test_pool_output_equals_inline_output_in_input_order():

@@ -17,7 +17,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from .html import canonical_url, decode_html, page_title
+from .html import canonical_url, decode_html, lead_paragraphs, page_title
 from .readers import RawArticle, Skip, parse_date, stable_id
 
 # the upper bound htmldate checks dates against when the fetch time is unknown: a fixed date, never the
@@ -48,8 +48,16 @@ def main_text(html: str, url: str) -> str:
 
     _quiet_libraries()
     text = trafilatura.extract(html, url=url or None, include_comments=False, include_tables=True,
-                               with_metadata=False, deduplicate=False, output_format="txt")
+                               favor_precision=True, with_metadata=False, deduplicate=False, output_format="txt")
     return (text or "").strip()
+
+
+def with_lead(tree, text: str, title: str = "") -> str:
+    """``text`` with the lead/teaser paragraphs the extractor dropped put in front (html.lead_paragraphs)."""
+    if tree is None or not text:
+        return text
+    leads = lead_paragraphs(tree, text, title)
+    return "\n".join([*leads, text]) if leads else text
 
 
 def publication_date(html: str, url: str, latest: dt.date | None = None) -> dt.date | None:
@@ -67,14 +75,18 @@ def publication_date(html: str, url: str, latest: dt.date | None = None) -> dt.d
     return parse_date(found)
 
 
-def headline(html: str, url: str) -> str:
+def parse_tree(html: str):
     from lxml import html as lxml_html
 
     try:
-        tree = lxml_html.fromstring(html)
+        return lxml_html.fromstring(html)
     except Exception:  # lxml raises on empty or non-HTML documents
-        return ""
-    return page_title(tree, url)
+        return None
+
+
+def headline(html: str, url: str, tree=None) -> str:
+    tree = tree if tree is not None else parse_tree(html)
+    return page_title(tree, url) if tree is not None else ""
 
 
 def article_from_html(body: bytes | str, url: str = "", content_type: str = "", *, where: str = "",
@@ -91,7 +103,9 @@ def article_from_html(body: bytes | str, url: str = "", content_type: str = "", 
         return Skip("extract-failed", where, f"{type(exc).__name__}: {exc}"[:300])
     if not text:
         return Skip("no-article-text", where, url)
-    title = headline(html, url)
+    tree = parse_tree(html)
+    title = headline(html, url, tree)
+    text = with_lead(tree, text, title)
     if not title:
         return Skip("no-title", where, url)
     published = publication_date(html, url, latest=fetched)

@@ -159,6 +159,36 @@ def _is_site_part(part: str, site_words: set[str]) -> bool:
                for w in site_words)
 
 
+_KICKER = re.compile(r"kicker|dachzeile|topline|overline|eyebrow|roofline|super-?title|visually-hidden|sr-only|"
+                     r"screen-reader", re.IGNORECASE)
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+
+
+def _heading_text(h1) -> str:
+    """An ``<h1>``'s text without its kicker/roof line (``<span class="dachzeile">``) and hidden parts."""
+    parts: list[str] = []
+
+    def walk(node) -> None:
+        parts.append(node.text or "")
+        for child in node:
+            if isinstance(child.tag, str) and not _KICKER.search(f"{child.get('class', '')} {child.get('id', '')}"):
+                walk(child)
+            parts.append(child.tail or "")
+
+    walk(h1)
+    return _clean(" ".join(parts))
+
+
+def _strip_cjk_site(title: str) -> str:
+    """CJK titles put the site after an unspaced ``-``/``_``/``|``: ``标题-新华网`` -> ``标题``."""
+    if not _CJK.search(title):
+        return title
+    parts = re.split(r"[-_|｜]", title)
+    if len(parts) > 1 and len(parts[-1].strip()) <= 10 and len(parts[0].strip()) > len(parts[-1].strip()):
+        return "-".join(parts[:-1]).strip() if len(parts) > 2 and len(parts[-2]) > 10 else parts[0].strip()
+    return title
+
+
 def page_title(tree, url: str) -> str:
     """The headline. An ``<h1>`` that the page's metadata titles (``og:title``, JSON-LD ``headline``,
     ``twitter:title``, ``<title>``) also contain wins; else the first metadata title with the site name
@@ -166,7 +196,7 @@ def page_title(tree, url: str) -> str:
     metas = [_clean(t) for t in (_meta(tree, "og:title") + _jsonld_headlines(tree) + _meta(tree, "twitter:title")
                                  + tree.xpath("//title/text()")[:1])]
     metas = [m for m in metas if m]
-    h1s = [_clean(h.text_content()) for h in tree.xpath("//h1")[:5]]
+    h1s = [_heading_text(h) for h in tree.xpath("//h1")[:5]]
     h1s = [h for h in h1s if len(h) >= 3]
     meta_keys = [_norm_key(m) for m in metas]
     for h in h1s:
@@ -174,8 +204,59 @@ def page_title(tree, url: str) -> str:
         if len(hk) >= 3 and any(hk == mk or (hk in mk and len(hk) >= 0.3 * len(mk)) for mk in meta_keys):
             return h
     site = _site_words(url, [_clean(s) for s in _meta(tree, "og:site_name", "application-name")])
-    for m in metas:
-        stripped = _strip_site_name(m, site)
-        if stripped:
-            return stripped
+    stripped = [_strip_cjk_site(_strip_site_name(m, site)) for m in metas]
+    stripped = [m for m in stripped if m]
+    if stripped:
+        first = stripped[0]
+        # a metadata title cut short (an unescaped quote ended the attribute) is a prefix of a longer one
+        longer = [m for m in stripped[1:] if len(m) > len(first) and m.startswith(first.rstrip())
+                  and not re.match(r"\s*(?:[|–—·•»>:/-]|::)", m[len(first.rstrip()):])]  # not "Title - Site"
+        return longer[0] if longer else first
     return h1s[0] if h1s else ""
+
+
+_LEAD = re.compile(r"lead|teaser|intro|chapo|chapeau|preface|deck|standfirst|summary|excerpt|abstract|"
+                   r"subtitle|subline|faits|editors?[-_]?note", re.IGNORECASE)
+
+
+def lead_paragraphs(tree, main_text: str, title: str = "") -> list[str]:
+    """Lead/teaser paragraphs that the main-text extractor left out.
+
+    News pages put the lead between the headline and the body in its own block (``div.teaser-text``,
+    ``p.story-lead-text``, ``header > h2``, ``div.chapo``); trafilatura often drops it. Taken only from
+    between the headline (the last ``<h1>`` or element reading exactly ``title`` before the body) and the
+    element where the extracted text starts, and only from blocks marked as lead (class/id) or inside the
+    article ``<header>``, so teasers of other articles (sidebars, lists after the body) are never picked up.
+    """
+    norm = lambda text: " ".join((text or "").split())  # noqa: E731
+    title_key = norm(title)
+    paragraphs = [p for p in main_text.split("\n") if len(p.strip()) >= 20 and norm(p) != title_key]
+    elements = [el for el in tree.iter() if isinstance(el.tag, str)]
+    anchors = [i for i, el in enumerate(elements)
+               if el.tag == "h1" or (title_key and el.tag not in ("title", "meta", "script") and norm(el.text) == title_key)]
+    if not anchors or not paragraphs:
+        return []
+    body_at = None
+    for para in paragraphs[:3]:  # the first paragraph may be split over inline elements: try the next ones
+        key = norm(para)[:16]
+        body_at = next((i for i in range(anchors[0] + 1, len(elements)) if key in norm(elements[i].text)), None)
+        if body_at is not None:
+            break
+    if body_at is None:
+        return []
+    start = max(a for a in anchors if a < body_at)
+    have = norm(main_text)
+    found: list[str] = []
+    for i in range(start + 1, body_at):
+        el = elements[i]
+        if el.tag in ("script", "style", "a", "nav", "figure", "figcaption", "button"):
+            continue
+        marked = _LEAD.search(f"{el.get('class', '')} {el.get('id', '')}")
+        in_header = el.tag in ("h2", "p") and any(a.tag in ("header", "hgroup") for a in el.iterancestors())
+        if not (marked or in_header):
+            continue
+        text = norm(el.text_content())
+        if not 30 <= len(text) <= 1500 or text in have or any(text in f or f in text for f in found):
+            continue
+        found.append(text)
+    return found
