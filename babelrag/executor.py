@@ -3,7 +3,8 @@
 ``local`` runs ``fn`` over chunks of items in a process pool on this machine (1 process = inline, no
 pool). Output order equals input order whatever the number of processes, so a build's output does
 not depend on ``executor.processes``. Memory stays bounded: at most ``processes * prefetch`` chunks
-are in flight, the input is read lazily. A cluster executor can sit behind the same ``Executor``
+are in flight, the input is read lazily. Workers fork from a forkserver that has imported ``fn``'s module
+and the modules named in ``fn.preload_modules`` (heavy libraries load once). A cluster executor can sit behind the same ``Executor``
 protocol later; ``fn`` must be a picklable top-level function and items picklable.
 """
 from __future__ import annotations
@@ -51,9 +52,13 @@ class LocalExecutor:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
-        # fork shares the loaded libraries with the workers; spawn (other OSes) starts clean interpreters
-        method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+        # forkserver: workers fork from a clean server process, not from this one (which may hold threads of
+        # lingua, tokenizers or progress bars that a plain fork would copy in a locked state); spawn elsewhere
+        method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
         context = multiprocessing.get_context(method)
+        if method == "forkserver":  # import fn's module (and its libraries) once in the server, not per worker
+            context.set_forkserver_preload([getattr(fn, "__module__", "__main__"),
+                                            *getattr(fn, "preload_modules", ())])
         pending: deque = deque()
         limit = self.processes * self.prefetch
         with ProcessPoolExecutor(max_workers=self.processes, mp_context=context) as pool:

@@ -61,17 +61,25 @@ def with_lead(tree, text: str, title: str = "") -> str:
 
 
 def publication_date(html: str, url: str, latest: dt.date | None = None) -> dt.date | None:
-    """htmldate's original (published, not modified) date; None when the page carries none."""
+    """htmldate's original (published, not modified) date; None when the page carries none.
+
+    ``original_date`` prefers the publication over the modification date; the bounds are fixed dates
+    (or the fetch day), never the clock."""
     from htmldate import find_date
 
     _quiet_libraries()
     latest = latest or LATEST_DATE
-    try:
-        found = find_date(html, url=url or None, original_date=True, extensive_search=True,
-                          outputformat="%Y-%m-%d", min_date=EARLIEST_DATE.isoformat(),
-                          max_date=latest.isoformat())
-    except Exception:  # htmldate raises on odd markup (deep trees, bad encodings)
-        return None
+    found = None
+    # markup and URL first (fast); the slow search through the text only when they hold no date
+    for extensive in (False, True):
+        try:
+            found = find_date(html, url=url or None, original_date=True, extensive_search=extensive,
+                              outputformat="%Y-%m-%d", min_date=EARLIEST_DATE.isoformat(),
+                              max_date=latest.isoformat())
+        except Exception:  # htmldate raises on odd markup (deep trees, bad encodings)
+            found = None
+        if found:
+            break
     return parse_date(found)
 
 
@@ -119,6 +127,10 @@ def extract_item(item: Page | Any) -> Any:
         return article_from_html(item.body, item.url, item.content_type, where=item.where, source=item.source,
                                  fetched=item.fetched)
     return item
+
+
+# imported once in the process pool's server instead of in every worker (babelrag.executor)
+extract_item.preload_modules = ("lxml.html", "trafilatura", "htmldate", "charset_normalizer")  # type: ignore[attr-defined]
 
 
 def newsplease_fields(html: str, url: str) -> dict[str, Any]:

@@ -233,7 +233,7 @@ def read_input(path: Path, fmt: str, url_map: Path | None = None, executor: Any 
     from .extract import extract_item
 
     items = iter_input(path, fmt, url_map)
-    if executor is None:
+    if executor is None or fmt == "jsonl":  # JSON lines carry extracted fields: nothing to run in a pool
         yield from (extract_item(i) for i in items)
     else:
         yield from executor.map(extract_item, items)
