@@ -130,7 +130,8 @@ def extract_item(item: Page | Any) -> Any:
 
 
 # imported once in the process pool's server instead of in every worker (babelrag.executor)
-extract_item.preload_modules = ("lxml.html", "trafilatura", "htmldate", "charset_normalizer")  # type: ignore[attr-defined]
+extract_item.preload_modules = ("lxml.html", "trafilatura", "htmldate", "charset_normalizer",  # type: ignore[attr-defined]
+                                 "babelrag.construct.ingest.warmup")
 
 
 def newsplease_fields(html: str, url: str) -> dict[str, Any]:
