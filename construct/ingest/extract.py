@@ -52,6 +52,15 @@ def main_text(html: str, url: str) -> str:
     return (text or "").strip()
 
 
+def without_headline(text: str, title: str) -> str:
+    """trafilatura keeps the ``<h1>`` as the first line; the article text starts after the headline."""
+    lines = text.split("\n")
+    key = " ".join(title.split())
+    while lines and key and " ".join(lines[0].split()) == key:
+        lines.pop(0)
+    return "\n".join(lines).strip()
+
+
 def with_lead(tree, text: str, title: str = "") -> str:
     """``text`` with the lead/teaser paragraphs the extractor dropped put in front (html.lead_paragraphs)."""
     if tree is None or not text:
@@ -113,7 +122,9 @@ def article_from_html(body: bytes | str, url: str = "", content_type: str = "", 
         return Skip("no-article-text", where, url)
     tree = parse_tree(html)
     title = headline(html, url, tree)
-    text = with_lead(tree, text, title)
+    text = with_lead(tree, without_headline(text, title), title)
+    if not text:
+        return Skip("no-article-text", where, f"{url}: only the headline")
     if not title:
         return Skip("no-title", where, url)
     published = publication_date(html, url, latest=fetched)
