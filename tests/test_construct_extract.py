@@ -169,6 +169,10 @@ def test_page_without_any_date_is_skipped_as_missing_date_in_ingest(tmp_path):
     (folder / "a.html").write_text(undated, encoding="utf-8")
     (tmp_path / "urls.tsv").write_text("a.html\thttps://harpers.org/a-letter-on-justice-and-open-debate/\n")
     assert article_from_html(undated, "https://harpers.org/a-letter-on-justice-and-open-debate/").published is None
+    # an image upload path dates the picture, not the article
+    with_image = undated.replace("</h1>", '</h1><img src="https://harpers.org/wp-content/uploads/2015/03/l.jpg">', 1)
+    assert with_image != undated
+    assert article_from_html(with_image, "https://harpers.org/a-letter-on-justice-and-open-debate/").published is None
     config = config_from_dict({"project": {"build_dir": str(tmp_path / "b"), "languages": ["en"]},
                                "corpus": {"inputs": [{"path": str(folder), "format": "html",
                                                       "url_map": str(tmp_path / "urls.tsv")}], "min_tokens": 20},

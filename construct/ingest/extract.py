@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,15 +70,22 @@ def with_lead(tree, text: str, title: str = "") -> str:
     return "\n".join([*leads, text]) if leads else text
 
 
+# image markup: upload paths (/uploads/2015/03/foto.jpg) date the picture, not the article
+_IMAGE_MARKUP = re.compile(
+    r"""<(?:img|source)\b[^>]*>|<meta\b[^>]*(?:og:image|twitter:image|thumbnail)[^>]*>|"""
+    r"""<link\b[^>]*\brel\s*=\s*["']?(?:image_src|preload)[^>]*>""", re.IGNORECASE)
+
+
 def publication_date(html: str, url: str, latest: dt.date | None = None) -> dt.date | None:
     """htmldate's original (published, not modified) date; None when the page carries none.
 
     ``original_date`` prefers the publication over the modification date; the bounds are fixed dates
-    (or the fetch day), never the clock."""
+    (or the fetch day), never the clock; image markup is removed first (upload paths are not article dates)."""
     from htmldate import find_date
 
     _quiet_libraries()
     latest = latest or LATEST_DATE
+    html = _IMAGE_MARKUP.sub(" ", html)
     found = None
     # markup and URL first (fast); the slow search through the text only when they hold no date
     for extensive in (False, True):

@@ -9,13 +9,15 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Union
+from typing import TYPE_CHECKING, Any, Union
 
 from babelrag.errors import InputError
+
+if TYPE_CHECKING:  # extract imports this module; the readers import it lazily
+    from .extract import Page
 
 
 @dataclass
@@ -192,7 +194,9 @@ def warc_page(record: Any, where: str, source: str) -> "Page":
     from .extract import Page
 
     body = record.content_stream().read()
-    ctype = record.http_headers.get_header("Content-Type") or "" if record.http_headers is not None else ""
+    ctype = ""
+    if record.http_headers is not None:
+        ctype = record.http_headers.get_header("Content-Type") or ""
     return Page(body=body, url=record.rec_headers.get_header("WARC-Target-URI") or "", where=where,
                 source=source, content_type=ctype, fetched=parse_date(record.rec_headers.get_header("WARC-Date")))
 
