@@ -60,8 +60,9 @@ class StageSpec:
 
 # The build pipeline, in order. Release and evaluation read the finished build (separate commands).
 STAGES: tuple[StageSpec, ...] = (
+    # version 2: HTML/WARC pages extracted by trafilatura + htmldate + own headline (was news-please)
     StageSpec("ingest", "babelrag.construct.ingest:run", "Article", (), ("corpus", "project", "ner"),
-              description="read WARC/HTML/JSONL, date window, length, language ID, dedupe, title NER",
+              description="read WARC/HTML/JSONL, date window, length, language ID, dedupe, title NER", version="2",
               files=("corpus.inputs[].path", "corpus.inputs[].url_map", "ner.gazetteer", "ner.stanza_dir",
                      "ner.spacy_model", "ner.spacy_models{}"),
               llm_endpoints=(("ner.endpoint", (("ner.backend", "llm"),)),)),
