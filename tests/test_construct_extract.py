@@ -173,6 +173,10 @@ def test_page_without_any_date_is_skipped_as_missing_date_in_ingest(tmp_path):
     with_image = undated.replace("</h1>", '</h1><img src="https://harpers.org/wp-content/uploads/2015/03/l.jpg">', 1)
     assert with_image != undated
     assert article_from_html(with_image, "https://harpers.org/a-letter-on-justice-and-open-debate/").published is None
+    # times and relative expressions never become a date (they would be dated from the day of the run)
+    relative = undated.replace("</h1>", "</h1><p>5:11 AM</p><p>vor 3 Tagen</p><p>yesterday</p><p>hace 2 días</p>", 1)
+    assert relative != undated
+    assert article_from_html(relative, "https://harpers.org/a-letter-on-justice-and-open-debate/").published is None
     config = config_from_dict({"project": {"build_dir": str(tmp_path / "b"), "languages": ["en"]},
                                "corpus": {"inputs": [{"path": str(folder), "format": "html",
                                                       "url_map": str(tmp_path / "urls.tsv")}], "min_tokens": 20},
