@@ -1,7 +1,7 @@
 """Where CPU-heavy per-item work runs: one seam, ``map(fn, items)`` in input order.
 
-``local`` runs ``fn`` over chunks of items in a process pool on this machine (1 process = inline, no
-pool). Output order equals input order whatever the number of processes, so a build's output does
+``local`` runs ``fn`` over chunks of items in a process pool on this machine (1 process, or fewer items
+than one chunk per process = inline, no pool). Output order equals input order whatever the number of processes, so a build's output does
 not depend on ``executor.processes``. Memory stays bounded: at most ``processes * prefetch`` chunks
 are in flight, the input is read lazily. Workers fork from a forkserver that has imported ``fn``'s module
 and the modules named in ``fn.preload_modules`` (heavy libraries load once). A cluster executor can sit behind the same ``Executor``
@@ -13,6 +13,7 @@ import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from itertools import chain, islice
 from typing import Any, Protocol, TypeVar
 
 T = TypeVar("T")
@@ -45,10 +46,14 @@ class LocalExecutor:
     prefetch: int = 4  # chunks in flight per process
 
     def map(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
-        if self.processes <= 1:
-            for item in items:
+        items = iter(items)
+        first_round = list(islice(items, self.processes * self.chunk_size))
+        if self.processes <= 1 or len(first_round) < self.processes * self.chunk_size:
+            # one process, or so few items that starting workers costs more than it saves: same output
+            for item in chain(first_round, items):
                 yield fn(item)
             return
+        items = chain(first_round, items)
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 

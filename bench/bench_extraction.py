@@ -228,7 +228,7 @@ def _timed_map(processes: int, raw: list[tuple[bytes, str, str]]) -> tuple[float
     # (extract_item.preload_modules); inline, the same module is imported here
     import babelrag.construct.ingest.warmup  # noqa: F401
 
-    list(executor.map(extract_item, [Skip("warm-up")] * processes))
+    list(executor.map(extract_item, [Skip("warm-up")] * (processes * executor.chunk_size)))  # starts the pool
     pages = [Page(body=b, url=u, where=w) for b, u, w in raw]
     t0 = time.perf_counter()
     got = list(executor.map(extract_item, pages))

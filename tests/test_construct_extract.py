@@ -287,3 +287,18 @@ def test_shipped_sample_html_extracts_to_the_articles_of_its_jsonl():
         assert isinstance(art, RawArticle), page.name
         assert (norm(art.title), art.published, norm(art.text)) == \
             (norm(exp["title"]), parse_date(exp["date_publish"]), norm(exp["maintext"])), page.name
+
+
+def test_executor_runs_small_inputs_inline_and_large_ones_in_workers():
+    import os
+
+    ex = LocalExecutor(processes=2, chunk_size=4)
+    assert set(ex.map(_pid, range(7))) == {os.getpid()}  # fewer items than one chunk per worker
+    many = list(ex.map(_pid, range(40)))
+    assert os.getpid() not in many and len(many) == 40
+
+
+def _pid(_: int) -> int:
+    import os
+
+    return os.getpid()
