@@ -152,11 +152,19 @@ def _strip_site_name(title: str, site_words: set[str]) -> str:
 
 
 def _is_site_part(part: str, site_words: set[str]) -> bool:
+    """``CNET.de``, ``Rosa-Luxemburg-Stiftung``, ``| TagesWoche``: a part naming the site (host or
+    ``og:site_name``), possibly with a few more characters ("Harper's Magazine" for harpers.org)."""
     key = _norm_key(part)
     if not key:
         return True
-    return any(key == w or (len(w) >= 4 and (key in _norm_key(w) or _norm_key(w) in key and len(key) <= len(_norm_key(w)) + 6))
-               for w in site_words)
+    for word in site_words:
+        site = _norm_key(word)
+        if len(site) < 4 or len(key) < 3:
+            if key == site:
+                return True
+        elif key in site or (site in key and len(key) <= len(site) + 9):
+            return True
+    return False
 
 
 _KICKER = re.compile(r"kicker|dachzeile|topline|overline|eyebrow|roofline|super-?title|visually-hidden|sr-only|"
