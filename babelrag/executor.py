@@ -64,15 +64,24 @@ class LocalExecutor:
         if method == "forkserver":  # import fn's module (and its libraries) once in the server, not per worker
             context.set_forkserver_preload([getattr(fn, "__module__", "__main__"),
                                             *getattr(fn, "preload_modules", ())])
+        from concurrent.futures.process import BrokenProcessPool
+
         pending: deque = deque()
         limit = self.processes * self.prefetch
-        with ProcessPoolExecutor(max_workers=self.processes, mp_context=context) as pool:
-            for chunk in _chunks(items, self.chunk_size):
-                pending.append(pool.submit(_run_chunk, fn, chunk))
-                while len(pending) >= limit:
+        try:
+            with ProcessPoolExecutor(max_workers=self.processes, mp_context=context) as pool:
+                for chunk in _chunks(items, self.chunk_size):
+                    pending.append(pool.submit(_run_chunk, fn, chunk))
+                    while len(pending) >= limit:
+                        yield from pending.popleft().result()
+                while pending:
                     yield from pending.popleft().result()
-            while pending:
-                yield from pending.popleft().result()
+        except BrokenProcessPool:
+            from babelrag.errors import StageError
+
+            raise StageError(f"a worker process of the local executor died while running {fn.__name__} (killed for "
+                             "memory, or a crash in a native library); rerun with executor.processes: 1 to see "
+                             "which input causes it") from None
 
 
 def _chunks(items: Iterable[T], size: int) -> Iterator[list[T]]:

@@ -3,6 +3,7 @@ their published expected titles, dates and text segments; sources in that folder
 import datetime as dt
 import io
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -290,8 +291,6 @@ def test_shipped_sample_html_extracts_to_the_articles_of_its_jsonl():
 
 
 def test_executor_runs_small_inputs_inline_and_large_ones_in_workers():
-    import os
-
     ex = LocalExecutor(processes=2, chunk_size=4)
     assert set(ex.map(_pid, range(7))) == {os.getpid()}  # fewer items than one chunk per worker
     many = list(ex.map(_pid, range(40)))
@@ -299,6 +298,17 @@ def test_executor_runs_small_inputs_inline_and_large_ones_in_workers():
 
 
 def _pid(_: int) -> int:
-    import os
-
     return os.getpid()
+
+
+def test_a_dying_worker_is_a_clear_stage_error_not_a_pool_traceback():
+    from babelrag.errors import StageError
+
+    with pytest.raises(StageError, match="executor.processes: 1"):
+        list(LocalExecutor(processes=2, chunk_size=2).map(_die_on_seven, range(20)))
+
+
+def _die_on_seven(i: int) -> int:
+    if i == 7:
+        os._exit(1)  # what the kernel's OOM killer or a segfault in lxml looks like to the pool
+    return i
