@@ -312,3 +312,12 @@ def _die_on_seven(i: int) -> int:
     if i == 7:
         os._exit(1)  # what the kernel's OOM killer or a segfault in lxml looks like to the pool
     return i
+
+
+def test_fetch_day_bounds_the_date_with_a_day_for_time_zones():
+    """WARC records: a page cannot be published after it was fetched (WARC-Date, UTC); a page dated the
+    next day in its own time zone is still accepted."""
+    body, exp = real("cnet.de.schutz.html")  # published 2014-05-14T15:40:14+02:00
+    fetched_same_day = article_from_html(body, exp["url"], fetched=dt.date(2014, 5, 14))
+    fetched_day_before = article_from_html(body, exp["url"], fetched=dt.date(2014, 5, 13))
+    assert fetched_same_day.published == fetched_day_before.published == dt.date(2014, 5, 14)

@@ -84,7 +84,8 @@ def publication_date(html: str, url: str, latest: dt.date | None = None) -> dt.d
     from htmldate import find_date
 
     _quiet_libraries()
-    latest = latest or LATEST_DATE
+    # a day of slack: the page states its date in its own time zone, the WARC-Date is UTC
+    latest = latest + dt.timedelta(days=1) if latest else LATEST_DATE
     html = _IMAGE_MARKUP.sub(" ", html)
     found = None
     # markup and URL first (fast); the slow search through the text only when they hold no date
