@@ -321,3 +321,18 @@ def test_fetch_day_bounds_the_date_with_a_day_for_time_zones():
     fetched_same_day = article_from_html(body, exp["url"], fetched=dt.date(2014, 5, 14))
     fetched_day_before = article_from_html(body, exp["url"], fetched=dt.date(2014, 5, 13))
     assert fetched_same_day.published == fetched_day_before.published == dt.date(2014, 5, 14)
+
+
+@pytest.mark.parametrize("name", ["kyffhaeuser-nachrichten.de-Regen.html", "die-tagespost.de.Demut.html"])
+def test_undeclared_legacy_charset_is_detected(name):
+    """No HTTP header, no <meta charset>, not UTF-8: charset-normalizer's detection decodes the umlauts."""
+    import re
+
+    body, exp = real(name)
+    undeclared = re.sub(rb"""charset\s*=\s*["']?[-\w]+""", b"", body, flags=re.IGNORECASE)
+    assert b"charset" not in undeclared.lower()
+    text, codec = decode_html(undeclared)
+    assert codec != "utf-8" and "\ufffd" not in text
+    assert norm(undeclared.decode("cp1252")) == norm(text)
+    art = article_from_html(undeclared, exp["url"])
+    assert norm(art.title) == norm(exp["title"]) and norm(exp["last"]) in norm(art.text)
