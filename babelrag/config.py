@@ -8,7 +8,7 @@ from __future__ import annotations
 import difflib
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator
 
@@ -38,12 +38,21 @@ class ProjectConfig(Section):
         return value
 
 
+class ExecutorConfig(Section):
+    """Where per-item work (HTML extraction in ingest) runs. Not part of any stage fingerprint: the
+    output is the same for any number of processes."""
+    backend: Literal["local"] = "local"  # local = process pool on this machine
+    processes: Optional[int] = Field(None, ge=0)  # None or 0 = every available core; 1 = no pool
+    chunk_size: int = Field(8, ge=1)  # items per task sent to a worker
+
+
 class Config(Section):
     """The core sections and what every config can do; ``config_model()`` adds the sections the stages
     and packages declare (``babelrag.stage``), and every loaded config is an instance of that model."""
 
     project: ProjectConfig = Field(default_factory=ProjectConfig)
     llm: LLMSettings = Field(default_factory=LLMSettings)
+    executor: ExecutorConfig = Field(default_factory=ExecutorConfig)
 
     # where the file was loaded from: relative paths in the config resolve against it
     base_dir: str = Field(".", exclude=True)

@@ -51,11 +51,15 @@ def run(ctx: StageContext) -> None:
         ctx.skip(reason)
         first_skip.setdefault(reason, f"{where} {detail}".strip())
 
+    from babelrag.executor import executor_from_config
+
+    executor = executor_from_config(cfg)
+    ctx.extra["extract_processes"] = executor.processes
     spool_fd, spool_name = tempfile.mkstemp(prefix="ingest-", suffix=".jsonl", dir=ctx.artifacts_dir)
     try:
         with os.fdopen(spool_fd, "w", encoding="utf-8") as spool:
             for path, fmt, url_map in _inputs(ctx):
-                for item in ctx.progress(read_input(path, fmt, url_map), desc=f"reading {path.name}"):
+                for item in ctx.progress(read_input(path, fmt, url_map, executor), desc=f"reading {path.name}"):
                     ctx.count_in += 1
                     if isinstance(item, Skip):
                         skip(item.reason, item.where, item.detail)

@@ -10,13 +10,15 @@ import datetime as dt
 import hashlib
 import io
 import json
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Union
+from typing import TYPE_CHECKING, Any, Union
 
 from babelrag.errors import InputError
+
+if TYPE_CHECKING:  # extract imports this module; the readers import it lazily
+    from .extract import Page
 
 
 @dataclass
@@ -38,11 +40,6 @@ class Skip:
 
 
 Item = Union[RawArticle, Skip]
-
-_CANONICAL = re.compile(
-    r"""<link\b[^>]*\brel\s*=\s*["']?canonical["']?[^>]*>""", re.IGNORECASE)
-_HREF = re.compile(r"""\bhref\s*=\s*["']([^"']+)["']""", re.IGNORECASE)
-
 
 def parse_date(value: Any) -> dt.date | None:
     """news-please writes ``2026-03-01 10:00:00``; accept ISO dates/datetimes, return None otherwise."""
@@ -119,24 +116,17 @@ def read_url_map(path: Path) -> dict[str, str]:
     return mapping
 
 
-def canonical_url(html: str) -> str:
-    """The ``<link rel=canonical href=...>`` of a page, or ''."""
-    for tag in _CANONICAL.findall(html[:200_000]):
-        m = _HREF.search(tag)
-        if m:
-            return m.group(1).strip()
-    return ""
+def canonical_url(html: str, page_url: str = "") -> str:
+    """The page's canonical link, resolved and unescaped (see ``html.canonical_url``)."""
+    from .html import canonical_url as _canonical
+
+    return _canonical(html, page_url)
 
 
-def _news_please_fields(article: Any) -> dict[str, Any]:
-    return {"title": getattr(article, "title", None), "maintext": getattr(article, "maintext", None),
-            "date_publish": getattr(article, "date_publish", None), "language": getattr(article, "language", None),
-            "url": getattr(article, "url", None)}
-
-
-def read_html_dir(folder: Path, url_map: Path | None = None) -> Iterator[Item]:
-    """Every ``*.html``/``*.htm`` file below ``folder`` through news-please's extractor (no network)."""
-    from newsplease import NewsPlease
+def iter_html_pages(folder: Path, url_map: Path | None = None) -> Iterator[Union["Page", Skip]]:
+    """Every ``*.html``/``*.htm`` file below ``folder`` as a ``Page`` (bytes; decoding and extraction
+    happen in ``extract.extract_item``, possibly in a worker process)."""
+    from .extract import Page
 
     if not folder.is_dir():
         raise InputError(f"HTML corpus folder not found: {folder}")
@@ -145,33 +135,29 @@ def read_html_dir(folder: Path, url_map: Path | None = None) -> Iterator[Item]:
     for path in files:
         rel = str(path.relative_to(folder))
         try:
-            html = path.read_text(encoding="utf-8", errors="replace")
+            body = path.read_bytes()
         except OSError as exc:
             yield Skip("unreadable-file", str(path), str(exc))
             continue
-        url = urls.get(rel) or urls.get(path.name) or canonical_url(html)
-        if not url:
-            yield Skip("no-url", str(path), "not in the URL map and no <link rel=canonical>")
-            continue
-        try:
-            article = NewsPlease.from_html(html, url=url, fetch_images=False)
-        except Exception as exc:  # the extractor stack raises anything on odd markup
-            yield Skip("extract-failed", str(path), f"{type(exc).__name__}: {exc}")
-            continue
-        fields = _news_please_fields(article)
-        fields["id"] = stable_id(url)
-        yield _article_from_fields(fields, str(path), fallback_url=url)
+        yield Page(body=body, url=urls.get(rel) or urls.get(path.name) or "", where=str(path), source=str(path))
 
 
 WARC_TYPES = {"warcinfo", "response", "resource", "request", "metadata", "revisit", "conversion", "continuation"}
 
 
-def read_warc(path: Path) -> Iterator[Item]:
-    """HTML responses of a WARC file (gzipped per record, as Common Crawl writes them, or uncompressed).
+def read_html_dir(folder: Path, url_map: Path | None = None) -> Iterator[Item]:
+    """HTML folder -> articles, in this process (the ingest stage maps ``extract_item`` over a pool)."""
+    from .extract import extract_item
 
-    Damage is counted and reading goes on (see ``warc_records``): a broken gzip member is one
-    ``corrupt-warc-member``, a record shorter than its Content-Length is ``truncated-record``; other
-    record types (warcinfo, request, metadata) are not articles and are not counted."""
+    for item in iter_html_pages(folder, url_map):
+        yield extract_item(item)
+
+
+def iter_warc_pages(path: Path) -> Iterator[Union["Page", Skip]]:
+    """HTML responses of a WARC file (gzipped per record, as Common Crawl writes them, or uncompressed) as
+    ``Page``s. Damage is counted and reading goes on (see ``warc_records``): a broken gzip member is one
+    ``corrupt-warc-member``, a record shorter than its Content-Length is ``truncated-record``; other record
+    types (warcinfo, request, metadata) are not articles and are not counted."""
     from warcio.archiveiterator import ArchiveIterator
 
     from .warc_records import WarcDamage, iter_warc
@@ -196,30 +182,44 @@ def read_warc(path: Path) -> Iterator[Item]:
                 yield Skip("corrupt-warc-record", where, f"unknown WARC-Type {record.rec_type!r}"[:300])
                 continue
             if record.rec_type != "response":
+                continue  # warcinfo/request/metadata records are not articles (not counted)
+            ctype = ""
+            if record.http_headers is not None:
+                ctype = (record.http_headers.get_header("Content-Type") or "")
+            if "html" not in ctype.lower():
+                yield Skip("non-html-record", where, ctype.lower() or "no content type")
                 continue
-            yield _article_from_warc_record(record, str(path), where)
+            try:
+                page = warc_page(record, where, str(path))
+            except Exception as exc:
+                yield Skip("corrupt-warc-record", where, f"{type(exc).__name__}: {exc}"[:300])
+                continue
+            yield page
 
 
-def _article_from_warc_record(record: Any, source: str, where: str) -> Item:
-    """One WARC response record -> article (or a counted skip): the per-record extraction step."""
-    from newsplease import NewsPlease
+def warc_page(record: Any, where: str, source: str) -> "Page":
+    """One WARC response record -> ``Page``: payload bytes, target URI, HTTP Content-Type (charset)
+    and WARC-Date (the fetch day bounds the publication date)."""
+    from .extract import Page
 
+    body = record.content_stream().read()
     ctype = ""
     if record.http_headers is not None:
-        ctype = (record.http_headers.get_header("Content-Type") or "").lower()
-    if "html" not in ctype:
-        return Skip("non-html-record", where, ctype or "no content type")
-    url = record.rec_headers.get_header("WARC-Target-URI") or ""
-    try:
-        article = NewsPlease.from_warc(record, fetch_images=False)
-    except Exception as exc:
-        return Skip("corrupt-warc-record", where, f"{type(exc).__name__}: {exc}"[:300])
-    fields = _news_please_fields(article)
-    fields["id"] = stable_id(url)
-    return _article_from_fields(fields, source, fallback_url=url)
+        ctype = record.http_headers.get_header("Content-Type") or ""
+    return Page(body=body, url=record.rec_headers.get_header("WARC-Target-URI") or "", where=where,
+                source=source, content_type=ctype, fetched=parse_date(record.rec_headers.get_header("WARC-Date")))
 
 
-def read_input(path: Path, fmt: str, url_map: Path | None = None) -> Iterator[Item]:
+def read_warc(path: Path) -> Iterator[Item]:
+    """WARC file -> articles, in this process (the ingest stage maps ``extract_item`` over a pool)."""
+    from .extract import extract_item
+
+    for item in iter_warc_pages(path):
+        yield extract_item(item)
+
+
+def iter_input(path: Path, fmt: str, url_map: Path | None = None) -> Iterator[Any]:
+    """Items before extraction: ``RawArticle``/``Skip`` for JSON lines, ``Page``/``Skip`` for HTML and WARC."""
     if fmt == "jsonl":
         if not path.exists():
             raise InputError(f"corpus file not found: {path} (check corpus.inputs[].path)")
@@ -229,12 +229,24 @@ def read_input(path: Path, fmt: str, url_map: Path | None = None) -> Iterator[It
             return
         yield from read_jsonl(path)
     elif fmt == "html":
-        yield from read_html_dir(path, url_map)
+        yield from iter_html_pages(path, url_map)
     elif fmt == "warc":
         if not path.exists():
             raise InputError(f"WARC file not found: {path} (check corpus.inputs[].path)")
         files = sorted(path.glob("*.warc*")) if path.is_dir() else [path]
         for f in files:
-            yield from read_warc(f)
+            yield from iter_warc_pages(f)
     else:  # config validation prevents this
         raise InputError(f"unknown corpus format {fmt!r}")
+
+
+def read_input(path: Path, fmt: str, url_map: Path | None = None, executor: Any = None) -> Iterator[Item]:
+    """Articles and skips of one input, in input order; ``executor`` (babelrag.executor) runs the HTML
+    extraction in parallel, None runs it here."""
+    from .extract import extract_item
+
+    items = iter_input(path, fmt, url_map)
+    if executor is None or fmt == "jsonl":  # JSON lines carry extracted fields: nothing to run in a pool
+        yield from (extract_item(i) for i in items)
+    else:
+        yield from executor.map(extract_item, items)

@@ -39,10 +39,11 @@ class NerConfig(Section):
     labels: list[str] = Field(default_factory=lambda: ["PERSON", "ORG", "GPE", "LOC", "PRODUCT", "EVENT", "NORP", "FAC"])
 
 
+# version 2: HTML/WARC pages extracted by trafilatura + htmldate + own headline (was news-please)
 STAGE = StageSpec(
-    "ingest", "babelrag.construct.ingest:run", "Article", (), ("corpus", "project", "ner"),
+    "ingest", "babelrag.construct.ingest:run", "Article", (), ("corpus", "project", "ner"), version="2",
     description="read WARC/HTML/JSONL, date window, length, language ID, dedupe, title NER",
     files=("corpus.inputs[].path", "corpus.inputs[].url_map", "ner.gazetteer", "ner.stanza_dir",
            "ner.spacy_model", "ner.spacy_models{}"),
     llm_endpoints=(("ner.endpoint", (("ner.backend", "llm"),)),),
-    runtime_sections=("llm",), owns={"corpus": CorpusConfig, "ner": NerConfig}, order=10)
+    runtime_sections=("llm", "executor"), owns={"corpus": CorpusConfig, "ner": NerConfig}, order=10)

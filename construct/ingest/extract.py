@@ -1,0 +1,165 @@
+"""One HTML page -> ``RawArticle`` or a counted ``Skip``: the extraction path chosen by bench_extraction.
+
+Measured on tests/fixtures/realpages (72 public pages, de/en/fr/es and five more languages):
+trafilatura gives the main text (lead/last paragraph recall well above news-please's, ~5x faster),
+htmldate the publication date (original date, extensive search; news-please dated a page showing
+only "5:11 AM" with the day of the run), and ``html.page_title`` the headline. news-please stays the
+reader of its own JSON lines (``read_jsonl``) and is kept here as the ``newsplease`` extractor that the
+bench compares against.
+
+Everything a worker process needs is in ``Page`` (picklable), so ``extract_item`` runs in a process pool
+with the output order of the input (babelrag.executor).
+"""
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from .html import canonical_url, decode_html, lead_paragraphs, page_title
+from .readers import RawArticle, Skip, parse_date, stable_id
+
+# the upper bound htmldate checks dates against when the fetch time is unknown: a fixed date, never the
+# clock, so the same page gives the same date on every day it is ingested
+LATEST_DATE = dt.date(2099, 12, 31)
+EARLIEST_DATE = dt.date(1995, 1, 1)
+
+
+@dataclass
+class Page:
+    """One HTML document waiting for extraction."""
+    body: bytes
+    url: str = ""             # from the URL map / WARC-Target-URI; '' = take the canonical link
+    where: str = ""           # file or file#record, for skips
+    source: str = ""          # input file the article came from
+    content_type: str = ""    # HTTP Content-Type header (WARC), carries the charset
+    fetched: dt.date | None = None  # WARC-Date: a page cannot be published after it was fetched
+
+
+def _quiet_libraries() -> None:
+    for name in ("trafilatura", "htmldate", "newsplease", "readability", "charset_normalizer"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+
+
+def main_text(html: str, url: str) -> str:
+    """trafilatura's main text: paragraphs joined by newlines, no comments."""
+    import trafilatura
+
+    _quiet_libraries()
+    text = trafilatura.extract(html, url=url or None, include_comments=False, include_tables=True,
+                               favor_precision=True, with_metadata=False, deduplicate=False, output_format="txt")
+    return (text or "").strip()
+
+
+def without_headline(text: str, title: str) -> str:
+    """trafilatura keeps the ``<h1>`` as the first line; the article text starts after the headline."""
+    lines = text.split("\n")
+    key = " ".join(title.split())
+    while lines and key and " ".join(lines[0].split()) == key:
+        lines.pop(0)
+    return "\n".join(lines).strip()
+
+
+def with_lead(tree, text: str, title: str = "") -> str:
+    """``text`` with the lead/teaser paragraphs the extractor dropped put in front (html.lead_paragraphs)."""
+    if tree is None or not text:
+        return text
+    leads = lead_paragraphs(tree, text, title)
+    return "\n".join([*leads, text]) if leads else text
+
+
+# image markup: upload paths (/uploads/2015/03/foto.jpg) date the picture, not the article
+_IMAGE_MARKUP = re.compile(
+    r"""<(?:img|source)\b[^>]*>|<meta\b[^>]*(?:og:image|twitter:image|thumbnail)[^>]*>|"""
+    r"""<link\b[^>]*\brel\s*=\s*["']?(?:image_src|preload)[^>]*>""", re.IGNORECASE)
+
+
+def publication_date(html: str, url: str, latest: dt.date | None = None) -> dt.date | None:
+    """htmldate's original (published, not modified) date; None when the page carries none.
+
+    ``original_date`` prefers the publication over the modification date; the bounds are fixed dates
+    (or the fetch day), never the clock; image markup is removed first (upload paths are not article dates)."""
+    from htmldate import find_date
+
+    _quiet_libraries()
+    # a day of slack: the page states its date in its own time zone, the WARC-Date is UTC
+    latest = latest + dt.timedelta(days=1) if latest else LATEST_DATE
+    html = _IMAGE_MARKUP.sub(" ", html)
+    found = None
+    # markup and URL first (fast); the slow search through the text only when they hold no date
+    for extensive in (False, True):
+        try:
+            found = find_date(html, url=url or None, original_date=True, extensive_search=extensive,
+                              outputformat="%Y-%m-%d", min_date=EARLIEST_DATE.isoformat(),
+                              max_date=latest.isoformat())
+        except Exception:  # htmldate raises on odd markup (deep trees, bad encodings)
+            found = None
+        if found:
+            break
+    return parse_date(found)
+
+
+def parse_tree(html: str):
+    from lxml import html as lxml_html
+
+    try:
+        return lxml_html.fromstring(html)
+    except Exception:  # lxml raises on empty or non-HTML documents
+        return None
+
+
+def headline(html: str, url: str, tree=None) -> str:
+    tree = tree if tree is not None else parse_tree(html)
+    return page_title(tree, url) if tree is not None else ""
+
+
+def article_from_html(body: bytes | str, url: str = "", content_type: str = "", *, where: str = "",
+                      source: str = "", fetched: dt.date | None = None) -> RawArticle | Skip:
+    """Decode (charset from the HTTP header, ``<meta>`` or detection), find the URL (given, else the
+    canonical link), then headline, main text and publication date."""
+    html, _ = decode_html(body, content_type)
+    url = url or canonical_url(html)
+    if not url:
+        return Skip("no-url", where, "not in the URL map and no usable <link rel=canonical>")
+    try:
+        text = main_text(html, url)
+    except Exception as exc:  # the extractor stack raises anything on odd markup
+        return Skip("extract-failed", where, f"{type(exc).__name__}: {exc}"[:300])
+    if not text:
+        return Skip("no-article-text", where, url)
+    tree = parse_tree(html)
+    title = headline(html, url, tree)
+    text = with_lead(tree, without_headline(text, title), title)
+    if not text:
+        return Skip("no-article-text", where, f"{url}: only the headline")
+    if not title:
+        return Skip("no-title", where, url)
+    published = publication_date(html, url, latest=fetched)
+    return RawArticle(id=stable_id(url), title=title, text=text, published=published, url=url,
+                      source=source or where)
+
+
+def extract_item(item: Page | Any) -> Any:
+    """Pool task: a ``Page`` becomes an article or a skip; anything else (a reader's Skip) passes through."""
+    if isinstance(item, Page):
+        return article_from_html(item.body, item.url, item.content_type, where=item.where, source=item.source,
+                                 fetched=item.fetched)
+    return item
+
+
+# imported once in the process pool's server instead of in every worker (babelrag.executor)
+extract_item.preload_modules = ("lxml.html", "trafilatura", "htmldate", "charset_normalizer",  # type: ignore[attr-defined]
+                                 "babelrag.construct.ingest.warmup")
+
+
+def newsplease_fields(html: str, url: str) -> dict[str, Any]:
+    """news-please's title/text/date for the same page (the bench's baseline extractor)."""
+    from newsplease import NewsPlease
+
+    _quiet_libraries()
+    article = NewsPlease.from_html(html, url=url, fetch_images=False)
+    return {"title": getattr(article, "title", None), "maintext": getattr(article, "maintext", None),
+            "date_publish": getattr(article, "date_publish", None), "language": getattr(article, "language", None),
+            "url": getattr(article, "url", None)}

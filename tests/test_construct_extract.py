@@ -1,0 +1,338 @@
+"""HTML -> article on real pages (tests/fixtures/realpages: public test pages of trafilatura/htmldate with
+their published expected titles, dates and text segments; sources in that folder's README.md)."""
+import datetime as dt
+import io
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from babelrag.construct.ingest.extract import Page, article_from_html, extract_item
+from babelrag.construct.ingest.html import canonical_url, decode_html
+from babelrag.construct.ingest.readers import RawArticle, Skip, read_warc
+from babelrag.executor import LocalExecutor
+
+REAL = Path(__file__).parent / "fixtures" / "realpages"
+EXPECTED = {row["file"]: row for row in json.loads((REAL / "expected.json").read_text(encoding="utf-8"))}
+
+
+def real(name: str) -> tuple[bytes, dict]:
+    return (REAL / "pages" / name).read_bytes(), EXPECTED[name]
+
+
+def norm(text: str) -> str:
+    return " ".join((text or "").split())
+
+
+def test_fixture_set_is_what_its_readme_says():
+    assert 60 <= len(EXPECTED) <= 80
+    langs = {r["language"] for r in EXPECTED.values()}
+    assert {"de", "en", "fr", "es"} <= langs
+    assert all((REAL / "pages" / name).is_file() for name in EXPECTED)
+    assert sum(p.stat().st_size for p in (REAL / "pages").iterdir()) < 6_000_000
+    features = {f for r in EXPECTED.values() for f in r["features"]}
+    assert {"charset-iso-8859-1", "relative-canonical", "entity-encoded-canonical", "ng-href", "jsonld-date",
+            "modified-date", "date-in-url", "og-title-differs", "hyphen-in-title"} <= features
+
+
+@pytest.mark.parametrize("name", ["cnet.de.schutz.html", "en.wikipedia.org.tsne.html", "der-farang.com-Grab-Bote.html",
+                                  "auto-presse.de-minisuv.html", "bondyblog.fr.paris-8.html"])
+def test_hyphenated_headlines_stay_whole(name):
+    """news-please cut these at the first hyphen ('Internet-User' -> 'User ...', 't-distributed' -> 'distributed')."""
+    body, exp = real(name)
+    art = article_from_html(body, exp["url"])
+    assert isinstance(art, RawArticle)
+    assert norm(art.title) == norm(exp["title"])
+
+
+@pytest.mark.parametrize("name", ["harpers.org.justice.html", "Tageswoche.ch-weg.html", "rosalux.de-quarantaene.html",
+                                  "arteradio.com-nuls.html", "lastampa.it.temperature.html"])
+def test_site_name_is_not_part_of_the_headline(name):
+    body, exp = real(name)
+    assert norm(article_from_html(body, exp["url"]).title) == norm(exp["title"])
+
+
+@pytest.mark.parametrize("name", ["kyffhaeuser-nachrichten.de-Regen.html", "die-tagespost.de.Demut.html",
+                                  "mix1.de-clio.html", "wordsmith.org.maudlin.html"])
+def test_iso_8859_1_and_cp1252_pages_decode_without_replacement_characters(name):
+    body, exp = real(name)
+    text, codec = decode_html(body)
+    assert codec == "cp1252"
+    assert "\ufffd" not in text
+    art = article_from_html(body, exp["url"])
+    assert "\ufffd" not in art.title + art.text
+    assert norm(exp["last"]) in norm(art.text)
+
+
+def test_http_header_charset_wins_over_a_missing_meta_and_over_utf8_guessing():
+    body = "<html><head><title>Grüße aus Köln</title></head><body><p>Straße</p></body></html>".encode("latin-1")
+    assert decode_html(body, "text/html; charset=ISO-8859-1")[0].count("ü") == 1
+    utf8 = "<html><head><meta charset='utf-8'></head><body>Grüße</body></html>".encode()
+    assert decode_html(utf8, None)[0].endswith("Grüße</body></html>")
+    assert decode_html(utf8, "text/html; charset=utf-8")[1] == "utf-8"
+
+
+def test_canonical_links_resolved_unescaped_and_templates_ignored():
+    body, exp = real("schimmverband.at-weltmeisterschaft.html")
+    html, _ = decode_html(body)
+    url = canonical_url(html, "https://www.schwimmverband.at/news")
+    assert url.startswith("https://www.schwimmverband.at/news-artikel?tx_news_pi1%5Baction%5D=detail&tx_news_pi1")
+    assert "&amp;" not in url
+    html, _ = decode_html(real("ethify.org.vegetarier.html")[0])
+    assert canonical_url(html, "https://ethify.org/x") == \
+        "https://ethify.org/content/vegetarier-zu-sein-bedarf-trend-oder-eigene-entscheidung"
+    html, _ = decode_html(real("rosalux.de-quarantaene.html")[0])  # scheme-relative //www.rosalux.de/...
+    assert canonical_url(html, "https://www.rosalux.de/") == \
+        "https://www.rosalux.de/news/id/45292/wir-waren-fast-40-tage-in-quarantaene"
+    html, _ = decode_html(real("lanouvellerepublique.fr.martin.html")[0])  # only ng-href="{{...}}"
+    assert canonical_url(html) == ""
+    assert canonical_url('<link rel="canonical" href="{{ page.url }}"><link rel=canonical href="/a?b=1&amp;c=2">',
+                         "https://x.org/z") == "https://x.org/a?b=1&c=2"
+
+
+def test_angular_page_without_url_or_text_is_a_skip_not_an_article():
+    body, _ = real("lanouvellerepublique.fr.martin.html")
+    item = article_from_html(body, "")
+    assert isinstance(item, Skip) and item.reason == "no-url"
+    assert isinstance(article_from_html(body, EXPECTED["lanouvellerepublique.fr.martin.html"]["url"]), Skip)
+
+
+@pytest.mark.parametrize("name", ["blog.python.org.html", "cnet.de.schutz.html", "en.wikipedia.org.tsne.html",
+                                  "aoc.media.archaisme.html", "thenervousbreakdown.com.loneliest.html"])
+def test_published_date_not_modified_date_and_from_url_or_jsonld(name):
+    body, exp = real(name)
+    art = article_from_html(body, exp["url"])
+    assert art.published is not None
+    assert abs((art.published - dt.date.fromisoformat(exp["date"])).days) <= 1
+
+
+def test_output_does_not_depend_on_the_day_it_runs(monkeypatch):
+    """A page showing only '5:11 AM' (blog.python.org) got the run's date from news-please. Run the real
+    extraction with the clock at two other days: same articles, and no date equal to the fake today."""
+    import datetime as real_dt
+
+    names = ["blog.python.org.html", "world.kbs.co.kr-Temperatures.html", "pythonspeed.com.docker.html",
+             "mdavis.xyz.supermarket.html", "kyffhaeuser-nachrichten.de-Regen.html"]
+
+    def run_at(day: real_dt.date):
+        class FakeDate(real_dt.date):
+            @classmethod
+            def today(cls):
+                return cls(day.year, day.month, day.day)
+
+        class FakeDateTime(real_dt.datetime):
+            @classmethod
+            def now(cls, tz=None):
+                return cls(day.year, day.month, day.day, 12, 0, tzinfo=tz)
+
+            @classmethod
+            def utcnow(cls):
+                return cls(day.year, day.month, day.day, 12, 0)
+
+            @classmethod
+            def today(cls):
+                return cls(day.year, day.month, day.day, 12, 0)
+
+        import htmldate.core
+        import htmldate.extractors
+        import htmldate.validators
+
+        for module in (htmldate.core, htmldate.extractors, htmldate.validators):
+            if hasattr(module, "datetime"):
+                monkeypatch.setattr(module, "datetime", FakeDateTime)
+            if hasattr(module, "date"):
+                monkeypatch.setattr(module, "date", FakeDate)
+        out = []
+        for name in names:
+            body, exp = real(name)
+            art = article_from_html(body, exp["url"])
+            out.append((art.title, art.published, art.text))
+        monkeypatch.undo()
+        return out
+
+    a = run_at(real_dt.date(2031, 7, 14))
+    b = run_at(real_dt.date(2044, 2, 29))
+    assert a == b
+    assert all(p not in (real_dt.date(2031, 7, 14), real_dt.date(2044, 2, 29)) for _, p, _ in a)
+
+
+def test_page_without_any_date_is_skipped_as_missing_date_in_ingest(tmp_path):
+    from babelrag.config import config_from_dict
+    from babelrag.pipeline import Pipeline
+
+    body, exp = real("harpers.org.justice.html")
+    html = decode_html(body)[0]
+    import re
+    undated = re.sub(r"20\d\d", "", html)  # every year gone: no date anywhere, not in the URL either
+    folder = tmp_path / "html"
+    folder.mkdir()
+    (folder / "a.html").write_text(undated, encoding="utf-8")
+    (tmp_path / "urls.tsv").write_text("a.html\thttps://harpers.org/a-letter-on-justice-and-open-debate/\n")
+    assert article_from_html(undated, "https://harpers.org/a-letter-on-justice-and-open-debate/").published is None
+    # an image upload path dates the picture, not the article
+    with_image = undated.replace("</h1>", '</h1><img src="https://harpers.org/wp-content/uploads/2015/03/l.jpg">', 1)
+    assert with_image != undated
+    assert article_from_html(with_image, "https://harpers.org/a-letter-on-justice-and-open-debate/").published is None
+    # times and relative expressions never become a date (they would be dated from the day of the run)
+    relative = undated.replace("</h1>", "</h1><p>5:11 AM</p><p>vor 3 Tagen</p><p>yesterday</p><p>hace 2 días</p>", 1)
+    assert relative != undated
+    assert article_from_html(relative, "https://harpers.org/a-letter-on-justice-and-open-debate/").published is None
+    config = config_from_dict({"project": {"build_dir": str(tmp_path / "b"), "languages": ["en"]},
+                               "corpus": {"inputs": [{"path": str(folder), "format": "html",
+                                                      "url_map": str(tmp_path / "urls.tsv")}], "min_tokens": 20},
+                               "executor": {"processes": 1}})
+    with pytest.raises(Exception, match="missing-date=1"):
+        Pipeline(config).run(until="ingest")
+
+
+def test_real_page_set_meets_the_targets_of_the_extraction_path():
+    """The whole page set through the chosen path meets issue 15's targets: titles >= 95 % exact,
+    dates >= 95 % within a day, lead/last paragraphs >= 95 % found (bench_extraction prints the figures)."""
+    titles = dates = segs = n_dates = n_segs = n = 0
+    for name, exp in EXPECTED.items():
+        if exp.get("expect_skip"):
+            continue
+        n += 1
+        art = article_from_html((REAL / "pages" / name).read_bytes(), exp["url"])
+        assert isinstance(art, RawArticle), (name, art)
+        titles += norm(art.title) == norm(exp["title"])
+        if exp["date"]:
+            n_dates += 1
+            dates += art.published is not None and abs((art.published - dt.date.fromisoformat(exp["date"])).days) <= 1
+        for key in ("lead", "last"):
+            if exp[key]:
+                n_segs += 1
+                segs += norm(exp[key]) in norm(f"{art.title} {art.text}")  # headline kept as the title
+    assert titles / n >= 0.95
+    assert dates / n_dates >= 0.95
+    assert segs / n_segs >= 0.95
+
+
+def test_pool_output_equals_inline_output_in_input_order():
+    names = sorted(EXPECTED)[:24]
+    items = [Page(body=(REAL / "pages" / n).read_bytes(), url=EXPECTED[n]["url"], where=n) for n in names]
+    items.insert(5, Skip("unreadable-file", "x", "passes through"))
+    one = list(LocalExecutor(processes=1).map(extract_item, items))
+    two = list(LocalExecutor(processes=2, chunk_size=3, prefetch=1).map(extract_item, items))
+    assert one == two
+    assert [getattr(a, "where", None) or getattr(a, "source", None) for a in one] == \
+        [getattr(i, "where", None) for i in items]
+
+
+def test_warc_record_charset_comes_from_its_http_header(tmp_path):
+    from warcio.statusandheaders import StatusAndHeaders
+    from warcio.warcwriter import WARCWriter
+
+    body, exp = real("nnz-online.de-Quantensprung.html")
+    no_meta = body.replace(b"charset=iso-8859-1", b"").replace(b"charset=ISO-8859-1", b"")
+    buf = io.BytesIO()
+    writer = WARCWriter(buf, gzip=True)
+    headers = StatusAndHeaders("200 OK", [("Content-Type", "text/html; charset=ISO-8859-1")], protocol="HTTP/1.1")
+    writer.write_record(writer.create_warc_record(exp["url"], "response", payload=io.BytesIO(no_meta),
+                                                  http_headers=headers))
+    path = tmp_path / "x.warc.gz"
+    path.write_bytes(buf.getvalue())
+    [art] = list(read_warc(path))
+    assert isinstance(art, RawArticle)
+    assert norm(art.title) == norm(exp["title"]) and "\ufffd" not in art.text
+    assert norm(exp["lead"]) in norm(art.text)
+
+
+def test_ingest_stage_output_is_the_same_for_one_and_two_processes(tmp_path):
+    from babelrag.config import config_from_dict
+    from babelrag.pipeline import Pipeline
+    from babelrag.records import Article
+    from babelrag.store import BuildStore
+
+    folder = tmp_path / "html"
+    folder.mkdir()
+    names = [n for n, r in sorted(EXPECTED.items()) if r["language"] in ("en", "de") and not r.get("expect_skip")][:10]
+    lines = []
+    for i, name in enumerate(names):
+        (folder / f"p{i:02d}.html").write_bytes((REAL / "pages" / name).read_bytes())
+        lines.append(f"p{i:02d}.html\t{EXPECTED[name]['url']}")
+    (tmp_path / "urls.tsv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    outputs = []
+    for processes in (1, 2):
+        config = config_from_dict({
+            "project": {"build_dir": str(tmp_path / f"b{processes}"), "languages": ["en", "de"]},
+            "corpus": {"inputs": [{"path": str(folder), "format": "html", "url_map": str(tmp_path / "urls.tsv")}],
+                       "min_tokens": 20},
+            "executor": {"processes": processes, "chunk_size": 2}})
+        report = Pipeline(config).run(until="ingest")
+        arts = BuildStore(config.build_dir).read("ingest", Article)
+        outputs.append(([a.model_dump() if hasattr(a, "model_dump") else a.__dict__ for a in arts],
+                        report.stages[0].skipped))
+    assert len(outputs[0][0]) >= 6
+    assert outputs[0] == outputs[1]
+
+
+def test_shipped_sample_html_extracts_to_the_articles_of_its_jsonl():
+    """The sample corpus ships each article as JSONL and as an HTML page: the extraction path must give
+    back exactly the JSONL's title, date and text (as news-please did) for every page."""
+    from babelrag.construct.ingest.readers import parse_date, read_url_map
+    from babelrag.data import sample_corpus_dir
+
+    sample = sample_corpus_dir()
+    truth = {}
+    for line in (sample / "articles.jsonl").read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        truth[str(row["id"])] = row
+    urls = read_url_map(sample / "html" / "urls.tsv")
+    pages = sorted((sample / "html").glob("*.html"))
+    assert len(pages) >= 100
+    for page in pages:
+        exp = truth[page.stem]
+        art = article_from_html(page.read_bytes(), urls[page.name])
+        assert isinstance(art, RawArticle), page.name
+        assert (norm(art.title), art.published, norm(art.text)) == \
+            (norm(exp["title"]), parse_date(exp["date_publish"]), norm(exp["maintext"])), page.name
+
+
+def test_executor_runs_small_inputs_inline_and_large_ones_in_workers():
+    ex = LocalExecutor(processes=2, chunk_size=4)
+    assert set(ex.map(_pid, range(7))) == {os.getpid()}  # fewer items than one chunk per worker
+    many = list(ex.map(_pid, range(40)))
+    assert os.getpid() not in many and len(many) == 40
+
+
+def _pid(_: int) -> int:
+    return os.getpid()
+
+
+def test_a_dying_worker_is_a_clear_stage_error_not_a_pool_traceback():
+    from babelrag.errors import StageError
+
+    with pytest.raises(StageError, match="executor.processes: 1"):
+        list(LocalExecutor(processes=2, chunk_size=2).map(_die_on_seven, range(20)))
+
+
+def _die_on_seven(i: int) -> int:
+    if i == 7:
+        os._exit(1)  # what the kernel's OOM killer or a segfault in lxml looks like to the pool
+    return i
+
+
+def test_fetch_day_bounds_the_date_with_a_day_for_time_zones():
+    """WARC records: a page cannot be published after it was fetched (WARC-Date, UTC); a page dated the
+    next day in its own time zone is still accepted."""
+    body, exp = real("cnet.de.schutz.html")  # published 2014-05-14T15:40:14+02:00
+    fetched_same_day = article_from_html(body, exp["url"], fetched=dt.date(2014, 5, 14))
+    fetched_day_before = article_from_html(body, exp["url"], fetched=dt.date(2014, 5, 13))
+    assert fetched_same_day.published == fetched_day_before.published == dt.date(2014, 5, 14)
+
+
+@pytest.mark.parametrize("name", ["kyffhaeuser-nachrichten.de-Regen.html", "die-tagespost.de.Demut.html"])
+def test_undeclared_legacy_charset_is_detected(name):
+    """No HTTP header, no <meta charset>, not UTF-8: charset-normalizer's detection decodes the umlauts."""
+    import re
+
+    body, exp = real(name)
+    undeclared = re.sub(rb"""charset\s*=\s*["']?[-\w]+""", b"", body, flags=re.IGNORECASE)
+    assert b"charset" not in undeclared.lower()
+    text, codec = decode_html(undeclared)
+    assert codec != "utf-8" and "\ufffd" not in text
+    assert norm(undeclared.decode("cp1252")) == norm(text)
+    art = article_from_html(undeclared, exp["url"])
+    assert norm(art.title) == norm(exp["title"]) and norm(exp["last"]) in norm(art.text)
