@@ -40,6 +40,16 @@ def html_corpus(tmp_path_factory):
     for i, name in enumerate(names):
         (folder / f"p{i:02d}.html").write_bytes((REAL / "pages" / name).read_bytes())
         lines.append(f"p{i:02d}.html\t{EXPECTED[name]['url']}")
+    # an exact copy and a near copy (one word of the lead changed) far from their originals, so another
+    # task on another worker extracts them: duplicates are still found over the whole corpus
+    for i, (name, near) in enumerate(((names[1], False), (names[3], True)), start=len(names)):
+        body = (REAL / "pages" / name).read_bytes()
+        if near:
+            lead = EXPECTED[name]["lead"].encode("utf-8")
+            assert lead in body
+            body = body.replace(lead, lead.replace(lead.split()[-1], b"changed"), 1)
+        (folder / f"p{i:02d}.html").write_bytes(body)
+        lines.append(f"p{i:02d}.html\thttps://copies.example/{i}")
     (root / "urls.tsv").write_text("\n".join(lines) + "\n", encoding="utf-8")
     return root
 
@@ -83,6 +93,7 @@ def test_ray_ingest_is_byte_identical_to_local_and_a_local_build_stays_current(r
     Pipeline(on_ray).run(until="ingest")
     records, fingerprint, counts = stage_output(local, "ingest")
     assert counts["out"] >= 15
+    assert counts["skipped"].get("exact-duplicate") == 1 and counts["skipped"].get("near-duplicate") == 1
     assert stage_output(on_ray, "ingest") == (records, fingerprint, counts)
     # the executor is not part of the fingerprint: the local build is current when switched to ray
     switched = ingest_config(html_corpus, "local", backend="ray", address=None, processes=2)
