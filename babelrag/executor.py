@@ -179,4 +179,7 @@ def in_ray_worker() -> bool:
         return False
     import ray
 
-    return ray.is_initialized() and ray.get_runtime_context().worker.mode == ray.WORKER_MODE
+    try:
+        return ray.is_initialized() and ray.get_runtime_context().worker.mode == ray.WORKER_MODE
+    except Exception:  # e.g. a Ray Client driver (ray://) has no local worker: not a worker either
+        return False
