@@ -249,3 +249,25 @@ def test_an_error_raised_in_a_worker_comes_back_as_itself(ray_cluster):
     with pytest.raises(ConfigError, match="name_or_path is required for kind sentence-transformers") as err:
         list(RayExecutor(processes=2, chunk_size=1).map(task, [["a text"]]))
     assert type(err.value) is ConfigError
+
+
+def test_a_driver_joins_a_running_cluster_by_executor_address(ray_cluster, html_corpus):
+    """Another process (as `babelrag run` on a head node) reaches the cluster through executor.address."""
+    import subprocess
+    import sys
+
+    address = ray_cluster.address_info["gcs_address"]
+    script = ("import sys; from babelrag.config import config_from_dict; from babelrag.pipeline import Pipeline; "
+              "import json; Pipeline(config_from_dict(json.loads(sys.argv[1]))).run(until='ingest'); "
+              "import ray; print(ray.get_runtime_context().gcs_address)")
+    raw = {"project": {"build_dir": str(html_corpus / "by-address"), "languages": ["en", "de"]},
+           "corpus": {"inputs": [{"path": str(html_corpus / "html"), "format": "html",
+                                  "url_map": str(html_corpus / "urls.tsv")}], "min_tokens": 20},
+           "executor": {"backend": "ray", "address": address, "chunk_size": 4}}
+    res = subprocess.run([sys.executable, "-c", script, json.dumps(raw)], capture_output=True, text=True,
+                         timeout=300, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert res.stdout.strip().splitlines()[-1] == address  # it used this cluster, not one of its own
+    local = ingest_config(html_corpus, "local-3", processes=1)
+    Pipeline(local).run(until="ingest")
+    assert stage_output(config_from_dict(raw), "ingest") == stage_output(local, "ingest")
