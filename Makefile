@@ -2,7 +2,7 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
-EXTRAS ?= test,local-llm,annotate,milvus-server
+EXTRAS ?= test,local-llm,annotate,milvus-server,ray
 STAMP := $(VENV)/.installed
 
 .PHONY: install system-deps demo test bench clean

@@ -39,10 +39,11 @@ class ProjectConfig(Section):
 
 
 class ExecutorConfig(Section):
-    """Where per-item work (HTML extraction in ingest) runs. Not part of any stage fingerprint: the
-    output is the same for any number of processes."""
-    backend: Literal["local"] = "local"  # local = process pool on this machine
-    processes: Optional[int] = Field(None, ge=0)  # None or 0 = every available core; 1 = no pool
+    """Where per-item work (ingest's extraction, filters and signatures; article encoding) runs. Not part of
+    any stage fingerprint: the output is the same for any backend and number of processes."""
+    backend: Literal["local", "ray"] = "local"  # local = process pool on this machine; ray = Ray cluster tasks
+    address: Optional[str] = None  # ray: "ray://head:10001", "auto" or "head:6379"; None = start a local cluster
+    processes: Optional[int] = Field(None, ge=0)  # None or 0 = every available core (ray: cluster CPU); 1 = no pool
     chunk_size: int = Field(8, ge=1)  # items per task sent to a worker
 
 

@@ -4,8 +4,8 @@
 than one chunk per process = inline, no pool). Output order equals input order whatever the number of processes, so a build's output does
 not depend on ``executor.processes``. Memory stays bounded: at most ``processes * prefetch`` chunks
 are in flight, the input is read lazily. Workers fork from a forkserver that has imported ``fn``'s module
-and the modules named in ``fn.preload_modules`` (heavy libraries load once). A cluster executor can sit behind the same ``Executor``
-protocol later; ``fn`` must be a picklable top-level function and items picklable.
+and the modules named in ``fn.preload_modules`` (heavy libraries load once). ``ray`` runs the same
+ordered, bounded map as tasks on a Ray cluster (``RayExecutor``); ``fn`` and the items must be picklable.
 """
 from __future__ import annotations
 
@@ -70,7 +70,7 @@ class LocalExecutor:
         limit = self.processes * self.prefetch
         try:
             with ProcessPoolExecutor(max_workers=self.processes, mp_context=context) as pool:
-                for chunk in _chunks(items, self.chunk_size):
+                for chunk in chunks(items, self.chunk_size):
                     pending.append(pool.submit(_run_chunk, fn, chunk))
                     while len(pending) >= limit:
                         yield from pending.popleft().result()
@@ -84,7 +84,7 @@ class LocalExecutor:
                              "which input causes it") from None
 
 
-def _chunks(items: Iterable[T], size: int) -> Iterator[list[T]]:
+def chunks(items: Iterable[T], size: int) -> Iterator[list[T]]:
     chunk: list[T] = []
     for item in items:
         chunk.append(item)
@@ -96,7 +96,109 @@ def _chunks(items: Iterable[T], size: int) -> Iterator[list[T]]:
 
 
 def executor_from_config(config: Any) -> Executor:
-    """``executor.backend`` (only ``local`` today) with ``executor.processes`` (None/0 = every core)."""
+    """``executor.backend`` local (a process pool, ``executor.processes`` None/0 = every core) or ray
+    (tasks on the Ray cluster at ``executor.address``; None = a local cluster started here)."""
     settings = config.executor
+    if getattr(settings, "backend", "local") == "ray":
+        return RayExecutor(address=settings.address, processes=settings.processes or 0,
+                           chunk_size=settings.chunk_size)
     processes = settings.processes or available_cores()
     return LocalExecutor(processes=max(1, processes), chunk_size=settings.chunk_size)
+
+
+@dataclass
+class RayExecutor:
+    """Ray tasks on a cluster: the same ordered, bounded ``map`` as ``LocalExecutor``.
+
+    Ray tasks rather than Ray Data: the inputs are read by this process (WARC records, HTML files,
+    spool blocks) and results must come back in input order into the stage store; a task per chunk
+    with a bounded window of chunks in flight does exactly that, and ``bench/bench_scaleout.py``
+    measures it against a Ray Data pipeline. A worker that dies (killed, out of memory, node lost)
+    has its task retried by Ray (``max_retries``); tasks are pure functions of their chunk, so a retried
+    chunk gives the same result and the output does not change.
+    """
+    address: str | None = None  # "ray://head:10001", "auto", "host:6379"; None = start a local cluster
+    processes: int = 0  # tasks that run at once; 0 = every CPU of the cluster
+    chunk_size: int = 8
+    prefetch: int = 2  # chunks in flight per running task
+    max_retries: int = 3
+
+    def __post_init__(self) -> None:
+        connect_ray(self.address, self.processes)
+        if not self.processes:
+            self.processes = cluster_cpus()
+
+    def map(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
+        import ray
+
+        task = ray.remote(num_cpus=1, max_retries=self.max_retries)(_run_chunk)
+        fn_ref = ray.put(fn)  # shipped once, not with every chunk
+        pending: deque = deque()
+        limit = max(1, self.processes) * self.prefetch
+        for chunk in chunks(items, self.chunk_size):
+            pending.append(task.remote(fn_ref, chunk))
+            while len(pending) >= limit:
+                yield from _ray_result(pending.popleft())
+        while pending:
+            yield from _ray_result(pending.popleft())
+
+
+def _ray_result(ref: Any) -> list[Any]:
+    """A task's result; an exception raised by ``fn`` in the worker is raised here as itself (a
+    ConfigError stays a one-line ConfigError, not Ray's wrapper with the worker's traceback)."""
+    import ray
+
+    try:
+        return ray.get(ref)
+    except ray.exceptions.RayTaskError as exc:
+        cause = getattr(exc, "cause", None)
+        if isinstance(cause, Exception):
+            raise cause from None
+        raise
+
+
+def connect_ray(address: str | None, processes: int = 0) -> None:
+    """Join the cluster at ``address`` (or start a local one with ``processes`` CPUs, 0 = all) unless
+    this process is already connected. Ray is an optional extra: a clear error when it is missing."""
+    try:
+        import ray
+    except ImportError:
+        from babelrag.errors import ConfigError
+
+        raise ConfigError("executor.backend ray needs Ray: pip install 'babelrag[ray]' "
+                          "(or set executor.backend: local)") from None
+    if ray.is_initialized():
+        return
+    options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
+    if address:
+        options["address"] = address
+    elif processes:
+        options["num_cpus"] = processes
+    try:
+        ray.init(**options)
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        from babelrag.errors import ConfigError
+
+        raise ConfigError(f"cannot reach the Ray cluster at executor.address={address!r}: "
+                          f"{type(exc).__name__}: {str(exc)[:300]} (start it with `ray start --head`, "
+                          f"or leave executor.address empty for a local cluster)") from None
+
+
+def cluster_cpus() -> int:
+    import ray
+
+    return max(1, int(ray.cluster_resources().get("CPU", 1)))
+
+
+def in_ray_worker() -> bool:
+    """True inside a Ray task (where a process-local resource such as a Milvus Lite file must not be opened)."""
+    import sys
+
+    if "ray" not in sys.modules:
+        return False
+    import ray
+
+    try:
+        return ray.is_initialized() and ray.get_runtime_context().worker.mode == ray.WORKER_MODE
+    except Exception:  # e.g. a Ray Client driver (ray://) has no local worker: not a worker either
+        return False

@@ -13,13 +13,15 @@ articles score up to ~0.46 with the default encoder, true cross-language pairs f
 from __future__ import annotations
 
 import random
-from collections import defaultdict
+from collections import defaultdict, deque
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 
 from babelrag.errors import InputError
+from babelrag.executor import chunks
 from babelrag.rows import iter_jsonl
 from babelrag.pipeline import StageContext
 from babelrag.records import Article, ArticlePair
@@ -61,38 +63,56 @@ def encoder_for(ctx: StageContext) -> Any:
 def index_corpus(ctx: StageContext, encoder: Any) -> tuple[Any, dict[str, Doc]]:
     """Embed every ingested article (cached by text hash) and upsert it into Milvus.
 
-    Only small per-article metadata stays in memory; vectors live in Milvus (and the vector cache)."""
+    Only small per-article metadata stays in memory; vectors live in Milvus (and the vector cache).
+    With ``executor.backend: ray`` the encoder runs on the cluster's workers, blocks of articles in
+    flight at once; the vectors, the cache and the Milvus rows are the same as encoded here."""
     from babelrag.construct.pairs import day_number
     from babelrag.construct.vectorstore import store_from_config
 
     chars = ctx.config.dense.passage_chars
     docs: dict[str, Doc] = {}
     store = None
-    batch: list[Article] = []
+    blocks: deque[list[Article]] = deque()
 
-    def flush() -> None:
-        nonlocal store
-        if not batch:
-            return
-        vecs = encoder.encode([passage(a, chars) for a in batch], "passage")
+    def passages() -> Iterator[list[str]]:
+        articles = ctx.progress(ctx.iter_read("ingest", Article), desc="embedding articles")
+        for block in chunks(articles, INDEX_BLOCK):
+            blocks.append(block)
+            yield [passage(a, chars) for a in block]
+
+    for vecs in encoder.encode_stream(passages(), "passage", encoding_map(ctx)):
+        block = blocks.popleft()
         if store is None:
             store = store_from_config(ctx, vecs.shape[1])
-        store.upsert([a.id for a in batch], vecs, [a.language for a in batch],
-                     [day_number(a.published) for a in batch], [a.title for a in batch], [a.source for a in batch])
-        for a in batch:
+        store.upsert([a.id for a in block], vecs, [a.language for a in block],
+                     [day_number(a.published) for a in block], [a.title for a in block], [a.source for a in block])
+        for a in block:
             docs[a.id] = Doc(a.id, a.language, day_number(a.published))
-        batch.clear()
-
-    for art in ctx.progress(ctx.iter_read("ingest", Article), desc="embedding articles"):
-        batch.append(art)
-        if len(batch) >= 512:
-            flush()
-    flush()
     if store is not None and store.count() > len(docs):
         ctx.extra["vectors_pruned"] = store.prune(set(docs))  # stale rows from an earlier corpus
     ctx.extra["encoder"] = encoder.name
     ctx.extra["vector_cache"] = {"hits": encoder.hits, "misses": encoder.misses}
     return store, docs
+
+
+INDEX_BLOCK = 512  # articles per encoding task and Milvus upsert
+
+
+def encoding_map(ctx: StageContext) -> Callable[[Iterable[list[str]]], Iterator[Any]] | None:
+    """Where article passages are encoded: on the Ray cluster's workers (``executor.backend: ray``, a
+    local encoder kind) as a mapped task, else None (here, with the encoder's own threads)."""
+    if ctx.config.executor.backend != "ray":
+        return None
+    from babelrag.construct.encoders.mapped import encode_task
+    from babelrag.executor import RayExecutor
+
+    task = encode_task(ctx.config.dense.encoder, ctx.config.resolve)
+    if task is None:
+        return None
+    settings = ctx.config.executor
+    executor = RayExecutor(address=settings.address, processes=settings.processes or 0, chunk_size=1)
+    ctx.extra["encode_workers"] = executor.processes
+    return lambda texts: executor.map(task, texts)
 
 
 def dense_pairs(ctx: StageContext) -> list[ArticlePair]:

@@ -56,7 +56,8 @@ STAGE = StageSpec(
     "distractors", "babelrag.construct.distractors:run", "DistractorSet", ("ingest", "filters"),
     ("distractors", "dense", "project", "llm"), uses_llm=True,
     description="related / irrelevant / seemingly relevant distractors",
-    files=("dense.encoder.name_or_path",), owns={"distractors": DistractorsConfig}, order=60)
+    files=("dense.encoder.name_or_path",), runtime_sections=("executor",), owns={"distractors": DistractorsConfig},
+    order=60)
 
 KINDS = ("related", "seemingly_relevant", "irrelevant")
 

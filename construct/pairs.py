@@ -64,7 +64,7 @@ STAGE = StageSpec(
     description="related article pairs: entity graph (same language) + dense retrieval (cross-language)",
     files=("dense.events_file", "dense.encoder.name_or_path"),
     llm_endpoints=(("dense.encoder.endpoint", (("dense.enabled", True), ("dense.encoder.kind", "openai"))),),
-    runtime_sections=("llm",), owns={"pairs": PairsConfig, "dense": DenseConfig}, order=20)
+    runtime_sections=("llm", "executor"), owns={"pairs": PairsConfig, "dense": DenseConfig}, order=20)
 
 EPOCH = dt.date(1970, 1, 1)
 

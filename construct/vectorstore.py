@@ -73,6 +73,12 @@ class VectorStore:
 
     @classmethod
     def lite(cls, folder: Path, collection: str, dim: int, index_type: str = "FLAT") -> VectorStore:
+        from babelrag.executor import in_ray_worker
+
+        if in_ray_worker():  # every worker would open its own copy of one data file
+            raise StageError(f"Milvus Lite ({folder / 'milvus.db'}) opened inside a Ray worker: Milvus Lite is one "
+                             f"process per data file. With executor.backend ray, set dense.milvus.uri to a Milvus "
+                             f"server (http://host:19530) or write vectors from the driver")
         folder.mkdir(parents=True, exist_ok=True)
         return cls(str(folder / "milvus.db"), collection, dim, index_type)
 

@@ -10,7 +10,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent / "babelrag"
 HEAVY = ("torch", "datasets", "pyarrow", "argilla", "FlagEmbedding", "pymilvus", "spacy", "sklearn",
-         "matplotlib", "openai", "lingua", "newsplease", "sentence_transformers")
+         "matplotlib", "openai", "lingua", "newsplease", "sentence_transformers", "ray")
 
 
 def run(*args, cwd=None):

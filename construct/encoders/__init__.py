@@ -14,14 +14,19 @@ from babelrag.errors import ConfigError
 from .base import CachedEncoder, Encoder, VectorCache, l2_normalise
 
 
-def build_encoder(enc_cfg: Any, runner_factory: Callable[[], Any] | None = None,
-                  resolve: Callable[[str], Path | None] | None = None) -> Encoder:
-    kind = enc_cfg.kind
-    path = enc_cfg.name_or_path
+def model_path(path: str | None, resolve: Callable[[str], Path | None] | None = None) -> str | None:
+    """A name_or_path that looks like a path and exists relative to the config is made absolute."""
     if path and resolve is not None and (path.startswith(".") or "/" in path):
         resolved = resolve(path)
         if resolved is not None and resolved.exists():
-            path = str(resolved)
+            return str(resolved)
+    return path
+
+
+def build_encoder(enc_cfg: Any, runner_factory: Callable[[], Any] | None = None,
+                  resolve: Callable[[str], Path | None] | None = None) -> Encoder:
+    kind = enc_cfg.kind
+    path = model_path(enc_cfg.name_or_path, resolve)
     if kind == "usem3":
         from .local import USEM3Encoder
 

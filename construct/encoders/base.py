@@ -10,7 +10,8 @@ import hashlib
 import sqlite3
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -102,19 +103,48 @@ class CachedEncoder(Encoder):
 
     def encode(self, texts: Sequence[str], kind: Kind = "passage",
                progress: Callable[[Iterable[Any], int], Iterable[Any]] | None = None) -> np.ndarray:
-        texts = list(texts)
-        keys = [VectorCache.key(self.inner.name, kind, t) for t in texts]
-        found = self.cache.get_many(keys)
-        todo = sorted({k: t for k, t in zip(keys, texts) if k not in found}.items())
-        self.hits += len(texts) - len(todo)
-        self.misses += len(todo)
-        if todo:
-            vecs = self.inner.encode([t for _, t in todo], kind, progress)
-            new = {k: v for (k, _), v in zip(todo, vecs)}
-            self.cache.put_many(new.items())
-            found.update(new)
-        if not texts:
-            return np.zeros((0, self.inner.dim), dtype=np.float32)
-        out = np.stack([found[k] for k in keys]).astype(np.float32)
-        self.dim = out.shape[1]
-        return out
+        return next(self.encode_stream([list(texts)], kind,
+                                       lambda todo: (self.inner.encode(t, kind, progress) for t in todo)))
+
+    def encode_stream(self, blocks: Iterable[Sequence[str]], kind: Kind = "passage",
+                      encode_misses: Callable[[Iterable[list[str]]], Iterable[np.ndarray]] | None = None,
+                      ) -> Iterator[np.ndarray]:
+        """Vectors for each block of texts, in block order. ``encode_misses`` turns an iterable of text
+        lists (each block's texts missing from the cache, sorted by cache key) into their vectors in the
+        same order: an executor's ``map`` over workers, or the inner encoder here (default).
+
+        A text missing from several blocks is encoded once, with the first block, whether blocks are
+        encoded one after another or many at a time: the batches the model sees, and so the vectors,
+        do not depend on how many blocks are in flight."""
+        if encode_misses is None:
+            encode_misses = lambda todo: (self.inner.encode(t, kind) for t in todo)  # noqa: E731
+        pending: deque[tuple[list[str], dict[str, np.ndarray], list[tuple[str, str]]]] = deque()
+        in_flight: set[str] = set()
+
+        def misses() -> Iterator[list[str]]:
+            for block in blocks:
+                keys = [VectorCache.key(self.inner.name, kind, t) for t in block]
+                found = self.cache.get_many(keys)
+                todo = sorted({k: t for k, t in zip(keys, block) if k not in found and k not in in_flight}.items())
+                in_flight.update(k for k, _ in todo)
+                self.hits += len(keys) - len(todo)
+                self.misses += len(todo)
+                pending.append((keys, found, todo))
+                yield [t for _, t in todo]
+
+        for vecs in encode_misses(misses()):
+            keys, found, todo = pending.popleft()
+            if todo:
+                new = {k: v for (k, _), v in zip(todo, vecs)}
+                self.cache.put_many(new.items())
+                found.update(new)
+                in_flight.difference_update(new)
+            late = [k for k in keys if k not in found]  # encoded with an earlier block, cached since
+            if late:
+                found.update(self.cache.get_many(late))
+            if not keys:
+                yield np.zeros((0, self.inner.dim), dtype=np.float32)
+                continue
+            out = np.stack([found[k] for k in keys]).astype(np.float32)
+            self.dim = out.shape[1]
+            yield out

@@ -7,12 +7,14 @@ resumable output, running title NER in batches.
 """
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -22,10 +24,62 @@ from babelrag.records import Article
 from babelrag.tokens import count_tokens
 
 from .dedupe import Growable, MinHasher, duplicate_mask, hash64, normalise_text
-from .readers import RawArticle, Skip, read_input
+from .extract import extract_item
 from .language_id import LanguageIdentifier
+from .readers import RawArticle, Skip, iter_input
 
 NER_BATCH = 256
+N_PERM = 64  # MinHash functions per article
+
+
+@dataclass
+class Prepared:
+    """A page or line that passed the per-article filters, with its dedupe numbers (worker output)."""
+    article: RawArticle
+    language: str
+    n_tokens: int
+    hashes: np.ndarray  # (id hash, normalised-text hash)
+    signature: np.ndarray  # MinHash, N_PERM uint32
+
+
+@dataclass(frozen=True)
+class PrepareArticle:
+    """The per-item work of ingest pass 1, run by the executor's workers (process pool or Ray): HTML
+    extraction, the filters with language ID, and the article's hashes and MinHash signature.
+
+    Deciding duplicates needs every article, so it stays in the driver (``duplicate_mask`` over the
+    whole corpus): workers only compute each article's own numbers."""
+    corpus: Any  # CorpusConfig: date window, min_tokens, language_confidence
+    languages: tuple[str, ...]
+    seed: int
+    # what the local pool's forkserver imports once (extraction libraries, their warm-up)
+    preload_modules: ClassVar[tuple[str, ...]] = extract_item.preload_modules  # type: ignore[attr-defined]
+
+    def __call__(self, item: Any) -> Prepared | Skip:
+        item = extract_item(item)
+        if isinstance(item, Skip):
+            return item
+        skipped: list[Skip] = []
+        kept = _filter(item, self.corpus, list(self.languages), _identifier(self.languages),
+                       lambda reason, where="", detail="": skipped.append(Skip(reason, where, detail)))
+        if kept is None:
+            return skipped[0]
+        art, lang, n_tokens = kept
+        return Prepared(art, lang, n_tokens, np.array([hash64(art.id), hash64(normalise_text(art.text))]),
+                        _hasher(self.seed).signature(art.text))
+
+    def warm_up(self) -> None:
+        _identifier(self.languages).detect("warm up the language models")
+
+
+@functools.lru_cache(maxsize=4)
+def _identifier(languages: tuple[str, ...]) -> LanguageIdentifier:
+    return LanguageIdentifier(list(languages))
+
+
+@functools.lru_cache(maxsize=4)
+def _hasher(seed: int) -> MinHasher:
+    return MinHasher(n_perm=N_PERM, seed=seed)
 
 
 def _inputs(ctx: StageContext) -> list[tuple[Path, str, Path | None]]:
@@ -41,10 +95,8 @@ def run(ctx: StageContext) -> None:
     corpus = cfg.corpus
     languages = list(cfg.project.languages)
     extractor = _prepare_ner(ctx, languages)  # before the corpus is read: a missing model fails now
-    lid = LanguageIdentifier(languages)
-    hasher = MinHasher(n_perm=64, seed=cfg.project.seed)
     hashes = Growable(2, np.int64)  # (id hash, normalised-text hash) per kept article
-    sigs = Growable(hasher.n_perm, np.uint32)
+    sigs = Growable(N_PERM, np.uint32)
     first_skip: dict[str, str] = {}
 
     def skip(reason: str, where: str = "", detail: str = "") -> None:
@@ -55,25 +107,25 @@ def run(ctx: StageContext) -> None:
 
     executor = executor_from_config(cfg)
     ctx.extra["extract_processes"] = executor.processes
+    task = PrepareArticle(corpus, tuple(languages), cfg.project.seed)
+    task.warm_up()  # forked pool workers inherit the loaded language models
     spool_fd, spool_name = tempfile.mkstemp(prefix="ingest-", suffix=".jsonl", dir=ctx.artifacts_dir)
     try:
         with os.fdopen(spool_fd, "w", encoding="utf-8") as spool:
             for path, fmt, url_map in _inputs(ctx):
-                for item in ctx.progress(read_input(path, fmt, url_map, executor), desc=f"reading {path.name}"):
+                prepared = executor.map(task, iter_input(path, fmt, url_map))
+                for item in ctx.progress(prepared, desc=f"reading {path.name}"):
                     ctx.count_in += 1
                     if isinstance(item, Skip):
                         skip(item.reason, item.where, item.detail)
                         continue
-                    kept = _filter(item, corpus, languages, lid, skip)
-                    if kept is None:
-                        continue
-                    art, lang, n_tokens = kept
-                    hashes.append(np.array([hash64(art.id), hash64(normalise_text(art.text))]))
-                    sigs.append(hasher.signature(art.text))
+                    art = item.article
+                    hashes.append(item.hashes)
+                    sigs.append(item.signature)
                     spool.write(json.dumps({
-                        "id": art.id, "title": art.title, "text": art.text, "language": lang,
+                        "id": art.id, "title": art.title, "text": art.text, "language": item.language,
                         "published": art.published.isoformat(), "url": art.url, "source": art.source,
-                        "n_tokens": n_tokens}, ensure_ascii=False) + "\n")
+                        "n_tokens": item.n_tokens}, ensure_ascii=False) + "\n")
         n = hashes.n
         if n == 0:
             raise InputError(_zero_message(ctx, first_skip))

