@@ -272,3 +272,33 @@ def test_a_driver_joins_a_running_cluster_by_executor_address(ray_cluster, html_
     local = ingest_config(html_corpus, "local-3", processes=1)
     Pipeline(local).run(until="ingest")
     assert stage_output(config_from_dict(raw), "ingest") == stage_output(local, "ingest")
+
+
+def test_a_killed_distributed_run_reruns_to_the_local_output(ray_cluster, html_corpus):
+    """The driver of a Ray run SIGKILLed mid-ingest (tasks in flight on the cluster): no stage output
+    appears, the cluster stays usable, and the re-run gives the local run's bytes."""
+    import subprocess
+    import sys
+
+    address = ray_cluster.address_info["gcs_address"]
+    raw = {"project": {"build_dir": str(html_corpus / "killed-driver"), "languages": ["en", "de"]},
+           "corpus": {"inputs": [{"path": str(html_corpus / "html"), "format": "html",
+                                  "url_map": str(html_corpus / "urls.tsv")}], "min_tokens": 20},
+           "executor": {"backend": "ray", "address": address, "chunk_size": 1, "processes": 2}}
+    script = ("import sys, json; from babelrag.config import config_from_dict; from babelrag.pipeline import Pipeline; "
+              "Pipeline(config_from_dict(json.loads(sys.argv[1]))).run(until='ingest')")
+    driver = subprocess.Popen([sys.executable, "-c", script, json.dumps(raw)],
+                              env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    staging = html_corpus / "killed-driver" / ".staging"
+    deadline = time.time() + 240
+    while time.time() < deadline and not any(p.stat().st_size for p in staging.glob("ingest-*/ingest-*.jsonl")):
+        time.sleep(0.05)  # the spool fills once the first pages come back from the workers
+    assert driver.poll() is None, "the driver finished before it could be killed"
+    os.kill(driver.pid, signal.SIGKILL)
+    driver.wait()
+    config = config_from_dict(raw)
+    assert BuildStore(config.build_dir).manifest("ingest") is None  # nothing half-written became output
+    Pipeline(config).run(until="ingest")
+    local = ingest_config(html_corpus, "local-killed", processes=1)
+    Pipeline(local).run(until="ingest")
+    assert stage_output(config, "ingest") == stage_output(local, "ingest")
