@@ -169,20 +169,26 @@ def status(project: str = typer.Argument("all"), config: Optional[Path] = Config
     """Progress per project dataset and per annotator (live from the server)."""
     from rich.table import Table
 
-    from .pull import fetch_rows, status_table
+    from .pull import fetch_rows, project_annotators, status_table
     from .push import argilla_errors
 
     settings, _ = _load(config)
     rg_client, target = _client(settings)
     table = Table(title=f"Annotation progress at {target.url}")
-    for col in ("dataset", "annotator", "records", "completed", "pending", "submitted", "draft", "discarded"):
+    for col in ("dataset", "annotator", "records", "completed", "pending", "submitted", "draft", "discarded",
+                "progress"):
         table.add_column(col)
+    not_pushed = []
     for name in _projects(project):
         with argilla_errors(target.url, f"status of {name}"):
             responses, records = fetch_rows(rg_client, settings, name)
-        for row in status_table(responses, records):
+        if not records:
+            not_pushed.append(name)
+        for row in status_table(responses, records, project_annotators(settings, name)):
             table.add_row(*("" if v is None else str(v) for v in row.values()))
     _console().print(table)
+    if not_pushed:
+        _console().print(f"not pushed yet (or empty): {', '.join(not_pushed)}")
 
 
 @app.command()

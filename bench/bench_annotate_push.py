@@ -1,0 +1,124 @@
+"""Pushing many records to the embedded Argilla: does indexing stay flat, and what does the search engine add?
+
+Two local servers run side by side, identical except that one has the search engine's document
+writes disabled (``BABELRAG_SEARCH_WRITES=off``: the floor set by argilla-server's own work, SQLite
+database and HTTP). The same Q&A-verification records are pushed to both, batch by batch, alternating
+which server goes first, so load on this shared machine hits both alike. Printed:
+
+- per-batch seconds at a few points, and first vs last window of batches (median of ``--window``
+  batches each) for both servers: a per-batch cost that grows with the dataset shows as a ratio > 1;
+- total push time with our search engine / the same push with its writes disabled (target <= 1.2x).
+
+Usage: python bench/bench_annotate_push.py [--records 2000] [--records 100000 --checkpoint 10000] [--batch 256]
+[--dump timings.json]. 100,000 records take over an hour on a loaded 2-core machine: run it in the background;
+``--checkpoint 10000`` also prints the figures after the first 10,000 records of that push.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+from babelrag.annotate import projects, push as ps, samples
+from babelrag.annotate.config import AnnotateSettings, ServerSettings
+from babelrag.annotate.server.process import SEARCH_WRITES_ENV as WRITES_ENV
+from babelrag.annotate.server.process import ArgillaServer
+
+
+@contextmanager
+def started(home: Path, writes: bool):
+    """A local server whose search engine writes documents (or, for the baseline, does not)."""
+    settings = AnnotateSettings(server=ServerSettings(home=home, port=0), min_submitted=1)
+    old = os.environ.get(WRITES_ENV)
+    if writes:
+        os.environ.pop(WRITES_ENV, None)
+    else:
+        os.environ[WRITES_ENV] = "off"  # read by the server's children when they are spawned
+    server = ArgillaServer(settings.server)
+    try:
+        server.start()
+    finally:
+        os.environ.pop(WRITES_ENV, None)
+        if old is not None:
+            os.environ[WRITES_ENV] = old
+    try:
+        client = ps.client(ps.resolve_target(settings))
+        yield settings, client
+    finally:
+        server.stop()
+
+
+def new_dataset(client, settings: AnnotateSettings, name: str):
+    import argilla as rg
+
+    ps.ensure_users(client, settings)
+    return rg.Dataset(name=name, workspace=settings.workspace,
+                      settings=projects.to_argilla_settings("qa_verification", settings, client), client=client).create()
+
+
+def window_median(times: list[float], window: int, last: bool) -> float:
+    part = times[-window:] if last else times[:window]
+    return statistics.median(part)
+
+
+def report(n: int, batch: int, window: int, timings: dict[str, list[float]]) -> None:
+    eng, base = timings["engine"], timings["baseline"]
+    w = min(window, max(1, len(eng) // 4))
+    print(f"push {n} records in {len(eng)} batches of {batch}:")
+    for name, times in (("engine", eng), ("baseline", base)):
+        first, last = window_median(times, w, last=False), window_median(times, w, last=True)
+        print(f"  {name:8s} total {sum(times):7.1f} s ({n / sum(times):5.0f} records/s); per batch first {first:.2f} s, "
+              f"last {last:.2f} s: last/first {last / first:.2f} (median of {w} batches each)")
+    print(f"  search engine writes on / off: {sum(eng) / sum(base):.2f}x (target <= 1.2x)", flush=True)
+
+
+def run(n: int, batch: int, window: int, checkpoints: list[int], dump: Path | None) -> None:
+    items = samples.qa_items(n)
+    arts = {a["id"]: a for a in samples.articles(n)}
+    root = Path(tempfile.mkdtemp(prefix="bench-push-"))
+    timings: dict[str, list[float]] = {"engine": [], "baseline": []}
+    with started(root / "baseline", writes=False) as (s_base, c_base), started(root / "engine", writes=True) as (s_eng, c_eng):
+        datasets = {"baseline": new_dataset(c_base, s_base, f"bench-{n}"), "engine": new_dataset(c_eng, s_eng, f"bench-{n}")}
+        for k, start in enumerate(range(0, n, batch)):
+            chunk = projects.build_records("qa_verification", items[start : start + batch], s_eng, articles=arts)
+            order = ("engine", "baseline") if k % 2 == 0 else ("baseline", "engine")
+            for name in order:
+                records = projects.to_argilla_records(chunk)
+                t = time.perf_counter()
+                datasets[name].records.log(records, batch_size=len(records))
+                timings[name].append(time.perf_counter() - t)
+            done = start + len(chunk)
+            if k % 10 == 0:
+                print(f"  batch {k:4d} (records {done:6d}): engine {timings['engine'][-1]:.2f} s, "
+                      f"baseline {timings['baseline'][-1]:.2f} s", file=sys.stderr, flush=True)
+            if dump:
+                dump.write_text(json.dumps({"records": n, "batch": batch, "timings": timings}))
+            if done < n and any(start < c <= done for c in checkpoints):
+                report(done, batch, window, timings)
+        for name, client in (("engine", c_eng), ("baseline", c_base)):
+            total = client.http_client.get(f"/api/v1/datasets/{datasets[name].id}/records", params={"limit": 1}).json()["total"]
+            assert total == n, (name, total)
+    report(n, batch, window, timings)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--records", type=int, action="append", help="records to push (repeatable); default 2000")
+    ap.add_argument("--checkpoint", type=int, action="append", default=[],
+                    help="also report after this many records of a longer push (e.g. 10000 inside 100000)")
+    ap.add_argument("--batch", type=int, default=256)
+    ap.add_argument("--window", type=int, default=5, help="batches in the first/last window")
+    ap.add_argument("--dump", type=Path, help="write the per-batch timings as JSON here")
+    args = ap.parse_args()
+    for n in args.records or [2000]:
+        run(n, args.batch, args.window, args.checkpoint, args.dump)
+
+
+if __name__ == "__main__":
+    main()
