@@ -141,7 +141,7 @@ QA_VERIFICATION = ProjectSpec(
 
 TRANSLATION = ProjectSpec(
     "translation",
-    fields=(FieldSpec("source_and_mt", "English source | machine translation", markdown=True),),
+    fields=(FieldSpec("source_and_mt", "English source and machine translation", markdown=True),),
     questions=(
         QuestionSpec("question_translation", "Question in the target language (post-edit)"),
         QuestionSpec("answer_translation", "Answer in the target language (post-edit)"),
@@ -259,12 +259,11 @@ def _cell(text: str) -> str:
 def side_by_side(language: str, question: str, answer: str, mt: dict) -> str:
     """English source and machine translation as one two-column markdown table (rows: question, answer)."""
     model = f", {mt['model']}" if mt.get("model") else ""
-    head = f"| | English source | Machine translation ({language}{model}) |"
-    if not mt.get("question"):
-        head = f"| | English source | Machine translation ({language}): none, translate from scratch |"
-    return "\n".join([head, "|---|---|---|",
-                      f"| **Question** | {_cell(question)} | {_cell(mt.get('question', ''))} |",
-                      f"| **Answer** | {_cell(answer)} | {_cell(mt.get('answer', ''))} |"])
+    right = f"Machine translation ({language}{model})" if mt.get("question") else \
+        f"Machine translation ({language}): none, translate from scratch"
+    return "\n".join([f"| English source | {right} |", "|---|---|",
+                      f"| **Q:** {_cell(question)} | **Q:** {_cell(mt.get('question', ''))} |",
+                      f"| **A:** {_cell(answer)} | **A:** {_cell(mt.get('answer', ''))} |"])
 
 
 def translation_records(items: Iterable[QAItem | dict], language: str) -> list[ProjectRecord]:

@@ -69,12 +69,16 @@ def window_median(times: list[float], window: int, last: bool) -> float:
 
 def report(n: int, batch: int, window: int, timings: dict[str, list[float]]) -> None:
     eng, base = timings["engine"], timings["baseline"]
-    w = min(window, max(1, len(eng) // 4))
-    print(f"push {n} records in {len(eng)} batches of {batch}:")
+    w = window or max(5, len(eng) // 10)
+    w = min(w, max(1, len(eng) // 4))
+    print(f"push {n} records in {len(eng)} batches of {batch} (first/last windows: median of {w} batches):")
     for name, times in (("engine", eng), ("baseline", base)):
         first, last = window_median(times, w, last=False), window_median(times, w, last=True)
         print(f"  {name:8s} total {sum(times):7.1f} s ({n / sum(times):5.0f} records/s); per batch first {first:.2f} s, "
-              f"last {last:.2f} s: last/first {last / first:.2f} (median of {w} batches each)")
+              f"last {last:.2f} s: last/first {last / first:.2f}")
+    paired = [e / b for e, b in zip(eng, base)]  # the two pushes of one batch run back to back
+    print(f"  engine/baseline per batch (paired): first {window_median(paired, w, last=False):.2f}x, "
+          f"last {window_median(paired, w, last=True):.2f}x")
     print(f"  search engine writes on / off: {sum(eng) / sum(base):.2f}x (target <= 1.2x)", flush=True)
 
 
@@ -113,9 +117,19 @@ def main() -> None:
     ap.add_argument("--checkpoint", type=int, action="append", default=[],
                     help="also report after this many records of a longer push (e.g. 10000 inside 100000)")
     ap.add_argument("--batch", type=int, default=256)
-    ap.add_argument("--window", type=int, default=5, help="batches in the first/last window")
+    ap.add_argument("--window", type=int, default=0, help="batches in the first/last window (default: 10%%, >= 5)")
     ap.add_argument("--dump", type=Path, help="write the per-batch timings as JSON here")
+    ap.add_argument("--from-dump", type=Path, help="only report the figures of an earlier run's --dump file "
+                    "(at each --checkpoint and at its end)")
     args = ap.parse_args()
+    if args.from_dump:
+        data = json.loads(args.from_dump.read_text())
+        timings, size = data["timings"], data["batch"]
+        done = min(data["records"], len(timings["engine"]) * size)
+        for n in [c for c in args.checkpoint if c < done] + [done]:
+            k = -(-n // size)
+            report(n, size, args.window, {name: t[:k] for name, t in timings.items()})
+        return
     for n in args.records or [2000]:
         run(n, args.batch, args.window, args.checkpoint, args.dump)
 
