@@ -111,6 +111,57 @@ def run(n: int, batch: int, window: int, checkpoints: list[int], dump: Path | No
     report(n, batch, window, timings)
 
 
+ENGINE_SCRIPT = """
+import asyncio, json, sys, time
+sys.path.insert(0, sys.argv[1])
+from sqlite_engine import SQLiteSearchEngine
+
+async def main(template, n, batch):
+    docs = json.load(open(template))
+    engine = await SQLiteSearchEngine.new_instance()
+    await engine._create_index_request("rg.bench", {"properties": {}}, {})
+    times = []
+    for k, start in enumerate(range(0, n, batch)):
+        actions = [{"_op_type": "index", "_index": "rg.bench", "_id": f"d{start + i}", **dict(docs[i % len(docs)], id=f"d{start + i}")}
+                   for i in range(min(batch, n - start))]
+        t = time.perf_counter()
+        await engine._bulk_op_request(actions)
+        times.append(time.perf_counter() - t)
+    print(json.dumps(times))
+
+asyncio.run(main(sys.argv[2], int(sys.argv[3]), int(sys.argv[4])))
+"""
+
+
+def engine_only(n: int, batch: int, window: int) -> None:
+    """The engine's bulk writes alone over a growing index: where the old per-document MAX(seq) scan grew."""
+    import subprocess
+
+    from babelrag.annotate.server.venv import ensure_server_venv
+
+    root = Path(tempfile.mkdtemp(prefix="bench-engine-"))
+    settings = AnnotateSettings()
+    records = projects.build_records("qa_verification", samples.qa_items(batch), settings,
+                                     articles={a["id"]: a for a in samples.articles(batch)})
+    # documents shaped like Argilla's (fields, metadata, suggestions, status, timestamps)
+    docs = [{"fields": r.fields, "metadata": r.metadata, "status": "pending", "responses": [],
+             "suggestions": {s.question: {"value": s.value, "agent": s.agent} for s in r.suggestions},
+             "inserted_at": "2026-11-24T12:00:00", "updated_at": "2026-11-24T12:00:00"} for r in records]
+    (root / "docs.json").write_text(json.dumps(docs))
+    (root / "engine_bench.py").write_text(ENGINE_SCRIPT)
+    python = ensure_server_venv(settings.server.resolved_venv())
+    server_dir = Path(__file__).resolve().parents[1] / "annotate" / "server"
+    env = {"BABELRAG_SEARCH_DB": str(root / "search.sqlite3"), "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+    done = subprocess.run([str(python), str(root / "engine_bench.py"), str(server_dir), str(root / "docs.json"),
+                           str(n), str(batch)], capture_output=True, text=True, env=env, check=True)
+    times = json.loads(done.stdout.strip().splitlines()[-1])
+    w = window or max(5, len(times) // 10)
+    first, last = window_median(times, w, last=False), window_median(times, w, last=True)
+    print(f"engine bulk writes only, {n} documents in {len(times)} batches of {batch}: total {sum(times):.1f} s, "
+          f"per batch first {first * 1000:.1f} ms, last {last * 1000:.1f} ms: last/first {last / first:.2f} "
+          f"(median of {w} batches each)", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--records", type=int, action="append", help="records to push (repeatable); default 2000")
@@ -119,6 +170,8 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=256)
     ap.add_argument("--window", type=int, default=0, help="batches in the first/last window (default: 10%%, >= 5)")
     ap.add_argument("--dump", type=Path, help="write the per-batch timings as JSON here")
+    ap.add_argument("--engine-only", action="store_true",
+                    help="time only the search engine's bulk writes (no server, no HTTP), in the server venv")
     ap.add_argument("--from-dump", type=Path, help="only report the figures of an earlier run's --dump file "
                     "(at each --checkpoint and at its end)")
     args = ap.parse_args()
@@ -128,7 +181,11 @@ def main() -> None:
         done = min(data["records"], len(timings["engine"]) * size)
         for n in [c for c in args.checkpoint if c < done] + [done]:
             k = -(-n // size)
-            report(n, size, args.window, {name: t[:k] for name, t in timings.items()})
+            report(min(k * size, done), size, args.window, {name: t[:k] for name, t in timings.items()})
+        return
+    if args.engine_only:
+        for n in args.records or [100000]:
+            engine_only(n, args.batch, args.window)
         return
     for n in args.records or [2000]:
         run(n, args.batch, args.window, args.checkpoint, args.dump)

@@ -225,7 +225,7 @@ def test_merge_applies_majority_corrections_with_provenance(env, pushed):
     assert by_id["qa1"].verified and by_id["qa1"].answer == items[0].answer
     hv = json.loads(by_id["qa1"].filters_json)["human_verification"]
     assert hv["passed"] and [a["annotator"] for a in hv["detail"]["annotators"]] == ["ann1", "ann2"]
-    assert hv["detail"]["guideline"] == "qa_verification@1"
+    assert hv["detail"]["guideline"] == f"qa_verification@{projects.guideline('qa_verification').version}"
     assert not by_id["qa3"].verified and by_id["qa3"].rejected_by == "human_verification"
     assert (report.merged, report.corrected, report.rejected, report.pending) == (3, 1, 1, 0)
 

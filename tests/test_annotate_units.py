@@ -393,3 +393,17 @@ def test_a_dead_hosted_server_gives_a_one_line_error(tmp_path, monkeypatch):
     assert isinstance(res.exception, StageError), res.output
     assert f"Argilla at http://127.0.0.1:{port}: connecting failed" in str(res.exception)
     assert "is the server running?" in str(res.exception)
+
+
+def test_push_reads_source_articles_from_the_builds_ingest_stage_by_id(tmp_path, capsys):
+    from babelrag.annotate.cli import _source_articles
+    from babelrag.records import Article
+    from tests.helpers.qa_fixtures import seed_stage
+
+    arts = [Article.model_validate(a) for a in samples.articles(3)]
+    seed_stage(tmp_path / "build", "ingest", [a for a in arts if a.id != "b2"], Article)
+    found = _source_articles(samples.qa_items(2), None, tmp_path / "build")
+    assert sorted(found) == ["a1", "a2", "b1"]  # only the items' articles; b2 is not in the build
+    assert "1 of 4 source articles not found" in capsys.readouterr().out
+    records = projects.qa_verification_records(samples.qa_items(2), found)
+    assert "<mark>" in records[1].fields["article_a"] and "`b2` was not found" in records[1].fields["article_b"]
