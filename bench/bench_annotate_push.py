@@ -5,9 +5,12 @@ writes disabled (``BABELRAG_SEARCH_WRITES=off``: the floor set by argilla-server
 database and HTTP). The same Q&A-verification records are pushed to both, batch by batch, alternating
 which server goes first, so load on this shared machine hits both alike. Printed:
 
-- per-batch seconds at a few points, and first vs last window of batches (median of ``--window``
-  batches each) for both servers: a per-batch cost that grows with the dataset shows as a ratio > 1;
+- per-batch seconds, first vs last window of batches (median of ``--window`` batches each) for both
+  servers: a per-batch cost that grows with the dataset shows as a ratio > 1. Wall time and the API
+  server process's CPU time (read from /proc): on a machine shared with other jobs the wall time
+  swings with their load, the CPU time far less;
 - total push time with our search engine / the same push with its writes disabled (target <= 1.2x).
+``--engine-only`` times just the engine's bulk writes over a growing index (no server, no HTTP).
 
 Usage: python bench/bench_annotate_push.py [--records 2000] [--records 100000 --checkpoint 10000] [--batch 256]
 [--dump timings.json]. 100,000 records take over an hour on a loaded 2-core machine: run it in the background;
@@ -49,9 +52,15 @@ def started(home: Path, writes: bool):
             os.environ[WRITES_ENV] = old
     try:
         client = ps.client(ps.resolve_target(settings))
-        yield settings, client
+        yield settings, client, server._procs["server"].pid
     finally:
         server.stop()
+
+
+def cpu_seconds(pid: int) -> float:
+    """User+system CPU time of a process so far: unlike wall time, barely moved by other jobs' load."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def new_dataset(client, settings: AnnotateSettings, name: str):
@@ -67,19 +76,26 @@ def window_median(times: list[float], window: int, last: bool) -> float:
     return statistics.median(part)
 
 
-def report(n: int, batch: int, window: int, timings: dict[str, list[float]]) -> None:
+def report(n: int, batch: int, window: int, timings: dict[str, list[float]], cpu: dict[str, list[float]]) -> None:
     eng, base = timings["engine"], timings["baseline"]
     w = window or max(5, len(eng) // 10)
     w = min(w, max(1, len(eng) // 4))
     print(f"push {n} records in {len(eng)} batches of {batch} (first/last windows: median of {w} batches):")
     for name, times in (("engine", eng), ("baseline", base)):
         first, last = window_median(times, w, last=False), window_median(times, w, last=True)
-        print(f"  {name:8s} total {sum(times):7.1f} s ({n / sum(times):5.0f} records/s); per batch first {first:.2f} s, "
-              f"last {last:.2f} s: last/first {last / first:.2f}")
+        print(f"  {name:8s} wall: total {sum(times):7.1f} s ({n / sum(times):5.0f} records/s); per batch first "
+              f"{first:.2f} s, last {last:.2f} s: last/first {last / first:.2f}")
+    for name, secs in cpu.items():
+        if secs:
+            first, last = window_median(secs, w, last=False), window_median(secs, w, last=True)
+            print(f"  {name:8s} server CPU: total {sum(secs):7.1f} s; per batch first {first:.2f} s, last {last:.2f} s: "
+                  f"last/first {last / first:.2f}")
     paired = [e / b for e, b in zip(eng, base)]  # the two pushes of one batch run back to back
-    print(f"  engine/baseline per batch (paired): first {window_median(paired, w, last=False):.2f}x, "
+    print(f"  engine/baseline per batch (paired wall): first {window_median(paired, w, last=False):.2f}x, "
           f"last {window_median(paired, w, last=True):.2f}x")
-    print(f"  search engine writes on / off: {sum(eng) / sum(base):.2f}x (target <= 1.2x)", flush=True)
+    print(f"  search engine writes on / off: wall {sum(eng) / sum(base):.2f}x"
+          + (f", server CPU {sum(cpu['engine']) / sum(cpu['baseline']):.2f}x" if cpu.get("baseline") else "")
+          + " (target <= 1.2x)", flush=True)
 
 
 def run(n: int, batch: int, window: int, checkpoints: list[int], dump: Path | None) -> None:
@@ -87,28 +103,32 @@ def run(n: int, batch: int, window: int, checkpoints: list[int], dump: Path | No
     arts = {a["id"]: a for a in samples.articles(n)}
     root = Path(tempfile.mkdtemp(prefix="bench-push-"))
     timings: dict[str, list[float]] = {"engine": [], "baseline": []}
-    with started(root / "baseline", writes=False) as (s_base, c_base), started(root / "engine", writes=True) as (s_eng, c_eng):
+    cpu: dict[str, list[float]] = {"engine": [], "baseline": []}
+    with started(root / "baseline", writes=False) as (s_base, c_base, pid_base), \
+            started(root / "engine", writes=True) as (s_eng, c_eng, pid_eng):
         datasets = {"baseline": new_dataset(c_base, s_base, f"bench-{n}"), "engine": new_dataset(c_eng, s_eng, f"bench-{n}")}
+        pids = {"baseline": pid_base, "engine": pid_eng}
         for k, start in enumerate(range(0, n, batch)):
             chunk = projects.build_records("qa_verification", items[start : start + batch], s_eng, articles=arts)
             order = ("engine", "baseline") if k % 2 == 0 else ("baseline", "engine")
             for name in order:
                 records = projects.to_argilla_records(chunk)
-                t = time.perf_counter()
+                t, c = time.perf_counter(), cpu_seconds(pids[name])
                 datasets[name].records.log(records, batch_size=len(records))
                 timings[name].append(time.perf_counter() - t)
+                cpu[name].append(cpu_seconds(pids[name]) - c)
             done = start + len(chunk)
             if k % 10 == 0:
                 print(f"  batch {k:4d} (records {done:6d}): engine {timings['engine'][-1]:.2f} s, "
                       f"baseline {timings['baseline'][-1]:.2f} s", file=sys.stderr, flush=True)
             if dump:
-                dump.write_text(json.dumps({"records": n, "batch": batch, "timings": timings}))
+                dump.write_text(json.dumps({"records": n, "batch": batch, "timings": timings, "cpu": cpu}))
             if done < n and any(start < c <= done for c in checkpoints):
-                report(done, batch, window, timings)
+                report(done, batch, window, timings, cpu)
         for name, client in (("engine", c_eng), ("baseline", c_base)):
             total = client.http_client.get(f"/api/v1/datasets/{datasets[name].id}/records", params={"limit": 1}).json()["total"]
             assert total == n, (name, total)
-    report(n, batch, window, timings)
+    report(n, batch, window, timings, cpu)
 
 
 ENGINE_SCRIPT = """
@@ -177,11 +197,12 @@ def main() -> None:
     args = ap.parse_args()
     if args.from_dump:
         data = json.loads(args.from_dump.read_text())
-        timings, size = data["timings"], data["batch"]
+        timings, size, cpu = data["timings"], data["batch"], data.get("cpu", {})
         done = min(data["records"], len(timings["engine"]) * size)
         for n in [c for c in args.checkpoint if c < done] + [done]:
             k = -(-n // size)
-            report(min(k * size, done), size, args.window, {name: t[:k] for name, t in timings.items()})
+            report(min(k * size, done), size, args.window, {name: t[:k] for name, t in timings.items()},
+                   {name: t[:k] for name, t in cpu.items()})
         return
     if args.engine_only:
         for n in args.records or [100000]:
