@@ -120,9 +120,7 @@ def status_table(responses: list[dict], records: list[dict], annotators: list[st
     of each dataset -- every name in ``annotators`` (the config's, 0 done included) plus anyone else who
     answered. An annotator's pending = records not completed yet that they have not answered."""
     rows = []
-    by_ds: dict[str, list[dict]] = defaultdict(list)
-    for rec in records:
-        by_ds[rec["dataset"]].append(rec)
+    by_ds = _group(records, "dataset")
 
     def progress(done: int, total: int) -> str:
         return f"{100 * done / total:.0f}%" if total else "-"
