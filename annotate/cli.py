@@ -79,6 +79,9 @@ def push(
     project: str = typer.Argument(..., help="qa_verification | translation | grounding | forced_choice | answer_judgement"),
     input: Path = typer.Option(..., "--input", "-i", help="Records (.jsonl/.parquet): QAItem, Instance, contrastive pairs or model answers."),
     language: str = typer.Option("", "--language", "-l", help="Target language (translation; default: the configured languages)."),
+    articles: Optional[Path] = typer.Option(
+        None, "--articles", help="qa_verification: the source articles (.jsonl/.parquet of Article records); "
+        "default: the build's ingest stage."),
     config: Optional[Path] = ConfigOpt,
 ) -> None:
     """Create the project's dataset (users, workspaces, guidelines, distribution) and upsert records."""
@@ -88,12 +91,13 @@ def push(
     from .projects import build_records
     from .push import argilla_errors, push as do_push
 
-    settings, _ = _load(config)
+    settings, default_out = _load(config)
     rows = read_rows(input)
     languages = [language] if language else (settings.project(project).languages if project == "translation" else [""])
     if not languages:
         raise InputError("translation: give --language or list annotate.projects.translation.languages in the config")
-    batches = [(lang, build_records(project, rows, settings, lang)) for lang in languages]  # validate all first
+    source_articles = _source_articles(rows, articles, default_out.parent) if project == "qa_verification" else None
+    batches = [(lang, build_records(project, rows, settings, lang, source_articles)) for lang in languages]  # validate all first
     rg_client, target = _client(settings)
     for lang, records in batches:
         with argilla_errors(target.url, f"push {project}"):
@@ -102,6 +106,35 @@ def push(
             f"{result.dataset} ({result.workspace}) at {target.url}: {result.records} records pushed, {result.new} new, "
             f"{result.seconds:.1f} s"
         )
+
+
+def _source_articles(rows: list, path: Optional[Path], build_dir: Path) -> dict:
+    """The articles the Q&A items were written from: ``--articles`` or the build's ingest stage (by id)."""
+    from babelrag.errors import InputError
+    from babelrag.records import Article, QAItem
+    from babelrag.store import BuildStore
+
+    from .inputs import parse, read_rows
+    from .projects import missing_articles
+
+    wanted = {a for qa in parse(QAItem, rows, "qa_verification input") for a in qa.article_ids}
+    if path is not None:
+        found = {r.id: r for r in parse(Article, [r for r in read_rows(path) if r.get("id") in wanted], str(path))}
+        where = str(path)
+    else:
+        store = BuildStore(build_dir)
+        if store.manifest("ingest") is None:
+            raise InputError(
+                "qa_verification shows annotators the two source articles of each question: give them with "
+                f"--articles FILE (Article records), or run ingest in the build dir {build_dir} (set by the config)"
+            )
+        found = store.read_ids("ingest", Article, wanted)
+        where = str(store.stage_dir("ingest"))
+    lost = missing_articles(rows, found)
+    if lost:
+        _console().print(f"[yellow]{len(lost)} of {len(wanted)} source articles not found in {where}[/yellow] "
+                         f"(their records say so): {', '.join(lost[:5])}{' ...' if len(lost) > 5 else ''}")
+    return found
 
 
 @app.command()
@@ -169,20 +202,26 @@ def status(project: str = typer.Argument("all"), config: Optional[Path] = Config
     """Progress per project dataset and per annotator (live from the server)."""
     from rich.table import Table
 
-    from .pull import fetch_rows, status_table
+    from .pull import fetch_rows, project_annotators, status_table
     from .push import argilla_errors
 
     settings, _ = _load(config)
     rg_client, target = _client(settings)
     table = Table(title=f"Annotation progress at {target.url}")
-    for col in ("dataset", "annotator", "records", "completed", "pending", "submitted", "draft", "discarded"):
+    for col in ("dataset", "annotator", "records", "completed", "pending", "submitted", "draft", "discarded",
+                "progress"):
         table.add_column(col)
+    not_pushed = []
     for name in _projects(project):
         with argilla_errors(target.url, f"status of {name}"):
             responses, records = fetch_rows(rg_client, settings, name)
-        for row in status_table(responses, records):
+        if not records:
+            not_pushed.append(name)
+        for row in status_table(responses, records, project_annotators(settings, name)):
             table.add_row(*("" if v is None else str(v) for v in row.values()))
     _console().print(table)
+    if not_pushed:
+        _console().print(f"not pushed yet (or empty): {', '.join(not_pushed)}")
 
 
 @app.command()

@@ -12,13 +12,14 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterable, Optional
+from typing import Any, Iterable, Mapping, Optional
 
 from babelrag.errors import InputError
-from babelrag.records import Instance, QAItem
+from babelrag.records import Article, Instance, QAItem
 
 from .settings import AnnotateSettings
 from .inputs import ContrastivePair, ModelAnswer, parse
+from .sources import source_fields
 
 GUIDELINES_DIR = Path(__file__).with_name("guidelines")
 YES_NO = {"yes": "Yes", "no": "No"}
@@ -125,7 +126,9 @@ QA_VERIFICATION = ProjectSpec(
     fields=(
         FieldSpec("question", "Question"),
         FieldSpec("answer", "Answer"),
-        FieldSpec("evidence", "Evidence (summaries and simple Q&A pairs)", markdown=True),
+        FieldSpec("evidence", "Summaries and the facts the question uses", markdown=True),
+        FieldSpec("article_a", "Source article 1", required=False, markdown=True),
+        FieldSpec("article_b", "Source article 2", required=False, markdown=True),
     ),
     questions=(
         QuestionSpec("natural", "Is the question natural?", YES_NO),
@@ -138,10 +141,7 @@ QA_VERIFICATION = ProjectSpec(
 
 TRANSLATION = ProjectSpec(
     "translation",
-    fields=(
-        FieldSpec("en_question", "English question"),
-        FieldSpec("en_answer", "English answer"),
-    ),
+    fields=(FieldSpec("source_and_mt", "English source and machine translation", markdown=True),),
     questions=(
         QuestionSpec("question_translation", "Question in the target language (post-edit)"),
         QuestionSpec("answer_translation", "Answer in the target language (post-edit)"),
@@ -211,7 +211,16 @@ def _agent(item: Any) -> str:
     return (prov.model if prov and prov.model else "babelrag") + (f"/{prov.prompt_id}" if prov and prov.prompt_id else "")
 
 
-def qa_verification_records(items: Iterable[QAItem | dict]) -> list[ProjectRecord]:
+def _article_map(articles: Optional[Mapping[str, Article | dict]]) -> Optional[dict[str, Article]]:
+    if articles is None:
+        return None
+    return {k: a if isinstance(a, Article) else Article.model_validate(a) for k, a in articles.items()}
+
+
+def qa_verification_records(items: Iterable[QAItem | dict],
+                            articles: Optional[Mapping[str, Article | dict]] = None) -> list[ProjectRecord]:
+    """``articles`` (id -> Article) adds both source articles with the facts used highlighted (see sources.py)."""
+    arts = _article_map(articles)
     out = []
     for qa in parse(QAItem, list(items), "qa_verification input"):
         evidence = [f"**Summary {i}.** {s}" for i, s in enumerate(qa.summaries, 1)]
@@ -227,12 +236,34 @@ def qa_verification_records(items: Iterable[QAItem | dict]) -> list[ProjectRecor
         out.append(
             ProjectRecord(
                 id=qa.id,
-                fields={"question": qa.question, "answer": qa.answer, "evidence": "\n\n".join(evidence) or "(none)"},
+                fields={"question": qa.question, "answer": qa.answer, "evidence": "\n\n".join(evidence) or "(none)",
+                        **source_fields(qa.article_ids, qa.selected, arts)},
                 metadata={"q_type": qa.q_type, "pair_id": qa.pair_id},
                 suggestions=suggestions,
             )
         )
     return out
+
+
+def missing_articles(items: Iterable[QAItem | dict], articles: Mapping[str, Any]) -> list[str]:
+    """Source article ids the items name that ``articles`` lacks (sorted, each once)."""
+    wanted = {a for qa in parse(QAItem, list(items), "qa_verification input") for a in qa.article_ids}
+    return sorted(wanted - set(articles))
+
+
+def _cell(text: str) -> str:
+    """Text as one markdown table cell: pipes escaped, line breaks kept."""
+    return text.replace("|", "\\|").replace("\r", "").replace("\n", "<br>") if text else "*(none)*"
+
+
+def side_by_side(language: str, question: str, answer: str, mt: dict) -> str:
+    """English source and machine translation as one two-column markdown table (rows: question, answer)."""
+    model = f", {mt['model']}" if mt.get("model") else ""
+    right = f"Machine translation ({language}{model})" if mt.get("question") else \
+        f"Machine translation ({language}): none, translate from scratch"
+    return "\n".join([f"| English source | {right} |", "|---|---|",
+                      f"| **Q:** {_cell(question)} | **Q:** {_cell(mt.get('question', ''))} |",
+                      f"| **A:** {_cell(answer)} | **A:** {_cell(mt.get('answer', ''))} |"])
 
 
 def translation_records(items: Iterable[QAItem | dict], language: str) -> list[ProjectRecord]:
@@ -248,7 +279,7 @@ def translation_records(items: Iterable[QAItem | dict], language: str) -> list[P
         out.append(
             ProjectRecord(
                 id=qa.id,
-                fields={"en_question": qa.question, "en_answer": qa.answer},
+                fields={"source_and_mt": side_by_side(language, qa.question, qa.answer, mt)},
                 metadata={"language": language, "q_type": qa.q_type},
                 suggestions=suggestions,
             )
@@ -332,11 +363,13 @@ def answer_judgement_records(answers: Iterable[ModelAnswer | dict]) -> list[Proj
     return out
 
 
-def build_records(project: str, rows: list, settings: AnnotateSettings, language: str = "") -> list[ProjectRecord]:
-    """Dispatch to the project's builder; ``language`` is required by the translation project."""
+def build_records(project: str, rows: list, settings: AnnotateSettings, language: str = "",
+                  articles: Optional[Mapping[str, Article | dict]] = None) -> list[ProjectRecord]:
+    """Dispatch to the project's builder; ``language`` is required by the translation project,
+    ``articles`` (id -> Article) gives Q&A verification its source articles."""
     spec(project)
     if project == "qa_verification":
-        return qa_verification_records(rows)
+        return qa_verification_records(rows, articles)
     if project == "translation":
         if not language:
             raise InputError("the translation project needs a target language (--language de)")

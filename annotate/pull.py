@@ -109,25 +109,55 @@ def read_responses(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def status_table(responses: list[dict], records: list[dict]) -> list[dict]:
-    """Per dataset and annotator: submitted/draft/discarded counts; per dataset: records completed/pending."""
+def project_annotators(settings: AnnotateSettings, project: str) -> list[str]:
+    """Configured users who can annotate the project (their workspaces include the project's)."""
+    workspace = settings.project(project).workspace or settings.workspace
+    return [u.username for u in settings.users if workspace in (u.workspaces or settings.all_workspaces())]
+
+
+def status_table(responses: list[dict], records: list[dict], annotators: list[str] = ()) -> list[dict]:
+    """Progress rows: per project (when it has several datasets) and per dataset, then one row per annotator
+    of each dataset -- every name in ``annotators`` (the config's, 0 done included) plus anyone else who
+    answered. An annotator's pending = records not completed yet that they have not answered."""
     rows = []
-    by_ds: dict[str, list[dict]] = defaultdict(list)
-    for rec in records:
-        by_ds[rec["dataset"]].append(rec)
+    by_ds = _group(records, "dataset")
+
+    def progress(done: int, total: int) -> str:
+        return f"{100 * done / total:.0f}%" if total else "-"
+
+    for project, recs in sorted(_group(records, "project").items()):
+        datasets = {r["dataset"] for r in recs}
+        if len(datasets) > 1:
+            done = sum(1 for r in recs if r["status"] == "completed")
+            rows.append({"dataset": f"{project} ({len(datasets)} datasets)", "annotator": "(all)", "records": len(recs),
+                         "completed": done, "pending": len(recs) - done, "submitted": None, "draft": None,
+                         "discarded": None, "progress": progress(done, len(recs))})
     for ds, recs in sorted(by_ds.items()):
         done = sum(1 for r in recs if r["status"] == "completed")
         rows.append({"dataset": ds, "annotator": "(all)", "records": len(recs), "completed": done,
-                     "pending": len(recs) - done, "submitted": None, "draft": None, "discarded": None})
+                     "pending": len(recs) - done, "submitted": None, "draft": None, "discarded": None,
+                     "progress": progress(done, len(recs))})
+        completed = {r["record_id"] for r in recs if r["status"] == "completed"}
+        answered: dict[str, set[str]] = defaultdict(set)
         per_user: dict[str, Counter] = defaultdict(Counter)
         for r in responses:
             if r["dataset"] == ds:
                 per_user[r["annotator"]][r["status"]] += 1
-        for user, c in sorted(per_user.items()):
+                answered[r["annotator"]].add(r["record_id"])
+        for user in list(dict.fromkeys([*annotators, *sorted(per_user)])):
+            c = per_user[user]
+            pending = sum(1 for r in recs if r["record_id"] not in completed and r["record_id"] not in answered[user])
             rows.append({"dataset": ds, "annotator": user, "records": len(recs), "completed": None,
-                         "pending": len(recs) - sum(c.values()), "submitted": c["submitted"], "draft": c["draft"],
-                         "discarded": c["discarded"]})
+                         "pending": pending, "submitted": c["submitted"], "draft": c["draft"],
+                         "discarded": c["discarded"], "progress": None})
     return rows
+
+
+def _group(rows: list[dict], key: str) -> dict[str, list[dict]]:
+    out: dict[str, list[dict]] = defaultdict(list)
+    for row in rows:
+        out[row[key]].append(row)
+    return out
 
 
 def write_decisions(project: str, out_dir: Path, min_submitted: int) -> Path:

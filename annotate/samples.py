@@ -12,13 +12,29 @@ def qa_items(n: int = 4) -> list[dict]:
             "question": f"Which city hosted more delegates at summit {i}, Lisbon or Porto?",
             "answer": f"Lisbon hosted {100 + i} delegates, more than Porto.",
             "summaries": [f"Lisbon summit {i} drew {100 + i} delegates.", f"Porto summit {i} drew {50 + i} delegates."],
-            "selected": [{"article_id": f"a{i}", "question": "How many came to Lisbon?", "answer": str(100 + i)}],
+            "selected": [{"article_id": f"a{i}", "question": "How many came to Lisbon?", "answer": str(100 + i)},
+                         {"article_id": f"b{i}", "question": "How many delegates came to Porto?", "answer": str(50 + i)}],
             "translations_json": json.dumps({"de": {"question": f"Welche Stadt, Lissabon oder Porto, Gipfel {i}?",
                                                     "answer": "Lissabon.", "model": "mt-small"}}),
             "filters_json": json.dumps({"well_formed": {"passed": True, "detail": ""}}),
             "provenance": {"model": "qwen-0.5b", "prompt_id": "crossdoc_qa", "prompt_version": "1"},
         })
     return items
+
+
+def articles(n: int = 4) -> list[dict]:
+    """The two source articles (``a<i>``, ``b<i>``) of each ``qa_items`` question; the sentence with each
+    selected fact sits among sentences that do not carry it."""
+    out = []
+    for i in range(1, n + 1):
+        out.append({"id": f"a{i}", "title": f"Lisbon hosts summit {i}", "language": "en", "published": "2024-05-01",
+                    "url": f"https://news.example/lisbon-{i}",
+                    "text": f"The city prepared for weeks. Lisbon summit {i} drew {100 + i} delegates from twelve "
+                            f"countries. Talks focused on ocean policy.\n\nThe next meeting is planned for autumn."})
+        out.append({"id": f"b{i}", "title": f"Porto summit {i}", "language": "de", "published": "2024-05-02",
+                    "text": f"Der Gipfel in Porto begann am Montag. Zum Gipfel {i} kamen {50 + i} Delegierte. "
+                            f"Das Wetter war gut."})
+    return out
 
 
 def instances(n: int = 2) -> list[dict]:

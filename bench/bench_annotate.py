@@ -49,7 +49,8 @@ def main() -> None:
     try:
         client = ps.client(ps.resolve_target(settings))
         items = samples.qa_items(args.records)
-        records = projects.build_records("qa_verification", items, settings)
+        records = projects.build_records("qa_verification", items, settings,
+                                         articles={a["id"]: a for a in samples.articles(args.records)})
 
         t = time.perf_counter()
         (home / "baseline.jsonl").write_text("".join(json.dumps(q) + "\n" for q in items))

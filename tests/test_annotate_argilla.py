@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -68,7 +69,8 @@ def env(tmp_path_factory):
 def pushed(env):
     s = env.settings
     data = {
-        ("qa_verification", ""): projects.build_records("qa_verification", samples.qa_items(4), s),
+        ("qa_verification", ""): projects.build_records("qa_verification", samples.qa_items(4), s,
+                                                        articles={a["id"]: a for a in samples.articles(4)}),
         ("translation", "de"): projects.build_records("translation", samples.qa_items(4), s, "de"),
         ("grounding", ""): projects.build_records("grounding", samples.instances(2), s),
         ("forced_choice", ""): projects.build_records("forced_choice", samples.contrastive_pairs(6), s),
@@ -105,7 +107,7 @@ def test_push_creates_every_project_with_guidelines_distribution_and_suggestions
         ds = ps.find_dataset(env.client, env.settings, project, suffix)
         assert ds is not None, project
         assert "guideline-id" not in ds.settings.guidelines  # header stripped, id+version appended
-        assert f"Guideline {project}, version 1" in ds.settings.guidelines
+        assert f"Guideline {project}, version {projects.guideline(project).version}" in ds.settings.guidelines
         assert ds.settings.distribution.min_submitted == 2
     qa_ds = ps.find_dataset(env.client, env.settings, "qa_verification")
     rec = next(r for r in qa_ds.records(with_suggestions=True) if r.id == "qa1")
@@ -183,10 +185,14 @@ def test_annotators_submit_through_the_ui_api_and_pull_returns_who_when_what(env
 
     # status per annotator
     responses, records = pl.fetch_rows(env.client, env.settings, "translation")
-    table = {(r["dataset"], r["annotator"]): r for r in pl.status_table(responses, records)}
+    annotators = pl.project_annotators(env.settings, "translation")
+    table = {(r["dataset"], r["annotator"]): r for r in pl.status_table(responses, records, annotators)}
     assert table[("babelrag-translation-de", "ann1")] == {
         "dataset": "babelrag-translation-de", "annotator": "ann1", "records": 4, "completed": None, "pending": 1,
-        "submitted": 1, "draft": 1, "discarded": 1}
+        "submitted": 1, "draft": 1, "discarded": 1, "progress": None}
+    assert table[("babelrag-translation-de", "ann2")]["submitted"] == 0  # configured, nothing done yet: listed
+    assert table[("babelrag-translation-de", "ann2")]["pending"] == 4
+    assert table[("babelrag-translation-de", "(all)")]["progress"] == "0%"
     responses, records = pl.fetch_rows(env.client, env.settings, "qa_verification")
     overall = {(r["dataset"], r["annotator"]): r for r in pl.status_table(responses, records)}
     assert overall[("babelrag-qa-verification", "(all)")]["completed"] == 4  # min_submitted=2 reached everywhere
@@ -219,7 +225,7 @@ def test_merge_applies_majority_corrections_with_provenance(env, pushed):
     assert by_id["qa1"].verified and by_id["qa1"].answer == items[0].answer
     hv = json.loads(by_id["qa1"].filters_json)["human_verification"]
     assert hv["passed"] and [a["annotator"] for a in hv["detail"]["annotators"]] == ["ann1", "ann2"]
-    assert hv["detail"]["guideline"] == "qa_verification@1"
+    assert hv["detail"]["guideline"] == f"qa_verification@{projects.guideline('qa_verification').version}"
     assert not by_id["qa3"].verified and by_id["qa3"].rejected_by == "human_verification"
     assert (report.merged, report.corrected, report.rejected, report.pending) == (3, 1, 1, 0)
 
@@ -293,28 +299,90 @@ def test_pull_twice_changes_nothing(env, pushed):
     assert not again.changed and path.read_bytes() == before and path.stat().st_mtime_ns == mtime
 
 
-def test_ui_annotation_queue_renders_record_text_in_headless_chromium(env, pushed):
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    if chromium is None:
+class Chromium:
+    """Headless Chromium with one profile: sign in once, then dump or screenshot pages as that user."""
+
+    def __init__(self, binary: str, profile: Path) -> None:
+        shutil.rmtree(profile, ignore_errors=True)
+        self.profile = profile
+        self.flags = [binary, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                      "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={profile}",
+                      "--virtual-time-budget=20000", "--window-size=1400,1000"]
+
+    def sign_in(self, base_url: str, user: str, password: str) -> None:
+        auth = base64.b64encode(f"{user}:{password}".encode()).decode()
+        self.dom(f"{base_url}/sign-in?auth={auth}")  # the token lands in the profile
+
+    def dom(self, url: str) -> str:
+        return subprocess.run(self.flags + ["--dump-dom", url], capture_output=True, text=True, timeout=180).stdout
+
+    def screenshot(self, url: str, shot: Path) -> None:
+        subprocess.run(self.flags + [f"--screenshot={shot}", url], capture_output=True, timeout=180)
+
+    def close(self) -> None:
+        shutil.rmtree(self.profile, ignore_errors=True)
+
+
+@pytest.fixture
+def chromium():
+    binary = shutil.which("chromium") or shutil.which("chromium-browser")
+    if binary is None:
         pytest.skip("chromium not installed: run scripts/install_system_deps.sh")
-    ds_id = _dataset_id(env, "grounding")
-    auth = base64.b64encode(b"ann1:ann1-password").decode()
-    queue_url = f"{env.server.url}/dataset/{ds_id}/annotation-mode"
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    browser = Chromium(binary, ARTIFACTS / "chromium-profile")
+    yield browser
+    browser.close()
+
+
+def test_ui_annotation_queue_renders_record_text_in_headless_chromium(env, pushed, chromium):
+    ds_id = _dataset_id(env, "grounding")
+    queue_url = f"{env.server.url}/dataset/{ds_id}/annotation-mode"
     shot = ARTIFACTS / "argilla-annotation-queue.png"
-    profile = ARTIFACTS / "chromium-profile"
-    flags = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-             "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={profile}",
-             "--virtual-time-budget=20000", "--window-size=1400,1000"]
-    shutil.rmtree(profile, ignore_errors=True)
-    # 1) sign in (the token lands in the profile), 2) open the queue page, 3) screenshot it
-    subprocess.run(flags + ["--dump-dom", f"{env.server.url}/sign-in?auth={auth}"], capture_output=True, timeout=180)
-    dom = subprocess.run(flags + ["--dump-dom", queue_url], capture_output=True, text=True, timeout=180).stdout
-    subprocess.run(flags + [f"--screenshot={shot}", queue_url], capture_output=True, timeout=180)
-    shutil.rmtree(profile, ignore_errors=True)
+    chromium.sign_in(env.server.url, "ann1", "ann1-password")
+    dom = chromium.dom(queue_url)
+    chromium.screenshot(queue_url, shot)
     assert "Welche Stadt hatte mehr Delegierte bei Gipfel" in dom and "Lisbon summit" in dom
     assert "Answers the question" in dom and "Irrelevant" in dom  # GaRAGe labels rendered
     assert shot.exists() and shot.stat().st_size > 10_000
+
+
+def _guidelines_panel(dom: str) -> str:
+    """The collapsible panel under the record whose header says "Guidelines" (its opening tags and header)."""
+    at = dom.index(">Guidelines<")
+    starts = [m.start() for m in re.finditer(r'class="panel(?: [^"]*)?"', dom[:at])]
+    return dom[starts[-1]: at]
+
+
+def test_ui_qa_verification_shows_sources_translation_side_by_side_guidelines_open(env, pushed, chromium):
+    # fresh datasets (another prefix, so the pulls of the other tests do not see them): ann1's queue is full
+    s = env.settings.model_copy(update={"dataset_prefix": "uitest"})
+    arts = {a["id"]: a for a in samples.articles(2)}
+    ps.push(env.client, s, "qa_verification", projects.build_records("qa_verification", samples.qa_items(2), s, articles=arts))
+    ps.push(env.client, s, "translation", projects.build_records("translation", samples.qa_items(2), s, "de"), suffix="de")
+    qa_id = str(ps.find_dataset(env.client, s, "qa_verification").id)
+    tr_id = str(ps.find_dataset(env.client, s, "translation", "de").id)
+    chromium.sign_in(env.server.url, "ann1", "ann1-password")
+
+    qa_url = f"{env.server.url}/dataset/{qa_id}/annotation-mode"
+    dom = chromium.dom(qa_url)
+    (ARTIFACTS / "argilla-qa-verification.html").write_text(dom)
+    chromium.screenshot(qa_url, ARTIFACTS / "argilla-qa-verification.png")
+    assert "Source article 1" in dom and "Lisbon hosts summit" in dom and "Porto summit" in dom
+    marked = {m.split("</mark>")[0] for m in dom.split("<mark>")[1:]}
+    assert any("drew 10" in m and "delegates" in m for m in marked), marked  # the used fact, highlighted
+    assert any("Delegierte" in m for m in marked), marked
+    # first visit: the guidelines panel is open and shows the guideline text
+    panel = _guidelines_panel(dom)
+    assert "--collapsed" not in panel and 'aria-expanded="true"' in panel, panel
+    assert "Would a real news reader ask this question?" in dom
+
+    tr_url = f"{env.server.url}/dataset/{tr_id}/annotation-mode"
+    dom = chromium.dom(tr_url)
+    chromium.screenshot(tr_url, ARTIFACTS / "argilla-translation.png")
+    table = dom[dom.index("<table"): dom.index("</table>")]
+    assert "English source" in table and "Machine translation (de, mt-small)" in table
+    assert "Which city hosted more delegates at summit" in table and "Welche Stadt, Lissabon oder Porto" in table
+    assert 'aria-expanded="true"' in _guidelines_panel(dom)
 
 
 def _group_members(pgids: set[int]) -> list[int]:
@@ -370,6 +438,7 @@ def test_cli_serve_push_status_pull_then_sigterm_leaves_nothing_running(tmp_path
     cfg = tmp_path / "babelrag.yaml"
     cfg.write_text("annotate:\n  users: [{username: ann1}]\n  server: {home: home, port: 0}\n")
     (tmp_path / "qa.jsonl").write_text("".join(json.dumps(q) + "\n" for q in samples.qa_items(3)))
+    (tmp_path / "articles.jsonl").write_text("".join(json.dumps(a) + "\n" for a in samples.articles(3)))
     proc = subprocess.Popen([sys.executable, "-m", "babelrag.cli", "annotate", "serve", "-c", str(cfg)],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path,
                             start_new_session=True)
@@ -387,10 +456,13 @@ def test_cli_serve_push_status_pull_then_sigterm_leaves_nothing_running(tmp_path
         assert "ready at http://127.0.0.1:" in text and "API key (generated, stored in" in text, text
         assert len(_in_home(home)) >= 3  # redis, server, worker pool (+ forked workers)
         runner = CliRunner()
-        res = runner.invoke(app, ["push", "qa_verification", "-i", str(tmp_path / "qa.jsonl"), "-c", str(cfg)])
+        res = runner.invoke(app, ["push", "qa_verification", "-i", str(tmp_path / "qa.jsonl"), "-c", str(cfg),
+                                  "--articles", str(tmp_path / "articles.jsonl")])
         assert res.exit_code == 0 and "3 records pushed, 3 new" in " ".join(res.output.split()), res.output
         res = runner.invoke(app, ["status", "qa_verification", "-c", str(cfg)])
         assert res.exit_code == 0 and "(all)" in res.output
+        ann1 = next(line for line in res.output.splitlines() if "ann1" in line)  # configured, 0 done: still listed
+        assert [c.strip() for c in ann1.split("│")[2:9]] == ["ann1", "3", "", "3", "0", "0", "0"], res.output
         res = runner.invoke(app, ["pull", "-c", str(cfg), "--out", str(tmp_path / "out")])
         assert res.exit_code == 0 and sorted(p.name for p in (tmp_path / "out").iterdir()) == [
             "qa_verification.records.jsonl", "qa_verification.responses.jsonl"]

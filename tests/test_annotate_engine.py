@@ -1,11 +1,15 @@
 """The SQLite search engine's storage layer, run with the argilla-server venv's python (where it lives).
 
 Two processes share one index file, as the API server and the rq worker do: writes from one must be
-seen by the other's next search even though each keeps a parsed-document cache.
+seen by the other's next search even though each keeps a parsed-document cache. Then 10,000 records
+through a real server and the Argilla SDK: text queries, metadata terms and ranges and their
+combinations return exactly the records Python selects from the same data.
 """
 from __future__ import annotations
 
 import json
+import random
+import re
 import subprocess
 import textwrap
 from pathlib import Path
@@ -51,6 +55,19 @@ SCRIPT = textwrap.dedent(
         out["pending_after_other_process"] = await ids(e, PENDING_U1)
         await e._bulk_op_request([{"_op_type": "delete", "_index": IDX, "_id": "r3"}])
         out["after_delete"] = await ids(e, {"match_all": {}})
+        # one batch: an existing document replaced (keeps its place), a new one appended, one deleted
+        await e._bulk_op_request([
+            {"_op_type": "index", "_index": IDX, "_id": "r1", "id": "r1", "fields": {"text": "replaced text"}},
+            {"_op_type": "index", "_index": IDX, "_id": "r4", "id": "r4", "fields": {"text": "doc 4"}},
+            {"_op_type": "delete", "_index": IDX, "_id": "r2"},
+            {"_op_type": "index", "_index": IDX, "_id": "r5", "id": "r5", "fields": {"text": "doc 5"}}])
+        out["after_mixed_batch"] = await ids(e, {"match_all": {}})
+        out["replaced"] = await ids(e, {"simple_query_string": {"query": "replaced", "fields": ["fields.*"]}})
+        os.environ["BABELRAG_SEARCH_WRITES"] = "off"  # the bench baseline: writes are no-ops
+        await e._bulk_op_request([{"_op_type": "delete", "_index": IDX, "_id": "r4"}])
+        await e._update_document_request(IDX, "r5", {"doc": {"fields": {"text": "not written"}}})
+        del os.environ["BABELRAG_SEARCH_WRITES"]
+        out["after_writes_off"] = await ids(e, {"simple_query_string": {"query": "doc", "fields": ["fields.*"]}})
         await e.put_index_mapping_request(IDX, {"metadata.n": {"type": "long"}})
         await e._delete_index_request(IDX)
         out["exists_after_delete"] = await e._index_exists_request(IDX)
@@ -76,4 +93,92 @@ def test_engine_storage_is_shared_between_processes(tmp_path):
     assert out["pending_after_own_write"] == [["r2", "r3"], 2]
     assert out["pending_after_other_process"] == [["r3"], 1]  # the other process's write is visible
     assert out["after_delete"] == [["r1", "r2"], 2]
+    assert out["after_mixed_batch"] == [["r1", "r4", "r5"], 3]  # insertion order; r1 kept its place
+    assert out["replaced"] == [["r1"], 1]
+    assert out["after_writes_off"] == [["r4", "r5"], 2]
     assert out["exists_after_delete"] is False
+
+
+# ----------------------------------------------------------------------------- 10,000 records through the SDK
+
+VOCAB = ("falcon river harbour summit treaty market orbit glacier festival vaccine tariff election bridge "
+         "drought museum rocket strike merger ferry census").split()
+TOPICS = ("politics", "sports", "science", "health", "culture")
+N_RECORDS = 10_000
+
+
+def _corpus() -> list[dict]:
+    """Deterministic records: texts from a small vocabulary (some words capitalised), terms/int/float metadata."""
+    rng = random.Random(17)
+    rows = []
+    for i in range(N_RECORDS):
+        words = [rng.choice(VOCAB) for _ in range(rng.randint(3, 9))]
+        words = [w.capitalize() if rng.random() < 0.2 else w for w in words]
+        rows.append({"id": f"r{i:05d}", "text": " ".join(words) + ".", "title": rng.choice(VOCAB).upper(),
+                     "topic": rng.choice(TOPICS), "year": rng.randint(1990, 2024), "score": round(rng.random(), 3)})
+    return rows
+
+
+def _words(row: dict) -> set[str]:
+    return {w.lower() for w in re.findall(r"\w+", row["text"] + " " + row["title"])}
+
+
+@pytest.fixture(scope="module")
+def big_dataset(tmp_path_factory):
+    import argilla as rg
+
+    from babelrag.annotate import push as ps
+    from babelrag.annotate.config import AnnotateSettings
+    from babelrag.annotate.server.process import ArgillaServer
+
+    settings = AnnotateSettings(server=ServerSettings(home=tmp_path_factory.mktemp("argilla-10k"), port=0))
+    server = ArgillaServer(settings.server).start()
+    try:
+        client = ps.client(ps.resolve_target(settings))
+        ps.ensure_users(client, settings)
+        ds = rg.Dataset(name="search-10k", workspace=settings.workspace, client=client, settings=rg.Settings(
+            fields=[rg.TextField(name="text", client=client), rg.TextField(name="title", client=client)],
+            questions=[rg.LabelQuestion(name="ok", labels=["yes", "no"], client=client)],
+            metadata=[rg.TermsMetadataProperty(name="topic", client=client),
+                      rg.IntegerMetadataProperty(name="year", client=client),
+                      rg.FloatMetadataProperty(name="score", client=client)])).create()
+        rows = _corpus()
+        ds.records.log([rg.Record(id=r["id"], fields={"text": r["text"], "title": r["title"]},
+                                  metadata={"topic": r["topic"], "year": r["year"], "score": r["score"]}) for r in rows],
+                       batch_size=1000)
+        yield ds, rows
+    finally:
+        server.stop()
+
+
+SEARCHES = {  # name -> (text query, SDK filter conditions, the same selection in Python)
+    "one word": ("falcon", [], lambda r: "falcon" in _words(r)),
+    "two words (AND)": ("falcon river", [], lambda r: {"falcon", "river"} <= _words(r)),
+    "prefix": ("harb*", [], lambda r: any(w.startswith("harb") for w in _words(r))),
+    "word in the title field": ("GLACIER", [], lambda r: "glacier" in _words(r)),
+    "terms": (None, [("metadata.topic", "in", ["sports", "health"])], lambda r: r["topic"] in ("sports", "health")),
+    "integer range": (None, [("metadata.year", ">=", 2000), ("metadata.year", "<=", 2010)],
+                      lambda r: 2000 <= r["year"] <= 2010),
+    "float range": (None, [("metadata.score", ">=", 0.9)], lambda r: r["score"] >= 0.9),
+    "text + terms + range": ("glacier", [("metadata.topic", "==", "science"), ("metadata.year", ">=", 2015)],
+                             lambda r: "glacier" in _words(r) and r["topic"] == "science" and r["year"] >= 2015),
+    "terms + two ranges": (None, [("metadata.topic", "in", ["politics"]), ("metadata.year", "<=", 1995),
+                                  ("metadata.score", "<=", 0.5)],
+                           lambda r: r["topic"] == "politics" and r["year"] <= 1995 and r["score"] <= 0.5),
+    "no match": ("zeppelin", [], lambda r: False),
+}
+
+
+@pytest.mark.parametrize("name", list(SEARCHES))
+def test_search_over_10000_records_matches_python(big_dataset, name):
+    import argilla as rg
+
+    ds, rows = big_dataset
+    text, conditions, keep = SEARCHES[name]
+    expected = {r["id"] for r in rows if keep(r)}
+    query = rg.Query(query=text, filter=rg.Filter(conditions) if conditions else None)
+    found = [rec.id for rec in ds.records(query=query, batch_size=1000)]
+    assert len(found) == len(set(found))  # pages neither repeat nor skip records
+    assert set(found) == expected, (name, len(found), len(expected))
+    if name != "no match":
+        assert 0 < len(expected) < N_RECORDS  # the selection is a real subset

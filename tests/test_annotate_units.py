@@ -147,7 +147,7 @@ def test_every_project_uses_unique_names_across_fields_questions_and_metadata():
     for spec in projects.PROJECTS.values():
         names = [f.name for f in spec.fields] + [q.name for q in spec.questions] + list(spec.metadata)
         assert len(names) == len(set(names)), spec.name
-        assert projects.guideline(spec.name).version == "1"
+        assert projects.guideline(spec.name).version.isdigit()
 
 
 def test_guidelines_and_per_project_distribution():
@@ -187,6 +187,86 @@ def test_record_builders_prefill_suggestions():
     sug = {s.question: s.value for s in g.suggestions}
     assert (sug["relevance_1"], sug["relevance_3"], sug["deflection"]) == ("answer-the-question", "irrelevant", "enough-grounding")
     assert "passage_4" not in g.fields
+
+
+def test_qa_verification_shows_both_articles_with_the_used_facts_highlighted():
+    arts = {a["id"]: a for a in samples.articles(1)}
+    rec = projects.qa_verification_records(samples.qa_items(1), arts)[0]
+    a, b = rec.fields["article_a"], rec.fields["article_b"]
+    assert a.startswith("### Lisbon hosts summit 1") and "[source](https://news.example/lisbon-1)" in a
+    assert "How many came to Lisbon? → **101**" in a
+    # exactly the sentence carrying the fact is marked, the rest of the article is shown unmarked
+    assert a.count("<mark>") == 1 and "<mark>Lisbon summit 1 drew 101 delegates from twelve countries.</mark>" in a
+    assert "The city prepared for weeks." in a and "The next meeting is planned for autumn." in a
+    # the German article: the fact (asked in English) is found through its number
+    assert "<mark>Zum Gipfel 1 kamen 51 Delegierte.</mark>" in b and b.count("<mark>") == 1
+    # no articles given: no article fields (records stay valid); an unknown id says so instead of failing
+    assert "article_a" not in projects.qa_verification_records(samples.qa_items(1))[0].fields
+    missing = projects.qa_verification_records(samples.qa_items(1), {"a1": arts["a1"]})[0].fields["article_b"]
+    assert "`b1` was not found" in missing and "How many delegates came to Porto?" in missing
+    assert projects.missing_articles(samples.qa_items(2), arts) == ["a2", "b2"]
+
+
+def test_long_articles_are_cut_to_the_passages_around_the_used_facts():
+    from babelrag.annotate import sources
+    from babelrag.records import Article, SimpleQA
+
+    filler = [f"Filler sentence number {i} says nothing of note." for i in range(400)]
+    text = " ".join(filler[:200] + ["The bridge opened on 4 May 2023 after nine years of work."] + filler[200:])
+    art = Article(id="x", title="Bridge", text=text, language="en", published="2023-05-05")
+    fact = SimpleQA(article_id="x", question="When did the bridge open?", answer="4 May 2023")
+    md = sources.article_markdown(art, "x", [fact], limit=2000)
+    assert len(md) < 2000 and f"Passages of a {len(text):,}-character article" in md
+    assert "<mark>The bridge opened on 4 May 2023 after nine years of work.</mark>" in md
+    assert "Filler sentence number 198" in md and "Filler sentence number 201" in md  # 2 sentences of context each side
+    assert "Filler sentence number 150 " not in md and md.count("[…]") == 2
+    # markup in an article is shown as text, never as HTML
+    art2 = art.model_copy(update={"text": "A <script>x</script> tag. The bridge opened on 4 May 2023."})
+    assert "&lt;script&gt;" in sources.article_markdown(art2, "x", [fact])
+
+
+def test_translation_shows_source_and_machine_translation_side_by_side():
+    items = samples.qa_items(1)
+    items[0]["answer"] = "Lisbon | by far."
+    field = projects.translation_records(items, "de")[0].fields["source_and_mt"]
+    header, _sep, question, answer = field.splitlines()
+    assert header == "| English source | Machine translation (de, mt-small) |"
+    assert question == f"| **Q:** {items[0]['question']} | **Q:** Welche Stadt, Lissabon oder Porto, Gipfel 1? |"
+    assert answer == "| **A:** Lisbon \\| by far. | **A:** Lissabon. |"  # a pipe in the text does not split the cell
+    assert "none, translate from scratch" in projects.translation_records(items, "zh")[0].fields["source_and_mt"]
+
+
+def test_status_lists_every_configured_annotator_and_progress_per_project():
+    from babelrag.annotate import pull as pl
+
+    s = AnnotateSettings(workspaces=["other"], users=[{"username": "ann1"}, {"username": "ann2"},
+                                                      {"username": "outsider", "workspaces": ["other"]}])
+    assert pl.project_annotators(s, "translation") == ["ann1", "ann2"]
+    records = [{"project": "translation", "dataset": f"babelrag-translation-{lang}", "record_id": f"q{i}",
+                "status": "completed" if (lang, i) == ("de", 1) else "pending"} for lang in ("de", "fr") for i in (1, 2, 3)]
+    responses = [{"dataset": "babelrag-translation-de", "record_id": "q1", "annotator": a, "status": "submitted"}
+                 for a in ("ann1", "ann2")]
+    responses.append({"dataset": "babelrag-translation-de", "record_id": "q2", "annotator": "ann1", "status": "draft"})
+    rows = {(r["dataset"], r["annotator"]): r for r in pl.status_table(responses, records, pl.project_annotators(s, "translation"))}
+    assert rows[("translation (2 datasets)", "(all)")] == {
+        "dataset": "translation (2 datasets)", "annotator": "(all)", "records": 6, "completed": 1, "pending": 5,
+        "submitted": None, "draft": None, "discarded": None, "progress": "17%"}
+    assert rows[("babelrag-translation-de", "ann1")]["pending"] == 1 and rows[("babelrag-translation-de", "ann1")]["draft"] == 1
+    assert rows[("babelrag-translation-fr", "ann2")] == {
+        "dataset": "babelrag-translation-fr", "annotator": "ann2", "records": 3, "completed": None, "pending": 3,
+        "submitted": 0, "draft": 0, "discarded": 0, "progress": None}  # listed with 0 done
+    assert not any(a == "outsider" for _, a in rows)
+
+
+def test_first_visit_script_is_added_once_to_every_page(tmp_path):
+    from babelrag.annotate.server import ui_first_visit as ui
+
+    (tmp_path / "sign-in").mkdir()
+    for page in (tmp_path / "index.html", tmp_path / "sign-in" / "index.html"):
+        page.write_text("<!doctype html><html><head><title>Argilla</title></head><body></body></html>")
+    assert ui.inject_into(str(tmp_path)) == 2 and ui.inject_into(str(tmp_path)) == 0
+    page = (tmp_path / "index.html").read_text()
+    assert page.count(ui.MARKER) == 1 and page.index(ui.MARKER) < page.index("<title>")  # before the app's scripts
 
 
 def test_bad_inputs_name_the_record_and_the_fix():
@@ -243,6 +323,9 @@ def test_cli_errors_are_one_line_and_say_what_to_do(tmp_path, monkeypatch):
     (tmp_path / "qa.jsonl").write_text("".join(json.dumps(q) + "\n" for q in samples.qa_items(1)))
     runner = CliRunner()
     res = runner.invoke(app, ["push", "qa_verification", "--input", "qa.jsonl"])
+    assert isinstance(res.exception, InputError) and "--articles FILE" in str(res.exception)  # no sources anywhere
+    (tmp_path / "articles.jsonl").write_text("".join(json.dumps(a) + "\n" for a in samples.articles(1)))
+    res = runner.invoke(app, ["push", "qa_verification", "--input", "qa.jsonl", "--articles", "articles.jsonl"])
     assert isinstance(res.exception, StageError) and "babelrag annotate serve" in str(res.exception)
     res = runner.invoke(app, ["agreement", "qa_verification", "--out", str(tmp_path)])
     assert isinstance(res.exception, InputError) and "run `babelrag annotate pull qa_verification` first" in str(res.exception)
@@ -310,3 +393,17 @@ def test_a_dead_hosted_server_gives_a_one_line_error(tmp_path, monkeypatch):
     assert isinstance(res.exception, StageError), res.output
     assert f"Argilla at http://127.0.0.1:{port}: connecting failed" in str(res.exception)
     assert "is the server running?" in str(res.exception)
+
+
+def test_push_reads_source_articles_from_the_builds_ingest_stage_by_id(tmp_path, capsys):
+    from babelrag.annotate.cli import _source_articles
+    from babelrag.records import Article
+    from tests.helpers.qa_fixtures import seed_stage
+
+    arts = [Article.model_validate(a) for a in samples.articles(3)]
+    seed_stage(tmp_path / "build", "ingest", [a for a in arts if a.id != "b2"], Article)
+    found = _source_articles(samples.qa_items(2), None, tmp_path / "build")
+    assert sorted(found) == ["a1", "a2", "b1"]  # only the items' articles; b2 is not in the build
+    assert "1 of 4 source articles not found" in capsys.readouterr().out
+    records = projects.qa_verification_records(samples.qa_items(2), found)
+    assert "<mark>" in records[1].fields["article_a"] and "`b2` was not found" in records[1].fields["article_b"]

@@ -3,7 +3,8 @@
 Usage (as the supervisor calls it): ``<server-venv>/bin/python launcher.py start --host 127.0.0.1 --port P``,
 ``... worker --num-workers 1``, ``... database migrate``, ``... database users create ...``.
 Registration must happen in the same process before the CLI runs: ``start`` serves in-process (uvicorn)
-and ``worker`` forks rq workers, which inherit the registry. Imports nothing from babelrag.
+and ``worker`` forks rq workers, which inherit the registry. For ``start``, the web UI pages also get
+the script that opens the guidelines on a first visit (``ui_first_visit``). Imports nothing from babelrag.
 """
 from __future__ import annotations
 
@@ -18,6 +19,13 @@ def main(argv: list[str]) -> None:
     # Argilla reads its settings at import time: select the engine before anything imports them.
     os.environ.setdefault("ARGILLA_SEARCH_ENGINE", "babelrag-sqlite")
     import sqlite_engine  # noqa: F401  (registers the engine class)
+
+    if argv[:1] == ["start"]:
+        # the web app (and its temporary copy of the web UI) is built at import; uvicorn reuses this module
+        import ui_first_visit
+        from argilla_server._app import app as web_app
+
+        ui_first_visit.install(web_app)
 
     from argilla_server.cli.__main__ import app
 
