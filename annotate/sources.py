@@ -13,9 +13,10 @@ from __future__ import annotations
 import html
 from typing import Mapping, Optional, Sequence
 
-from babelrag.evaluators.text import split_sentences, tokenize
+from babelrag.evaluators.sentences import split_sentences
+from babelrag.tokens import tokenize
 from babelrag.records import Article, SimpleQA
-from babelrag.text import excerpt
+from babelrag.excerpt import excerpt
 
 MAX_ARTICLE_CHARS = 6000
 CONTEXT_SENTENCES = 2  # sentences kept on each side of a highlighted one when an article is cut

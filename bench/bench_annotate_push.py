@@ -29,7 +29,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from babelrag.annotate import projects, push as ps, samples
-from babelrag.annotate.config import AnnotateSettings, ServerSettings
+from babelrag.annotate.settings import AnnotateSettings, ServerSettings
 from babelrag.annotate.server.process import SEARCH_WRITES_ENV as WRITES_ENV
 from babelrag.annotate.server.process import ArgillaServer
 

@@ -128,7 +128,7 @@ def big_dataset(tmp_path_factory):
     import argilla as rg
 
     from babelrag.annotate import push as ps
-    from babelrag.annotate.config import AnnotateSettings
+    from babelrag.annotate.settings import AnnotateSettings
     from babelrag.annotate.server.process import ArgillaServer
 
     settings = AnnotateSettings(server=ServerSettings(home=tmp_path_factory.mktemp("argilla-10k"), port=0))
