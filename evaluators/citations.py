@@ -243,14 +243,17 @@ def _citing(answers: Sequence[Any]) -> list[CitationItem]:
             if a.style == "citations"]
 
 
+def _prf_columns(prefix: str) -> tuple[Column, ...]:
+    return tuple(Column(f"{prefix}_{key}", key) for key in ("precision", "recall", "f1"))
+
+
 @register
 class CitationsMetric(Metric):
     """RAGE citation precision / recall / F1 of the documents an answer cites vs the supporting ones."""
 
     name = "citations"
     description = "citation precision, recall, F1, distinct citations, answer length (RAGE)"
-    columns = (Column("citation_precision", "precision"), Column("citation_recall", "recall"),
-               Column("citation_f1", "f1"))
+    columns = _prf_columns("citation")
     scorer = staticmethod(score_citations)
 
     def score(self, run: MetricRun, model: str, answers: Sequence[Any]) -> Optional[ScoreResult]:
@@ -264,6 +267,5 @@ class RandomCitationsMetric(CitationsMetric):
 
     name = "random_citations"
     description = "random-citation baseline for the citation metrics (RAGE)"
-    columns = (Column("random_citation_precision", "precision"), Column("random_citation_recall", "recall"),
-               Column("random_citation_f1", "f1"))
+    columns = _prf_columns("random_citation")
     scorer = staticmethod(score_random_citations)
