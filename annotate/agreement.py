@@ -10,7 +10,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 import re
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass
@@ -18,6 +17,7 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any, Optional
 
+from babelrag.atomic import atomic_write_text
 from babelrag.stats import cohen_kappa, fleiss_kappa, raw_agreement
 
 from .projects import spec
@@ -169,7 +169,5 @@ def write_disagreements(rows: list[dict], path: Path) -> Path:
         text = buf.getvalue()
     else:
         text = "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in rows)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    atomic_write_text(path, text)
     return path

@@ -170,7 +170,6 @@ def pull(
 
 def _merge(project: str, records_path: Path, language: str, out: Path, settings, con) -> None:
     import json
-    import os
 
     from babelrag.errors import InputError
     from babelrag.records import QAItem
@@ -191,9 +190,9 @@ def _merge(project: str, records_path: Path, language: str, out: Path, settings,
     else:
         merged, report = merge_qa_verification(items, responses, need)
     target = out / f"{records_path.stem}.{project}{'-' + language if language else ''}.merged.jsonl"
-    tmp = target.with_suffix(".tmp")
-    tmp.write_text("".join(json.dumps(m.model_dump(), ensure_ascii=False) + "\n" for m in merged), encoding="utf-8")
-    os.replace(tmp, target)
+    from babelrag.atomic import atomic_write_text
+
+    atomic_write_text(target, "".join(json.dumps(m.model_dump(), ensure_ascii=False) + "\n" for m in merged))
     con.print(f"merged into {target}: {report.as_dict()}")
 
 

@@ -1,18 +1,19 @@
 """Pull responses back from Argilla: one row per (record, annotator) with who, when and status.
 
 Read over Argilla's REST API (the SDK drops response timestamps). Rows are sorted and written as
-JSONL with a temp file + ``os.replace``; a second pull of unchanged data leaves the file byte-for-byte
+JSONL atomically (``babelrag.atomic``); a second pull of unchanged data leaves the file byte-for-byte
 identical (and untouched). Drafts and discards are kept with their status; agreement and merging use
 submitted responses only. Records nobody has answered yet are counted as pending.
 """
 from __future__ import annotations
 
 import json
-import os
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
+
+from babelrag.atomic import atomic_write_text
 
 from .settings import AnnotateSettings
 from .push import project_datasets
@@ -84,10 +85,7 @@ def _write_if_changed(path: Path, rows: list[dict]) -> bool:
     text = "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in rows)
     if path.exists() and path.read_text(encoding="utf-8") == text:
         return False
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    atomic_write_text(path, text)
     return True
 
 
@@ -105,8 +103,9 @@ def pull(rg_client, settings: AnnotateSettings, project: str, out_dir: Path) -> 
 
 
 def read_responses(path: Path) -> list[dict]:
-    path = Path(path)
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    from babelrag.rows import iter_jsonl
+
+    return [row for _, row in iter_jsonl(Path(path))]
 
 
 def project_annotators(settings: AnnotateSettings, project: str) -> list[str]:

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -17,19 +18,32 @@ from babelrag.errors import BabelragError, InputError
 M = TypeVar("M", bound=BaseModel)
 
 
-def iter_jsonl(path: Path, error: type[BabelragError] = InputError) -> Iterator[tuple[int, dict]]:
-    """(line number, object) for each non-blank line; a line that is not a JSON object raises ``error``."""
-    with Path(path).open(encoding="utf-8") as fh:
+@dataclass(frozen=True)
+class BadLine:
+    """A line of a JSONL file that is not a JSON object (what ``iter_jsonl(..., keep_bad=True)`` yields)."""
+
+    detail: str
+
+
+def iter_jsonl(path: Path, error: type[BabelragError] = InputError, keep_bad: bool = False,
+               errors: str = "strict") -> Iterator[tuple[int, Any]]:
+    """(line number, object) for each non-blank line. A line that is not a JSON object raises ``error``
+    naming file and line, or with ``keep_bad`` is yielded as a ``BadLine`` for the caller to count."""
+    with Path(path).open(encoding="utf-8", errors=errors) as fh:
         for lineno, line in enumerate(fh, 1):
             if not line.strip():
                 continue
             try:
                 row = json.loads(line)
+                detail = "" if isinstance(row, dict) else f"expected a JSON object, got {type(row).__name__}"
             except json.JSONDecodeError as exc:
-                raise error(f"{path}:{lineno}: not valid JSON ({exc.msg}); fix or remove the line") from None
-            if not isinstance(row, dict):
-                raise error(f"{path}:{lineno}: expected a JSON object per line")
-            yield lineno, row
+                detail = f"not valid JSON ({exc.msg} at column {exc.colno})"
+            if not detail:
+                yield lineno, row
+            elif keep_bad:
+                yield lineno, BadLine(detail)
+            else:
+                raise error(f"{path}:{lineno}: {detail}; fix or remove the line")
 
 
 def read_rows(path: Path) -> list[dict]:

@@ -2,7 +2,6 @@
 instances ``.jsonl`` file, its release name/revision, and a seeded sample."""
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,12 +20,9 @@ def load_instances(path: str | Path, configs: Sequence[str] = ()) -> list[Instan
         raise InputError(f"{path} does not exist; pass a release folder or an instances .jsonl file")
     rows: list[tuple[str, dict]] = []
     if path.is_file() and path.suffix == ".jsonl":
-        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-            if line.strip():
-                try:
-                    rows.append((f"{path}:{n}", json.loads(line)))
-                except json.JSONDecodeError as exc:
-                    raise InputError(f"{path}:{n}: not JSON ({exc.msg})") from None
+        from babelrag.rows import iter_jsonl
+
+        rows = [(f"{path}:{n}", row) for n, row in iter_jsonl(path)]
     else:
         import pyarrow.parquet as pq
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
+from babelrag.atomic import atomic_write_text
 from babelrag.errors import StageError
 
 from ..settings import ARGILLA_SERVER_VERSION, ServerSettings
@@ -49,11 +50,7 @@ def _die_with_parent() -> None:
 
 
 def _write_private(path: Path, data: dict) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as fh:
-        json.dump(data, fh, indent=2)
-    os.replace(tmp, path)
+    atomic_write_text(path, json.dumps(data, indent=2), private=True)
 
 
 def load_credentials(home: Path) -> dict:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import io
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -77,23 +76,16 @@ def _article_from_fields(data: dict[str, Any], source: str, fallback_url: str = 
 
 def read_jsonl(path: Path) -> Iterator[Item]:
     """One JSON object per line with news-please fields (id, title, maintext, language, date_publish, url)."""
+    from babelrag.rows import BadLine, iter_jsonl
+
     try:
-        fh = open(path, encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise InputError(f"cannot open corpus file {path}: {exc}") from None
-    with fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                data = json.loads(line)
-            except json.JSONDecodeError as exc:
-                yield Skip("bad-json", f"{path}:{lineno}", str(exc))
-                continue
-            if not isinstance(data, dict):
-                yield Skip("bad-json", f"{path}:{lineno}", "line is not a JSON object")
+        for lineno, data in iter_jsonl(path, keep_bad=True, errors="replace"):
+            if isinstance(data, BadLine):
+                yield Skip("bad-json", f"{path}:{lineno}", data.detail)
                 continue
             yield _article_from_fields(data, str(path))
+    except OSError as exc:
+        raise InputError(f"cannot open corpus file {path}: {exc}") from None
 
 
 def read_url_map(path: Path) -> dict[str, str]:

@@ -36,25 +36,18 @@ class Problems:
 
 def read_jsonl(path, problems: Problems):  # noqa: ANN001, ANN201 - yields (line number, object)
     """Yield (line number, dict) for each non-empty line; bad JSON / non-objects become problems."""
-    import json
     from pathlib import Path
+
+    from babelrag.rows import BadLine, iter_jsonl
 
     path = Path(path)
     if not path.exists():
         raise InputError(f"{path}: file not found")
-    with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                problems.add(f"{n}", f"not valid JSON ({exc.msg} at column {exc.colno})")
-                continue
-            if not isinstance(obj, dict):
-                problems.add(f"{n}", f"expected a JSON object, got {type(obj).__name__}")
-                continue
-            yield n, obj
+    for n, obj in iter_jsonl(path, keep_bad=True):
+        if isinstance(obj, BadLine):
+            problems.add(f"{n}", obj.detail)
+            continue
+        yield n, obj
 
 
 def iso_date(raw: str) -> str:
