@@ -66,22 +66,28 @@ class LocalExecutor:
                                             *getattr(fn, "preload_modules", ())])
         from concurrent.futures.process import BrokenProcessPool
 
-        pending: deque = deque()
-        limit = self.processes * self.prefetch
         try:
             with ProcessPoolExecutor(max_workers=self.processes, mp_context=context) as pool:
-                for chunk in chunks(items, self.chunk_size):
-                    pending.append(pool.submit(_run_chunk, fn, chunk))
-                    while len(pending) >= limit:
-                        yield from pending.popleft().result()
-                while pending:
-                    yield from pending.popleft().result()
+                submitted = (pool.submit(_run_chunk, fn, chunk) for chunk in chunks(items, self.chunk_size))
+                yield from in_order(submitted, self.processes * self.prefetch, lambda future: future.result())
         except BrokenProcessPool:
             from babelrag.errors import StageError
 
             raise StageError(f"a worker process of the local executor died while running {fn.__name__} (killed for "
                              "memory, or a crash in a native library); rerun with executor.processes: 1 to see "
                              "which input causes it") from None
+
+
+def in_order(submitted: Iterable[Any], window: int, result: Callable[[Any], list[R]]) -> Iterator[R]:
+    """Results of chunk jobs in submission order, with at most ``window`` jobs in flight (jobs are started
+    lazily from ``submitted``, so the input is read only as fast as results are taken)."""
+    pending: deque = deque()
+    for job in submitted:
+        pending.append(job)
+        while len(pending) >= window:
+            yield from result(pending.popleft())
+    while pending:
+        yield from result(pending.popleft())
 
 
 def chunks(items: Iterable[T], size: int) -> Iterator[list[T]]:
@@ -95,15 +101,16 @@ def chunks(items: Iterable[T], size: int) -> Iterator[list[T]]:
         yield chunk
 
 
-def executor_from_config(config: Any) -> Executor:
+def executor_from_config(config: Any, chunk_size: int | None = None) -> Executor:
     """``executor.backend`` local (a process pool, ``executor.processes`` None/0 = every core) or ray
-    (tasks on the Ray cluster at ``executor.address``; None = a local cluster started here)."""
+    (tasks on the Ray cluster at ``executor.address``; None = a local cluster started here).
+    ``chunk_size`` overrides ``executor.chunk_size`` for work whose items are already batches."""
     settings = config.executor
+    size = chunk_size or settings.chunk_size
     if getattr(settings, "backend", "local") == "ray":
-        return RayExecutor(address=settings.address, processes=settings.processes or 0,
-                           chunk_size=settings.chunk_size)
+        return RayExecutor(address=settings.address, processes=settings.processes or 0, chunk_size=size)
     processes = settings.processes or available_cores()
-    return LocalExecutor(processes=max(1, processes), chunk_size=settings.chunk_size)
+    return LocalExecutor(processes=max(1, processes), chunk_size=size)
 
 
 @dataclass
@@ -133,14 +140,8 @@ class RayExecutor:
 
         task = ray.remote(num_cpus=1, max_retries=self.max_retries)(_run_chunk)
         fn_ref = ray.put(fn)  # shipped once, not with every chunk
-        pending: deque = deque()
-        limit = max(1, self.processes) * self.prefetch
-        for chunk in chunks(items, self.chunk_size):
-            pending.append(task.remote(fn_ref, chunk))
-            while len(pending) >= limit:
-                yield from _ray_result(pending.popleft())
-        while pending:
-            yield from _ray_result(pending.popleft())
+        submitted = (task.remote(fn_ref, chunk) for chunk in chunks(items, self.chunk_size))
+        yield from in_order(submitted, max(1, self.processes) * self.prefetch, _ray_result)
 
 
 def _ray_result(ref: Any) -> list[Any]:

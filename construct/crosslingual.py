@@ -104,13 +104,12 @@ def encoding_map(ctx: StageContext) -> Callable[[Iterable[list[str]]], Iterator[
     if ctx.config.executor.backend != "ray":
         return None
     from babelrag.construct.encoders.mapped import encode_task
-    from babelrag.executor import RayExecutor
+    from babelrag.executor import executor_from_config
 
     task = encode_task(ctx.config.dense.encoder, ctx.config.resolve)
     if task is None:
         return None
-    settings = ctx.config.executor
-    executor = RayExecutor(address=settings.address, processes=settings.processes or 0, chunk_size=1)
+    executor = executor_from_config(ctx.config, chunk_size=1)  # an item is already a block of passages
     ctx.extra["encode_workers"] = executor.processes
     return lambda texts: executor.map(task, texts)
 

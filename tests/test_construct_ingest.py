@@ -12,7 +12,8 @@ from babelrag.pipeline import Pipeline
 from babelrag.records import Article
 from babelrag.store import BuildStore
 from babelrag.construct.ingest.dedupe import MinHasher, duplicate_mask
-from babelrag.construct.ingest.readers import canonical_url, read_warc
+from babelrag.construct.ingest.html import canonical_url
+from babelrag.construct.ingest.readers import read_warc
 from babelrag.construct.ingest.language_id import LanguageIdentifier
 from babelrag.tokens import count_tokens
 

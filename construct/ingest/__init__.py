@@ -68,9 +68,6 @@ class PrepareArticle:
         return Prepared(art, lang, n_tokens, np.array([hash64(art.id), hash64(normalise_text(art.text))]),
                         _hasher(self.seed).signature(art.text))
 
-    def warm_up(self) -> None:
-        _identifier(self.languages).detect("warm up the language models")
-
 
 @functools.lru_cache(maxsize=4)
 def _identifier(languages: tuple[str, ...]) -> LanguageIdentifier:
@@ -108,7 +105,6 @@ def run(ctx: StageContext) -> None:
     executor = executor_from_config(cfg)
     ctx.extra["extract_processes"] = executor.processes
     task = PrepareArticle(corpus, tuple(languages), cfg.project.seed)
-    task.warm_up()  # forked pool workers inherit the loaded language models
     spool_fd, spool_name = tempfile.mkstemp(prefix="ingest-", suffix=".jsonl", dir=ctx.artifacts_dir)
     try:
         with os.fdopen(spool_fd, "w", encoding="utf-8") as spool:

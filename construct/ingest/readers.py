@@ -108,13 +108,6 @@ def read_url_map(path: Path) -> dict[str, str]:
     return mapping
 
 
-def canonical_url(html: str, page_url: str = "") -> str:
-    """The page's canonical link, resolved and unescaped (see ``html.canonical_url``)."""
-    from .html import canonical_url as _canonical
-
-    return _canonical(html, page_url)
-
-
 def iter_html_pages(folder: Path, url_map: Path | None = None) -> Iterator[Union["Page", Skip]]:
     """Every ``*.html``/``*.htm`` file below ``folder`` as a ``Page`` (bytes; decoding and extraction
     happen in ``extract.extract_item``, possibly in a worker process)."""
@@ -135,14 +128,6 @@ def iter_html_pages(folder: Path, url_map: Path | None = None) -> Iterator[Union
 
 
 WARC_TYPES = {"warcinfo", "response", "resource", "request", "metadata", "revisit", "conversion", "continuation"}
-
-
-def read_html_dir(folder: Path, url_map: Path | None = None) -> Iterator[Item]:
-    """HTML folder -> articles, in this process (the ingest stage maps ``extract_item`` over a pool)."""
-    from .extract import extract_item
-
-    for item in iter_html_pages(folder, url_map):
-        yield extract_item(item)
 
 
 def iter_warc_pages(path: Path) -> Iterator[Union["Page", Skip]]:
@@ -203,7 +188,7 @@ def warc_page(record: Any, where: str, source: str) -> "Page":
 
 
 def read_warc(path: Path) -> Iterator[Item]:
-    """WARC file -> articles, in this process (the ingest stage maps ``extract_item`` over a pool)."""
+    """WARC file -> articles, in this process (the ingest stage runs the extraction in its executor)."""
     from .extract import extract_item
 
     for item in iter_warc_pages(path):
@@ -230,15 +215,3 @@ def iter_input(path: Path, fmt: str, url_map: Path | None = None) -> Iterator[An
             yield from iter_warc_pages(f)
     else:  # config validation prevents this
         raise InputError(f"unknown corpus format {fmt!r}")
-
-
-def read_input(path: Path, fmt: str, url_map: Path | None = None, executor: Any = None) -> Iterator[Item]:
-    """Articles and skips of one input, in input order; ``executor`` (babelrag.executor) runs the HTML
-    extraction in parallel, None runs it here."""
-    from .extract import extract_item
-
-    items = iter_input(path, fmt, url_map)
-    if executor is None or fmt == "jsonl":  # JSON lines carry extracted fields: nothing to run in a pool
-        yield from (extract_item(i) for i in items)
-    else:
-        yield from executor.map(extract_item, items)
