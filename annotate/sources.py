@@ -14,25 +14,17 @@ import html
 from typing import Mapping, Optional, Sequence
 
 from babelrag.evaluators.sentences import split_sentences
-from babelrag.tokens import tokenize
+from babelrag.tokens import content_words, tokenize
 from babelrag.records import Article, SimpleQA
 from babelrag.excerpt import excerpt
 
 MAX_ARTICLE_CHARS = 6000
 CONTEXT_SENTENCES = 2  # sentences kept on each side of a highlighted one when an article is cut
 GAP = "\n\n[…]\n\n"
-_STOP = set("the a an of in on at to for and or by with from is are was were be did does do what which who how "
-            "many much when where why that this these those its their his her it as".split())
-
-
-def _content(text: str) -> set[str]:
-    return {t for t in tokenize(text) if t not in _STOP and (len(t) > 2 or t.isdigit())}
-
-
 def supporting_sentence(sentences: Sequence[str], fact: SimpleQA) -> Optional[int]:
     """Index of the sentence that best carries ``fact`` (None if no sentence shares its answer's words,
     or at least two of its question's)."""
-    answer, question = _content(fact.answer), _content(fact.question)
+    answer, question = content_words(fact.answer), content_words(fact.question)
     best, best_score = None, 0
     for i, sentence in enumerate(sentences):
         words = set(tokenize(sentence))
