@@ -34,6 +34,7 @@ class Evaluation:
     accuracy_by_language: dict[str, dict[str, Estimate]]
     wrong_language: dict[str, dict[str, float]]
     counts: dict[str, dict[str, int]] = field(default_factory=dict)
+    breakdown: dict[str, dict[str, Estimate]] = field(default_factory=dict)  # model -> "setting/lang" -> accuracy
     bradley_terry: list[dict[str, Any]] = field(default_factory=list)  # BTResult.leaderboard()
     extra: dict[str, Any] = field(default_factory=dict)  # battles summary, surrogate, support models
 
@@ -41,11 +42,9 @@ class Evaluation:
 def prepare_metrics(settings: EvalSettings) -> tuple[list["Metric"], dict[str, Any]]:
     """The run's metrics (unknown names fail here) and what they load up front (support models, encoder),
     before any LLM call."""
-    from babelrag.evaluators.mirage import check_support_models
     from babelrag.evaluators.registry import resolve
 
     metrics = resolve(settings.metrics)
-    check_support_models(settings)
     shared: dict[str, Any] = {}
     for metric in metrics:
         shared.update(metric.prepare(settings))
@@ -58,7 +57,6 @@ def evaluate_answers(runner: "LLMRunner", instances: Sequence[Instance], answers
     """Score every model's answers with the run's metrics; leaderboard columns come from each metric."""
     from babelrag.evaluators.language import DEFAULT_LANGUAGES
     from babelrag.evaluators.metric import MetricRun
-    from babelrag.evaluators.xrag import language_views
 
     require_endpoints(runner, judges, "judge")
     metrics, shared = prepared or prepare_metrics(settings)
@@ -86,12 +84,8 @@ def evaluate_answers(runner: "LLMRunner", instances: Sequence[Instance], answers
             results[model] = res
             ev.results.setdefault(model, {})[metric.name] = res
             ev.scores.setdefault(model, {}).update(metric.leaderboard(res))
+            metric.views(run, model, res, ev)
         metric.compare(run, results, scored, ev)
-    for model, res in ev.results.items():
-        if "xrag" in res:
-            ev.counts[model].update(res["xrag"].counts)
-            ev.accuracy_by_language[model], ev.wrong_language[model] = language_views(
-                res["xrag"], rounds=settings.rounds, seed=settings.seed)
     return ev
 
 
@@ -122,8 +116,7 @@ def run_evaluation(runner: "LLMRunner", instances: Sequence[Instance], models: S
         title=f"babelrag evaluation: {settings.dataset or 'benchmark'}", info=info, scores=ev.scores,
         sort_by="accuracy", accuracy_by_language=ev.accuracy_by_language, wrong_language=ev.wrong_language,
         bradley_terry=ev.bradley_terry,
-        breakdown={m: {k[len("accuracy["):-1]: e for k, e in res["xrag"].aggregate.items() if k.startswith("accuracy[")}
-                   for m, res in ev.results.items() if "xrag" in res},
+        breakdown=ev.breakdown,
         extra={"counts": ev.counts, **ev.extra,
                "metrics": {m: {k: r.to_dict() for k, r in res.items()} for m, res in ev.results.items()}},
     ))

@@ -60,6 +60,10 @@ class Metric:
         """Score one model's generated answers; None when there is nothing to score (e.g. no answer cites)."""
         raise NotImplementedError
 
+    def views(self, run: MetricRun, model: str, result: "ScoreResult", evaluation: "Evaluation") -> None:
+        """After one model is scored: what the report shows beyond leaderboard columns (counts, per-language
+        plots, breakdown tables), written into ``evaluation``. Default: none."""
+
     def compare(self, run: MetricRun, results: Mapping[str, "ScoreResult"], answers: Mapping[str, Sequence["AnswerRecord"]],
                 evaluation: "Evaluation") -> None:
         """After every model is scored: cross-model work (battles, ratings). Default: none."""

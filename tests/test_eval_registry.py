@@ -92,3 +92,16 @@ def test_summarise_skips_and_counts_undefined():
     assert res.counts == {"x_undefined": 1}
     with pytest.raises(ValueError, match="query_id"):
         make_result("m", [{"x": 1}], ["x"])
+
+
+def test_metric_options_need_their_metric_when_settings_are_built():
+    from babelrag.evaluators.settings import METRIC_OPTIONS, EvalSettings
+
+    for option, metric in METRIC_OPTIONS.items():
+        assert metric in registry.names(), option  # every owner is a declared metric
+        with pytest.raises(ConfigError, match=f"{option} given but '{metric}' is not in the metrics"):
+            EvalSettings(metrics=("xrag",), **{option: "some-model"})
+        ok = EvalSettings(metrics=("xrag", metric), **{option: "some-model"})
+        with pytest.raises(ConfigError, match=f"'{metric}' is not in the metrics \\['citations'\\]"):
+            ok.with_(metrics=("citations",))
+    assert EvalSettings(metrics=("xrag",)).reranker is None
