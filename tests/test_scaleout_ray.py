@@ -302,3 +302,71 @@ def test_a_killed_distributed_run_reruns_to_the_local_output(ray_cluster, html_c
     local = ingest_config(html_corpus, "local-killed", processes=1)
     Pipeline(local).run(until="ingest")
     assert stage_output(config, "ingest") == stage_output(local, "ingest")
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def ray_head(tmp_path_factory):
+    """A head node as docs/scaleout.md starts one (`ray start --head` with a Ray Client server), in its own
+    session so that stopping it stops only its processes, not this module's cluster."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("ray")
+    client_port, gcs_port = free_port(), free_port()
+    ray_cli = str(Path(sys.executable).with_name("ray"))
+    head = subprocess.Popen(
+        [ray_cli, "start", "--head", "--block", "--node-ip-address", "127.0.0.1", "--port", str(gcs_port),
+         "--ray-client-server-port", str(client_port), "--num-cpus", "2", "--include-dashboard", "false",
+         "--disable-usage-stats"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True, env=os.environ.copy())
+    try:
+        import socket
+
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            assert head.poll() is None, head.stderr.read().decode()[-2000:]
+            try:
+                socket.create_connection(("127.0.0.1", client_port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.5)
+        else:
+            pytest.fail("the Ray Client server of `ray start --head` did not open its port in 120 s")
+        yield f"ray://127.0.0.1:{client_port}"
+    finally:
+        os.killpg(head.pid, signal.SIGTERM)  # --block: ray start stops its node's processes on SIGTERM
+        try:
+            head.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(head.pid, signal.SIGKILL)
+            head.wait()
+
+
+def test_a_driver_reaches_a_cluster_through_ray_client(ray_head, html_corpus):
+    """`executor.address: ray://head:10001` (Ray Client, the driver off the cluster): the tasks run on the
+    head's workers and the output is the local run's bytes."""
+    import subprocess
+    import sys
+
+    raw = {"project": {"build_dir": str(html_corpus / "by-client"), "languages": ["en", "de"]},
+           "corpus": {"inputs": [{"path": str(html_corpus / "html"), "format": "html",
+                                  "url_map": str(html_corpus / "urls.tsv")}], "min_tokens": 20},
+           "executor": {"backend": "ray", "address": ray_head, "chunk_size": 4}}
+    script = ("import sys, json; from babelrag.config import config_from_dict; from babelrag.pipeline import Pipeline; "
+              "Pipeline(config_from_dict(json.loads(sys.argv[1]))).run(until='ingest'); "
+              "import ray; print('client-mode', ray.util.client.ray.is_connected())")
+    res = subprocess.run([sys.executable, "-c", script, json.dumps(raw)], capture_output=True, text=True,
+                         timeout=600, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert res.stdout.strip().splitlines()[-1] == "client-mode True"  # it ran through the client, not locally
+    local = ingest_config(html_corpus, "local-client", processes=1)
+    Pipeline(local).run(until="ingest")
+    assert stage_output(config_from_dict(raw), "ingest") == stage_output(local, "ingest")
