@@ -170,10 +170,12 @@ def connect_ray(address: str | None, processes: int = 0) -> None:
                           "(or set executor.backend: local)") from None
     if ray.is_initialized():
         return
-    options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
-    if address:
-        options["address"] = address
-    elif processes:
+    # An empty address means a local cluster, as documented. Ray's own default (no address) would instead
+    # attach to whatever /tmp/ray/ray_current_cluster names, a file `ray start` leaves behind, and then
+    # refuse num_cpus. RAY_ADDRESS (set by `ray job submit` for its driver) still counts as an address.
+    address = address or os.environ.get("RAY_ADDRESS") or "local"
+    options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "address": address}
+    if address == "local" and processes:
         options["num_cpus"] = processes
     try:
         ray.init(**options)

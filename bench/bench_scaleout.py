@@ -165,7 +165,7 @@ def main() -> None:
     import ray
 
     t0 = time.perf_counter()
-    ray.init(num_cpus=n, include_dashboard=False, log_to_driver=False, _node_ip_address="127.0.0.1")
+    ray.init(address="local", num_cpus=n, include_dashboard=False, log_to_driver=False, _node_ip_address="127.0.0.1")
     on_ray = RayExecutor(processes=n, chunk_size=args.chunk)
     print(f"{n} workers; Ray local cluster started in {time.perf_counter() - t0:.1f} s", flush=True)
     warm = items[: 2 * n * args.chunk]

@@ -2,7 +2,9 @@
 output, byte for byte, as the local executor, also when a worker is killed in the middle of a stage."""
 import json
 import os
+import shutil
 import signal
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -24,7 +26,7 @@ EXPECTED = {row["file"]: row for row in json.loads((REAL / "expected.json").read
 def ray_cluster(tmp_path_factory):
     """One local Ray cluster (2 CPUs, loopback) for the whole module, stopped at its end."""
     ray = pytest.importorskip("ray", reason="install the ray extra (pip install 'babelrag[ray]')")
-    context = ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, _node_ip_address="127.0.0.1")
+    context = ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, _node_ip_address="127.0.0.1")
     try:
         yield context
     finally:
@@ -203,6 +205,29 @@ def test_ray_backend_without_ray_installed_is_a_config_error_naming_the_extra(mo
         executor_from_config(config)
 
 
+def test_an_empty_address_starts_a_local_cluster_even_when_ray_start_left_an_address_behind():
+    """`ray start` writes <tmp>/ray/ray_current_cluster and a stopped head leaves it; Ray's default
+    ray.init() would join that dead address and refuse num_cpus. An empty executor.address is a local
+    cluster with the configured processes."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("ray")
+    tmp = Path(tempfile.mkdtemp(prefix="rt"))  # short: Ray's socket paths live under it (107-byte limit)
+    (tmp / "ray").mkdir()
+    (tmp / "ray" / "ray_current_cluster").write_text(f"127.0.0.1:{free_port()}")  # nothing listens there
+    script = ("import ray; from babelrag.executor import connect_ray; connect_ray(None, 1); "
+              "print(int(ray.cluster_resources()['CPU'])); ray.shutdown()")
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    try:
+        res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                             env={**env, "RAY_TMPDIR": str(tmp)})
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert res.stdout.strip().splitlines()[-1] == "1"
+
+
 def test_distributed_setup_ray_workers_and_a_milvus_server_find_the_pairs_a_local_lite_build_finds(
         ray_cluster, milvus_server, tmp_path):
     """The multi-node configuration of docs/scaleout.md on one machine: encoding on the Ray workers,
@@ -322,8 +347,12 @@ def ray_head(tmp_path_factory):
     pytest.importorskip("ray")
     client_port, gcs_port = free_port(), free_port()
     ray_cli = str(Path(sys.executable).with_name("ray"))
+    # its own temp dir: `ray start` records its address in <temp-dir>/ray_current_cluster, which a later
+    # ray.init() without an address would try to join after this head is gone
+    temp_dir = tempfile.mkdtemp(prefix="rayhead")  # short: Ray's socket paths live under it
     head = subprocess.Popen(
-        [ray_cli, "start", "--head", "--block", "--node-ip-address", "127.0.0.1", "--port", str(gcs_port),
+        [ray_cli, "start", "--head", "--block", "--temp-dir", temp_dir,
+         "--node-ip-address", "127.0.0.1", "--port", str(gcs_port),
          "--ray-client-server-port", str(client_port), "--num-cpus", "2", "--include-dashboard", "false",
          "--disable-usage-stats"],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True, env=os.environ.copy())
@@ -348,6 +377,7 @@ def ray_head(tmp_path_factory):
         except subprocess.TimeoutExpired:
             os.killpg(head.pid, signal.SIGKILL)
             head.wait()
+        shutil.rmtree(temp_dir, ignore_errors=True)
 
 
 def test_a_driver_reaches_a_cluster_through_ray_client(ray_head, html_corpus):
