@@ -9,7 +9,9 @@ ordered, bounded map as tasks on a Ray cluster (``RayExecutor``); ``fn`` and the
 """
 from __future__ import annotations
 
+import contextlib
 import os
+import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -178,13 +180,37 @@ def connect_ray(address: str | None, processes: int = 0) -> None:
     if address == "local" and processes:
         options["num_cpus"] = processes
     try:
-        ray.init(**options)
+        init_ray(ray, options)
     except (ConnectionError, RuntimeError, ValueError) as exc:
         from babelrag.errors import ConfigError
 
         raise ConfigError(f"cannot reach the Ray cluster at executor.address={address!r}: "
                           f"{type(exc).__name__}: {str(exc)[:300]} (start it with `ray start --head`, "
                           f"or leave executor.address empty for a local cluster)") from None
+
+
+CLIENT_INIT_ATTEMPTS = 3
+
+
+def init_ray(ray: Any, options: dict[str, Any], pause_s: float = 2.0) -> None:
+    """``ray.init``; through Ray Client (``ray://``) up to CLIENT_INIT_ATTEMPTS times when the head reports
+    an init failure (ConnectionAbortedError: the per-driver server it starts for each client exited while
+    starting), since each new connection gets a fresh one. Unreachable heads and other errors fail at once."""
+    import logging
+
+    for attempt in range(1, CLIENT_INIT_ATTEMPTS + 1):
+        try:
+            ray.init(**options)
+            return
+        except ConnectionAbortedError as exc:
+            if not str(options.get("address", "")).startswith("ray://") or attempt == CLIENT_INIT_ATTEMPTS:
+                raise
+            logging.getLogger(__name__).warning(
+                "Ray Client at %s: %s; connecting again (%d/%d)", options["address"], str(exc).splitlines()[0][:200],
+                attempt + 1, CLIENT_INIT_ATTEMPTS)
+            with contextlib.suppress(Exception):
+                ray.shutdown()
+            time.sleep(pause_s)
 
 
 def cluster_cpus() -> int:

@@ -228,6 +228,42 @@ def test_an_empty_address_starts_a_local_cluster_even_when_ray_start_left_an_add
     assert res.stdout.strip().splitlines()[-1] == "1"
 
 
+class FlakyRayInit:
+    """Stands in for the ray module in the retry-policy tests only (the real client path is tested with
+    a real head below): init fails ``failures`` times with what Ray Client raises when the head's
+    per-driver server exits while starting."""
+
+    def __init__(self, failures: int) -> None:
+        self.failures, self.inits, self.shutdowns = failures, [], 0
+
+    def init(self, **options):
+        self.inits.append(options["address"])
+        if len(self.inits) <= self.failures:
+            raise ConnectionAbortedError("Initialization failure from server:\nRuntimeError: Starting Ray client "
+                                         "server failed. See ray_client_server_23000.err for detailed logs.")
+
+    def shutdown(self):
+        self.shutdowns += 1
+
+
+@pytest.mark.parametrize("address,failures,expect_inits,ok", [
+    ("ray://head:10001", 2, 3, True),    # a fresh per-driver server on each connection: the third one works
+    ("ray://head:10001", 3, 3, False),   # three failures: give up with the error
+    ("head:6379", 1, 1, False),          # not Ray Client: no retry
+])
+def test_ray_client_init_failures_are_retried_a_bounded_number_of_times(address, failures, expect_inits, ok):
+    from babelrag.executor import init_ray
+
+    fake = FlakyRayInit(failures)
+    if ok:
+        init_ray(fake, {"address": address}, pause_s=0)
+    else:
+        with pytest.raises(ConnectionAbortedError, match="Starting Ray client server failed"):
+            init_ray(fake, {"address": address}, pause_s=0)
+    assert fake.inits == [address] * expect_inits
+    assert fake.shutdowns == expect_inits - 1  # a clean slate before each new connection
+
+
 def test_distributed_setup_ray_workers_and_a_milvus_server_find_the_pairs_a_local_lite_build_finds(
         ray_cluster, milvus_server, tmp_path):
     """The multi-node configuration of docs/scaleout.md on one machine: encoding on the Ray workers,
@@ -340,7 +376,8 @@ def free_port() -> int:
 @pytest.fixture
 def ray_head(tmp_path_factory):
     """A head node as docs/scaleout.md starts one (`ray start --head` with a Ray Client server), in its own
-    session so that stopping it stops only its processes, not this module's cluster."""
+    session so that stopping it stops only its processes, not this module's cluster. Yields its Ray Client
+    address and its temp dir (logs under session_*/logs)."""
     import subprocess
     import sys
 
@@ -369,7 +406,7 @@ def ray_head(tmp_path_factory):
                 time.sleep(0.5)
         else:
             pytest.fail("the Ray Client server of `ray start --head` did not open its port in 120 s")
-        yield f"ray://127.0.0.1:{client_port}"
+        yield f"ray://127.0.0.1:{client_port}", Path(temp_dir)
     finally:
         os.killpg(head.pid, signal.SIGTERM)  # --block: ray start stops its node's processes on SIGTERM
         try:
@@ -380,22 +417,34 @@ def ray_head(tmp_path_factory):
         shutil.rmtree(temp_dir, ignore_errors=True)
 
 
+def head_logs(temp_dir: Path, lines: int = 30) -> str:
+    """The tails of the head's Ray Client server logs, for a failure message (the temp dir goes at teardown)."""
+    out = []
+    for log in sorted(temp_dir.glob("session_*/logs/ray_client_server*")):
+        tail = log.read_text(errors="replace").splitlines()[-lines:]
+        if tail:
+            out.append(f"\n--- {log.name} ---\n" + "\n".join(tail))
+    return "".join(out)
+
+
 def test_a_driver_reaches_a_cluster_through_ray_client(ray_head, html_corpus):
     """`executor.address: ray://head:10001` (Ray Client, the driver off the cluster): the tasks run on the
     head's workers and the output is the local run's bytes."""
     import subprocess
     import sys
 
+    address, temp_dir = ray_head
+
     raw = {"project": {"build_dir": str(html_corpus / "by-client"), "languages": ["en", "de"]},
            "corpus": {"inputs": [{"path": str(html_corpus / "html"), "format": "html",
                                   "url_map": str(html_corpus / "urls.tsv")}], "min_tokens": 20},
-           "executor": {"backend": "ray", "address": ray_head, "chunk_size": 4}}
+           "executor": {"backend": "ray", "address": address, "chunk_size": 4}}
     script = ("import sys, json; from babelrag.config import config_from_dict; from babelrag.pipeline import Pipeline; "
               "Pipeline(config_from_dict(json.loads(sys.argv[1]))).run(until='ingest'); "
               "import ray; print('client-mode', ray.util.client.ray.is_connected())")
     res = subprocess.run([sys.executable, "-c", script, json.dumps(raw)], capture_output=True, text=True,
                          timeout=600, env={**os.environ, "HF_HUB_OFFLINE": "1"})
-    assert res.returncode == 0, res.stderr[-3000:]
+    assert res.returncode == 0, res.stderr[-3000:] + head_logs(temp_dir)
     assert res.stdout.strip().splitlines()[-1] == "client-mode True"  # it ran through the client, not locally
     local = ingest_config(html_corpus, "local-client", processes=1)
     Pipeline(local).run(until="ingest")
