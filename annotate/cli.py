@@ -96,8 +96,12 @@ def push(
     languages = [language] if language else (settings.project(project).languages if project == "translation" else [""])
     if not languages:
         raise InputError("translation: give --language or list annotate.projects.translation.languages in the config")
-    source_articles = _source_articles(rows, articles, default_out.parent) if project == "qa_verification" else None
-    batches = [(lang, build_records(project, rows, settings, lang, source_articles)) for lang in languages]  # validate all first
+    source_articles, highlighter = None, None
+    if project == "qa_verification":
+        source_articles = _source_articles(rows, articles, default_out.parent)
+        highlighter = _highlighter(settings, default_out.parent)
+    batches = [(lang, build_records(project, rows, settings, lang, source_articles, highlighter))
+               for lang in languages]  # validate all first
     rg_client, target = _client(settings)
     for lang, records in batches:
         with argilla_errors(target.url, f"push {project}"):
@@ -106,6 +110,26 @@ def push(
             f"{result.dataset} ({result.workspace}) at {target.url}: {result.records} records pushed, {result.new} new, "
             f"{result.seconds:.1f} s"
         )
+
+
+def _highlighter(settings, build_dir: Path):
+    """``annotate.highlight`` with the build's vector cache and a progress bar over the sentences encoded."""
+    from babelrag.store import BuildStore
+
+    from .sources import make_highlighter
+
+    def progress(batches, total):
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        from babelrag.console import make_console
+
+        columns = (TextColumn("[bold]highlight[/] encoding non-English article sentences (batches)"), BarColumn(),
+                   MofNCompleteColumn(), TimeRemainingColumn())
+        with Progress(*columns, console=make_console(stderr=True), transient=True) as bar:
+            yield from bar.track(batches, total=total)
+
+    cache = BuildStore(build_dir).shared_path("vectors") / "cache.sqlite" if settings.highlight.method == "encoder" else None
+    return make_highlighter(settings.highlight, cache, progress)
 
 
 def _source_articles(rows: list, path: Optional[Path], build_dir: Path) -> dict:

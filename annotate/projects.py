@@ -19,7 +19,7 @@ from babelrag.records import Article, Instance, QAItem
 
 from .settings import AnnotateSettings
 from .inputs import ContrastivePair, ModelAnswer, parse
-from .sources import source_fields
+from .sources import LexicalHighlighter, make_highlighter, source_fields
 
 GUIDELINES_DIR = Path(__file__).with_name("guidelines")
 YES_NO = {"yes": "Yes", "no": "No"}
@@ -218,11 +218,15 @@ def _article_map(articles: Optional[Mapping[str, Article | dict]]) -> Optional[d
 
 
 def qa_verification_records(items: Iterable[QAItem | dict],
-                            articles: Optional[Mapping[str, Article | dict]] = None) -> list[ProjectRecord]:
+                            articles: Optional[Mapping[str, Article | dict]] = None,
+                            highlighter: Optional[LexicalHighlighter] = None) -> list[ProjectRecord]:
     """``articles`` (id -> Article) adds both source articles with the facts used highlighted (see sources.py)."""
     arts = _article_map(articles)
+    qas = parse(QAItem, list(items), "qa_verification input")
+    if arts is not None and highlighter is not None:
+        highlighter.prepare(arts[a] for a in dict.fromkeys(a for qa in qas for a in qa.article_ids) if a in arts)
     out = []
-    for qa in parse(QAItem, list(items), "qa_verification input"):
+    for qa in qas:
         evidence = [f"**Summary {i}.** {s}" for i, s in enumerate(qa.summaries, 1)]
         evidence += [f"- *{s.article_id}*: {s.question} → {s.answer}" for s in qa.selected]
         filters = json.loads(qa.filters_json or "{}")
@@ -237,7 +241,7 @@ def qa_verification_records(items: Iterable[QAItem | dict],
             ProjectRecord(
                 id=qa.id,
                 fields={"question": qa.question, "answer": qa.answer, "evidence": "\n\n".join(evidence) or "(none)",
-                        **source_fields(qa.article_ids, qa.selected, arts)},
+                        **source_fields(qa.article_ids, qa.selected, arts, highlighter)},
                 metadata={"q_type": qa.q_type, "pair_id": qa.pair_id},
                 suggestions=suggestions,
             )
@@ -364,12 +368,16 @@ def answer_judgement_records(answers: Iterable[ModelAnswer | dict]) -> list[Proj
 
 
 def build_records(project: str, rows: list, settings: AnnotateSettings, language: str = "",
-                  articles: Optional[Mapping[str, Article | dict]] = None) -> list[ProjectRecord]:
+                  articles: Optional[Mapping[str, Article | dict]] = None,
+                  highlighter: Optional[LexicalHighlighter] = None) -> list[ProjectRecord]:
     """Dispatch to the project's builder; ``language`` is required by the translation project,
-    ``articles`` (id -> Article) gives Q&A verification its source articles."""
+    ``articles`` (id -> Article) gives Q&A verification its source articles, highlighted by
+    ``highlighter`` (default: the one ``settings.highlight`` names, without a vector cache)."""
     spec(project)
     if project == "qa_verification":
-        return qa_verification_records(rows, articles)
+        if articles is not None and highlighter is None:
+            highlighter = make_highlighter(settings.highlight)
+        return qa_verification_records(rows, articles, highlighter)
     if project == "translation":
         if not language:
             raise InputError("the translation project needs a target language (--language de)")

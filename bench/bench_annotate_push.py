@@ -32,6 +32,9 @@ from babelrag.annotate import projects, push as ps, samples
 from babelrag.annotate.settings import AnnotateSettings, ServerSettings
 from babelrag.annotate.server.process import SEARCH_WRITES_ENV as WRITES_ENV
 from babelrag.annotate.server.process import ArgillaServer
+from babelrag.annotate.sources import LexicalHighlighter
+
+LEXICAL = LexicalHighlighter()  # the push is measured, not the highlighting: no encoder in the loop
 
 
 @contextmanager
@@ -109,7 +112,8 @@ def run(n: int, batch: int, window: int, checkpoints: list[int], dump: Path | No
         datasets = {"baseline": new_dataset(c_base, s_base, f"bench-{n}"), "engine": new_dataset(c_eng, s_eng, f"bench-{n}")}
         pids = {"baseline": pid_base, "engine": pid_eng}
         for k, start in enumerate(range(0, n, batch)):
-            chunk = projects.build_records("qa_verification", items[start : start + batch], s_eng, articles=arts)
+            chunk = projects.build_records("qa_verification", items[start : start + batch], s_eng, articles=arts,
+                                           highlighter=LEXICAL)
             order = ("engine", "baseline") if k % 2 == 0 else ("baseline", "engine")
             for name in order:
                 records = projects.to_argilla_records(chunk)
@@ -162,7 +166,7 @@ def engine_only(n: int, batch: int, window: int) -> None:
     root = Path(tempfile.mkdtemp(prefix="bench-engine-"))
     settings = AnnotateSettings()
     records = projects.build_records("qa_verification", samples.qa_items(batch), settings,
-                                     articles={a["id"]: a for a in samples.articles(batch)})
+                                     articles={a["id"]: a for a in samples.articles(batch)}, highlighter=LEXICAL)
     # documents shaped like Argilla's (fields, metadata, suggestions, status, timestamps)
     docs = [{"fields": r.fields, "metadata": r.metadata, "status": "pending", "responses": [],
              "suggestions": {s.question: {"value": s.value, "agent": s.agent} for s in r.suggestions},

@@ -459,6 +459,9 @@ def test_cli_serve_push_status_pull_then_sigterm_leaves_nothing_running(tmp_path
         res = runner.invoke(app, ["push", "qa_verification", "-i", str(tmp_path / "qa.jsonl"), "-c", str(cfg),
                                   "--articles", str(tmp_path / "articles.jsonl")])
         assert res.exit_code == 0 and "3 records pushed, 3 new" in " ".join(res.output.split()), res.output
+        # the German source articles were highlighted by the encoder, their sentence vectors kept in the build
+        assert [p.relative_to(tmp_path).parts[-3:] for p in tmp_path.rglob("cache.sqlite")] == [
+            ("_shared", "vectors", "cache.sqlite")]
         res = runner.invoke(app, ["status", "qa_verification", "-c", str(cfg)])
         assert res.exit_code == 0 and "(all)" in res.output
         ann1 = next(line for line in res.output.splitlines() if "ann1" in line)  # configured, 0 done: still listed
