@@ -64,10 +64,12 @@ def fact_text(fact: SimpleQA) -> str:
 
 class EncoderHighlighter(LexicalHighlighter):
     """Cross-lingual: a fact marks the sentence of a non-English article closest to it in a multilingual
-    encoder's space, if the cosine reaches ``min_similarity``; English articles stay lexical.
+    encoder's space, if the score reaches ``min_similarity``. In an English article word matching comes
+    first; only a fact it cannot place (paraphrased) goes to the encoder.
 
-    ``make_encoder`` is called once, on the first non-English article, so an English-only push never
-    loads the model. ``prepare`` encodes the sentences of all such articles in one pass (with progress)."""
+    ``make_encoder`` is called once, when the first sentence must be encoded, so a push of English
+    articles whose facts all match by words never loads the model. ``prepare`` encodes the sentences of
+    all non-English articles in one pass (with progress)."""
 
     def __init__(self, make_encoder: Callable[[], Any], min_similarity: float,
                  progress: Optional[Callable[[Iterable[Any], int], Iterable[Any]]] = None) -> None:
@@ -100,12 +102,17 @@ class EncoderHighlighter(LexicalHighlighter):
             start += len(sentences)
 
     def marked(self, article: Article, sentences: list[str], facts: Sequence[SimpleQA]) -> set[int]:
-        if not self.crosses_languages(article):
-            return super().marked(article, sentences, facts)
+        if self.crosses_languages(article):
+            return self._closest(article, sentences, facts)
+        found = [supporting_sentence(sentences, f) for f in facts]
+        unmatched = [f for f, i in zip(facts, found) if i is None]  # paraphrased: no shared answer word
+        return {i for i in found if i is not None} | self._closest(article, sentences, unmatched)
+
+    def _closest(self, article: Article, sentences: list[str], facts: Sequence[SimpleQA]) -> set[int]:
         if not facts or not sentences:
             return set()
         if article.id not in self._vectors:
-            self.prepare([article])
+            self._vectors[article.id] = self.encoder.encode(sentences, "passage")
         scores = self.encoder.encode([fact_text(f) for f in facts], "query") @ self._vectors[article.id].T
         words = [set(tokenize(s)) for s in sentences]
         for row, fact in zip(scores, facts):

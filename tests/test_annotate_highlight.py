@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from babelrag.annotate import projects, samples
 from babelrag.annotate.settings import AnnotateSettings, HighlightSettings
-from babelrag.annotate.sources import EncoderHighlighter, LexicalHighlighter, make_highlighter
+from babelrag.annotate.sources import EncoderHighlighter, LexicalHighlighter, make_highlighter, supporting_sentence
 from babelrag.construct.ingest.extract import article_from_html
 from babelrag.evaluators.sentences import split_sentences
 from babelrag.records import Article, SimpleQA
@@ -86,9 +86,22 @@ def test_the_encoder_marks_the_sentence_that_carries_each_english_fact_in_a_real
     assert encoder_highlighter.marked(article, sentences, [UNRELATED]) == set()
 
 
-def test_english_articles_stay_lexical_and_never_load_the_encoder():
+def test_a_paraphrased_fact_in_an_english_article_falls_back_to_the_encoder(encoder_highlighter):
+    raw = article_from_html((PAGES / "world.kbs.co.kr-Temperatures.html").read_bytes(), url="https://world.kbs.co.kr/")
+    article = Article(id="kbs", title=raw.title, text=raw.text, language="en", published="2019-11-19")
+    sentences = split_sentences(article.text)
+    paraphrased = SimpleQA(article_id="kbs", question="What are motorists warned about?", answer="Slippery, icy roads")
+    by_words = SimpleQA(article_id="kbs", question="Where was the lowest reading in the country measured?",
+                        answer="Cheorwon")
+    assert supporting_sentence(sentences, paraphrased) is None  # no shared word: word matching cannot place it
+    assert encoder_highlighter.marked(article, sentences, [paraphrased, by_words]) == {
+        expected_index(sentences, "caution is also advised for drivers"), expected_index(sentences, "Cheorwon")}
+    assert encoder_highlighter.marked(article, sentences, [UNRELATED]) == set()
+
+
+def test_english_articles_whose_facts_match_by_words_never_load_the_encoder():
     def no_encoder():
-        raise AssertionError("the encoder was loaded for an English-only push")
+        raise AssertionError("the encoder was loaded though every fact matched by words")
 
     highlighter = EncoderHighlighter(no_encoder, min_similarity=0.35)
     items = samples.qa_items(2)
