@@ -157,25 +157,32 @@ asyncio.run(main(sys.argv[2], int(sys.argv[3]), int(sys.argv[4])))
 """
 
 
-def engine_only(n: int, batch: int, window: int) -> None:
-    """The engine's bulk writes alone over a growing index: where the old per-document MAX(seq) scan grew."""
-    import subprocess
-
+def engine_setup(root: Path, batch: int) -> tuple[Path, Path, dict]:
+    """(server venv python, engine module dir, env) for a script that drives the engine directly, and
+    ``root/docs.json``: ``batch`` Q&A verification records shaped as Argilla indexes them (fields,
+    metadata, suggestions, status, timestamps)."""
     from babelrag.annotate.server.venv import ensure_server_venv
 
-    root = Path(tempfile.mkdtemp(prefix="bench-engine-"))
     settings = AnnotateSettings()
     records = projects.build_records("qa_verification", samples.qa_items(batch), settings,
                                      articles={a["id"]: a for a in samples.articles(batch)}, highlighter=LEXICAL)
-    # documents shaped like Argilla's (fields, metadata, suggestions, status, timestamps)
     docs = [{"fields": r.fields, "metadata": r.metadata, "status": "pending", "responses": [],
              "suggestions": {s.question: {"value": s.value, "agent": s.agent} for s in r.suggestions},
              "inserted_at": "2026-11-24T12:00:00", "updated_at": "2026-11-24T12:00:00"} for r in records]
     (root / "docs.json").write_text(json.dumps(docs))
-    (root / "engine_bench.py").write_text(ENGINE_SCRIPT)
     python = ensure_server_venv(settings.server.resolved_venv())
     server_dir = Path(__file__).resolve().parents[1] / "annotate" / "server"
     env = {"BABELRAG_SEARCH_DB": str(root / "search.sqlite3"), "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+    return python, server_dir, env
+
+
+def engine_only(n: int, batch: int, window: int) -> None:
+    """The engine's bulk writes alone over a growing index: where the old per-document MAX(seq) scan grew."""
+    import subprocess
+
+    root = Path(tempfile.mkdtemp(prefix="bench-engine-"))
+    python, server_dir, env = engine_setup(root, batch)
+    (root / "engine_bench.py").write_text(ENGINE_SCRIPT)
     done = subprocess.run([str(python), str(root / "engine_bench.py"), str(server_dir), str(root / "docs.json"),
                            str(n), str(batch)], capture_output=True, text=True, env=env, check=True)
     times = json.loads(done.stdout.strip().splitlines()[-1])

@@ -99,6 +99,170 @@ def test_engine_storage_is_shared_between_processes(tmp_path):
     assert out["exists_after_delete"] is False
 
 
+CATCH_UP_SCRIPT = textwrap.dedent(
+    """
+    import asyncio, json, random, subprocess, sys
+    sys.path.insert(0, sys.argv[1])
+    import sqlite_engine
+    from sqlite_engine import SQLiteSearchEngine
+
+    IDX = "rg.catchup"
+
+    def ops(round_no):
+        # round k's writes, the same in whichever process asks: upserts, inserts, deletes, re-inserts
+        rng = random.Random(round_no)
+        out = []
+        for _ in range(rng.randint(1, 6)):
+            kind = rng.choice(["upsert", "upsert", "delete", "update"])
+            doc = f"d{rng.randint(0, 59)}"
+            out.append((kind, doc, f"{doc} v{round_no}.{len(out)}"))
+        return out
+
+    async def apply(e, round_no):
+        for kind, doc, text in ops(round_no):
+            if kind == "delete":
+                await e._bulk_op_request([{"_op_type": "delete", "_index": IDX, "_id": doc}])
+            elif kind == "update":
+                await e._update_document_request(IDX, doc, {"doc": {"fields": {"text": text}}})
+            else:
+                await e._bulk_op_request([{"_op_type": "index", "_index": IDX, "_id": doc, "id": doc,
+                                           "fields": {"text": text}}])
+
+    def model_apply(model, round_no):
+        for kind, doc, text in ops(round_no):
+            if kind == "delete":
+                model.pop(doc, None)
+            elif kind == "update":
+                if doc in model:
+                    model[doc] = text
+            else:
+                model[doc] = text  # a new or re-inserted id goes last; an existing one keeps its place
+
+    async def state(e):
+        res = await e._index_search_request(IDX, {"match_all": {}}, size=1000, from_=0)
+        texts = {doc_id: source["fields"]["text"] for doc_id, _, source in sqlite_engine._load(IDX)}  # the cache
+        return [[h["_id"], texts[h["_id"]]] for h in res["hits"]["hits"]]
+
+    async def main():
+        e = await SQLiteSearchEngine.new_instance()
+        if sys.argv[2] == "writer":  # one long-lived process (importing argilla_server costs seconds)
+            for line in sys.stdin:
+                await apply(e, int(line))
+                print("done", flush=True)
+            return None
+        if sys.argv[2] == "recreate":
+            await e._delete_index_request(IDX)
+            await e._create_index_request(IDX, {"properties": {}}, {})
+            await e._bulk_op_request([{"_op_type": "index", "_index": IDX, "_id": "new", "id": "new",
+                                       "fields": {"text": "after re-creation"}}])
+            return None
+        await e._create_index_request(IDX, {"properties": {}}, {})
+        model = {f"d{i}": f"d{i} v0" for i in range(40)}
+        await e._bulk_op_request([{"_op_type": "index", "_index": IDX, "_id": d, "id": d, "fields": {"text": t}}
+                                  for d, t in model.items()])
+        real_loads = sqlite_engine.json.loads  # counted below: how many stored documents a search parses
+        out = {"rounds": [], "parsed": []}
+        assert await state(e) == [[d, t] for d, t in model.items()]
+        writer = subprocess.Popen([sys.executable, __file__, sys.argv[1], "writer"], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, text=True)
+        for round_no in range(1, 31):
+            writer.stdin.write(f"{round_no}\\n")
+            writer.stdin.flush()
+            for line in writer.stdout:  # argilla's rich log handler also writes here (missing-doc warnings)
+                if line.strip() == "done":
+                    break
+            else:
+                raise RuntimeError("the writer process stopped")
+            model_apply(model, round_no)
+            count = [0]
+            def counting(text, count=count):
+                count[0] += 1
+                return real_loads(text)
+            sqlite_engine.json.loads = counting
+            try:
+                got = await state(e)
+            finally:
+                sqlite_engine.json.loads = real_loads
+            out["rounds"].append(got == [[d, t] for d, t in model.items()] or {"got": got, "want": list(model.items())})
+            out["parsed"].append([count[0], len(ops(round_no))])
+        writer.stdin.close()
+        assert writer.wait(timeout=60) == 0
+        subprocess.run([sys.executable, __file__, sys.argv[1], "recreate"], check=True)
+        out["after_recreate"] = await state(e)
+        return out
+
+    result = asyncio.run(main())
+    if result is not None:
+        print(json.dumps(result))
+    """
+)
+
+
+def test_a_stale_cache_catches_up_on_what_another_process_wrote(tmp_path):
+    """30 rounds of another process's writes (upserts, new ids, deletes, re-inserts, updates) against a
+    model of the index: after each, this process's search shows exactly the model, having parsed only
+    the documents written that round; an index deleted and re-created elsewhere is read afresh."""
+    python = ensure_server_venv(ServerSettings().resolved_venv())
+    script = tmp_path / "catch_up.py"
+    script.write_text(CATCH_UP_SCRIPT)
+    env = {"BABELRAG_SEARCH_DB": str(tmp_path / "search.sqlite3"), "PATH": "/usr/bin:/bin"}
+    done = subprocess.run([str(python), str(script), str(SERVER_DIR), "main"], capture_output=True, text=True,
+                          env=env, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["rounds"] == [True] * 30, [r for r in out["rounds"] if r is not True][:1]
+    # a round writes at most one document per operation: the catch-up parses those, not the 40+ in the index
+    assert all(parsed <= n_ops for parsed, n_ops in out["parsed"]), out["parsed"]
+    assert sum(parsed for parsed, _ in out["parsed"]) > 0
+    assert out["after_recreate"] == [["new", "after re-creation"]]
+
+
+OLD_FILE_SCRIPT = textwrap.dedent(
+    """
+    import asyncio, json, os, sqlite3, sys
+    # a search index in the previous file format (no epoch, rev, tombstones), as an existing home has it
+    db = sqlite3.connect(os.environ["BABELRAG_SEARCH_DB"])
+    db.executescript(
+        "CREATE TABLE indices (name TEXT PRIMARY KEY, mappings TEXT NOT NULL, settings TEXT NOT NULL,"
+        "                      version INTEGER NOT NULL DEFAULT 0);"
+        "CREATE TABLE docs (idx TEXT NOT NULL, id TEXT NOT NULL, seq INTEGER NOT NULL, source TEXT NOT NULL,"
+        "                   PRIMARY KEY (idx, id));"
+        "INSERT INTO indices VALUES ('rg.old', '{}', '{}', 7);"
+        "INSERT INTO docs VALUES ('rg.old', 'a', 1, '{\\"id\\": \\"a\\"}');"
+        "INSERT INTO docs VALUES ('rg.old', 'b', 2, '{\\"id\\": \\"b\\"}');")
+    db.commit()
+    db.close()
+    sys.path.insert(0, sys.argv[1])
+    from sqlite_engine import SQLiteSearchEngine
+
+    async def ids(e):
+        res = await e._index_search_request("rg.old", {"match_all": {}}, size=10, from_=0)
+        return [h["_id"] for h in res["hits"]["hits"]]
+
+    async def main():
+        e = await SQLiteSearchEngine.new_instance()
+        out = {"read": await ids(e)}
+        await e._bulk_op_request([{"_op_type": "delete", "_index": "rg.old", "_id": "a"},
+                                  {"_op_type": "index", "_index": "rg.old", "_id": "c", "id": "c"}])
+        out["after_write"] = await ids(e)
+        return out
+
+    print(json.dumps(asyncio.run(main())))
+    """
+)
+
+
+def test_an_index_file_of_the_previous_format_is_upgraded_on_connect(tmp_path):
+    python = ensure_server_venv(ServerSettings().resolved_venv())
+    script = tmp_path / "old_file.py"
+    script.write_text(OLD_FILE_SCRIPT)
+    env = {"BABELRAG_SEARCH_DB": str(tmp_path / "search.sqlite3"), "PATH": "/usr/bin:/bin"}
+    done = subprocess.run([str(python), str(script), str(SERVER_DIR)], capture_output=True, text=True, env=env,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == {"read": ["a", "b"], "after_write": ["b", "c"]}
+
+
 # ----------------------------------------------------------------------------- 10,000 records through the SDK
 
 VOCAB = ("falcon river harbour summit treaty market orbit glacier festival vaccine tariff election bridge "

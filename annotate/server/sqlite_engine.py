@@ -6,6 +6,8 @@ class only implements the low-level requests it sends, evaluating the subset of 
 emits over documents stored as JSON rows. Argilla creates one engine instance per request (and rq
 workers run in other processes), so all state lives in the SQLite file named by
 ``BABELRAG_SEARCH_DB``; each process keeps a parsed-document cache keyed by a per-index write version.
+Every write stamps the rows it touches (and the ids it deletes) with the index's new version, so a
+process whose cache is behind reads only what changed since, not the whole index.
 
 This module must import nothing from babelrag: the server venv does not have the project installed.
 """
@@ -35,21 +37,40 @@ ENGINE_NAME = "babelrag-sqlite"
 DB_ENV = "BABELRAG_SEARCH_DB"
 _LOG = logging.getLogger("babelrag.search_engine")
 
-_SCHEMA = """
+_TABLES = """
 CREATE TABLE IF NOT EXISTS indices (name TEXT PRIMARY KEY, mappings TEXT NOT NULL, settings TEXT NOT NULL,
-                                    version INTEGER NOT NULL DEFAULT 0);
+                                    version INTEGER NOT NULL DEFAULT 0, epoch TEXT NOT NULL DEFAULT '');
 CREATE TABLE IF NOT EXISTS docs (idx TEXT NOT NULL, id TEXT NOT NULL, seq INTEGER NOT NULL, source TEXT NOT NULL,
-                                 PRIMARY KEY (idx, id));
+                                 rev INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (idx, id));
+CREATE TABLE IF NOT EXISTS tombstones (idx TEXT NOT NULL, id TEXT NOT NULL, rev INTEGER NOT NULL);
+"""
+# Columns added since the first release of this file format; older files get them on connect.
+_ADDED_COLUMNS = {"indices": ("epoch", "TEXT NOT NULL DEFAULT ''"), "docs": ("rev", "INTEGER NOT NULL DEFAULT 0")}
+_INDEXES = """
 CREATE INDEX IF NOT EXISTS docs_by_seq ON docs (idx, seq);
+CREATE INDEX IF NOT EXISTS docs_by_rev ON docs (idx, rev);
+CREATE INDEX IF NOT EXISTS tombstones_by_rev ON tombstones (idx, rev);
 """
 # ^ docs_by_seq makes "next seq of an index" one index probe instead of a scan of the index's documents
-#   (the scan made every pushed batch slower than the one before). Existing files get it on next connect.
+#   (the scan made every pushed batch slower than the one before); docs_by_rev and tombstones_by_rev
+#   make "what changed since version v" a range read.
 
 WRITES_ENV = "BABELRAG_SEARCH_WRITES"  # "off": document writes are no-ops (bench baseline only, never for use)
 
 _local = threading.local()
-_cache: Dict[str, tuple[int, List[tuple[str, int, dict]]]] = {}
+_cache: Dict[str, "_Cached"] = {}
 _cache_lock = threading.Lock()
+
+
+@dataclasses.dataclass(frozen=True)
+class _Cached:
+    """One index's parsed documents in seq order, as of ``version`` of index generation ``epoch``.
+    Never mutated: a newer state is a new object, so a search iterating an old one is undisturbed."""
+
+    epoch: str
+    version: int
+    docs: List[tuple[str, int, dict]]
+    position: Dict[str, int]
 
 
 def connect() -> sqlite3.Connection:
@@ -63,7 +84,15 @@ def connect() -> sqlite3.Connection:
         conn = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
-        conn.executescript(_SCHEMA)
+        conn.executescript(_TABLES)
+        for table, (column, decl) in _ADDED_COLUMNS.items():
+            if column not in {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}:
+                try:
+                    conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {decl}")
+                except sqlite3.OperationalError as exc:  # another process added it first
+                    if "duplicate column" not in str(exc):
+                        raise
+        conn.executescript(_INDEXES)
         _local.conn, _local.key = conn, key
     return conn
 
@@ -71,28 +100,73 @@ def connect() -> sqlite3.Connection:
 # ---------------------------------------------------------------- document store
 
 
-def _bump(conn: sqlite3.Connection, index: str) -> None:
+def _bump(conn: sqlite3.Connection, index: str) -> int:
+    """The index's next version (inside the caller's write transaction): the rev of what it writes."""
     conn.execute("UPDATE indices SET version = version + 1 WHERE name = ?", (index,))
+    row = conn.execute("SELECT version FROM indices WHERE name = ?", (index,)).fetchone()
+    return row[0] if row else 0  # no such index: nothing will ever read these rows (as before the revs)
 
 
 def _load(index: str) -> List[tuple[str, int, dict]]:
-    """All documents of an index as (id, seq, source), cached until the index's version changes."""
+    """All documents of an index as (id, seq, source) in seq order, from this process's cache brought up
+    to the index's current version: whole on first use or after the index was re-created, else by
+    applying only the rows written and the ids deleted since the cached version."""
     conn = connect()
-    row = conn.execute("SELECT version FROM indices WHERE name = ?", (index,)).fetchone()
-    if row is None:
-        raise KeyError(f"index {index} does not exist")
-    version = row[0]
+    conn.execute("BEGIN")  # one snapshot: the version and the rows read agree
+    try:
+        row = conn.execute("SELECT version, epoch FROM indices WHERE name = ?", (index,)).fetchone()
+        if row is None:
+            raise KeyError(f"index {index} does not exist")
+        version, epoch = row
+        with _cache_lock:
+            hit = _cache.get(index)
+        if hit is not None and hit.epoch == epoch and hit.version == version:
+            return hit.docs
+        if hit is not None and hit.epoch == epoch and hit.version < version:
+            fresh = _catch_up(conn, index, hit, version)
+        else:
+            docs = [(doc_id, seq, json.loads(src)) for doc_id, seq, src in
+                    conn.execute("SELECT id, seq, source FROM docs WHERE idx = ? ORDER BY seq", (index,))]
+            fresh = _Cached(epoch, version, docs, {d[0]: k for k, d in enumerate(docs)})
+    finally:
+        conn.execute("COMMIT")
     with _cache_lock:
-        hit = _cache.get(index)
-        if hit and hit[0] == version:
-            return hit[1]
-    docs = [
-        (doc_id, seq, json.loads(src))
-        for doc_id, seq, src in conn.execute("SELECT id, seq, source FROM docs WHERE idx = ? ORDER BY seq", (index,))
-    ]
-    with _cache_lock:
-        _cache[index] = (version, docs)
-    return docs
+        current = _cache.get(index)
+        if current is None or current.epoch != fresh.epoch or current.version < fresh.version:
+            _cache[index] = fresh
+    return fresh.docs
+
+
+def _catch_up(conn: sqlite3.Connection, index: str, hit: _Cached, version: int) -> _Cached:
+    """``hit`` plus what was written since its version: changed documents replace theirs in place,
+    new ones join in seq order, deleted ones leave."""
+    changed = {doc_id: (seq, json.loads(src)) for doc_id, seq, src in conn.execute(
+        "SELECT id, seq, source FROM docs WHERE idx = ? AND rev > ?", (index, hit.version))}
+    deleted = {doc_id for (doc_id,) in conn.execute(
+        "SELECT id FROM tombstones WHERE idx = ? AND rev > ?", (index, hit.version))} - set(changed)
+    docs = list(hit.docs)
+    reorder = bool(deleted & set(hit.position))
+    appended = []
+    for doc_id, (seq, source) in changed.items():
+        k = hit.position.get(doc_id)
+        if k is not None and docs[k][1] == seq:
+            docs[k] = (doc_id, seq, source)
+        else:  # new, or deleted and written again (a new seq)
+            reorder |= k is not None
+            appended.append((doc_id, seq, source))
+    appended.sort(key=lambda d: d[1])
+    if appended and docs and appended[0][1] < docs[-1][1]:
+        reorder = True
+    if reorder:
+        gone = deleted | {d[0] for d in appended}
+        docs = sorted([d for d in docs if d[0] not in gone] + appended, key=lambda d: d[1])
+        position = {d[0]: k for k, d in enumerate(docs)}
+    else:
+        position = dict(hit.position)
+        for d in appended:
+            position[d[0]] = len(docs)
+            docs.append(d)
+    return _Cached(hit.epoch, version, docs, position)
 
 
 def _writes_disabled() -> bool:
@@ -160,15 +234,16 @@ class SQLiteSearchEngine(BaseElasticAndOpenSearchEngine):
     async def _create_index_request(self, index_name: str, mappings: dict, settings: dict) -> None:
         conn = connect()
         conn.execute(
-            "INSERT OR REPLACE INTO indices (name, mappings, settings, version) VALUES (?, ?, ?, "
-            "COALESCE((SELECT version FROM indices WHERE name = ?), 0) + 1)",
-            (index_name, dumps(mappings), dumps(settings), index_name),
+            "INSERT OR REPLACE INTO indices (name, mappings, settings, version, epoch) VALUES (?, ?, ?, "
+            "COALESCE((SELECT version FROM indices WHERE name = ?), 0) + 1, ?)",
+            (index_name, dumps(mappings), dumps(settings), index_name, uuid.uuid4().hex),
         )
 
     async def _delete_index_request(self, index_name: str) -> None:
         conn = connect()
         conn.execute("BEGIN IMMEDIATE")
         conn.execute("DELETE FROM docs WHERE idx = ?", (index_name,))
+        conn.execute("DELETE FROM tombstones WHERE idx = ?", (index_name,))
         conn.execute("DELETE FROM indices WHERE name = ?", (index_name,))
         conn.execute("COMMIT")
         with _cache_lock:
@@ -200,28 +275,30 @@ class SQLiteSearchEngine(BaseElasticAndOpenSearchEngine):
         limit = _max_variables(conn)
         conn.execute("BEGIN IMMEDIATE")
         try:
-            touched = set()
+            revs: Dict[str, int] = {}
             for (op, index), run in _runs(actions):
-                touched.add(index)
+                if index not in revs:
+                    revs[index] = _bump(conn, index)
+                rev = revs[index]
                 if op == "delete":
                     ids = [str(a["_id"]) for a in run]
                     for start in range(0, len(ids), limit - 1):
                         chunk = ids[start : start + limit - 1]
                         conn.execute(f"DELETE FROM docs WHERE idx = ? AND id IN ({','.join('?' * len(chunk))})",
                                      (index, *chunk))
+                    conn.executemany("INSERT INTO tombstones (idx, id, rev) VALUES (?, ?, ?)",
+                                     [(index, doc_id, rev) for doc_id in ids])
                     continue
                 next_seq = conn.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM docs WHERE idx = ?", (index,)).fetchone()[0]
-                rows = [(index, str(a["_id"]), next_seq + k, dumps(_source_of(a))) for k, a in enumerate(run)]
-                for start in range(0, len(rows), limit // 4):  # 4 variables per row
-                    chunk = rows[start : start + limit // 4]
+                rows = [(index, str(a["_id"]), next_seq + k, dumps(_source_of(a)), rev) for k, a in enumerate(run)]
+                for start in range(0, len(rows), limit // 5):  # 5 variables per row
+                    chunk = rows[start : start + limit // 5]
                     conn.execute(
-                        "INSERT INTO docs (idx, id, seq, source) VALUES "
-                        + ",".join("(?, ?, ?, ?)" for _ in chunk)
-                        + " ON CONFLICT (idx, id) DO UPDATE SET source = excluded.source",
+                        "INSERT INTO docs (idx, id, seq, source, rev) VALUES "
+                        + ",".join("(?, ?, ?, ?, ?)" for _ in chunk)
+                        + " ON CONFLICT (idx, id) DO UPDATE SET source = excluded.source, rev = excluded.rev",
                         [v for row in chunk for v in row],
                     )
-            for index in touched:
-                _bump(conn, index)
             conn.execute("COMMIT")
         except Exception:
             conn.execute("ROLLBACK")
@@ -238,20 +315,13 @@ class SQLiteSearchEngine(BaseElasticAndOpenSearchEngine):
                 _LOG.warning("update of missing document %s in %s ignored", id, index_name)
                 conn.execute("ROLLBACK")
                 return
-            version = conn.execute("SELECT version FROM indices WHERE name = ?", (index_name,)).fetchone()[0]
             source = apply_update(json.loads(row[0]), body)
-            conn.execute("UPDATE docs SET source = ? WHERE idx = ? AND id = ?", (dumps(source), index_name, str(id)))
-            _bump(conn, index_name)
+            conn.execute("UPDATE docs SET source = ?, rev = ? WHERE idx = ? AND id = ?",
+                         (dumps(source), _bump(conn, index_name), index_name, str(id)))
             conn.execute("COMMIT")
         except Exception:
             conn.execute("ROLLBACK")
             raise
-        # Every submitted response lands here: patch this process's cache instead of re-reading the index,
-        # but only if nobody else wrote in between (then the cache is simply stale and reloads).
-        with _cache_lock:
-            hit = _cache.get(index_name)
-            if hit and hit[0] == version:
-                _cache[index_name] = (version + 1, [(i, q, source if i == str(id) else d) for i, q, d in hit[1]])
 
     # ---- reads
     async def _index_search_request(
