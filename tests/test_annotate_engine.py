@@ -79,15 +79,21 @@ SCRIPT = textwrap.dedent(
 )
 
 
-def test_engine_storage_is_shared_between_processes(tmp_path):
+def run_engine_script(tmp_path: Path, text: str, *args: str, timeout: float = 300):
+    """Run ``text`` with the server venv's python (engine module dir as argv[1], a fresh index file);
+    the JSON of its last output line."""
     python = ensure_server_venv(ServerSettings().resolved_venv())
-    script = tmp_path / "engine_check.py"
-    script.write_text(SCRIPT)
+    script = tmp_path / "engine_script.py"
+    script.write_text(text)
     env = {"BABELRAG_SEARCH_DB": str(tmp_path / "search.sqlite3"), "PATH": "/usr/bin:/bin"}
-    done = subprocess.run([str(python), str(script), str(SERVER_DIR)], capture_output=True, text=True, env=env,
-                          timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
-    out = json.loads(done.stdout.strip().splitlines()[-1])
+    done = subprocess.run([str(python), str(script), str(SERVER_DIR), *args], capture_output=True, text=True,
+                          env=env, timeout=timeout)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_engine_storage_is_shared_between_processes(tmp_path):
+    out = run_engine_script(tmp_path, SCRIPT)
     assert out["exists"] == [True, False]
     assert out["pending_before"] == [["r3", "r2", "r1"], 3]
     assert out["pending_after_own_write"] == [["r2", "r3"], 2]
@@ -202,14 +208,7 @@ def test_a_stale_cache_catches_up_on_what_another_process_wrote(tmp_path):
     """30 rounds of another process's writes (upserts, new ids, deletes, re-inserts, updates) against a
     model of the index: after each, this process's search shows exactly the model, having parsed only
     the documents written that round; an index deleted and re-created elsewhere is read afresh."""
-    python = ensure_server_venv(ServerSettings().resolved_venv())
-    script = tmp_path / "catch_up.py"
-    script.write_text(CATCH_UP_SCRIPT)
-    env = {"BABELRAG_SEARCH_DB": str(tmp_path / "search.sqlite3"), "PATH": "/usr/bin:/bin"}
-    done = subprocess.run([str(python), str(script), str(SERVER_DIR), "main"], capture_output=True, text=True,
-                          env=env, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    out = json.loads(done.stdout.strip().splitlines()[-1])
+    out = run_engine_script(tmp_path, CATCH_UP_SCRIPT, "main", timeout=600)
     assert out["rounds"] == [True] * 30, [r for r in out["rounds"] if r is not True][:1]
     # a round writes at most one document per operation: the catch-up parses those, not the 40+ in the index
     assert all(parsed <= n_ops for parsed, n_ops in out["parsed"]), out["parsed"]
@@ -253,14 +252,7 @@ OLD_FILE_SCRIPT = textwrap.dedent(
 
 
 def test_an_index_file_of_the_previous_format_is_upgraded_on_connect(tmp_path):
-    python = ensure_server_venv(ServerSettings().resolved_venv())
-    script = tmp_path / "old_file.py"
-    script.write_text(OLD_FILE_SCRIPT)
-    env = {"BABELRAG_SEARCH_DB": str(tmp_path / "search.sqlite3"), "PATH": "/usr/bin:/bin"}
-    done = subprocess.run([str(python), str(script), str(SERVER_DIR)], capture_output=True, text=True, env=env,
-                          timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert json.loads(done.stdout.strip().splitlines()[-1]) == {"read": ["a", "b"], "after_write": ["b", "c"]}
+    assert run_engine_script(tmp_path, OLD_FILE_SCRIPT) == {"read": ["a", "b"], "after_write": ["b", "c"]}
 
 
 # ----------------------------------------------------------------------------- 10,000 records through the SDK
