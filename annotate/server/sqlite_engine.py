@@ -145,7 +145,7 @@ def _catch_up(conn: sqlite3.Connection, index: str, hit: _Cached, version: int) 
     deleted = {doc_id for (doc_id,) in conn.execute(
         "SELECT id FROM tombstones WHERE idx = ? AND rev > ?", (index, hit.version))} - set(changed)
     docs = list(hit.docs)
-    reorder = bool(deleted & set(hit.position))
+    reorder = any(doc_id in hit.position for doc_id in deleted)
     appended = []
     for doc_id, (seq, source) in changed.items():
         k = hit.position.get(doc_id)
@@ -161,8 +161,8 @@ def _catch_up(conn: sqlite3.Connection, index: str, hit: _Cached, version: int) 
         gone = deleted | {d[0] for d in appended}
         docs = sorted([d for d in docs if d[0] not in gone] + appended, key=lambda d: d[1])
         position = {d[0]: k for k, d in enumerate(docs)}
-    else:
-        position = dict(hit.position)
+    else:  # the position map is shared with the older state unless documents were added
+        position = dict(hit.position) if appended else hit.position
         for d in appended:
             position[d[0]] = len(docs)
             docs.append(d)
