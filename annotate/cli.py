@@ -114,19 +114,14 @@ def push(
 
 def _highlighter(settings, build_dir: Path):
     """``annotate.highlight`` with the build's vector cache and a progress bar over the sentences encoded."""
+    from babelrag.console import make_console, track
     from babelrag.store import BuildStore
 
     from .sources import make_highlighter
 
     def progress(batches, total):
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-        from babelrag.console import make_console
-
-        columns = (TextColumn("[bold]highlight[/] encoding non-English article sentences (batches)"), BarColumn(),
-                   MofNCompleteColumn(), TimeRemainingColumn())
-        with Progress(*columns, console=make_console(stderr=True), transient=True) as bar:
-            yield from bar.track(batches, total=total)
+        return track(batches, total, "[bold]highlight[/] encoding non-English article sentences (batches)",
+                     make_console(stderr=True))
 
     cache = BuildStore(build_dir).shared_path("vectors") / "cache.sqlite" if settings.highlight.method == "encoder" else None
     return make_highlighter(settings.highlight, cache, progress)

@@ -195,12 +195,9 @@ class StageContext:
 
     # helpers ----------------------------------------------------------------------------------
     def progress(self, items: Iterable[Any], total: int | None = None, desc: str = "") -> Iterator[Any]:
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+        from babelrag.console import track
 
-        columns = (TextColumn(f"[bold]{self.spec.name}[/] {desc}"), BarColumn(), MofNCompleteColumn(),
-                   TimeRemainingColumn())
-        with Progress(*columns, console=self.console, transient=True, disable=self.console is None) as bar:
-            yield from bar.track(items, total=total)
+        yield from track(items, total, f"[bold]{self.spec.name}[/] {desc}", self.console)
 
     @property
     def llm(self) -> Any:
