@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from babelrag.atomic import atomic_write_bytes
+from babelrag.evaluators import strict_json
 from babelrag.stats import Estimate
 
 # ---------------------------------------------------------------- provenance
@@ -33,6 +34,8 @@ class RunInfo:
     library_version: str
     git_hash: str
     created: str
+    split: str = ""  # the split scored (never several: dev and test rows are not mixed in one leaderboard)
+    configs: list[str] = field(default_factory=list)  # the release configs scored
     settings: dict[str, Any] = field(default_factory=dict)
 
 
@@ -49,8 +52,9 @@ def _git_hash() -> str:
     return out.stdout.strip() + ("-dirty" if dirty else "")
 
 
-def run_info(dataset: str, dataset_revision: str, settings: Mapping[str, Any] | None = None) -> RunInfo:
-    """Provenance for a results file: dataset revision, library version, code git hash."""
+def run_info(dataset: str, dataset_revision: str, settings: Mapping[str, Any] | None = None, split: str = "",
+             configs: Sequence[str] = ()) -> RunInfo:
+    """Provenance for a results file: dataset revision, split and configs, library version, code git hash."""
     from importlib.metadata import PackageNotFoundError, version
 
     try:
@@ -58,7 +62,7 @@ def run_info(dataset: str, dataset_revision: str, settings: Mapping[str, Any] | 
     except PackageNotFoundError:
         lib = "unknown"
     return RunInfo(dataset, dataset_revision, lib, _git_hash(),
-                   datetime.now(timezone.utc).isoformat(timespec="seconds"), dict(settings or {}))
+                   datetime.now(timezone.utc).isoformat(timespec="seconds"), split, list(configs), dict(settings or {}))
 
 
 # ---------------------------------------------------------------- leaderboard
@@ -343,6 +347,6 @@ def write_report(out_dir: str | Path, inputs: ReportInputs) -> dict[str, Path]:
     md = f"# {inputs.title}\n\n" + markdown_table(rows) + breakdown_table(inputs.breakdown or {})
     atomic_write_bytes(paths["markdown"], md.encode())
     atomic_write_bytes(paths["csv"], csv_text(rows).encode())
-    atomic_write_bytes(paths["json"], json.dumps(results, indent=2, ensure_ascii=False, default=float).encode())
+    atomic_write_bytes(paths["json"], strict_json.dumps(results).encode())
     atomic_write_bytes(paths["html"], html_report(inputs.title, inputs.info, rows, images, inputs.breakdown).encode())
     return paths

@@ -28,12 +28,3 @@ def config_name(setting: str, language: str) -> str:
         return slug
     return f"{slug}-{language}"
 
-
-def size_category(n: int) -> str:
-    """The Hub's ``size_categories`` bucket for ``n`` rows."""
-    bounds = [(1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"),
-              (10_000_000, "1M<n<10M")]
-    for upper, label in bounds:
-        if n < upper:
-            return label
-    return "n>10M"
