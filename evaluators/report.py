@@ -11,7 +11,6 @@ import base64
 import csv
 import html
 import io
-import json
 import math
 import subprocess
 from collections.abc import Mapping, Sequence
