@@ -25,7 +25,8 @@ from typing import Any, Optional
 from babelrag.atomic import atomic_dir
 from babelrag.errors import BabelragError
 from babelrag.records import Document, Instance
-from babelrag.release.export_formats import FORMATS, ExportFormat
+from babelrag.release.protocol import Protocol
+from babelrag.release.export_formats import FORMATS, ExportFormat, ReleaseRef
 
 # instance fields carried in a BEIR query's "metadata" (BEIR readers ignore extra keys)
 QUERY_METADATA = ("qa_id", "setting", "answer", "en_question", "en_answer", "q_type", "verified", "machine_translated",
@@ -97,7 +98,7 @@ class BeirExport(ExportFormat):
             return "no supporting document to put in qrels (a retrieval folder needs relevance judgements)"
         return None
 
-    def config_files(self, config: str, by_split: dict[str, list[Instance]]) -> dict[str, str]:
+    def config_files(self, config: str, by_split: dict[str, list[Instance]], release: ReleaseRef) -> dict[str, str]:
         return {f"{config}/{rel}": text for rel, text in beir_files(by_split).items()}
 
 
@@ -115,7 +116,7 @@ class XragExport(ExportFormat):
                     f"{N_SUPPORTING})")
         return None
 
-    def config_files(self, config: str, by_split: dict[str, list[Instance]]) -> dict[str, str]:
+    def config_files(self, config: str, by_split: dict[str, list[Instance]], release: ReleaseRef) -> dict[str, str]:
         return {f"{config}/{rel}": text for rel, text in xrag_files(by_split).items()}
 
 
@@ -128,7 +129,7 @@ class ExportResult:
         return [f"skipped {cfg}: {why}" for cfg, why in sorted(self.skipped.items())]
 
 
-def export_release(folder: Path, out: Path, fmt: str) -> ExportResult:
+def export_release(folder: Path, out: Path, fmt: str, seed: int = 0) -> ExportResult:
     """Export every config of a release folder that the format can hold; the output folder appears complete
     or not at all. A config the format cannot hold is skipped and named (never an empty folder).
 
@@ -147,6 +148,10 @@ def export_release(folder: Path, out: Path, fmt: str) -> ExportResult:
     grouped: dict[str, dict[str, list[Instance]]] = defaultdict(lambda: defaultdict(list))
     for row, split, cfg in zip(rows, splits, configs):
         grouped[cfg][split].append(Instance.model_validate(row))
+    from babelrag.release.layout import read_info
+
+    info = read_info(Path(folder)) or {}
+    ref = ReleaseRef(Path(folder).resolve(), str(info.get("name") or Path(folder).name), Protocol.from_info(info), seed)
     result = ExportResult([])
     files: dict[str, str] = {}
     for cfg, by_split in sorted(grouped.items()):
@@ -154,12 +159,12 @@ def export_release(folder: Path, out: Path, fmt: str) -> ExportResult:
         if why:
             result.skipped[cfg] = why
             continue
-        files.update(exporter.config_files(cfg, {s: list(v) for s, v in by_split.items()}))
+        files.update(exporter.config_files(cfg, {s: list(v) for s, v in by_split.items()}, ref))
         result.written.append(Path(out) / cfg)
     if not result.written:
         raise BabelragError(f"no config of {folder} can be exported as {fmt}: "
                             + "; ".join(f"{c}: {w}" for c, w in sorted(result.skipped.items())))
-    files.update(exporter.shared_files([p.name for p in result.written]))
+    files.update(exporter.shared_files([p.name for p in result.written], ref))
     with atomic_dir(Path(out)) as tmp:
         write_files(tmp, files)
     return result

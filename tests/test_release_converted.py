@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from babelrag.evaluators.release_reader import load_instances
 from babelrag.release.export import beir_files, export_release, write_files
 from babelrag.release.external import convert_external
@@ -99,3 +101,20 @@ def test_exports_skip_configs_the_format_cannot_hold_with_a_note(tmp_path):
     assert cli.returncode == 0, cli.stderr
     assert "note: skipped no-retrieval-de: no supporting document" in cli.stdout
     assert "1 config(s) skipped" in cli.stdout
+
+
+def test_an_export_format_is_one_module_in_the_registry(tmp_path):
+    from babelrag.errors import ConfigError
+    from babelrag.release.export_formats import FORMATS
+
+    with pytest.raises(ConfigError, match="unknown export format 'ids'; known: beir, xrag, lm-eval"):
+        FORMATS.get("ids")
+    import tests.helpers.tiny_export  # noqa: F401 - registers "ids" the documented way
+
+    try:
+        convert_external(FIX / "xrag.jsonl", "xrag", tmp_path / "x")
+        res = export_release(tmp_path / "x", tmp_path / "ids", "ids")
+        assert sorted(p.name for p in res.written) == ["mono-de", "mono-es", "mono-zh", "multi-de"]
+        assert (tmp_path / "ids" / "mono-es" / "test.txt").read_text() == "xrag-es-1\n"
+    finally:
+        FORMATS.forget("ids")
