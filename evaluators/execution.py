@@ -124,6 +124,13 @@ def run_evaluation(runner: "LLMRunner", instances: Sequence[Instance], models: S
         if console is not None:
             console.print(f"[yellow]warning:[/] {line}")
     ev = evaluate_answers(runner, instances, answers, judges, settings, prepared=prepared)
+    from babelrag.evaluators.judge_flags import judging_flags
+
+    endpoints = {n: runner.settings.endpoints.get(n) for n in [*models, *judges]}
+    judging = judging_flags(models, judges, {n: e for n, e in endpoints.items() if e is not None})
+    for line in _judging_lines(judging):
+        if console is not None:
+            console.print(f"[yellow]warning:[/] {line}")
     info = run_info(settings.dataset, settings.dataset_revision, {
         **settings.recorded(), "judges": list(judges),
         "models": served,
@@ -135,11 +142,18 @@ def run_evaluation(runner: "LLMRunner", instances: Sequence[Instance], models: S
         sort_by="accuracy", accuracy_by_language=ev.accuracy_by_language, wrong_language=ev.wrong_language,
         bradley_terry=ev.bradley_terry,
         breakdown=ev.breakdown,
-        extra={"counts": ev.counts, "warnings": warnings, **ev.extra,
+        extra={"counts": ev.counts, "warnings": warnings, "judging": judging, **ev.extra,
                "metrics": {m: {k: r.to_dict() for k, r in res.items()} for m, res in ev.results.items()}},
+        columns={c.name: f"{metric.name}: {metric.description}" for metric in prepared[0] for c in metric.columns},
     ))
     paths["answers"] = answers_path
     return paths
+
+
+def _judging_lines(judging: dict[str, Any]) -> list[str]:
+    lines = [f"judge {j} is {why}: the scores show that the pipeline runs, not model quality"
+             for j, why in sorted(judging["weak_judges"].items())]
+    return lines + [f"model {m} is among its own judges ({', '.join(js)})" for m, js in sorted(judging["self_judged"].items())]
 
 
 def evaluate_release(config: Any, release: Any, out_dir: Optional[Path] = None, models: Sequence[str] = (),
