@@ -173,6 +173,9 @@ def evaluate_release(config: Any, release: Any, out_dir: Optional[Path] = None, 
 
     ev = config.evaluate
     settings = settings or EvalSettings.from_config(config)
+    if answers_file is not None and (models or max_instances is not None):
+        raise ConfigError("--answers scores the answers in the file: give no --model (the file names the models) "
+                          "and no --max-instances (the file decides which instances are answered)")
     models = [] if answers_file is not None else list(models or ev.models)
     if not models and answers_file is None:
         name, _ = config.llm.endpoint(None)  # the default endpoint evaluates itself

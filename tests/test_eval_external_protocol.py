@@ -78,6 +78,7 @@ def test_converted_releases_record_their_published_protocol(tmp_path):
     xrag = Protocol.from_info(read_info(tmp_path / "x"))
     assert (xrag.document_order, xrag.citation_label) == ("published", "{n}")
     for inst in load_instances(tmp_path / "x"):  # XRAG: articles as released, never shuffled
+        assert [d.article_id for d in inst.documents] == [f"{inst.id}#{k}" for k in range(len(inst.documents))]
         assert document_order(inst, 7, xrag) == inst.documents
     assert Protocol.from_info({"name": "ours"}) == OURS
     with pytest.raises(InputError, match="must contain"):
@@ -191,3 +192,20 @@ def test_answers_file_problems_are_named_by_line_and_field(tmp_path):
     rec = read_answers_file(tmp_path / "good.jsonl", insts)[0]
     assert rec.doc_order == [d.article_id for d in insts[0].documents] and rec.style == "citations"
     assert rec.relevant == [k for k, d in enumerate(insts[0].documents, 1) if d.role == "supporting"]
+
+
+def test_cli_answers_file_errors_exit_2_naming_line_and_fix(tmp_path):
+    convert_external(FIX / "garage.jsonl", "garage", tmp_path / "g")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"instance_id": "nope", "model": "mine", "answer": "x"}) + "\n")
+    cfg = {"project": {"name": "t", "build_dir": str(tmp_path / "build")},
+           "llm": {"endpoints": {"judge-1": {"base_url": "http://127.0.0.1:9/v1", "model": "j"}},
+                   "default_endpoint": "judge-1", "progress": False},
+           "evaluate": {"judges": ["judge-1"]}}
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg))
+    res = _cli("evaluate", "run", tmp_path / "g", "-c", tmp_path / "c.yaml", "--answers", bad, "--out", tmp_path / "o")
+    assert res.returncode == 2 and f"{bad}:1: unknown instance_id 'nope'" in res.stderr
+    assert "Traceback" not in res.stderr and not (tmp_path / "o").exists()
+    both = _cli("evaluate", "run", tmp_path / "g", "-c", tmp_path / "c.yaml", "--answers", bad, "--model", "judge-1",
+                "--out", tmp_path / "o")
+    assert both.returncode == 2 and "give no --model" in both.stderr
