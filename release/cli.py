@@ -99,12 +99,14 @@ def export(folder: Path = typer.Argument(..., help="Release folder written by `r
            fmt: str = typer.Option("beir", "--format", help="beir (RAGE/BEIR folders), xrag (XRAG JSONL), lm-eval "
                                                             "(lm-evaluation-harness task folder) or garage (folders "
                                                             "converted from GaRAGe)."),
+           seed: int = typer.Option(0, "--seed", help="lm-eval: the document-shuffle seed (use the project.seed "
+                                                    "`evaluate run` uses, to show documents in the same order)."),
            ) -> None:
     """Export a release as RAGE/BEIR folders (corpus, queries, qrels + distractor mappings) or XRAG JSONL; a
     folder converted from GaRAGe/XRAG/BEIR is written back in its own format, every record and field."""
     from babelrag.release.export import export_release
 
-    result = export_release(folder, out, fmt)
+    result = export_release(folder, out, fmt, seed=seed)
     typer.echo(f"wrote {len(result.written)} {fmt} export(s) under {out}")
     for note in result.notes():
         typer.echo(f"  note: {note}")
