@@ -267,12 +267,14 @@ class Figures(ReportView):
                        f"{base64.b64encode(png).decode()}\">\n" for name, png in page.images.items())
 
 
-CSS = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222;
-overflow-wrap:anywhere}
+CSS = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
+p,li,h1,h2,h3{overflow-wrap:anywhere}
 .table-wrap{max-width:100%;overflow-x:auto;margin:.5em 0 1em}
 table{border-collapse:collapse;font-size:14px}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right;
-vertical-align:top}th{background:#f3f3f3}td small{color:#555;white-space:nowrap}
-table.board td:nth-child(2),table.board th:nth-child(2),table.legend td,table.wide td:first-child,
+vertical-align:top;overflow-wrap:break-word}th{background:#f3f3f3}td small{color:#555;white-space:nowrap}
+table.board td:first-child,table.board th:first-child,table.wide td:first-child,table.wide td:nth-child(2)
+{white-space:nowrap}table.board td:nth-child(2){min-width:14em;max-width:22em}
+table.board td:nth-child(2),table.board th:nth-child(2),table.legend td,table.legend th,table.wide td:first-child,
 table.wide td:nth-child(2){text-align:left}
 img{max-width:100%;margin:1em 0}.meta{color:#555;font-size:13px}
 .notice{border:1px solid #d9a400;background:#fff8e1;padding:.5em 1em;margin:1em 0}
