@@ -122,3 +122,17 @@ def test_a_report_view_is_one_module_in_the_registry(tmp_path):
     finally:
         VIEWS.forget("model_list")
     assert "model-list" not in write_report(tmp_path / "again", _wide_inputs())["html"].read_text()
+
+
+def test_zero_bars_are_labelled_so_a_zero_is_seen(monkeypatch):
+    from babelrag.evaluators import report
+
+    figs = []
+    monkeypatch.setattr(report, "_figure_png", lambda fig: figs.append(fig) or b"")
+    report.plot_language_accuracy({"a": {"de": Estimate(0.0, 0.0, 0.0, 3), "zh": Estimate(0.5, 0.2, 0.8, 3)},
+                                   "b": {"de": Estimate(1.0, 1.0, 1.0, 3)}})
+    labels = sorted(t.get_text() for t in figs[0].axes[0].texts)
+    assert labels == ["", "0.00", "0.50", "1.00"]  # b has no zh bar: no label
+    import matplotlib.pyplot as plt
+
+    plt.close(figs[0])
