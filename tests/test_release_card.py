@@ -41,3 +41,29 @@ def test_converted_folder_card_parses_with_huggingface_hub(tmp_path):
     assert [c["config_name"] for c in data["configs"]] == ["garage-en"]
     assert "eprint = {2506.07671}" in card.text and "[cite_N]" in card.text
     assert "not converted: 1 (question_complexity 'Simple'" in card.text
+
+
+def test_a_licence_the_hub_does_not_know_fails_when_the_config_loads(tmp_path):
+    import yaml
+
+    from babelrag.config import load_config
+    from babelrag.errors import ConfigError
+
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump({"project": {"name": "t", "build_dir": str(tmp_path)},
+                                    "release": {"license": "CC BY 4.0"}}))
+    with pytest.raises(ConfigError, match="release.license.*not a Hub licence identifier; did you mean 'cc-by-4.0'"):
+        load_config(path)
+
+
+def test_built_card_parses_with_huggingface_hub(tmp_path):
+    from huggingface_hub import DatasetCard
+
+    from babelrag.release.build import build_release
+    from tests.helpers.release_fixtures import make_build, make_config
+
+    make_build(tmp_path / "build")
+    folder = build_release(make_config(tmp_path)).folder
+    data = DatasetCard.load(folder / "README.md").data.to_dict()
+    assert data["language_details"] == ["de", "en", "zh-Hans"] and data["size_categories"] == ["n<1K"]
+    assert data["license"] in HUB_LICENSES and data["language_creators"] == ["found", "machine-generated"]
