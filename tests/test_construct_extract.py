@@ -336,3 +336,71 @@ def test_undeclared_legacy_charset_is_detected(name):
     assert norm(undeclared.decode("cp1252")) == norm(text)
     art = article_from_html(undeclared, exp["url"])
     assert norm(art.title) == norm(exp["title"]) and norm(exp["last"]) in norm(art.text)
+
+
+# --- issue 27: residual errors, on public pages of other extraction libraries (tests/fixtures/realpages_residuals)
+RESIDUALS = Path(__file__).parent / "fixtures" / "realpages_residuals"
+RESIDUAL_ROWS = {row["file"]: row for row in json.loads((RESIDUALS / "expected.json").read_text(encoding="utf-8"))}
+
+
+def residual(name: str) -> tuple[RawArticle | Skip, dict]:
+    exp = RESIDUAL_ROWS[name]
+    return article_from_html((RESIDUALS / "pages" / name).read_bytes(), exp["url"]), exp
+
+
+def test_residual_fixture_set_is_what_its_readme_says():
+    readme = (RESIDUALS / "README.md").read_text(encoding="utf-8")
+    realpages = {row["source"].split()[-1].rsplit("/", 1)[-1] for row in EXPECTED.values()}
+    for name, row in RESIDUAL_ROWS.items():
+        assert (RESIDUALS / "pages" / name).is_file() and f"`{name}`" in readme
+        assert {"repo", "commit", "path", "licence"} <= set(row["source"]) and row["annotation"] and row["residuals"]
+        assert row["source"]["path"].rsplit("/", 1)[-1] not in realpages  # no page of the first set again
+
+
+@pytest.mark.parametrize("name", sorted(RESIDUAL_ROWS))
+def test_residual_page_gives_its_annotated_title_date_and_text(name):
+    art, exp = residual(name)
+    assert isinstance(art, RawArticle), art
+    assert norm(art.title) == norm(exp["title"])
+    assert art.published == dt.date.fromisoformat(exp["date"])
+    text = norm(art.text)
+    for key in ("lead", "last"):
+        assert norm(exp[key]) in text, key
+    for bad in exp["boilerplate"]:
+        assert norm(bad) not in text
+
+
+def test_photo_credit_is_not_part_of_the_headline():
+    """Nikkei's og:title, twitter:title, <title> and JSON-LD headline all end with the photo credit
+    "（写真＝ロイター）" (photo: Reuters); the headline is the <h1>'s first span without it."""
+    art, _ = residual("nikkei.com-beicho.html")
+    assert "写真" not in art.title and "ロイター" not in art.title and "日本経済新聞" not in art.title
+    assert art.title == "米朝首脳直通電話 習氏に挑むトランプ戦術の成否"
+
+
+def test_date_of_a_related_story_is_not_the_publication_date():
+    """The Nikkei page lists three related stories dated 2018/6/18, 6/16 and 6/15 under the article;
+    its own date (2018/6/19 5:50, JSON-LD 20180619T055000+0900) must win over the older teaser dates."""
+    from babelrag.construct.ingest.extract import publication_date
+
+    body = (RESIDUALS / "pages" / "nikkei.com-beicho.html").read_bytes()
+    html = decode_html(body)[0]
+    assert "（2018/6/18 14:10）" in html
+    assert publication_date(html, RESIDUAL_ROWS["nikkei.com-beicho.html"]["url"]) == dt.date(2018, 6, 19)
+
+
+def test_site_logo_h1_is_not_the_headline():
+    """The WordPress theme marks the blog's name up as <h1 class="site-title"> (a link home) before the
+    post's <h1>; <title> "Aren't we all …? | Katastrophengebiet" contains both."""
+    from babelrag.construct.ingest.html import page_title
+
+    art, exp = residual("andreabottlinger.wordpress.com-arent.html")
+    assert art.title == exp["title"] != "Katastrophengebiet"
+    # without its logo classes and home link the blog's name is still known as the site (og:site_name)
+    html = decode_html((RESIDUALS / "pages" / "andreabottlinger.wordpress.com-arent.html").read_bytes())[0]
+    bare = html.replace('<h1 class="site-title"><a href="https://andreabottlinger.wordpress.com/" title="Katastrophengebiet" '
+                        'rel="home">Katastrophengebiet</a></h1>', "<h1>Katastrophengebiet</h1>")
+    assert bare != html
+    from babelrag.construct.ingest.extract import parse_tree
+
+    assert page_title(parse_tree(bare), exp["url"]) == exp["title"]
