@@ -1,7 +1,9 @@
 """Extraction accuracy and speed on real pages: news-please vs trafilatura + htmldate vs babelrag's path.
 
 Page set: tests/fixtures/realpages (public test pages of trafilatura/htmldate with their published
-expected title/date/text segments; README.md there). Per extractor, in one run:
+expected title/date/text segments; README.md there), or with ``--pages residuals``
+tests/fixtures/realpages_residuals (pages of other extraction libraries that show the residual errors of
+issue 27). Per extractor, in one run:
   title exact %      headline equal to the expected one (Unicode NFC, whitespace collapsed)
   date ±1 day %      publication date within a day of the expected one (pages with a known date)
   lead/last %        expected first/last main-text segment found in the extracted headline + text (some
@@ -11,7 +13,7 @@ expected title/date/text segments; README.md there). Per extractor, in one run:
 then the best field combinations (time = sum of the extractors they use), and babelrag's extraction at
 1 vs N processes (babelrag.executor) as a speed ratio.
 
-    python bench/bench_extraction.py [--processes N] [--repeat R]
+    python bench/bench_extraction.py [--processes N] [--repeat R] [--pages realpages|residuals] [--misses]
 """
 from __future__ import annotations
 
@@ -28,7 +30,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = ROOT / "tests" / "fixtures" / "realpages"
+PAGE_SETS = {"realpages": ROOT / "tests" / "fixtures" / "realpages",
+             # issue 27's residual errors, on public pages of other extraction libraries
+             "residuals": ROOT / "tests" / "fixtures" / "realpages_residuals"}
+PAGES = PAGE_SETS["realpages"]
 
 
 def norm(text: Any) -> str:
@@ -244,7 +249,11 @@ def main() -> None:
     parser.add_argument("--processes", type=int, default=available_cores())
     parser.add_argument("--repeat", type=int, default=3, help="page-set copies for the 1-vs-N speed run")
     parser.add_argument("--misses", action="store_true", help="list babelrag's wrong titles/dates/segments")
+    parser.add_argument("--pages", choices=sorted(PAGE_SETS), default="realpages",
+                        help="page set: realpages (72 pages, the targets) or residuals (issue 27's residual errors)")
     args = parser.parse_args()
+    global PAGES
+    PAGES = PAGE_SETS[args.pages]
     warnings.filterwarnings("ignore")
     logging.disable(logging.CRITICAL)
 
