@@ -404,3 +404,20 @@ def test_site_logo_h1_is_not_the_headline():
     from babelrag.construct.ingest.extract import parse_tree
 
     assert page_title(parse_tree(bare), exp["url"]) == exp["title"]
+
+
+@pytest.mark.parametrize("name, teaser", [
+    # <h4>kicker</h4><h1>headline</h1><h3>teaser</h3>, no class, no <header>
+    ("pagina12.com.ar-suprema.html", "La concentración está llamada para las 17 frente al edificio donde funciona la Corte."),
+    # <h1 class="Tech-Title">, a read-aloud link with no text, then <p class="Tech-Description">
+    ("unocero.com.marcas.html", "Aunque muchas veces crees que el problema de tus aplicaciones es culpa del desarrollador"),
+])
+def test_unmarked_teaser_right_after_the_h1_is_kept(name, teaser):
+    """The teaser the page's own og:description repeats sits right after the <h1> without a lead class;
+    trafilatura drops it and lead recovery took only marked blocks or <header> children."""
+    body, exp = real(name)
+    html = decode_html(body)[0]
+    assert teaser in html.split("<body", 1)[0]  # the page's description is this teaser
+    art = article_from_html(body, exp["url"])
+    assert norm(art.text).startswith(norm(teaser)[:40])
+    assert norm(exp["title"]) not in norm(art.text)[:200]  # the headline stays the title only
