@@ -421,3 +421,28 @@ def test_unmarked_teaser_right_after_the_h1_is_kept(name, teaser):
     art = article_from_html(body, exp["url"])
     assert norm(art.text).startswith(norm(teaser)[:40])
     assert norm(exp["title"]) not in norm(art.text)[:200]  # the headline stays the title only
+
+
+def test_hidden_separator_and_topline_readings_of_the_h1():
+    """Inline markup in the shapes news sites use (no public page with an off-screen separator or a
+    headline held in the topline span was found for the fixture set): hidden parts never reach the title,
+    and a headline held in the kicker/topline span is found when the metadata name it."""
+    from lxml import html as lxml_html
+
+    from babelrag.construct.ingest.html import page_title
+
+    def title(markup: str) -> str:
+        return page_title(lxml_html.fromstring(markup), "https://example.org/a")
+
+    kicker = ('<h1><span class="article-heading__kicker">Bahnverkehr</span><span class="{hidden}">: </span>'
+              '<span class="article-heading__title">Züge fahren schneller</span></h1>')
+    for hidden in ("offscreen", "u-offscreen", "visually-hidden", "sr-only", "hidden"):
+        page = f'<html><head><meta property="og:title" content="Bahnverkehr: Züge fahren schneller"></head>' \
+               f'<body>{kicker.format(hidden=hidden)}</body></html>'
+        assert title(page) == "Züge fahren schneller", hidden
+    # no metadata title: the heading's own text, the hidden ": " left out and no separator at the edge
+    assert title(f"<html><body>{kicker.format(hidden='off-screen')}</body></html>") == "Züge fahren schneller"
+    topline = ('<html><head><title>Streik legt Flughafen lahm | Beispiel</title></head><body><h1>'
+               '<span class="topline">Streik legt Flughafen lahm</span><span class="subline">Tausende Reisende '
+               'warten in den Hallen</span></h1></body></html>')
+    assert title(topline) == "Streik legt Flughafen lahm"
