@@ -446,3 +446,27 @@ def test_hidden_separator_and_topline_readings_of_the_h1():
                '<span class="topline">Streik legt Flughafen lahm</span><span class="subline">Tausende Reisende '
                'warten in den Hallen</span></h1></body></html>')
     assert title(topline) == "Streik legt Flughafen lahm"
+
+
+def test_lead_recovery_skips_ad_slots_script_text_and_pop_ups():
+    """Inline markup in the shapes that lead recovery took before: an ad slot whose class holds "lead"
+    (leaderboard) or "intro" with only <script> code as text, a newsletter pop-up inside the article
+    <header>; the marked teaser between them is still taken, its own <script> child left out."""
+    from lxml import html as lxml_html
+
+    from babelrag.construct.ingest.html import lead_paragraphs
+
+    body = ("Der Stadtrat hat am Dienstagabend mit großer Mehrheit beschlossen, die Linie 7 bis zum "
+            "Hauptbahnhof zu verlängern. Die Bauarbeiten sollen im Frühjahr beginnen.")
+    page = f"""<html><body><article><header>
+      <h1>Straßenbahn fährt bald bis zum Hauptbahnhof</h1>
+      <div class="ad-leaderboard" id="div-gpt-ad-leaderboard"><script>googletag.cmd.push(function() {{
+        googletag.display('div-gpt-ad-leaderboard'); }});</script></div>
+      <div class="newsletter-popup" role="dialog"><p>Jetzt den Newsletter abonnieren und keine Nachricht aus
+        der Stadt mehr verpassen!</p></div>
+      <p class="article-lead">Nach jahrelangem Streit ist die Entscheidung gefallen: Die Linie 7 wird
+        verlängert.<script>trackLead('article-lead');</script></p>
+      <div class="intro-ad"><script>window.adsQueue = window.adsQueue || []; adsQueue.push('intro');</script></div>
+    </header><p>{body}</p></article></body></html>"""
+    leads = lead_paragraphs(lxml_html.fromstring(page), body, "Straßenbahn fährt bald bis zum Hauptbahnhof")
+    assert leads == ["Nach jahrelangem Streit ist die Entscheidung gefallen: Die Linie 7 wird verlängert."]

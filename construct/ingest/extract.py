@@ -108,20 +108,23 @@ _IMAGE_MARKUP = re.compile(
     r"""<link\b[^>]*\brel\s*=\s*["']?(?:image_src|preload)[^>]*>""", re.IGNORECASE)
 
 
-def publication_date(html: str, url: str, latest: dt.date | None = None) -> dt.date | None:
+def publication_date(html: str, url: str, latest: dt.date | None = None, tree=None) -> dt.date | None:
     """htmldate's original (published, not modified) date; None when the page carries none.
 
     ``original_date`` prefers the publication over the modification date; the bounds are fixed dates
     (or the fetch day), never the clock; image markup is removed first (upload paths are not article dates)
     and so are lists of other stories (a related-story teaser's ``<span class="date">`` dates another
-    article)."""
+    article). ``tree``: the page already parsed (``parse_tree(html)``); it is changed in place."""
     from htmldate import find_date
 
     _quiet_libraries()
     # a day of slack: the page states its date in its own time zone, the WARC-Date is UTC
     latest = latest + dt.timedelta(days=1) if latest else LATEST_DATE
-    html = _IMAGE_MARKUP.sub(" ", html)
-    tree = parse_tree(html)
+    if tree is None:
+        html = _IMAGE_MARKUP.sub(" ", html)
+        tree = parse_tree(html)
+    else:
+        _drop_image_markup(tree)
     document = without_related(tree) if tree is not None else html
     found = None
     # markup and URL first (fast); the slow search through the text only when they hold no date
@@ -135,6 +138,15 @@ def publication_date(html: str, url: str, latest: dt.date | None = None) -> dt.d
         if found:
             break
     return parse_date(found)
+
+
+def _drop_image_markup(tree) -> None:
+    """What ``_IMAGE_MARKUP`` removes from the text, removed from a parsed page."""
+    for el in tree.xpath("//img | //source | //meta | //link"):
+        values = " ".join(el.attrib.values())
+        if el.tag in ("img", "source") or (el.tag == "meta" and re.search("og:image|twitter:image|thumbnail", values, re.I)) \
+                or (el.tag == "link" and re.match(r"\s*(?:image_src|preload)", el.get("rel", ""), re.I)):
+            el.drop_tree()
 
 
 def parse_tree(html: str):
@@ -172,7 +184,7 @@ def article_from_html(body: bytes | str, url: str = "", content_type: str = "", 
         return Skip("no-article-text", where, f"{url}: only the headline")
     if not title:
         return Skip("no-title", where, url)
-    published = publication_date(html, url, latest=fetched)
+    published = publication_date(html, url, latest=fetched, tree=tree)  # the last use of ``tree``
     return RawArticle(id=stable_id(url), title=title, text=text, published=published, url=url,
                       source=source or where)
 

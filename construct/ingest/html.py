@@ -11,6 +11,7 @@ import codecs
 import html as htmllib
 import json
 import re
+from functools import lru_cache
 from urllib.parse import urljoin, urlsplit
 
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([-\w:.]+)""", re.IGNORECASE)
@@ -297,10 +298,19 @@ def _tokens(marks: str) -> list[str]:
     return [t for t in re.split(r"[^A-Za-z0-9]+", spaced) if t]
 
 
-def _has_word(node, word: re.Pattern) -> bool:
-    """A class/id word, or two adjacent ones (``editors-note``), is ``word``."""
-    tokens = _tokens(_marks(node))
+@lru_cache(maxsize=16384)
+def _marks_say(marks: str, word: re.Pattern) -> bool:
+    """A class/id word, or two adjacent ones (``editors-note``), is ``word`` (cached: pages repeat classes)."""
+    hint = _HINTS.get(word)
+    if hint is not None and not hint.search(marks):
+        return False  # most class names hold none of the word's letters: no tokenising
+    tokens = _tokens(marks)
     return any(word.fullmatch(t) for t in tokens) or any(word.fullmatch(a + b) for a, b in zip(tokens, tokens[1:]))
+
+
+def _has_word(node, word: re.Pattern) -> bool:
+    marks = _marks(node)
+    return not marks.isspace() and _marks_say(marks, word)
 
 
 def _is_noise(node) -> bool:
@@ -398,8 +408,15 @@ def article_paragraphs(tree) -> list[str]:
     """The page's long paragraphs (``<p>`` of 80+ characters outside navigation, asides, forms and ads):
     what an article's body text is made of."""
     out = []
+    noise: dict = {}  # element -> is it navigation/aside/footer/noise (each ancestor judged once)
+
+    def noisy(el) -> bool:
+        if el not in noise:
+            noise[el] = el.tag in ("nav", "aside", "footer") or _is_noise(el)
+        return noise[el]
+
     for p in tree.iter("p"):
-        if any(a.tag in ("nav", "aside", "footer") or _is_noise(a) for a in p.iterancestors()):
+        if any(noisy(a) for a in p.iterancestors()):
             continue
         text = _visible_text(p)
         if len(text) >= 80:
@@ -421,9 +438,16 @@ def _story_list(el) -> bool:
     """A ``<ul>``/``<ol>`` of other stories: two or more items, nearly all of them a link with a date."""
     if el.tag not in ("ul", "ol"):
         return False
-    items = [li for li in el if isinstance(li.tag, str) and li.tag == "li"]
-    dated = [li for li in items if li.xpath(".//a[@href]") and _DAY.search(_visible_text(li))]
-    return len(dated) >= 2 and len(dated) >= 0.8 * len(items)
+    items = [li for li in el if li.tag == "li"]
+    if len(items) < 2:
+        return False
+    dated = sum(1 for li in items if _DAY.search(li.text_content()) and li.find(".//a[@href]") is not None)
+    return dated >= 2 and dated >= 0.8 * len(items)
+
+
+# a cheap first look: a class/id that holds none of these can hold none of the words
+_HINTS = {_RELATED_WORD: re.compile(r"relat|relacion|correlat|teaser|recommend|recirc|more|also|read|popular|trend|"
+                                    r"outbrain|taboola|next|weitere|aussi|anche", re.IGNORECASE)}
 
 
 def without_related(tree):
@@ -431,7 +455,8 @@ def without_related(tree):
     recommended classes holding two or more links) removed, never a block around the headline. Changes
     ``tree`` in place."""
     keep = {a for h1 in tree.iter("h1") for a in h1.iterancestors()}
-    doomed = [el for el in tree.iter() if isinstance(el.tag, str) and el not in keep
+    blocks = "//ul | //ol | //div[@class or @id] | //section[@class or @id] | //aside[@class or @id]"
+    doomed = [el for el in tree.xpath(blocks) if el not in keep
               and (_story_list(el)
                    or (_has_word(el, _RELATED_WORD) and len(el.xpath(".//a[@href]")) >= 2))]
     gone = set(doomed)
