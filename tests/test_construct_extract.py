@@ -470,3 +470,17 @@ def test_lead_recovery_skips_ad_slots_script_text_and_pop_ups():
     </header><p>{body}</p></article></body></html>"""
     leads = lead_paragraphs(lxml_html.fromstring(page), body, "Straßenbahn fährt bald bis zum Hauptbahnhof")
     assert leads == ["Nach jahrelangem Streit ist die Entscheidung gefallen: Die Linie 7 wird verlängert."]
+
+
+def test_precision_fallback_refuses_a_sign_up_form():
+    """When favor_precision keeps under half of the article paragraphs the default extraction runs too;
+    on the Attac page (first page set) it adds a sign-up form's labels and a form notice (the only
+    "long" line, inside a <form>) and must be refused."""
+    from babelrag.construct.ingest.extract import _trafilatura
+
+    body, exp = real("france.attc.org-privatisations.html")
+    html = decode_html(body)[0]
+    precise, fuller = _trafilatura(html, exp["url"], precision=True), _trafilatura(html, exp["url"], precision=False)
+    assert len(fuller) >= 2 * len(precise) and "Numéro de téléphone portable" in fuller  # the fallback is tried
+    art = article_from_html(body, exp["url"])
+    assert "Numéro de téléphone portable" not in art.text and norm(exp["lead"]) in norm(art.text)
