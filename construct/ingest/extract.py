@@ -18,7 +18,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from .html import canonical_url, decode_html, lead_paragraphs, article_paragraphs, page_title, without_related
+from .html import (article_paragraphs, canonical_url, decode_html, lead_paragraphs, other_stories_text, page_title,
+                   without_related, without_trailing_teasers)
 from .readers import RawArticle, Skip, parse_date, stable_id
 
 # the upper bound htmldate checks dates against when the fetch time is unknown: a fixed date, never the
@@ -180,6 +181,8 @@ def article_from_html(body: bytes | str, url: str = "", content_type: str = "", 
         return Skip("no-article-text", where, url)
     title = headline(html, url, tree)
     text = with_lead(tree, without_headline(text, title), title)
+    if tree is not None:  # teasers of other stories that the extractor appended to the article
+        text = without_trailing_teasers(text, other_stories_text(tree))
     if not text:
         return Skip("no-article-text", where, f"{url}: only the headline")
     if not title:

@@ -464,3 +464,35 @@ def without_related(tree):
         if el.getparent() is not None and not any(a in gone for a in el.iterancestors()):
             el.drop_tree()
     return tree
+
+
+def other_stories_text(tree) -> str:
+    """The text of lists of other stories (newline-joined, whitespace collapsed): blocks of two or more
+    siblings that each hold a heading (``<h2>``–``<h4>``) whose text is a link to another page, the
+    "Other columns" / "More stories" teasers extractors append to an article."""
+    groups: dict = {}
+    for heading in tree.xpath("//h2[.//a[@href]] | //h3[.//a[@href]] | //h4[.//a[@href]]"):
+        text = _visible_text(heading)
+        links = " ".join(_visible_text(a) for a in heading.iter("a"))
+        block = heading.getparent()
+        if not text or len(links) < 0.5 * len(text) or block is None or block.getparent() is None:
+            continue
+        groups.setdefault(block.getparent(), set()).add(block)
+    return "\n".join(_visible_text(block) for parent, blocks in groups.items() if len(blocks) >= 2
+                     for block in blocks)
+
+
+def without_trailing_teasers(text: str, teasers: str) -> str:
+    """``text`` without the lines at its end that come from lists of other stories (``other_stories_text``),
+    and the short list heading just before them ("Other Opinion Columns")."""
+    if not teasers:
+        return text
+    lines = text.split("\n")
+    kept = len(lines)
+    while kept and (key := " ".join(lines[kept - 1].split())) and key in teasers:
+        kept -= 1
+    if kept == len(lines):
+        return text
+    if kept and len(lines[kept - 1]) < 40 and not lines[kept - 1].rstrip().endswith((".", "!", "?", "\u201d", '"')):
+        kept -= 1  # the list's own heading
+    return "\n".join(lines[:kept]).strip()
