@@ -20,7 +20,7 @@ _CANONICAL = re.compile(r"""<link\b[^>]*\brel\s*=\s*["']?canonical["']?[^>]*>"""
 # ``\s`` before ``href`` so that ``ng-href=`` / ``data-href=`` (templates, lazy loaders) never match
 _HREF = re.compile(r"""(?:^|\s)href\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))""", re.IGNORECASE)
 _TEMPLATE = re.compile(r"\{\{|\}\}|\{%|%\}|\$\{")
-_TITLE_SEPARATORS = re.compile(r"\s+(?:[|–—·•»>:]|-|::|/)\s+|\s*[|｜：]\s*")
+_TITLE_SEPARATORS = re.compile(r"\s+(?:[|–—·•»>:]|-|::|/)\s+|\s*[|｜]\s*")
 # WHATWG: these labels mean windows-1252 in HTML (iso-8859-1 pages use 0x80-0x9f for curly quotes etc.)
 _LATIN1_LABELS = {"iso-8859-1", "iso8859-1", "latin1", "latin-1", "us-ascii", "ascii", "l1", "cp819"}
 
@@ -177,8 +177,9 @@ _EDGE_SEPARATORS = re.compile(r"^[\s:|｜：–—·•/-]+|[\s:|｜：–—·�
 # a photo credit after the headline: ``（写真＝ロイター）``, ``(Foto: dpa)``, ``(Photo: Reuters)``
 _PHOTO_CREDIT = re.compile(r"\s*[（(]\s*(?:写真|画像|撮影|照片|图|圖|사진|photos?|foto|fotos|bild|image)\s*"
                            r"[＝=:：/／]\s*[^（）()]{1,40}[）)]", re.IGNORECASE)
-# the page's own name in a heading: the site logo, not a headline
-_LOGO = re.compile(r"logo|brand|masthead|site-?(?:title|name|header)|branding", re.IGNORECASE)
+# the page's own name in a heading: the site logo, not a headline (class/id words: ``hidden-logo``,
+# ``site-title``, ``masthead``, ``brand``)
+_LOGO_WORD = re.compile(r"\w*logo|logo\w*|brand|branding|masthead|sitetitle|sitename|blogtitle|blogname", re.IGNORECASE)
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 
 
@@ -230,13 +231,21 @@ def _is_logo_heading(h1, site: set[str], sections: set[str] = frozenset()) -> bo
     """A site logo or section name marked up as ``<h1>``: logo/brand classes on it or its parents, a link
     to the home page as its only content, a text that is the site's name or the page's
     ``article:section``."""
-    if any(_LOGO.search(_marks(node)) for node in (h1, *list(h1.iterancestors())[:3])):
+    if any(_has_word(node, _LOGO_WORD) for node in (h1, *list(h1.iterancestors())[:3])):
         return True
-    links = h1.xpath(".//a/@href")
-    if links and all(urlsplit(href).path in ("", "/") for href in links) and not (h1.text or "").strip():
+    links = [href.strip() for href in h1.xpath(".//a/@href")]
+    home = lambda href: href == "/" or (bool(urlsplit(href).netloc) and urlsplit(href).path in ("", "/"))  # noqa: E731
+    if links and all(home(href) for href in links) and not (h1.text or "").strip():
         return True
     text = _heading_text(h1)
     return bool(text) and (_is_site_part(text, site) or _norm_key(text) in sections)
+
+
+def _strip_cjk_colon_site(title: str, site: set[str]) -> str:
+    """``見出し ：日本経済新聞`` -> ``見出し``: a fullwidth colon before the site's name (only then: ``特集：…``
+    keeps its colon)."""
+    head, colon, tail = title.rpartition("：")
+    return head.strip() if colon and head.strip() and _is_site_part(tail, site) else title
 
 
 def _strip_cjk_site(title: str) -> str:
@@ -267,7 +276,7 @@ def page_title(tree, url: str) -> str:
             hk = _norm_key(h)
             if len(hk) >= 3 and any(hk == mk or (hk in mk and len(hk) >= 0.3 * len(mk)) for mk in meta_keys):
                 return h
-    stripped = [_clean_title(_strip_cjk_site(_strip_site_name(m, site))) for m in metas]
+    stripped = [_clean_title(_strip_cjk_site(_strip_cjk_colon_site(_strip_site_name(m, site), site))) for m in metas]
     stripped = [m for m in stripped if m]
     if stripped:
         first = stripped[0]
@@ -289,7 +298,7 @@ _NOISE_WORD = re.compile(r"ads?|advert\w*|advertisement|banner|promo\w*|sponsor\
                          r"newsletter|subscri\w*|signup|cookies?|consent|paywall|outbrain|taboola|leaderboard|"
                          r"dfp|gpt|billboard", re.IGNORECASE)
 _UNSEEN_TAGS = ("script", "style", "noscript", "template", "button", "form", "dialog", "iframe")
-_BYLINE = re.compile(r"^(?:by|von|par|por|di|da|door|av|af|from)\s", re.IGNORECASE)
+_BYLINE = re.compile(r"^(?:by|von|par|por|di|door|from)\s", re.IGNORECASE)
 
 
 def _tokens(marks: str) -> list[str]:
