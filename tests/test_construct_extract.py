@@ -484,3 +484,21 @@ def test_precision_fallback_refuses_a_sign_up_form():
     assert len(fuller) >= 2 * len(precise) and "Numéro de téléphone portable" in fuller  # the fallback is tried
     art = article_from_html(body, exp["url"])
     assert "Numéro de téléphone portable" not in art.text and norm(exp["lead"]) in norm(art.text)
+
+
+def test_trailing_teasers_are_cut_but_not_sections_headed_by_anchors():
+    """Other columns' teasers at the end of the text (Herald Sun page) go; an article whose sections are
+    headed by links to its own anchors (a table of contents) keeps its last section."""
+    from lxml import html as lxml_html
+
+    from babelrag.construct.ingest.html import other_stories_text, without_trailing_teasers
+
+    art, _ = residual("heraldsun.com.au-surveillance.html")
+    assert art.text.endswith("LAURIE OAKES IS THE NINE NETWORK POLITICAL EDITOR")
+    sections = "".join(f'<section><h2><a href="#s{i}">Teil {i} der Reportage</a></h2><p>Der {i}. Abschnitt erzählt, wie '
+                       f'die Gemeinde ihren Haushalt aufstellt und wer mitredet.</p></section>' for i in range(3))
+    tree = lxml_html.fromstring(f"<html><body><article><h1>Haushalt</h1>{sections}</article></body></html>")
+    text = "\n".join(f"Teil {i} der Reportage\nDer {i}. Abschnitt erzählt, wie die Gemeinde ihren Haushalt aufstellt "
+                     f"und wer mitredet." for i in range(3))
+    assert other_stories_text(tree) == ""
+    assert without_trailing_teasers(text, other_stories_text(tree)) == text

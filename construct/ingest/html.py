@@ -482,7 +482,8 @@ def other_stories_text(tree) -> str:
     groups: dict = {}
     for heading in tree.xpath("//h2[.//a[@href]] | //h3[.//a[@href]] | //h4[.//a[@href]]"):
         text = _visible_text(heading)
-        links = " ".join(_visible_text(a) for a in heading.iter("a"))
+        # links to other pages, not a table of contents' anchors (#section-2)
+        links = " ".join(_visible_text(a) for a in heading.iter("a") if not a.get("href", "").lstrip().startswith("#"))
         block = heading.getparent()
         if not text or len(links) < 0.5 * len(text) or block is None or block.getparent() is None:
             continue
@@ -498,7 +499,7 @@ def without_trailing_teasers(text: str, teasers: str) -> str:
         return text
     lines = text.split("\n")
     kept = len(lines)
-    while kept and (key := " ".join(lines[kept - 1].split())) and key in teasers:
+    while kept and len(key := " ".join(lines[kept - 1].split())) >= 12 and key in teasers:
         kept -= 1
     if kept == len(lines):
         return text
