@@ -170,7 +170,7 @@ def _is_site_part(part: str, site_words: set[str]) -> bool:
 
 _KICKER = re.compile(r"kicker|dachzeile|topline|overline|eyebrow|roofline|roof-line|super-?title", re.IGNORECASE)
 # parts a reader never sees: screen-reader separators (``<span class="offscreen">: </span>``) and the like
-_HIDDEN = re.compile(r"visually-?hidden|sr-only|screen-?reader|off-?screen|element-invisible|a11y-hidden|"
+_HIDDEN = re.compile(r"visually-?hidden|vis-?hidden|sr-only|screen-?reader|off-?screen|invisible|a11y-hidden|"
                      r"(?:^|\s)(?:u-|is-)?hidden(?:\s|$)", re.IGNORECASE)
 # a headline ends with no separator; ``: Headline`` is what is left of ``Kicker<hidden>: </hidden>Headline``
 _EDGE_SEPARATORS = re.compile(r"^[\s:|｜：–—·•/-]+|[\s:|｜：–—·•/-]+$")
