@@ -502,3 +502,22 @@ def test_trailing_teasers_are_cut_but_not_sections_headed_by_anchors():
                      f"und wer mitredet." for i in range(3))
     assert other_stories_text(tree) == ""
     assert without_trailing_teasers(text, other_stories_text(tree)) == text
+
+
+def test_h1_without_the_prefix_of_the_metadata_headline():
+    """og:title "Prefix: headline", <h1> "headline": the prefix is a label when the page shows it as its own
+    element (kicker "Chronik", section "Corona-Pandemie" on two pages of the first set, whose annotated
+    headline is the <h1>), else part of the headline the <h1> shortened (inline markup)."""
+    from lxml import html as lxml_html
+
+    from babelrag.construct.ingest.html import page_title
+
+    for name in ("0a6291ebbce449b3b04256b43c73e39d.html", "cicero.de.pandemie.html"):
+        body, exp = real(name)
+        assert norm(article_from_html(body, exp["url"]).title) == norm(exp["title"])
+    head = '<head><meta property="og:title" content="Brexit: May’s deal defeated by 230 votes"></head>'
+    h1 = "<h1>May’s deal defeated by 230 votes</h1><p>The government lost the vote.</p>"
+    assert page_title(lxml_html.fromstring(f"<html>{head}<body>{h1}</body></html>"), "https://example.org/a") == \
+        "Brexit: May’s deal defeated by 230 votes"
+    labelled = f'<html>{head}<body><div class="kicker">Brexit</div>{h1}</body></html>'
+    assert page_title(lxml_html.fromstring(labelled), "https://example.org/a") == "May’s deal defeated by 230 votes"
