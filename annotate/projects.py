@@ -78,12 +78,15 @@ class Suggestion:
 
 @dataclass
 class ProjectRecord:
-    """One record to annotate; ``id`` is the build record's id (Argilla's external id: upserts are idempotent)."""
+    """One record to annotate; ``id`` is the build record's id (Argilla's external id: upserts are idempotent).
+    ``withheld``: the pipeline's answers not sent as Argilla suggestions (suggestion mode ``show``/``off``),
+    kept locally so agreement can still compare them with the humans."""
 
     id: str
     fields: dict[str, str]
     metadata: dict[str, Any] = field(default_factory=dict)
     suggestions: list[Suggestion] = field(default_factory=list)
+    withheld: list[Suggestion] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -92,6 +95,13 @@ class FieldSpec:
     title: str
     required: bool = True
     markdown: bool = False
+
+
+# Argilla 2.8's UI fills a pending record's form with its suggestions (Record.completeQuestion answers each
+# question with its suggestion), so a suggested label is pre-selected and one click submits it. In mode
+# "show" a judgement's suggestion goes into this field instead: visible, nothing selected.
+HINTS = FieldSpec("hints", "Hints: what the pipeline thinks (nothing is pre-selected; judge for yourself)",
+                  required=False, markdown=True)
 
 
 @dataclass(frozen=True)
@@ -126,6 +136,7 @@ QA_VERIFICATION = ProjectSpec(
     fields=(
         FieldSpec("question", "Question"),
         FieldSpec("answer", "Answer"),
+        HINTS,
         FieldSpec("evidence", "Summaries and the facts the question uses", markdown=True),
         FieldSpec("article_a", "Source article 1", required=False, markdown=True),
         FieldSpec("article_b", "Source article 2", required=False, markdown=True),
@@ -155,6 +166,7 @@ GROUNDING = ProjectSpec(
     fields=(
         FieldSpec("question", "Question"),
         FieldSpec("answer", "Reference answer"),
+        HINTS,
         *(FieldSpec(f"passage_{i}", f"Passage {i}", required=False, markdown=True) for i in range(1, MAX_PASSAGES + 1)),
     ),
     questions=(
@@ -176,6 +188,7 @@ FORCED_CHOICE = ProjectSpec(
         FieldSpec("context", "Context", required=False, markdown=True),
         FieldSpec("response_a", "Response A"),
         FieldSpec("response_b", "Response B"),
+        HINTS,
     ),
     questions=(QuestionSpec("choice", "Which response is better for the criterion?", CHOICE),),
     metadata=("criterion", "better_position", "language"),
@@ -187,6 +200,7 @@ ANSWER_JUDGEMENT = ProjectSpec(
         FieldSpec("question", "Question"),
         FieldSpec("gold_answer", "Gold answer"),
         FieldSpec("model_answer", "Model answer"),
+        HINTS,
     ),
     questions=(QuestionSpec("verdict", "Is the model answer correct?", VERDICT),),
     metadata=("model", "language", "setting", "qa_id"),
@@ -373,20 +387,48 @@ def build_records(project: str, rows: list, settings: AnnotateSettings, language
     """Dispatch to the project's builder; ``language`` is required by the translation project,
     ``articles`` (id -> Article) gives Q&A verification its source articles, highlighted by
     ``highlighter`` (default: the one ``settings.highlight`` names, without a vector cache)."""
-    spec(project)
+    ps = spec(project)
+    mode = settings.project(project).suggestions
     if project == "qa_verification":
         if articles is not None and highlighter is None:
             highlighter = make_highlighter(settings.highlight)
-        return qa_verification_records(rows, articles, highlighter)
+        return apply_suggestion_mode(qa_verification_records(rows, articles, highlighter), ps, mode)
     if project == "translation":
         if not language:
             raise InputError("the translation project needs a target language (--language de)")
-        return translation_records(rows, language)
+        return apply_suggestion_mode(translation_records(rows, language), ps, mode)
     if project == "grounding":
-        return grounding_records(rows)
+        return apply_suggestion_mode(grounding_records(rows), ps, mode)
     if project == "forced_choice":
-        return forced_choice_records(rows, settings.seed)
-    return answer_judgement_records(rows)
+        return apply_suggestion_mode(forced_choice_records(rows, settings.seed), ps, mode)
+    return apply_suggestion_mode(answer_judgement_records(rows), ps, mode)
+
+
+def hints_markdown(ps: ProjectSpec, suggestions: list[Suggestion]) -> str:
+    """One line per judgement: the question, the pipeline's label and who said so."""
+    questions = {q.name: q for q in ps.questions}
+    lines = []
+    for s in suggestions:
+        q = questions[s.question]
+        label = (q.labels or {}).get(s.value, s.value)
+        lines.append(f"- {q.title} — *{label}* ({s.agent or 'pipeline'})")
+    return "\n".join(lines)
+
+
+def apply_suggestion_mode(records: list[ProjectRecord], ps: ProjectSpec, mode: str) -> list[ProjectRecord]:
+    """Suggestions for judgement (label) questions as ``mode`` says: ``preselect`` keeps them as Argilla
+    suggestions; ``show`` moves them to the ``hints`` field; ``off`` drops them from what is sent. In the
+    last two they are kept in ``withheld``. Suggestions for text questions (drafts to edit) stay."""
+    if mode == "preselect":
+        return records
+    labels = set(ps.label_questions)
+    for r in records:
+        judgements = [s for s in r.suggestions if s.question in labels]
+        r.suggestions = [s for s in r.suggestions if s.question not in labels]
+        r.withheld = judgements
+        if mode == "show" and judgements and any(f.name == HINTS.name for f in ps.fields):
+            r.fields[HINTS.name] = hints_markdown(ps, judgements)
+    return records
 
 
 # ----------------------------------------------------------------------------- Argilla SDK objects

@@ -62,6 +62,10 @@ class ProjectSettings(_Strict):
     workspace: Optional[str] = None  # default: AnnotateSettings.workspace
     min_submitted: Optional[int] = Field(None, ge=1)  # default: AnnotateSettings.min_submitted
     languages: list[str] = Field(default_factory=list, description="translation project: target languages")
+    suggestions: Literal["preselect", "show", "off"] = Field(
+        "show", description="what annotators see of the pipeline's answer to a judgement (label) question: "
+        "preselect = Argilla pre-selects it (one click confirms the model), show = a hint field beside the record, "
+        "nothing selected, off = nothing. Drafts to post-edit (text questions) are pre-filled in every mode")
 
 
 class HighlightSettings(_Strict):

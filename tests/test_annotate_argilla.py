@@ -41,6 +41,7 @@ class Env:
             ],
             min_submitted=2,
             seed=7,
+            projects={"forced_choice": {"suggestions": "preselect"}},  # the others: the default, "show"
             server=ServerSettings(home=home, port=0),
         )
         self.server = ArgillaServer(self.settings.server)
@@ -111,9 +112,14 @@ def test_push_creates_every_project_with_guidelines_distribution_and_suggestions
         assert ds.settings.distribution.min_submitted == 2
     qa_ds = ps.find_dataset(env.client, env.settings, "qa_verification")
     rec = next(r for r in qa_ds.records(with_suggestions=True) if r.id == "qa1")
-    assert rec.suggestions["answer_correct"].value == "yes"
+    # suggestions "show" (default): judgements are a hint field, not Argilla suggestions (which the UI
+    # pre-selects); the draft answer to edit is still pre-filled
+    assert [s.question_name for s in rec.suggestions] == ["corrected_answer"]
     assert rec.suggestions["corrected_answer"].value == samples.qa_items(1)[0]["answer"]
-    assert rec.suggestions["natural"].agent == "babelrag.filters.well_formed"
+    assert "Is the answer correct? — *Yes* (qwen-0.5b/crossdoc_qa)" in rec.fields["hints"]
+    assert "Is the question natural? — *Yes* (babelrag.filters.well_formed)" in rec.fields["hints"]
+    fc_rec = next(r for r in ps.find_dataset(env.client, env.settings, "forced_choice").records(with_suggestions=True))
+    assert fc_rec.suggestions["choice"].agent == "llm-judge" and "hints" not in fc_rec.fields  # "preselect"
     # forced choice: positions are seeded and recorded; the same seed gives the same layout
     fc = {r.id: r for r in data[("forced_choice", "")]}
     positions = {rid: r.metadata["better_position"] for rid, r in fc.items()}
@@ -290,6 +296,7 @@ def test_forced_choice_decisions_map_positions_back_to_better_or_worse(env, push
     assert report["annotators"][0]["raw_agreement"] == pytest.approx(n_a / 6)
     # the judge's pick (always "better") vs the human majority, over the records without a tie
     assert report["suggestions"][0]["items"] == n_a and report["suggestions"][0]["raw_agreement"] == 1.0
+    assert report["suggestions"][0]["mode"] == "preselect"
 
 
 def test_pull_twice_changes_nothing(env, pushed):
@@ -458,7 +465,10 @@ def test_cli_serve_push_status_pull_then_sigterm_leaves_nothing_running(tmp_path
         runner = CliRunner()
         res = runner.invoke(app, ["push", "qa_verification", "-i", str(tmp_path / "qa.jsonl"), "-c", str(cfg),
                                   "--articles", str(tmp_path / "articles.jsonl")])
-        assert res.exit_code == 0 and "3 records pushed, 3 new" in " ".join(res.output.split()), res.output
+        assert res.exit_code == 0 and "3 records: 3 new, 0 updated, 0 already there" in " ".join(res.output.split()), res.output
+        res = runner.invoke(app, ["push", "qa_verification", "-i", str(tmp_path / "qa.jsonl"), "-c", str(cfg),
+                                  "--articles", str(tmp_path / "articles.jsonl")])  # nothing to send again
+        assert res.exit_code == 0 and "3 records: 0 new, 0 updated, 3 already there" in " ".join(res.output.split())
         # the German source articles were highlighted by the encoder, their sentence vectors kept in the build
         assert [p.relative_to(tmp_path).parts[-3:] for p in tmp_path.rglob("cache.sqlite")] == [
             ("_shared", "vectors", "cache.sqlite")]
