@@ -46,9 +46,9 @@ def _console():
 
 
 def _projects(project: str) -> list[str]:
-    from .projects import PROJECTS, spec
+    from .registry import get, names
 
-    return list(PROJECTS) if project == "all" else [spec(project).name]
+    return names() if project == "all" else [get(project).name]
 
 
 @app.command()
@@ -76,7 +76,8 @@ def serve(
 
 @app.command()
 def push(
-    project: str = typer.Argument(..., help="qa_verification | translation | grounding | forced_choice | answer_judgement"),
+    project: str = typer.Argument(..., help="a registered project: qa_verification | translation | grounding | "
+                                  "forced_choice | answer_judgement (or a plug-in's)"),
     input: Path = typer.Option(..., "--input", "-i", help="Records (.jsonl/.parquet): QAItem, Instance, contrastive pairs or model answers."),
     language: str = typer.Option("", "--language", "-l", help="Target language (translation; default: the configured languages)."),
     articles: Optional[Path] = typer.Option(
@@ -94,15 +95,17 @@ def push(
     from .inputs import read_rows
     from .projects import build_records, spec
     from .push import argilla_errors, push as do_push
+    from .registry import get
     from .suggested import write_suggested
 
     settings, default_out = _load(config)
+    pt = get(project)
     rows = read_rows(input)
-    languages = [language] if language else (settings.project(project).languages if project == "translation" else [""])
+    languages = [language] if language else (settings.project(project).languages if pt.per_language else [""])
     if not languages:
-        raise InputError("translation: give --language or list annotate.projects.translation.languages in the config")
+        raise InputError(f"{project}: give --language or list annotate.projects.{project}.languages in the config")
     source_articles, highlighter = None, None
-    if project == "qa_verification":
+    if pt.needs_articles:
         source_articles = _source_articles(rows, articles, default_out.parent)
         highlighter = _highlighter(settings, default_out.parent)
     batches = [(lang, build_records(project, rows, settings, lang, source_articles, highlighter))
@@ -141,7 +144,7 @@ def _source_articles(rows: list, path: Optional[Path], build_dir: Path) -> dict:
     from babelrag.store import BuildStore
 
     from .inputs import parse, read_rows
-    from .projects import missing_articles
+    from .project_types.qa_verification import missing_articles
 
     wanted = {a for qa in parse(QAItem, rows, "qa_verification input") for a in qa.article_ids}
     if path is not None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from babelrag.errors import StageError
+from babelrag.errors import InputError, StageError
 
 from .settings import AnnotateSettings
 from .projects import ProjectRecord, spec, to_argilla_records, to_argilla_settings
@@ -178,6 +178,8 @@ def push(
     name, workspace = settings.dataset_name(project, suffix), settings.project(project).workspace or settings.workspace
     problems = check_input(records, ps)
     dataset = get_dataset(rg_client, name, workspace)
+    if dataset is not None:
+        _check_dataset_fields(dataset, records)
     existing = existing_fields(rg_client, dataset) if dataset is not None else {}
     problems += existing_problems(records, existing, update)
     raise_problems(problems, source, name)
@@ -201,6 +203,16 @@ def push(
             after_batch(n, list(landed))
     return PushResult(name, workspace, len(records), len(todo) - updated, updated, len(records) - len(todo),
                       time.perf_counter() - t0)
+
+
+def _check_dataset_fields(dataset, records: list[ProjectRecord]) -> None:
+    """A dataset made by an older version may lack a field the records now use (e.g. ``hints``)."""
+    have = {f.name for f in dataset.settings.fields}
+    missing = sorted({k for r in records for k, v in r.fields.items() if v not in (None, "")} - have)
+    if missing:
+        raise InputError(f"dataset {dataset.name} has no field(s) {', '.join(missing)} (created by an older version); "
+                         "push into a new annotate.dataset_prefix, or delete the dataset, or for `hints` set "
+                         "annotate.projects.<project>.suggestions: preselect or off")
 
 
 def _partial_message(dataset: str, landed: list[str], total: int, exc: Exception) -> str:

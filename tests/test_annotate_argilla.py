@@ -19,7 +19,7 @@ import pytest
 from babelrag.annotate import agreement as ag
 from babelrag.annotate import merge, projects, pull as pl, push as ps
 from babelrag.annotate import samples
-from babelrag.annotate.settings import AnnotateSettings, ServerSettings
+from babelrag.annotate.settings import AnnotateSettings, ProjectSettings, ServerSettings
 from babelrag.annotate.server.process import ArgillaServer
 from babelrag.records import QAItem
 
@@ -485,3 +485,107 @@ def test_cli_serve_push_status_pull_then_sigterm_leaves_nothing_running(tmp_path
     assert rc == 0
     assert _in_home(home) == []
     assert not (home / "server.json").exists()
+
+
+_FIND_TEXT_JS = """window.__babelragFind = function (text) {
+  var walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT), node;
+  while ((node = walker.nextNode())) { if (node.nodeValue.indexOf(text) >= 0) return node.parentElement; }
+  return null;
+};"""
+
+
+def _open_annotation_page(browser, base_url: str, dataset_id: str) -> None:
+    from tests.helpers.cdp import VISIBLE_JS
+
+    browser.goto(f"{base_url}/dataset/{dataset_id}/annotation-mode")
+    browser.wait_for("document.querySelectorAll('mark').length > 0 && "
+                     "document.querySelectorAll('input[type=checkbox]').length > 0", 90)
+    browser.evaluate(VISIBLE_JS + _FIND_TEXT_JS)
+
+
+def test_ui_at_1366x768_shows_question_answer_and_first_highlight_unanchored_guidelines_collapsed_later(env, pushed):
+    """Real browser, real server: the layout an annotator gets on a laptop screen, and what is pre-selected."""
+    from tests.helpers.cdp import Browser
+
+    binary = shutil.which("chromium") or shutil.which("chromium-browser")
+    if binary is None:
+        pytest.skip("chromium not installed: run scripts/install_system_deps.sh")
+    filler = [f"Filler sentence number {i} talks about the harbour and the weather in the old town." for i in range(60)]
+    arts = {a["id"]: a for a in samples.articles(1)}
+    arts["a1"] = {**arts["a1"], "text": " ".join(filler[:30] + ["Lisbon summit 1 drew 101 delegates from twelve countries."]
+                                                  + filler[30:])}
+    item = samples.qa_items(1)
+    show = env.settings.model_copy(update={"dataset_prefix": "layout"})  # suggestions: "show" (default)
+    pre = env.settings.model_copy(update={"dataset_prefix": "layoutpre", "projects": {
+        "qa_verification": ProjectSettings(suggestions="preselect")}})
+    for s in (show, pre):
+        ps.push(env.client, s, "qa_verification", projects.build_records("qa_verification", item, s, articles=arts))
+    show_id = str(ps.find_dataset(env.client, show, "qa_verification").id)
+    pre_id = str(ps.find_dataset(env.client, pre, "qa_verification").id)
+    profile = ARTIFACTS / "chromium-cdp-profile"
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    auth = base64.b64encode(b"ann1:ann1-password").decode()
+    checked = "Array.from(document.querySelectorAll('input[type=checkbox]:checked')).map(function (i) { return i.id; })"
+    layout = f"JSON.parse(localStorage.getItem('argilla')).layout['{show_id}-r-h-rz']"
+
+    browser = Browser(binary, profile, 1366, 768)
+    try:
+        browser.goto(f"{env.server.url}/sign-in?auth={auth}")
+        browser.wait_for("!window.location.pathname.startsWith('/sign-in')", 60)
+        _open_annotation_page(browser, env.server.url, show_id)  # first visit: guidelines open
+        assert browser.evaluate(layout)["isExpanded"] is True
+        guide = "window.__babelragVisible(window.__babelragFind('Q&A verification (XRAG)')).inView === true"
+        assert browser.wait_for(guide)  # the guidelines' text is on screen
+        # "show": the pipeline's judgements are a hint, nothing is selected
+        assert browser.evaluate(checked) == []
+        assert browser.evaluate("!!window.__babelragFind('Is the answer correct? — ')")
+        browser.screenshot(ARTIFACTS / "argilla-1366x768-first-visit.png")
+        _open_annotation_page(browser, env.server.url, pre_id)  # "preselect": Argilla pre-selects them
+        assert sorted(browser.evaluate(checked)) == ["answer_correct_yes", "natural_yes"]
+    finally:
+        browser.close(keep_profile=True)
+
+    browser = Browser(binary, profile, 1366, 768, fresh=False)  # a later visit: new browser, same profile
+    try:
+        _open_annotation_page(browser, env.server.url, show_id)
+        assert browser.evaluate(layout)["isExpanded"] is False
+        assert not browser.evaluate(guide)
+        browser.screenshot(ARTIFACTS / "argilla-1366x768-later-visit.png")
+        seen = browser.evaluate(
+            "({question: window.__babelragVisible(window.__babelragFind(%s)),"
+            " answer: window.__babelragVisible(window.__babelragFind(%s)),"
+            " mark: window.__babelragVisible(document.querySelector('mark')),"
+            " markText: document.querySelector('mark').textContent, size: [innerWidth, innerHeight]})"
+            % (json.dumps(item[0]["question"]), json.dumps(item[0]["answer"])))
+        assert seen["size"] == [1366, 768]
+        assert seen["markText"] == "Lisbon summit 1 drew 101 delegates from twelve countries."
+        for what in ("question", "answer", "mark"):
+            assert seen[what]["visible"], (what, seen[what])
+        assert browser.evaluate(checked) == []
+    finally:
+        browser.close()
+
+
+def test_a_plug_in_project_type_is_pushed_and_annotated_like_a_built_in_one(env, pushed):
+    from babelrag.annotate import registry
+    from tests.test_annotate_registry import ROWS, TINY
+
+    registry.register_lazy("claim_check", TINY)
+    try:
+        s = env.settings.model_copy(update={"dataset_prefix": "plugin"})
+        result = ps.push(env.client, s, "claim_check", projects.build_records("claim_check", ROWS, s))
+        assert (result.dataset, result.new) == ("plugin-claim-check", 2)
+        ds = ps.find_dataset(env.client, s, "claim_check")
+        assert [q.name for q in ds.settings.questions] == ["supported"]
+        assert "Guideline claim_check, version 1" in ds.settings.guidelines
+        headers = env.token("ann1", "ann1-password")
+        for rec in _queue(env, headers, str(ds.id)):
+            _answer(env, headers, rec["id"], {"supported": "yes"})
+        responses, records = pl.fetch_rows(env.client, s, "claim_check")
+        assert sorted((r["record_id"], r["values"]["supported"]) for r in responses) == [("c1", "yes"), ("c2", "yes")]
+        assert {r["record_id"]: r["fields"]["hints"] for r in records}["c2"] == (
+            "Does the source support the claim? — *No* (tiny-model)")
+    finally:
+        registry._LAZY.pop("claim_check", None)
+        registry._LOADED.pop("claim_check", None)
+        projects.guideline.cache_clear()

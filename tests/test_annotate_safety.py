@@ -206,3 +206,19 @@ def test_a_push_that_fails_midway_names_what_landed_and_a_rerun_resumes_without_
     assert (done.new, done.unchanged) == (4, 2)
     ids = [r.id for r in ps.find_dataset(client, s, "answer_judgement").records]
     assert sorted(ids) == [f"ans{i}" for i in range(1, 7)]
+
+
+def test_a_dataset_from_an_older_version_without_the_hints_field_is_named_before_anything_is_sent(shared_host):
+    import argilla as rg
+
+    _, settings, client = shared_host
+    s = settings.model_copy(update={"dataset_prefix": "old"})
+    new = projects.to_argilla_settings("answer_judgement", s, client)
+    old = rg.Settings(fields=[rg.TextField(name=f.name, title=f.title, required=f.required, client=client)
+                              for f in new.fields if f.name != "hints"],
+                      questions=[rg.LabelQuestion(name="verdict", labels={"correct": "Correct", "incorrect": "Incorrect"},
+                                                  client=client)])
+    rg.Dataset(name="old-answer-judgement", workspace=s.workspace, settings=old, client=client).create()
+    with pytest.raises(InputError, match="has no field\\(s\\) hints .* new annotate.dataset_prefix"):
+        ps.push(client, s, "answer_judgement", _answers(2))
+    assert len(list(ps.find_dataset(client, s, "answer_judgement").records)) == 0

@@ -22,9 +22,11 @@ class CdpError(RuntimeError):
 class Browser:
     """One headless Chromium with one page, at a fixed viewport size."""
 
-    def __init__(self, binary: str, profile: Path, width: int = 1366, height: int = 768) -> None:
-        shutil.rmtree(profile, ignore_errors=True)
-        profile.mkdir(parents=True)
+    def __init__(self, binary: str, profile: Path, width: int = 1366, height: int = 768, fresh: bool = True) -> None:
+        """``fresh=False`` reopens an earlier browser's profile (a later visit: same localStorage, new tab)."""
+        if fresh:
+            shutil.rmtree(profile, ignore_errors=True)
+        profile.mkdir(parents=True, exist_ok=True)
         self.profile = profile
         to_browser_r, self._to_browser = os.pipe()
         self._from_browser, from_browser_w = os.pipe()
@@ -105,7 +107,7 @@ class Browser:
         data = self.call("Page.captureScreenshot", session=True, format="png")["data"]
         path.write_bytes(base64.b64decode(data))
 
-    def close(self) -> None:
+    def close(self, keep_profile: bool = False) -> None:
         try:
             self.call("Browser.close", timeout=5)
         except (CdpError, OSError):
@@ -120,7 +122,8 @@ class Browser:
                 os.close(fd)
             except OSError:
                 pass
-        shutil.rmtree(self.profile, ignore_errors=True)
+        if not keep_profile:
+            shutil.rmtree(self.profile, ignore_errors=True)
 
 
 # In-page helper: is the element entirely inside the viewport and inside every clipping ancestor?
