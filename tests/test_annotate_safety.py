@@ -218,6 +218,8 @@ def test_a_dataset_from_an_older_version_without_the_hints_field_is_named_before
                               for f in new.fields if f.name != "hints"],
                       questions=[rg.LabelQuestion(name="verdict", labels={"correct": "Correct", "incorrect": "Incorrect"},
                                                   client=client)])
+    if ps._quiet(client.workspaces, s.workspace) is None:  # when run alone
+        rg.Workspace(name=s.workspace, client=client).create()
     rg.Dataset(name="old-answer-judgement", workspace=s.workspace, settings=old, client=client).create()
     with pytest.raises(InputError, match="has no field\\(s\\) hints .* new annotate.dataset_prefix"):
         ps.push(client, s, "answer_judgement", _answers(2))
