@@ -46,15 +46,19 @@ def phase(server: ArgillaServer, client, settings: AnnotateSettings, prefix: str
     recs = projects.build_records("answer_judgement", samples.model_answers(records), s)
     ps.push(client, s, "answer_judgement", recs)
     dataset_id = str(ps.find_dataset(client, s, "answer_judgement").id)
+    for a in team:  # figures are per phase
+        a.submits, a.queue, a.acknowledged, a.errors = [], [], [], []
     start = threading.Barrier(len(team) + 1)
     stop_box: dict[str, float] = {}  # the deadline, set once every annotator has signed in
-    threads = [threading.Thread(target=_annotator_thread, args=(server.url, dataset_id, a, start, stop_box))
+    go = threading.Event()
+    threads = [threading.Thread(target=_annotator_thread, args=(server.url, dataset_id, a, start, go, stop_box))
                for a in team]
     for t in threads:
         t.start()
     start.wait()
     t0 = time.perf_counter()
     stop_box["at"] = t0 + seconds
+    go.set()
     for t in threads:
         t.join()
     wall = time.perf_counter() - t0
@@ -68,16 +72,19 @@ def phase(server: ArgillaServer, client, settings: AnnotateSettings, prefix: str
     submits = [x for a in team for x in a.submits]
     queue = [x for a in team for x in a.queue]
     errors = [e for a in team for e in a.errors]
+    assert submits, f"no submit acknowledged with {len(team)} client(s): {errors[:3]}"
     return {"clients": len(team), "submits": len(submits), "wall_s": wall, "throughput": len(submits) / wall,
             "p50": statistics.median(submits), "p95": _p95(submits), "queue_p50": statistics.median(queue),
             "errors": errors}
 
 
-def _annotator_thread(url: str, dataset_id: str, who: Annotator, start: threading.Barrier, stop_box: dict) -> None:
+def _annotator_thread(url: str, dataset_id: str, who: Annotator, start: threading.Barrier, go: threading.Event,
+                      stop_box: dict) -> None:
     with httpx.Client(base_url=url, timeout=60) as http:
         token = http.post("/api/v1/token", data={"username": who.username, "password": who.password}).json()
         http.headers["Authorization"] = f"Bearer {token['access_token']}"
         start.wait()
+        go.wait()
         _loop(http, dataset_id, who, stop_box["at"])
 
 
@@ -88,8 +95,9 @@ def _loop(http: httpx.Client, dataset_id: str, who: Annotator, stop_at: float) -
         who.queue.append(time.perf_counter() - t)
         items = page.json().get("items", []) if page.status_code == 200 else []
         if not items:
-            who.errors.append(f"queue: HTTP {page.status_code}" if page.status_code != 200 else "queue empty")
-            return
+            if page.status_code != 200:
+                who.errors.append(f"queue: HTTP {page.status_code}")
+            return  # an error, or every record of the queue is done
         record_id = items[0]["record"]["id"]
         body = {"status": "submitted", "values": {"verdict": {"value": "correct"}}}
         t = time.perf_counter()
