@@ -70,6 +70,9 @@ def shared_host():
     old = home / "logs" / "old.log"
     old.write_text("from an earlier version\n")
     os.chmod(old, 0o644)
+    mine = home / "notes.txt"  # a user's own file in the folder they chose: left as it is (the home is 0700)
+    mine.write_text("mine\n")
+    os.chmod(mine, 0o644)
     settings = AnnotateSettings(users=[{"username": "ann1", "password": "ann1-password"}], min_submitted=1,
                                 server=ServerSettings(home=home, port=0))
     argv: list[list[str]] = []  # every command line the supervisor starts (the owner's creation included)
@@ -110,7 +113,7 @@ def test_home_is_private_and_every_file_in_it_too(shared_host):
     assert str(home / "argilla.db") in modes and str(home / "credentials.json") in modes
     assert str(home / "redis.conf") in modes and str(home / "logs" / "old.log") in modes
     loose = {p: oct(m) for p, m in modes.items() if m & 0o077}
-    assert loose == {}
+    assert loose == {str(home / "notes.txt"): "0o644"}
     # what is at stake: the database holds the owner's API key in plain text
     assert server.api_key.encode() in (home / "argilla.db").read_bytes()
 

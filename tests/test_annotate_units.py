@@ -388,6 +388,38 @@ def test_suggestions_are_compared_with_the_human_majority():
     # r5 is a tie and r6 has no suggestion: 4 items; p_o = 3/4, p_e = (2*1 + 2*3)/16 = 1/2 -> kappa 0.5
     assert (res.items, res.agent) == (4, "judge-panel")
     assert res.raw_agreement == 0.75 and res.cohen_kappa == pytest.approx(0.5)
+    assert res.mode == "preselect"  # pulled Argilla suggestions, no local record of the push
+
+
+def test_agreement_with_the_pipeline_is_reported_per_suggestion_mode_from_the_push_record(tmp_path):
+    from babelrag.annotate.suggested import read_suggested, write_suggested
+    from babelrag.annotate.settings import ProjectSettings
+
+    answers = samples.model_answers(4)  # judge says correct, incorrect, correct, incorrect
+    for ans in answers:
+        ans["judge_verdict"] = "correct"
+    modes = {"show": answers[:2], "off": answers[2:]}
+    for mode, rows in modes.items():
+        s = AnnotateSettings(projects={"answer_judgement": ProjectSettings(suggestions=mode)})
+        recs = projects.build_records("answer_judgement", rows, s)
+        assert all(r.suggestions == [] for r in recs)  # neither mode sends an Argilla suggestion
+        assert all(("hints" in r.fields) == (mode == "show") for r in recs)
+        write_suggested(tmp_path, "answer_judgement", f"ds-{mode}", mode, recs)
+    suggested = read_suggested(tmp_path, "answer_judgement")
+    assert [(r["dataset"], r["mode"], r["suggestions"]) for r in suggested][:1] == [
+        ("ds-off", "off", {"verdict": "correct"})]
+    # both annotators: ans1 correct, ans2 incorrect (show); ans3 correct, ans4 correct (off)
+    human = {("ds-show", "ans1"): "correct", ("ds-show", "ans2"): "incorrect",
+             ("ds-off", "ans3"): "correct", ("ds-off", "ans4"): "correct"}
+    rows = [{"dataset": ds, "record_id": rid, "annotator": who, "status": "submitted", "values": {"verdict": v}}
+            for (ds, rid), v in human.items() for who in ("a", "b")]
+    res = {r.mode: r for r in ag.suggestion_agreement(rows, [], "answer_judgement", 2, suggested)}
+    assert set(res) == {"show", "off"} and res["show"].dataset == "ds-show"
+    assert (res["show"].items, res["show"].raw_agreement) == (2, 0.5)
+    assert (res["off"].items, res["off"].raw_agreement, res["off"].agent) == (2, 1.0, "judge-panel")
+    # pushing a dataset again replaces its rows only
+    write_suggested(tmp_path, "answer_judgement", "ds-off", "off", [])
+    assert {r["dataset"] for r in read_suggested(tmp_path, "answer_judgement")} == {"ds-show"}
 
 
 def test_a_dead_hosted_server_gives_a_one_line_error(tmp_path, monkeypatch):

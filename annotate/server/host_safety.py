@@ -24,17 +24,26 @@ def spawn_private() -> None:
     os.umask(0o077)
 
 
+# What the server keeps in its home (the SQLite files with their journals, our JSON files, Redis's
+# config, the migration marker); only these and logs/ are tightened, in case a user pointed the home at a
+# folder holding other things of theirs.
+OWN_FILES = ("argilla.db", "search.sqlite3", "credentials.json", "users.json", "server.json", "redis.conf")
+
+
+def _ours(name: str) -> bool:
+    return name.startswith(OWN_FILES) or name.startswith(".migrated-")
+
+
 def private_home(home: Path) -> None:
-    """Create ``home`` (and ``logs/``) as 0700, and tighten whatever an earlier version left readable."""
+    """Create ``home`` (and ``logs/``) as 0700, and tighten what an earlier version left readable there."""
     home = Path(home)
     home.mkdir(parents=True, exist_ok=True, mode=PRIVATE_DIR)
     (home / "logs").mkdir(exist_ok=True, mode=PRIVATE_DIR)
-    for root, dirs, files in os.walk(home):
-        os.chmod(root, PRIVATE_DIR)
-        for name in files:
-            path = os.path.join(root, name)
-            if not os.path.islink(path):
-                os.chmod(path, PRIVATE_FILE)
+    os.chmod(home, PRIVATE_DIR)
+    os.chmod(home / "logs", PRIVATE_DIR)
+    for path in [*home.iterdir(), *(home / "logs").iterdir()]:
+        if path.is_file() and not path.is_symlink() and (path.parent.name == "logs" or _ours(path.name)):
+            os.chmod(path, PRIVATE_FILE)
 
 
 def redis_config(home: Path, port: int, password: str) -> Path:
