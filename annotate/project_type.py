@@ -2,7 +2,7 @@
 input records it reads, and ``build`` from those records to ``ProjectRecord`` values.
 
 A project type is one module with one ``@register``-ed class (``annotate/project_types/<name>.py``,
-declared in ``annotate/registry.py``; a plug-in calls ``registry.register_lazy``) and its guidelines
+declared in ``annotate/registry.py``; a plug-in lists it under the entry-point group ``babelrag.annotation_projects`` or calls ``registry.declare``) and its guidelines
 (``annotate/guidelines/<name>.md`` unless ``guidelines_file`` says otherwise). Everything else (config
 key ``annotate.projects.<name>``, ``push``/``pull``/``status``/``agreement``, input checks, suggestion
 modes, Argilla settings) works from these attributes.

@@ -1,21 +1,25 @@
 """The annotation-project registry: one name per project type, used by config, CLI, push, pull and
-agreement (same shape as ``babelrag.evaluators.registry``).
+agreement. It follows the project's registry recipe (docs/architecture.md: a ``name -> "module:Class"``
+table, ``@register``, ``declare``, entry-point group for plug-ins), with the same method names as
+``babelrag.registry.Registry``, which it is to be replaced by once that module is on main.
 
-Names map to ``"module:Class"`` strings, so listing names (the config's validation, ``--help``) imports
-no project module. A project module marks its class with ``@register``; the decorator checks the
-class is the one the table declares, so a typo cannot create a second, undiscoverable project.
-Plug-ins declare theirs with ``register_lazy``.
+Listing names (the config's validation, ``--help``) imports no project module; ``get`` imports one on
+first use and checks it registered itself under the declared name, so a typo cannot create a second,
+undiscoverable project. Plug-ins: a package lists its module under the entry-point group
+``babelrag.annotation_projects`` in its pyproject, or code calls ``declare(name, "module:Class")``.
 """
 from __future__ import annotations
 
 import importlib
+from importlib import metadata
 from typing import TYPE_CHECKING
 
-from babelrag.errors import InputError
+from babelrag.errors import ConfigError
 
 if TYPE_CHECKING:  # pragma: no cover
     from babelrag.annotate.project_type import ProjectType
 
+GROUP = "babelrag.annotation_projects"
 _PKG = "babelrag.annotate.project_types"
 
 # name -> "module:Class", in the order `all` walks them
@@ -27,6 +31,7 @@ _LAZY: dict[str, str] = {
     "answer_judgement": f"{_PKG}.answer_judgement:AnswerJudgement",
 }
 _LOADED: dict[str, "ProjectType"] = {}
+_ENTRY_POINTS_READ = [False]
 
 
 def register(cls: type["ProjectType"]) -> type["ProjectType"]:
@@ -34,24 +39,31 @@ def register(cls: type["ProjectType"]) -> type["ProjectType"]:
     here = f"{cls.__module__}:{cls.__qualname__}"
     target = _LAZY.setdefault(cls.name, here)
     if target != here:
-        raise InputError(f"annotation project {cls.name!r} is declared as {target} but {here} registers it")
+        raise ConfigError(f"annotation project {cls.name!r} is declared as {target} but {here} registers it")
     if cls.spec.name != cls.name:
-        raise InputError(f"annotation project {cls.name!r}: its spec is named {cls.spec.name!r}")
+        raise ConfigError(f"annotation project {cls.name!r}: its spec is named {cls.spec.name!r}")
     _LOADED[cls.name] = cls()
     return cls
 
 
-def register_lazy(name: str, target: str) -> None:
-    """Declare a project type by import path without importing it (for plug-ins)."""
+def declare(name: str, target: str) -> None:
+    """Declare a project type by import path without importing it (plug-ins, tests)."""
     if ":" not in target:
-        raise InputError(f"annotation project target must look like 'module:Class', got {target!r}")
-    if name in _LAZY and _LAZY[name] != target:
-        raise InputError(f"annotation project {name!r} is already declared as {_LAZY[name]}")
+        raise ConfigError(f"annotation project target must look like 'module:Class', got {target!r}")
+    if _LAZY.get(name, target) != target:
+        raise ConfigError(f"annotation project {name!r} is already declared as {_LAZY[name]}")
     _LAZY[name] = target
 
 
+def forget(name: str) -> None:
+    """Remove a declared project type (tests)."""
+    _LAZY.pop(name, None)
+    _LOADED.pop(name, None)
+
+
 def names() -> list[str]:
-    """Every declared project name (no imports happen)."""
+    """Every declared project name, built-ins first (no project module is imported)."""
+    _read_entry_points()
     return list(_LAZY)
 
 
@@ -59,11 +71,23 @@ def get(name: str) -> "ProjectType":
     """The project type called ``name``, importing its module on first use."""
     if name in _LOADED:
         return _LOADED[name]
+    _read_entry_points()
     target = _LAZY.get(name)
     if target is None:
-        raise InputError(f"unknown annotation project {name!r}; choose one of {', '.join(names())}")
+        raise ConfigError(f"unknown annotation project {name!r}; choose one of {', '.join(names())}")
     module_name, attr = target.split(":", 1)
-    cls = getattr(importlib.import_module(module_name), attr, None)
-    if cls is None or name not in _LOADED:
-        raise InputError(f"annotation project {name!r}: {module_name}.{attr} is missing or not registered with @register")
+    try:
+        found = getattr(importlib.import_module(module_name), attr, None)
+    except ImportError as exc:
+        raise ConfigError(f"annotation project {name!r} ({target}) cannot be imported: {exc}") from None
+    if found is None or name not in _LOADED:
+        raise ConfigError(f"annotation project {name!r}: {target} is missing or not registered with @register")
     return _LOADED[name]
+
+
+def _read_entry_points() -> None:
+    if _ENTRY_POINTS_READ[0]:
+        return
+    _ENTRY_POINTS_READ[0] = True
+    for ep in metadata.entry_points(group=GROUP):
+        declare(ep.name, ep.value)

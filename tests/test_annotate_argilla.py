@@ -570,7 +570,7 @@ def test_a_plug_in_project_type_is_pushed_and_annotated_like_a_built_in_one(env,
     from babelrag.annotate import registry
     from tests.test_annotate_registry import ROWS, TINY
 
-    registry.register_lazy("claim_check", TINY)
+    registry.declare("claim_check", TINY)
     try:
         s = env.settings.model_copy(update={"dataset_prefix": "plugin"})
         result = ps.push(env.client, s, "claim_check", projects.build_records("claim_check", ROWS, s))
@@ -586,6 +586,5 @@ def test_a_plug_in_project_type_is_pushed_and_annotated_like_a_built_in_one(env,
         assert {r["record_id"]: r["fields"]["hints"] for r in records}["c2"] == (
             "Does the source support the claim? — *No* (tiny-model)")
     finally:
-        registry._LAZY.pop("claim_check", None)
-        registry._LOADED.pop("claim_check", None)
+        registry.forget("claim_check")
         projects.guideline.cache_clear()

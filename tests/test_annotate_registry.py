@@ -10,7 +10,7 @@ import pytest
 
 from babelrag.annotate import input_checks, projects, registry
 from babelrag.annotate.settings import AnnotateSettings
-from babelrag.errors import InputError
+from babelrag.errors import ConfigError
 
 TINY = "tests.helpers.tiny_project:ClaimCheck"
 ROWS = [{"id": "c1", "claim": "Lisbon hosted 101 delegates.", "source": "101 delegates came to Lisbon.",
@@ -20,10 +20,9 @@ ROWS = [{"id": "c1", "claim": "Lisbon hosted 101 delegates.", "source": "101 del
 
 @pytest.fixture
 def tiny():
-    registry.register_lazy("claim_check", TINY)
+    registry.declare("claim_check", TINY)
     yield registry.get("claim_check")
-    registry._LAZY.pop("claim_check", None)  # leave the registry as other tests expect it
-    registry._LOADED.pop("claim_check", None)
+    registry.forget("claim_check")  # leave the registry as other tests expect it
     projects.guideline.cache_clear()
 
 
@@ -33,7 +32,7 @@ def test_built_in_projects_are_all_declared_and_each_is_one_registered_module():
         pt = registry.get(name)
         assert pt.name == pt.spec.name == name and type(pt).__module__ == f"babelrag.annotate.project_types.{name}"
         assert projects.guideline(name).id == name
-    with pytest.raises(InputError, match="unknown annotation project 'nope'; choose one of qa_verification"):
+    with pytest.raises(ConfigError, match="unknown annotation project 'nope'; choose one of qa_verification"):
         registry.get("nope")
     with pytest.raises(ValueError, match=r"annotate.projects: unknown project\(s\) \['nope'\]"):
         AnnotateSettings.model_validate({"projects": {"nope": {}}})
@@ -55,5 +54,5 @@ def test_a_tiny_project_added_the_documented_way_works_like_a_built_in_one(tiny)
     assert [str(p) for p in input_checks.check_input(bad, tiny.spec)] == [
         "record c1: field claim: empty, but annotators need it (required field)"]
     assert projects.guidelines_text("claim_check").endswith("_Guideline claim_check, version 1._")
-    with pytest.raises(InputError, match="already declared"):
-        registry.register_lazy("claim_check", "elsewhere:Other")
+    with pytest.raises(ConfigError, match="already declared"):
+        registry.declare("claim_check", "elsewhere:Other")

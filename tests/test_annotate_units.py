@@ -13,7 +13,7 @@ from babelrag.annotate import merge, projects, samples
 from babelrag.annotate.cli import app
 from babelrag.annotate.settings import AnnotateSettings
 from babelrag.annotate.server import es_dsl as dsl
-from babelrag.errors import InputError, StageError
+from babelrag.errors import ConfigError, InputError, StageError
 from babelrag.records import QAItem
 from babelrag.stats import cohen_kappa, fleiss_kappa, raw_agreement
 
@@ -290,7 +290,7 @@ def test_bad_inputs_name_the_record_and_the_fix():
         grounding.grounding_records([inst])
     with pytest.raises(InputError, match="needs a target language"):
         projects.build_records("translation", samples.qa_items(1), AnnotateSettings())
-    with pytest.raises(InputError, match="unknown annotation project 'qa'"):
+    with pytest.raises(ConfigError, match="unknown annotation project 'qa'"):
         projects.spec("qa")
 
 

@@ -1,6 +1,6 @@
 """A tiny annotation project type, added the documented way (docs/annotate.md, "Adding a project type"):
 one module with its input record, its dataset spec and one ``@register``-ed class; its guidelines
-beside it. The test declares it with ``registry.register_lazy`` as a plug-in would."""
+beside it. The test declares it with ``registry.declare`` as a plug-in would (or its entry point)."""
 from __future__ import annotations
 
 from pathlib import Path
