@@ -104,3 +104,4 @@ def test_cli_push_of_bad_input_exits_2_with_every_problem_before_connecting(tmp_
     done = subprocess.run([sys.executable, "-m", "babelrag.cli", "annotate", "push", "answer_judgement",
                            "--input", str(latin)], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
     assert done.returncode == 2 and f"{latin}:2: not UTF-8" in done.stderr and "Traceback" not in done.stderr
+

@@ -449,3 +449,26 @@ def test_push_reads_source_articles_from_the_builds_ingest_stage_by_id(tmp_path,
     assert "1 of 4 source articles not found" in capsys.readouterr().out
     records = qa_verification.qa_verification_records(samples.qa_items(2), found)
     assert "<mark>" in records[1].fields["article_a"] and "`b2` was not found" in records[1].fields["article_b"]
+
+
+def test_the_default_home_is_made_private_and_loose_files_of_an_older_version_are_tightened(tmp_path, monkeypatch):
+    """No server needed: what `ArgillaServer.start` runs first on the home (default location included)."""
+    import os
+    import stat
+
+    from babelrag.annotate.server.host_safety import private_home
+    from babelrag.annotate.settings import ServerSettings
+
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "share"))
+    home = ServerSettings().resolved_home()
+    assert home == tmp_path / "share" / "babelrag" / "argilla"
+    home.mkdir(parents=True, mode=0o755)
+    os.chmod(home, 0o755)
+    for name in ("argilla.db", "argilla.db-wal", "credentials.json", "users.json", ".migrated-2.8.0"):
+        (home / name).write_text("x")
+        os.chmod(home / name, 0o644)
+    private_home(home)
+    assert stat.S_IMODE(home.stat().st_mode) == 0o700
+    assert stat.S_IMODE((home / "logs").stat().st_mode) == 0o700
+    assert {p.name: oct(stat.S_IMODE(p.stat().st_mode)) for p in home.iterdir() if p.is_file()} == {
+        n: "0o600" for n in ("argilla.db", "argilla.db-wal", "credentials.json", "users.json", ".migrated-2.8.0")}
