@@ -94,7 +94,7 @@ def push(
     from .input_checks import check_input, raise_problems
     from .inputs import read_rows
     from .projects import build_records, spec
-    from .push import argilla_errors, push as do_push
+    from .push import argilla_errors, plan_push, run_push
     from .registry import get
     from .suggested import write_suggested
 
@@ -112,10 +112,12 @@ def push(
                for lang in languages]
     raise_problems([p for _, records in batches for p in check_input(records, spec(project))], str(input))
     rg_client, target = _client(settings)
-    for lang, records in batches:
+    with argilla_errors(target.url, f"push {project}"):  # every dataset checked before the first write
+        plans = [plan_push(rg_client, settings, project, records, lang, update, str(input)) for lang, records in batches]
+    for plan in plans:
         with argilla_errors(target.url, f"push {project}"):
-            result = do_push(rg_client, settings, project, records, suffix=lang, update=update, source=str(input))
-        write_suggested(default_out, project, result.dataset, settings.project(project).suggestions, records)
+            result = run_push(rg_client, settings, plan)
+        write_suggested(default_out, project, result.dataset, settings.project(project).suggestions, plan.records)
         _console().print(
             f"{result.dataset} ({result.workspace}) at {target.url}: {result.records} records: {result.new} new, "
             f"{result.updated} updated, {result.unchanged} already there; {result.seconds:.1f} s"

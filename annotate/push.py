@@ -151,58 +151,75 @@ def existing_fields(rg_client, dataset) -> dict[str, dict[str, str]]:
     return {rec["external_id"] or rec["id"]: rec.get("fields") or {} for rec in _records(rg_client, str(dataset.id))}
 
 
-def push(
-    rg_client,
-    settings: AnnotateSettings,
-    project: str,
-    records: list[ProjectRecord],
-    suffix: str = "",
-    batch_size: int = 256,
-    update: bool = False,
-    source: str = "input",
-    after_batch: Optional[Callable[[int, list[str]], None]] = None,
-) -> PushResult:
-    """Check the whole input, then create the project's dataset if needed and add ``records`` to it.
+@dataclass
+class PushPlan:
+    """What a push will do, decided before anything is written: the dataset (None: to be created), the
+    records to send, and how many of them replace changed records / were already there."""
 
-    Nothing is written to the server unless every record passes ``input_checks`` (all problems are
-    raised together). Records already in the dataset with the same fields are skipped (a re-run after
-    a failed push resumes); with other fields they are an error unless ``update``. A failure after
-    some batches landed raises ``PartialPush`` naming them. ``after_batch(n, landed_ids)`` runs after
-    each batch (progress; tests use it to interrupt a push)."""
-    import argilla as rg
+    project: str
+    name: str
+    workspace: str
+    dataset: Any
+    records: list[ProjectRecord]
+    todo: list[ProjectRecord]
+    updated: int
 
+
+def plan_push(rg_client, settings: AnnotateSettings, project: str, records: list[ProjectRecord], suffix: str = "",
+              update: bool = False, source: str = "input") -> PushPlan:
+    """Check the whole input, against the dataset too if it exists (reads only): every problem is raised
+    together by record id (``input_checks``), before anything is written. Records already in the
+    dataset with the same fields are left out (a re-run after a failed push resumes); with other fields
+    they are an error unless ``update``."""
     from .input_checks import check_input, existing_problems, raise_problems, shown_fields
 
-    t0 = time.perf_counter()
-    ps = spec(project)
     name, workspace = settings.dataset_name(project, suffix), settings.project(project).workspace or settings.workspace
-    problems = check_input(records, ps)
+    problems = check_input(records, spec(project))
     dataset = get_dataset(rg_client, name, workspace)
     if dataset is not None:
         _check_dataset_fields(dataset, records)
     existing = existing_fields(rg_client, dataset) if dataset is not None else {}
     problems += existing_problems(records, existing, update)
     raise_problems(problems, source, name)
-
     todo = [r for r in records if r.id not in existing or shown_fields(r) != dict(existing[r.id])]
-    updated = sum(1 for r in todo if r.id in existing)
+    return PushPlan(project, name, workspace, dataset, records, todo, sum(1 for r in todo if r.id in existing))
+
+
+def run_push(rg_client, settings: AnnotateSettings, plan: PushPlan, batch_size: int = 256,
+             after_batch: Optional[Callable[[int, list[str]], None]] = None) -> PushResult:
+    """Create users, workspaces and the dataset if needed, then send the plan's records in batches. A
+    failure after some batches landed raises ``PartialPush`` naming them. ``after_batch(n, landed_ids)``
+    runs after each batch (progress; tests use it to interrupt a push)."""
+    import argilla as rg
+
+    t0 = time.perf_counter()
     ensure_users(rg_client, settings)
+    dataset = plan.dataset
     if dataset is None:
-        dataset = rg.Dataset(name=name, workspace=workspace, settings=to_argilla_settings(project, settings, rg_client),
-                             client=rg_client).create()
+        dataset = rg.Dataset(name=plan.name, workspace=plan.workspace,
+                             settings=to_argilla_settings(plan.project, settings, rg_client), client=rg_client).create()
     landed: list[str] = []
     step = max(1, batch_size)
-    for n, start in enumerate(range(0, len(todo), step), 1):
-        batch = todo[start:start + step]
+    for n, start in enumerate(range(0, len(plan.todo), step), 1):
+        batch = plan.todo[start:start + step]
         try:
             dataset.records.log(to_argilla_records(batch), batch_size=len(batch))
         except Exception as exc:  # noqa: BLE001 - SDK and HTTP errors alike: report what landed first
-            raise PartialPush(_partial_message(name, landed, len(todo), exc), landed) from None
+            raise PartialPush(_partial_message(plan.name, landed, len(plan.todo), exc), landed) from None
         landed += [r.id for r in batch]
         if after_batch is not None:
             after_batch(n, list(landed))
-    return PushResult(name, workspace, len(records), len(todo) - updated, updated, len(records) - len(todo),
+    total, sent = len(plan.records), len(plan.todo)
+    return PushResult(plan.name, plan.workspace, total, sent - plan.updated, plan.updated, total - sent,
                       time.perf_counter() - t0)
+
+
+def push(rg_client, settings: AnnotateSettings, project: str, records: list[ProjectRecord], suffix: str = "",
+         batch_size: int = 256, update: bool = False, source: str = "input",
+         after_batch: Optional[Callable[[int, list[str]], None]] = None) -> PushResult:
+    """``plan_push`` then ``run_push``: nothing is written unless the whole input passes."""
+    plan = plan_push(rg_client, settings, project, records, suffix, update, source)
+    return run_push(rg_client, settings, plan, batch_size, after_batch)
 
 
 def _check_dataset_fields(dataset, records: list[ProjectRecord]) -> None:

@@ -227,3 +227,29 @@ def test_a_dataset_from_an_older_version_without_the_hints_field_is_named_before
     with pytest.raises(InputError, match="has no field\\(s\\) hints .* new annotate.dataset_prefix"):
         ps.push(client, s, "answer_judgement", _answers(2))
     assert len(list(ps.find_dataset(client, s, "answer_judgement").records)) == 0
+
+
+def test_a_push_to_several_datasets_checks_them_all_before_writing_any(shared_host, tmp_path):
+    from typer.testing import CliRunner
+
+    from babelrag.annotate.cli import app
+
+    server, settings, client = shared_host
+    s = settings.model_copy(update={"dataset_prefix": "multi"})
+    items = samples.qa_items(2)
+    fr = projects.build_records("translation", items, s, "fr")
+    fr[0].fields["source_and_mt"] += " (an older version of the record)"
+    ps.push(client, s, "translation", fr, suffix="fr")  # qa1 in French now differs from what the file makes
+    cfg = tmp_path / "babelrag.yaml"
+    cfg.write_text(json.dumps({"annotate": {"dataset_prefix": "multi", "users": [{"username": "ann1", "password": "ann1-password"}],
+                                            "projects": {"translation": {"languages": ["de", "fr"]}},
+                                            "server": {"home": str(server.home)}}}))
+    (tmp_path / "qa.jsonl").write_text("".join(json.dumps(q) + "\n" for q in items))
+    res = CliRunner().invoke(app, ["push", "translation", "-i", str(tmp_path / "qa.jsonl"), "-c", str(cfg)])
+    assert isinstance(res.exception, InputError) and "record qa1: id: already in the dataset" in str(res.exception)
+    assert ps.get_dataset(client, "multi-translation-de", s.workspace) is None  # German not created either
+    res = CliRunner().invoke(app, ["push", "translation", "-i", str(tmp_path / "qa.jsonl"), "-c", str(cfg), "--update"])
+    assert res.exit_code == 0, res.output
+    out = " ".join(res.output.split())
+    assert "multi-translation-de" in out and "2 records: 2 new, 0 updated, 0 already there" in out
+    assert "multi-translation-fr" in out and "2 records: 0 new, 1 updated, 1 already there" in out
