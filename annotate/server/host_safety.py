@@ -4,7 +4,7 @@ Why: on a shared lab server or cluster login node every local user can list fold
 read files that are 0644, connect to any loopback port and read every process's command line
 (``/proc/<pid>/cmdline``). Argilla's SQLite database holds the owner's API key in plain text, and its
 Redis queue runs whatever job is put in it as the server's user. So: the home dir is 0700 and every
-file in it 0600 (an existing home, the default one included, is tightened on start); children run with
+file the server keeps in it 0600 (an existing home, the default one included, is tightened on start); children run with
 umask 077; Redis requires a password generated per start, written only to a 0600 config file and
 given to Argilla through the environment; the owner's password and API key reach Argilla's CLI through
 the environment, never as arguments.

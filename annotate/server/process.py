@@ -5,8 +5,8 @@ signal whole groups and leave no orphans (rq's WorkerPool forks grandchildren). 
 a run lives in the home dir: ``argilla.db`` (Argilla's SQLite), ``search.sqlite3`` (our search
 engine), ``credentials.json`` (owner API key), ``server.json`` (URL while running), ``logs/``.
 
-Safe on a shared host (see ``host_safety.py``): the home is 0700 and every file in it 0600 (children run
-with umask 077), Redis needs a password generated per start, and no secret is ever a command-line
+Safe on a shared host (see ``host_safety.py``): the home is 0700 and every file the server keeps there
+0600 (children run with umask 077), Redis needs a password generated per start, and no secret is ever a command-line
 argument (``/proc/<pid>/cmdline`` is world-readable): children get them through the environment or
 a 0600 file.
 """
