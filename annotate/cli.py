@@ -146,7 +146,7 @@ def _source_articles(rows: list, path: Optional[Path], build_dir: Path) -> dict:
     from babelrag.store import BuildStore
 
     from .inputs import parse, read_rows
-    from .project_types.qa_verification import missing_articles
+    from .projects import missing_articles
 
     wanted = {a for qa in parse(QAItem, rows, "qa_verification input") for a in qa.article_ids}
     if path is not None:

@@ -7,7 +7,6 @@ import pytest
 from typer.testing import CliRunner
 
 from babelrag.annotate import agreement as ag
-from babelrag.annotate.project_types import forced_choice, grounding, qa_verification, translation
 from babelrag.annotate import registry
 from babelrag.annotate import merge, projects, samples
 from babelrag.annotate.cli import app
@@ -158,14 +157,14 @@ def test_guidelines_and_per_project_distribution():
     assert s.project("translation").min_submitted == 1 and s.project("translation").workspace == "tr"
     text = projects.guidelines_text("grounding")
     assert text.startswith("# Grounding relevance") and text.endswith("_Guideline grounding, version 1._")
-    assert list(grounding.SPEC.questions[0].labels) == [
+    assert list(projects.GROUNDING.questions[0].labels) == [
         "answer-the-question", "related-information", "outdated", "unknown", "irrelevant"]
 
 
 def test_forced_choice_positions_are_seeded_recorded_and_balanced():
     pairs = samples.contrastive_pairs(40)
-    recs = forced_choice.forced_choice_records(pairs, seed=3)
-    again = forced_choice.forced_choice_records(pairs, seed=3)
+    recs = projects.forced_choice_records(pairs, seed=3)
+    again = projects.forced_choice_records(pairs, seed=3)
     assert [r.fields for r in recs] == [r.fields for r in again]
     a_share = sum(r.metadata["better_position"] == "A" for r in recs) / len(recs)
     assert 0.25 < a_share < 0.75
@@ -174,18 +173,18 @@ def test_forced_choice_positions_are_seeded_recorded_and_balanced():
         assert shown == pair["better"]
         # judge said "better": the suggestion points at the better response's position
         assert rec.suggestions[0].value == rec.metadata["better_position"]
-    other = forced_choice.forced_choice_records(pairs, seed=4)
+    other = projects.forced_choice_records(pairs, seed=4)
     assert [r.metadata["better_position"] for r in other] != [r.metadata["better_position"] for r in recs]
 
 
 def test_record_builders_prefill_suggestions():
-    qa = qa_verification.qa_verification_records(samples.qa_items(1))[0]
+    qa = projects.qa_verification_records(samples.qa_items(1))[0]
     assert {s.question: s.value for s in qa.suggestions} == {
         "answer_correct": "yes", "corrected_answer": samples.qa_items(1)[0]["answer"], "natural": "yes"}
-    tr = translation.translation_records(samples.qa_items(1), "de")[0]
+    tr = projects.translation_records(samples.qa_items(1), "de")[0]
     assert tr.suggestions[0].value.startswith("Welche Stadt") and tr.suggestions[0].agent == "mt-small"
-    assert translation.translation_records(samples.qa_items(1), "zh")[0].suggestions == []  # no MT yet: blank
-    g = grounding.grounding_records(samples.instances(1))[0]
+    assert projects.translation_records(samples.qa_items(1), "zh")[0].suggestions == []  # no MT yet: blank
+    g = projects.grounding_records(samples.instances(1))[0]
     sug = {s.question: s.value for s in g.suggestions}
     assert (sug["relevance_1"], sug["relevance_3"], sug["deflection"]) == ("answer-the-question", "irrelevant", "enough-grounding")
     assert "passage_4" not in g.fields
@@ -193,7 +192,7 @@ def test_record_builders_prefill_suggestions():
 
 def test_qa_verification_shows_both_articles_with_the_used_facts_highlighted():
     arts = {a["id"]: a for a in samples.articles(1)}
-    rec = qa_verification.qa_verification_records(samples.qa_items(1), arts)[0]
+    rec = projects.qa_verification_records(samples.qa_items(1), arts)[0]
     a, b = rec.fields["article_a"], rec.fields["article_b"]
     assert a.startswith("**Lisbon hosts summit 1** · en · 2024-05-01 · `a1` · [source](https://news.example/lisbon-1)")
     assert "How many came to Lisbon? → **101**" in a
@@ -203,10 +202,10 @@ def test_qa_verification_shows_both_articles_with_the_used_facts_highlighted():
     # the German article: the fact (asked in English) is found through its number
     assert "<mark>Zum Gipfel 1 kamen 51 Delegierte.</mark>" in b and b.count("<mark>") == 1
     # no articles given: no article fields (records stay valid); an unknown id says so instead of failing
-    assert "article_a" not in qa_verification.qa_verification_records(samples.qa_items(1))[0].fields
-    missing = qa_verification.qa_verification_records(samples.qa_items(1), {"a1": arts["a1"]})[0].fields["article_b"]
+    assert "article_a" not in projects.qa_verification_records(samples.qa_items(1))[0].fields
+    missing = projects.qa_verification_records(samples.qa_items(1), {"a1": arts["a1"]})[0].fields["article_b"]
     assert "`b1` was not found" in missing and "How many delegates came to Porto?" in missing
-    assert qa_verification.missing_articles(samples.qa_items(2), arts) == ["a2", "b2"]
+    assert projects.missing_articles(samples.qa_items(2), arts) == ["a2", "b2"]
 
 
 def test_long_articles_are_cut_to_the_passages_around_the_used_facts():
@@ -238,12 +237,12 @@ def test_long_articles_are_cut_to_the_passages_around_the_used_facts():
 def test_translation_shows_source_and_machine_translation_side_by_side():
     items = samples.qa_items(1)
     items[0]["answer"] = "Lisbon | by far."
-    field = translation.translation_records(items, "de")[0].fields["source_and_mt"]
+    field = projects.translation_records(items, "de")[0].fields["source_and_mt"]
     header, _sep, question, answer = field.splitlines()
     assert header == "| English source | Machine translation (de, mt-small) |"
     assert question == f"| **Q:** {items[0]['question']} | **Q:** Welche Stadt, Lissabon oder Porto, Gipfel 1? |"
     assert answer == "| **A:** Lisbon \\| by far. | **A:** Lissabon. |"  # a pipe in the text does not split the cell
-    assert "none, translate from scratch" in translation.translation_records(items, "zh")[0].fields["source_and_mt"]
+    assert "none, translate from scratch" in projects.translation_records(items, "zh")[0].fields["source_and_mt"]
 
 
 def test_status_lists_every_configured_annotator_and_progress_per_project():
@@ -283,11 +282,11 @@ def test_bad_inputs_name_the_record_and_the_fix():
     bad = samples.qa_items(2)
     bad[1]["q_type"] = "riddle"
     with pytest.raises(InputError, match=r"record qa2: q_type: .*expected a QAItem"):
-        qa_verification.qa_verification_records(bad)
+        projects.qa_verification_records(bad)
     inst = samples.instances(1)[0]
     inst["documents"] = inst["documents"] * 3
     with pytest.raises(InputError, match="inst1 has 9 documents; at most 8"):
-        grounding.grounding_records([inst])
+        projects.grounding_records([inst])
     with pytest.raises(InputError, match="needs a target language"):
         projects.build_records("translation", samples.qa_items(1), AnnotateSettings())
     with pytest.raises(ConfigError, match="unknown annotation project 'qa'"):
@@ -447,7 +446,7 @@ def test_push_reads_source_articles_from_the_builds_ingest_stage_by_id(tmp_path,
     found = _source_articles(samples.qa_items(2), None, tmp_path / "build")
     assert sorted(found) == ["a1", "a2", "b1"]  # only the items' articles; b2 is not in the build
     assert "1 of 4 source articles not found" in capsys.readouterr().out
-    records = qa_verification.qa_verification_records(samples.qa_items(2), found)
+    records = projects.qa_verification_records(samples.qa_items(2), found)
     assert "<mark>" in records[1].fields["article_a"] and "`b2` was not found" in records[1].fields["article_b"]
 
 
