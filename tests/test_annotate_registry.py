@@ -32,7 +32,7 @@ def test_built_in_projects_are_all_declared_and_each_is_one_registered_module():
         pt = registry.get(name)
         assert pt.name == pt.spec.name == name and type(pt).__module__ == f"babelrag.annotate.project_types.{name}"
         assert projects.guideline(name).id == name
-    with pytest.raises(ConfigError, match="unknown annotation project 'nope'; choose one of qa_verification"):
+    with pytest.raises(ConfigError, match="unknown annotation project 'nope'; known: qa_verification"):
         registry.get("nope")
     with pytest.raises(ValueError, match=r"annotate.projects: unknown project\(s\) \['nope'\]"):
         AnnotateSettings.model_validate({"projects": {"nope": {}}})
