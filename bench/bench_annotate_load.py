@@ -12,6 +12,7 @@ Usage: python bench/bench_annotate_load.py [--clients 32] [--seconds 20] [--reco
 from __future__ import annotations
 
 import argparse
+import shutil
 import statistics
 import tempfile
 import threading
@@ -130,6 +131,7 @@ def main() -> None:
         many = phase(server, client, settings, f"load{args.clients}", team, args.records, args.seconds)
     finally:
         server.stop()
+        shutil.rmtree(home, ignore_errors=True)
     for r in (one, many):
         print(f"{r['clients']:>2} client(s): {r['submits']} submits in {r['wall_s']:.1f} s = {r['throughput']:.1f}/s; "
               f"submit p50 {r['p50'] * 1000:.0f} ms, p95 {r['p95'] * 1000:.0f} ms; queue page p50 "
