@@ -60,8 +60,6 @@ print(json.dumps(out))
 @pytest.fixture(scope="module")
 def shared_host():
     """(server, settings, client) with the home in a 0755 folder; an old 0644 log left there beforehand."""
-    if shutil.which("setpriv") is None or os.getuid() != 0:
-        pytest.skip("needs root and setpriv to play a second local user")
     parent = Path(tempfile.mkdtemp(prefix="babelrag-shared-"))
     os.chmod(parent, 0o755)
     home = parent / "home"
@@ -119,6 +117,8 @@ def test_home_is_private_and_every_file_in_it_too(shared_host):
 
 
 def test_nobody_cannot_read_the_db_talk_to_redis_or_find_a_secret_in_proc(shared_host):
+    if shutil.which("setpriv") is None or os.getuid() != 0:
+        pytest.skip("needs root and setpriv to play a second local user")
     server, settings, client = shared_host
     ps.push(client, settings, "answer_judgement",
             projects.build_records("answer_judgement", samples.model_answers(2), settings))  # ensure_users ran
