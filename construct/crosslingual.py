@@ -116,7 +116,10 @@ def encoding_map(ctx: StageContext) -> Callable[[Iterable[list[str]]], Iterator[
     return lambda texts: executor.map(task, texts)
 
 
-def dense_pairs(ctx: StageContext) -> list[ArticlePair]:
+def dense_pairs(ctx: StageContext, same_language: list[str] | None = None,
+                entities: dict[str, set[str]] | None = None) -> list[ArticlePair]:
+    """Cross-language pairs, plus the hybrid same-language pairs of ``same_language`` (construct/samelang.py)
+    while the article vectors are at hand."""
     cfg = ctx.config.dense
     languages = list(ctx.config.project.languages)
     pivot = ctx.config.project.pivot_language
@@ -131,12 +134,16 @@ def dense_pairs(ctx: StageContext) -> list[ArticlePair]:
                 events = load_events(events_path, languages)
                 ctx.extra["dense_queries"] = f"events ({len(events)} from {events_path.name})"
                 note(ctx, f"dense: {len(events)} event descriptions from {events_path.name} were the queries")
-                return event_pairs(ctx, store, encoder, events, docs, languages, pivot)
-            if cfg.queries == "events":
-                ctx.extra["dense_queries"] = "articles (dense.events_file not set)"
+                pairs = event_pairs(ctx, store, encoder, events, docs, languages, pivot)
             else:
-                ctx.extra["dense_queries"] = "articles"
-            return article_pairs(ctx, store, docs, pivot)
+                ctx.extra["dense_queries"] = ("articles (dense.events_file not set)" if cfg.queries == "events"
+                                              else "articles")
+                pairs = article_pairs(ctx, store, docs, pivot)
+            if same_language:
+                from babelrag.construct.samelang import hybrid_pairs
+
+                pairs += hybrid_pairs(ctx, store, docs, same_language, entities or {})
+            return pairs
         finally:
             store.close()
     finally:

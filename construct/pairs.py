@@ -25,6 +25,11 @@ class PairsConfig(Section):
     hub_max_articles: int = Field(200, ge=2)
     max_pairs: Optional[int] = None
     graphml: bool = True
+    # same-language pairs from dense similarity + shared entities (construct/samelang.py): languages whose
+    # titles mostly have no entities (no NER model), every language, or none
+    same_language_dense: Literal["no-entities", "all", "off"] = "no-entities"
+    hybrid_min_score: Optional[float] = Field(None, ge=-1.0, le=3.0)  # None = the encoder kind's default
+    hybrid_entity_bonus: float = Field(0.05, ge=0.0)  # added to the cosine per shared title entity (at most 2)
 
 
 class EncoderConfig(Section):
@@ -75,8 +80,11 @@ def day_number(iso: str) -> int:
     return (dt.date.fromisoformat(iso[:10]) - EPOCH).days
 
 
+PAIR_ID_PREFIX = {"entity_graph": "eg", "dense": "xl", "hybrid": "hy"}
+
+
 def pair_id(method: str, a: str, b: str) -> str:
-    return f"{'eg' if method == 'entity_graph' else 'xl'}:{a}|{b}"
+    return f"{PAIR_ID_PREFIX[method]}:{a}|{b}"
 
 
 @dataclass
@@ -122,6 +130,10 @@ def entity_graph_pairs(ctx: StageContext, slices: dict[str, LanguageSlice]) -> l
     return out
 
 
+def _names(sl: LanguageSlice) -> dict[int, str]:
+    return {v: k for k, v in sl.vocab.items()}
+
+
 def export_graph(ctx: StageContext, slices: dict[str, LanguageSlice], pairs: list[ArticlePair],
                  max_articles: int = 50_000) -> None:
     """GraphML of the article-entity graph (only paired articles when the corpus is large)."""
@@ -158,9 +170,14 @@ def run(ctx: StageContext) -> None:
         export_graph(ctx, slices, pairs)
     if ctx.config.dense.enabled:
         from babelrag.construct.crosslingual import dense_pairs
+        from babelrag.construct.samelang import hybrid_languages
 
-        dense = dense_pairs(ctx)
-        ctx.extra["dense_pairs"] = len(dense)
+        share = {lang: sum(1 for e in sl.entities if e) / max(1, len(sl.ids)) for lang, sl in slices.items()}
+        same = hybrid_languages(ctx.config.pairs.same_language_dense, share)
+        entities = {aid: {names[e] for e in ents} for lang in same for names in [_names(slices[lang])]
+                    for aid, ents in zip(slices[lang].ids, slices[lang].entities)}
+        dense = dense_pairs(ctx, same_language=same, entities=entities)
+        ctx.extra["dense_pairs"] = sum(p.method == "dense" for p in dense)
         pairs.extend(dense)
     out = ctx.output(shard_size=5000)
     seen: set[tuple[str, str]] = set()

@@ -102,3 +102,30 @@ def test_warc_copy_ingests_to_the_same_articles(tmp_path):
     for a in arts:
         src = jsonl[a.url]
         assert (a.title, a.language, a.published) == (src["title"], src["language"], src["date_publish"][:10])
+
+
+def test_languages_without_ner_get_hybrid_same_language_pairs(tmp_path):
+    """No gazetteer: de/es/ar titles get no entities, so the entity graph finds nothing there; the hybrid
+    (same-language dense similarity + shared entities, construct/samelang.py) pairs them. The sample's planted
+    same-language truth (12 pairs per language) is the reference; en/zh keep their entity-graph pairs only."""
+    report, store = build(tmp_path, "hybrid")
+    arts = {a.id: a.language for a in store.read("ingest", Article)}
+    pairs = store.read("pairs", ArticlePair)
+    assert {p.language_a for p in pairs if p.method == "hybrid"} == {"de", "es", "ar"}
+    want = truth("same_language")
+    for lang in ("de", "es", "ar"):
+        got = {(p.article_a, p.article_b) for p in pairs if p.method == "hybrid" and p.language_a == lang}
+        recall, precision = score(got, {p for p in want if arts.get(p[0]) == lang})
+        assert recall >= 0.9 and precision >= 0.8, (lang, recall, precision)
+    extra = store.manifest("pairs").extra["hybrid_pairs"]
+    assert set(extra["languages"]) == {"de", "es", "ar"} and extra["min_score"] == 0.7
+    assert "hybrid) pairs: ar" in report.stages[-1].note
+
+
+def test_hybrid_languages_follow_the_mode():
+    from babelrag.construct.samelang import hybrid_languages
+
+    share = {"en": 0.9, "zh": 0.6, "de": 0.0, "es": 0.1}
+    assert hybrid_languages("no-entities", share) == ["de", "es"]
+    assert hybrid_languages("all", share) == ["de", "en", "es", "zh"]
+    assert hybrid_languages("off", share) == []
