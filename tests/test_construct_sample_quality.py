@@ -129,3 +129,23 @@ def test_hybrid_languages_follow_the_mode():
     assert hybrid_languages("no-entities", share) == ["de", "es"]
     assert hybrid_languages("all", share) == ["de", "en", "es", "zh"]
     assert hybrid_languages("off", share) == []
+
+
+def test_mutual_margin_keeps_pairs_of_events_with_several_articles_per_language(tmp_path):
+    """Articles mode (no events file): each sample event has three English and two articles per other
+    language, so the strict mutual-best rule (margin 0) can pair each X article with one English article at
+    most and drops most true pairs; within the default margin (0.05) every X article gets its event's pairs."""
+    want = truth("cross_language")
+    x_articles = {a for p in want for a in p if not a.startswith("en")}
+    results = {}
+    for margin in (0.0, 0.05):
+        _, store = build(tmp_path, f"m{margin}", ner={"gazetteer": str(SAMPLE / "entities.jsonl")},
+                         pairs={"graphml": False, "same_language_dense": "off"},
+                         dense={"events_file": None, "mutual_margin": margin})
+        got = {tuple(sorted((p.article_a, p.article_b))) for p in store.read("pairs", ArticlePair)
+               if p.method == "dense"}
+        covered = {a for p in got & want for a in p if not a.startswith("en")}
+        results[margin] = (*score(got, want), len(covered) / len(x_articles))
+    strict, default = results[0.0], results[0.05]
+    assert strict[0] < 0.3 and strict[2] < 0.7, strict  # recall, precision, X articles with a true pair
+    assert default[0] >= 0.7 and default[1] >= 0.85 and default[2] >= 0.95, default
