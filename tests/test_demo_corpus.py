@@ -85,7 +85,12 @@ def test_demo_config_builds_the_real_corpus_and_pairs_every_translation(tmp_path
     report = Pipeline(cfg).run(until="pairs")
     store = BuildStore(cfg.build_dir)
     assert len(store.read("ingest", Article)) == 40
-    dense = {(p.article_a, p.article_b) for p in store.read("pairs", ArticlePair) if p.method == "dense"}
+    pairs = store.read("pairs", ArticlePair)
+    dense = {(p.article_a, p.article_b) for p in pairs if p.method == "dense"}
+    # the titles write "US" and "United States": one entity since the per-language normalisation
+    graph = {(p.article_a, p.article_b): p.shared_entities for p in pairs if p.method == "entity_graph"}
+    assert graph[("en-bernie-sanders-endorses-joe-biden-in-2020-united",
+                  "en-bernie-sanders-ends-2020-us-presidential-bid")] == ["bernie sanders", "united states"]
     truth = {(t["a"], t["b"]) for t in map(json.loads, (CORPUS / "translations.jsonl").read_text().splitlines())}
     assert dense == truth
     assert "all 16 non-pivot articles searched the pivot language" in report.stages[-1].note
