@@ -1,5 +1,7 @@
-"""The ``pairs`` stage: same-language pairs from the title-entity graph + cross-language pairs from dense
-retrieval (``construct.crosslingual``). Both land in one output, told apart by ``ArticlePair.method``.
+"""The ``pairs`` stage: same-language pairs from the title-entity graph, cross-language pairs from dense
+retrieval (``construct.crosslingual``) and, for languages whose titles have no entities, same-language pairs
+from dense similarity + shared entities (``construct.samelang``). All land in one output, told apart by
+``ArticlePair.method`` (``entity_graph``, ``dense``, ``hybrid``).
 """
 from __future__ import annotations
 
@@ -174,8 +176,10 @@ def run(ctx: StageContext) -> None:
 
         share = {lang: sum(1 for e in sl.entities if e) / max(1, len(sl.ids)) for lang, sl in slices.items()}
         same = hybrid_languages(ctx.config.pairs.same_language_dense, share)
-        entities = {aid: {names[e] for e in ents} for lang in same for names in [_names(slices[lang])]
-                    for aid, ents in zip(slices[lang].ids, slices[lang].entities)}
+        entities: dict[str, set[str]] = {}
+        for lang in same:
+            names = _names(slices[lang])
+            entities.update((aid, {names[e] for e in ents}) for aid, ents in zip(slices[lang].ids, slices[lang].entities))
         dense = dense_pairs(ctx, same_language=same, entities=entities)
         ctx.extra["dense_pairs"] = sum(p.method == "dense" for p in dense)
         pairs.extend(dense)
