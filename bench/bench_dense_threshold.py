@@ -104,7 +104,8 @@ def main() -> None:
         print(describe(name, xs))
     print("real wikinews set: threshold  translations kept  other X-en pairs passing")
     for t in np.arange(0.30, 0.96, 0.05):
-        print(f"  {t:.2f}     {sum(x >= t for x in w_true):>3}/{len(w_true)}   {sum(x >= t for x in w_other):>4}/{len(w_other)}")
+        kept, passing = sum(x >= t for x in w_true), sum(x >= t for x in w_other)
+        print(f"  {t:.2f}     {kept:>3}/{len(w_true)}   {passing:>4}/{len(w_other)}")
     true, unrel = s_true + r_true, s_unrel + r_unrel
     print("sample + news-style: threshold  true pairs kept        unrelated pairs passing")
     for t in np.arange(0.30, 0.96, 0.05):

@@ -179,7 +179,8 @@ def run(ctx: StageContext) -> None:
         entities: dict[str, set[str]] = {}
         for lang in same:
             names = _names(slices[lang])
-            entities.update((aid, {names[e] for e in ents}) for aid, ents in zip(slices[lang].ids, slices[lang].entities))
+            sl = slices[lang]
+            entities.update((aid, {names[e] for e in ents}) for aid, ents in zip(sl.ids, sl.entities))
         dense = dense_pairs(ctx, same_language=same, entities=entities)
         ctx.extra["dense_pairs"] = sum(p.method == "dense" for p in dense)
         pairs.extend(dense)
