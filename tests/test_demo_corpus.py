@@ -94,3 +94,13 @@ def test_demo_config_builds_the_real_corpus_and_pairs_every_translation(tmp_path
     truth = {(t["a"], t["b"]) for t in map(json.loads, (CORPUS / "translations.jsonl").read_text().splitlines())}
     assert dense == truth
     assert "all 16 non-pivot articles searched the pivot language" in report.stages[-1].note
+
+
+def test_unknown_demo_corpus_is_a_clear_error(tmp_path):
+    import subprocess
+
+    res = subprocess.run([sys.executable, "-m", "babelrag.cli", "demo", "--corpus", "news", "--build-dir",
+                          str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert "unknown demo corpus 'news'; choose one of wikinews, sample" in res.stderr
+    assert not (tmp_path / "build").exists()
