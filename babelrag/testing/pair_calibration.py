@@ -64,8 +64,13 @@ def split_events(events: list[dict], language: dict[str, str], seed: int) -> dic
     return half
 
 
-def mine_pairs(build_dir: Path, data: LabelledSet, encoder: str, mutual_margin: float) -> list[tuple[str, str, float]]:
-    """(non-English id, English id, cosine) of every dense pair the pairs stage mines with no threshold."""
+def mine_pairs(build_dir: Path, data: LabelledSet, encoder: str, mutual_margin: float | None = None,
+               min_pair_similarity: float | None = -1.0) -> list[tuple[str, str, float]]:
+    """(non-English id, English id, cosine) of every dense pair the pairs stage mines; by default with no
+    threshold (-1). ``None`` leaves a setting at the stage's own default (the encoder kind's calibrated one)."""
+    dense = {"encoder": {"kind": encoder}, "min_pair_similarity": min_pair_similarity}
+    if mutual_margin is not None:
+        dense["mutual_margin"] = mutual_margin
     from babelrag.config import config_from_dict
     from babelrag.pipeline import Pipeline
     from babelrag.records import ArticlePair
@@ -75,7 +80,7 @@ def mine_pairs(build_dir: Path, data: LabelledSet, encoder: str, mutual_margin: 
         "project": {"build_dir": str(build_dir), "languages": sorted(set(data.language.values()))},
         # leads of 2-5 sentences; the documents carry no date of their own (all 28 Sep - 1 Oct 2018)
         "corpus": {"inputs": [{"path": str(data.articles), "format": "jsonl"}], "min_tokens": 10},
-        "dense": {"encoder": {"kind": encoder}, "min_pair_similarity": -1.0, "mutual_margin": mutual_margin},
+        "dense": dense,
         "pairs": {"same_language_dense": "off"},
     })
     Pipeline(cfg).run(until="pairs")
