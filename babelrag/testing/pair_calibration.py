@@ -25,6 +25,7 @@ HALVES = ("calibration", "held-out")
 class LabelledSet:
     articles: Path
     language: dict[str, str]  # article id -> language
+    outlet: dict[str, str]  # article id -> source_domain
     event: dict[str, str]  # article id -> event id
     topic: dict[str, str]  # event id -> running story it belongs to ("" if none)
     half: dict[str, str]  # event id -> "calibration" | "held-out" (events with a non-English article)
@@ -34,8 +35,15 @@ class LabelledSet:
         return sorted(a for a, lang in self.language.items() if lang != "en" and self.half[self.event[a]] == half)
 
     def has_counterpart(self, article: str) -> bool:
-        ev = self.event[article]
-        return any(self.language[b] == "en" and self.event[b] == ev for b in self.language)
+        """Has an English report of its event by another outlet."""
+        return any(self.independent(article, b) for b in self.language if self.language[b] == "en")
+
+    def independent(self, a: str, b: str) -> bool:
+        return self.event[a] == self.event[b] and self.outlet[a] != self.outlet[b]
+
+    def same_outlet_twin(self, a: str, b: str) -> bool:
+        """Same event, same outlet (e.g. two Reuters pieces on the quake): neither right nor wrong here."""
+        return self.event[a] == self.event[b] and self.outlet[a] == self.outlet[b]
 
 
 def load_set(root: Path = NTREX_EVENTS) -> LabelledSet:
@@ -44,7 +52,8 @@ def load_set(root: Path = NTREX_EVENTS) -> LabelledSet:
     event = {a: e["event"] for e in labels["events"] for a in e["articles"]}
     topic = {e["event"]: e.get("topic", "") for e in labels["events"]}
     language = {r["id"]: r["language"] for r in rows}
-    return LabelledSet(root / "articles.jsonl", language, event, topic,
+    outlet = {r["id"]: r["source_domain"] for r in rows}
+    return LabelledSet(root / "articles.jsonl", language, outlet, event, topic,
                        split_events(labels["events"], language, labels["split_seed"]))
 
 
@@ -114,7 +123,8 @@ class Score:
 
 def score(pairs: list[tuple[str, str, float]], data: LabelledSet, half: str, threshold: float) -> Score:
     queries = set(data.queries(half))
-    kept = [(x, en) for x, en, s in pairs if x in queries and s >= threshold]
+    kept = [(x, en) for x, en, s in pairs
+            if x in queries and s >= threshold and not data.same_outlet_twin(x, en)]
     right = [(x, en) for x, en in kept if data.event[x] == data.event[en]]
     wrong = [(x, en) for x, en in kept if data.event[x] != data.event[en]]
     same_topic = sum(1 for x, en in wrong if data.topic[data.event[x]]
