@@ -55,3 +55,26 @@ def test_stage_defaults_on_the_held_out_half(tmp_path, data, kind, min_correct, 
     held = score(pairs, data, "held-out", threshold=-1.0)
     assert held.correct >= min_correct and held.pairs - held.correct <= 1, held
     assert held.recall_hits >= min_articles and held.recall_of == 5, held
+
+
+def test_score_counts_precision_article_recall_same_topic_and_skips_same_outlet_twins():
+    from pathlib import Path
+
+    from babelrag.testing.pair_calibration import LabelledSet, choose_threshold
+
+    data = LabelledSet(Path("unused"),
+                       language={"x1": "de", "x2": "de", "x3": "fr", "e1": "en", "e2": "en", "e3": "en", "e4": "en"},
+                       outlet={"x1": "bbc", "x2": "reuters", "x3": "afp", "e1": "cnn", "e2": "reuters",
+                               "e3": "bbc", "e4": "upi"},
+                       event={"x1": "a", "x2": "b", "x3": "c", "e1": "a", "e2": "b", "e3": "d", "e4": "a"},
+                       topic={"a": "", "b": "", "c": "t", "d": "t"},
+                       half={"a": "calibration", "b": "calibration", "c": "calibration", "d": ""})
+    pairs = [("x1", "e1", 0.8), ("x1", "e4", 0.6), ("x2", "e2", 0.9), ("x3", "e3", 0.7)]
+    s = score(pairs, data, "calibration", 0.5)
+    # x2-e2: same event by the same outlet, not scored; x2 has no English report by another outlet
+    assert (s.pairs, s.correct, s.same_topic, s.recall_hits, s.recall_of) == (3, 2, 1, 1, 1)
+    assert s.precision == 2 / 3 and s.recall == 1.0
+    high = score(pairs, data, "calibration", 0.75)
+    assert (high.pairs, high.correct, high.recall_hits) == (1, 1, 1)
+    assert choose_threshold([s, high]).threshold == 0.75  # same recall, higher precision
+    assert choose_threshold([s]).threshold == 0.5  # none reaches 80 %: the most precise
