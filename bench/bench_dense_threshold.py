@@ -99,9 +99,9 @@ def ntrex_table(kind: str, margins: list[float]) -> None:
     from babelrag.testing.pair_calibration import HALVES, choose_threshold, load_set, mine_pairs, score
 
     data = load_set()
-    n = {h: (len(data.queries(h)), sum(map(data.has_counterpart, data.queries(h)))) for h in HALVES}
-    print(f"\nNTREX same-event set (real, different outlets), encoder {kind}: queries with an English report / all "
-          f"non-English: calibration {n['calibration'][1]}/{n['calibration'][0]}, held-out {n['held-out'][1]}/{n['held-out'][0]}")
+    n = {h: f"{sum(map(data.has_counterpart, data.queries(h)))}/{len(data.queries(h))}" for h in HALVES}
+    print(f"\nNTREX same-event set (real, different outlets), encoder {kind}: queries with an English report / "
+          f"all non-English: calibration {n['calibration']}, held-out {n['held-out']}")
     chosen = []
     for margin in margins:
         with tempfile.TemporaryDirectory() as tmp:
@@ -111,16 +111,18 @@ def ntrex_table(kind: str, margins: list[float]) -> None:
         rows = {h: [score(pairs, data, h, float(t)) for t in NTREX_GRID[kind]] for h in HALVES}
         for cal, test in zip(rows["calibration"], rows["held-out"]):
             print(f"  {cal.threshold:.2f} | " + " | ".join(
-                f"{s.pairs:>3} {s.correct:>3} {s.same_topic:>3}  {s.precision:6.1%} {s.recall:6.1%}" for s in (cal, test)))
+                f"{s.pairs:>3} {s.correct:>3} {s.same_topic:>3}  {s.precision:6.1%} {s.recall:6.1%}"
+                for s in (cal, test)))
         pick = choose_threshold(rows["calibration"])
         held = next(s for s in rows["held-out"] if s.threshold == pick.threshold)
         chosen.append((margin, pick, held))
-    print(f" chosen on the calibration half (highest recall with precision >= 80 %, else highest precision):")
+    print(" chosen on the calibration half (highest recall with precision >= 80 %, else highest precision):")
     for margin, pick, held in chosen:
         print(f"  mutual_margin {margin}, min_pair_similarity {pick.threshold:.2f}: calibration precision "
               f"{pick.precision:.1%} recall {pick.recall:.1%} ({pick.correct}/{pick.pairs} pairs, "
               f"{pick.recall_hits}/{pick.recall_of} articles); held-out precision {held.precision:.1%} "
-              f"recall {held.recall:.1%} ({held.correct}/{held.pairs} pairs, {held.recall_hits}/{held.recall_of} articles)")
+              f"recall {held.recall:.1%} ({held.correct}/{held.pairs} pairs, "
+              f"{held.recall_hits}/{held.recall_of} articles)")
 
 
 def describe(name: str, xs: list[float]) -> str:
