@@ -311,7 +311,7 @@ class Pipeline:
             report.count_out = existing.counts.get("out", 0)
             report.errors = existing.counts.get("errors", 0)
             report.skipped = existing.counts.get("skipped", {})
-            report.note = "unchanged since last run"
+            report.note = "; ".join(["unchanged since last run", *existing.extra.get("notes", [])])
             return report
         if force:
             # a forced stage starts from scratch: drop shards of an earlier unfinished run
@@ -340,8 +340,8 @@ class Pipeline:
         report.count_in, report.count_out, report.errors = ctx.count_in, n_out, n_errors
         report.skipped, report.seconds, report.resumed = dict(ctx.skipped), manifest.seconds, writer.resumed
         report.llm_usage = usage
-        if writer.resumed:
-            report.note = f"resumed {writer.resumed} finished items"
+        notes = [f"resumed {writer.resumed} finished items"] if writer.resumed else []
+        report.note = "; ".join(notes + list(ctx.extra.get("notes", [])))  # a stage's own lines (ctx.extra["notes"])
         return report
 
 
