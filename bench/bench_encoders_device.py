@@ -34,6 +34,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 SAMPLE = ROOT / "babelrag" / "data" / "sample" / "articles.jsonl"
@@ -50,6 +51,14 @@ def articles(n: int, max_length: int, lengths: str, seed: int = 0) -> list[str]:
         start = rng.randrange(len(words))
         out.append(" ".join(words[(start + k) % len(words)] for k in range(want)))
     return out
+
+
+def quiet() -> Any:
+    """FlagEmbedding draws progress bars on stderr in every call (its own ``disable`` wins over TQDM_DISABLE)."""
+    import contextlib
+    import io
+
+    return contextlib.redirect_stderr(io.StringIO())
 
 
 def best_of(runs: dict[str, float], name: str, fn: Callable[[], np.ndarray]) -> np.ndarray:
@@ -76,7 +85,6 @@ def main() -> None:
     args = parser.parse_args()
     warnings.filterwarnings("ignore")
     logging.disable(logging.WARNING)
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
     import torch
     from FlagEmbedding import BGEM3FlagModel
@@ -103,19 +111,22 @@ def main() -> None:
               f"torch {torch.__version__}, {torch.get_num_threads()} CPU threads", flush=True)
 
         def flag_encode() -> np.ndarray:
-            return flag.encode(texts, batch_size=args.batch_size, max_length=args.max_length)["dense_vecs"]
+            with quiet():
+                return flag.encode(texts, batch_size=args.batch_size, max_length=args.max_length)["dense_vecs"]
 
         def per_batch() -> np.ndarray:
             order = sorted(range(len(texts)), key=lambda i: hash(texts[i]))  # cache-key order: unsorted
             out = np.empty((len(texts), ours.dim), dtype=np.float32)
             for s in range(0, len(order), args.batch_size):
                 idx = order[s:s + args.batch_size]
-                out[idx] = flag.encode([texts[i] for i in idx], batch_size=len(idx),
-                                       max_length=args.max_length)["dense_vecs"]
+                with quiet():
+                    out[idx] = flag.encode([texts[i] for i in idx], batch_size=len(idx),
+                                           max_length=args.max_length)["dense_vecs"]
             return out
 
         ours.encode(texts[:2])  # both paths warm (first-call allocations, lazy imports)
-        flag.encode(texts[:2], batch_size=2, max_length=args.max_length)
+        with quiet():
+            flag.encode(texts[:2], batch_size=2, max_length=args.max_length)
         runs: dict[str, float] = {}
         for _ in range(args.rounds):
             want = best_of(runs, "FlagEmbedding encode", flag_encode)

