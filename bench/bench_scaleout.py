@@ -11,9 +11,10 @@ All in one run, as ratios against local-1, with a check that every executor give
   driver      ingest's serial part alone (``--driver-only`` runs just this): the real ``ingest`` stage
               fed with the workers' results already computed (distinct articles made from the real
               pages' kept articles, words shuffled), so what is timed is the driver's spool writes,
-              duplicate decision, title NER (spaCy) and parquet shards; the marginal rate between a
-              small and a large run (model loading cancels out), against one worker's pages/s of
-              pass 1, with the Amdahl projection for 16 / 64 / 256 workers
+              duplicate decision, parquet shards and (before issue 26) title NER; the marginal rate
+              between a small and a large run (model loading cancels out), against one worker's
+              pages/s, with the Amdahl projection for 16 / 64 / 256 workers, NER in the driver and
+              NER in the workers
 Ray runs a local cluster with N CPUs started here (its start-up and the workers' first imports are
 timed apart: ``cold``). Local-1 and Ray alternate ``--rounds`` times and the best run of each counts
 (the machine may be shared; each run prints the load average); local-N runs once, before Ray starts (a
@@ -141,9 +142,10 @@ class Replay:
         return iter(self.results)
 
 
-def distinct_articles(prepared: list[Any], n: int, seed: int) -> list[Any]:
+def distinct_articles(prepared: list[Any], n: int, seed: int, ner: Any = None) -> tuple[list[Any], float]:
     """``n`` distinct pass-1 results from the real pages' kept articles: ids made unique, title and text
-    words shuffled (so neither dedupe nor a NER cache sees a repeat), hashes and signature recomputed."""
+    words shuffled (so neither dedupe nor a NER cache sees a repeat), hashes and signature recomputed;
+    with ``ner`` (a ``TitleNER``) the workers' title NER is done too. Returns them and the NER seconds."""
     import dataclasses
     import random
 
@@ -155,6 +157,7 @@ def distinct_articles(prepared: list[Any], n: int, seed: int) -> list[Any]:
     rng = random.Random(seed)
     kept = [p for p in prepared if isinstance(p, Prepared)]
     out = []
+    ner_s = 0.0
     for i in range(n):
         base = kept[i % len(kept)]
         title, text = base.article.title.split(), base.article.text.split()
@@ -163,46 +166,65 @@ def distinct_articles(prepared: list[Any], n: int, seed: int) -> list[Any]:
             rng.shuffle(text)
         art = dataclasses.replace(base.article, id=f"{base.article.id}#{i}", title=" ".join(title),
                                   text=" ".join(text))
+        entities, no_model = None, False
+        if ner is not None:
+            t0 = time.perf_counter()
+            entities, no_model = ner(art.title, base.language)
+            ner_s += time.perf_counter() - t0
         out.append(Prepared(art, base.language, base.n_tokens,
                             np.array([hash64(art.id), hash64(normalise_text(art.text))]),
-                            _hasher(seed).signature(art.text)))
-    return out
+                            _hasher(seed).signature(art.text), entities, no_model))
+    return out, ner_s
 
 
-def driver_rate(prepared: list[Any], n: int, tmp: Path) -> tuple[float, int]:
-    """Marginal pages/s of the ingest driver (``n`` vs ``n // 10`` articles) and the articles kept."""
+def driver_rate(prepared: list[Any], n: int, tmp: Path, ner_in_workers: bool) -> tuple[float, float]:
+    """Pages/s of the ingest driver over ``n`` articles (after a warm-up run; the NER model loading at
+    the start of each run is timed apart and left out), and the seconds per article that title NER adds
+    to a worker when it runs there."""
+    import babelrag.construct.ingest as ingest_module
     import babelrag.executor as executor_module
     from babelrag.config import config_from_dict
+    from babelrag.construct.ingest import TitleNER
     from babelrag.pipeline import Pipeline
-    from babelrag.records import Article
-    from babelrag.store import BuildStore
 
     (tmp / "one.jsonl").write_text("{}\n", encoding="utf-8")
-    original = executor_module.executor_from_config
-    runs = []
+    original, prepare_ner = executor_module.executor_from_config, ingest_module._prepare_ner
+    loading = [0.0]
+
+    def timed_prepare(*a: Any) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return prepare_ner(*a)
+        finally:
+            loading[0] += time.perf_counter() - t0
+
+    ingest_module._prepare_ner = timed_prepare  # type: ignore[assignment]
+    rate = ner_per_article = 0.0
     try:
-        for size in (max(1, n // 10), max(1, n // 10), n):  # the first run loads spaCy & co.: not counted
-            items = distinct_articles(prepared, size, 13)
-            executor_module.executor_from_config = lambda config, chunk_size=None: Replay(items)  # type: ignore
-            cfg = config_from_dict({"project": {"build_dir": str(tmp / f"b{len(runs)}"), "languages": ["en", "de", "fr", "es"]},
+        for size in (max(1, n // 10), n):  # the first run imports and warms everything: not counted
+            cfg = config_from_dict({"project": {"build_dir": str(tmp / f"b{ner_in_workers}{size}"),
+                                                "languages": ["en", "de", "fr", "es"]},
                                     "corpus": {"inputs": [{"path": str(tmp / "one.jsonl"), "format": "jsonl"}],
                                                "min_tokens": 20}})
+            items, ner_s = distinct_articles(prepared, size, 13, TitleNER(cfg.ner) if ner_in_workers else None)
+            ner_per_article = ner_s / size
+            executor_module.executor_from_config = lambda config, chunk_size=None: Replay(items)  # type: ignore
+            loading[0] = 0.0
             secs, _ = timed(lambda: [Pipeline(cfg).run(until="ingest")])
-            runs.append((size, secs, sum(1 for _ in BuildStore(cfg.build_dir).iter_read("ingest", Article))))
-            print(f"  (driver, {size} articles: {secs:.1f} s, {runs[-1][2]} kept, load average "
-                  f"{os.getloadavg()[0]:.1f})", flush=True)
+            rate = size / (secs - loading[0])
+            print(f"  (driver, NER in {'workers' if ner_in_workers else 'driver'}, {size} articles: {secs:.1f} s "
+                  f"of which NER model loading {loading[0]:.1f} s, load average {os.getloadavg()[0]:.1f})", flush=True)
     finally:
-        executor_module.executor_from_config = original
-    _, (small, t_small, _), (big, t_big, kept) = runs
-    return (big - small) / max(t_big - t_small, 1e-9), kept
+        executor_module.executor_from_config, ingest_module._prepare_ner = original, prepare_ner
+    return rate, ner_per_article
 
 
-def amdahl(worker: float, driver: float) -> None:
+def amdahl(label: str, worker: float, driver: float) -> None:
     """Pages/s for W workers: Amdahl (driver and workers one after the other, the worst case) and the
     pipelined cap (the driver's pass 1 overlaps the workers; it can take at most ``driver`` pages/s)."""
     serial = (1 / driver) / (1 / worker + 1 / driver)
-    print(f"\ningest driver alone: {driver:.0f} pages/s = {driver / worker:.0f} workers' worth "
-          f"(one worker: {worker:.1f} pages/s of pass 1); serial fraction {serial:.3f}")
+    print(f"\n{label}: driver alone {driver:.0f} pages/s = {driver / worker:.0f} workers' worth "
+          f"(one worker: {worker:.1f} pages/s); serial fraction {serial:.4f}")
     print(f"  {'workers':>7s} {'Amdahl pages/s':>15s} {'speed-up':>9s} {'pipelined cap':>14s}")
     for w in (1, 16, 64, 256):
         speedup = 1 / (serial + (1 - serial) / w)
@@ -241,9 +263,12 @@ def main() -> None:
     best(ingest, "local-1", lambda: list(LocalExecutor(1, args.chunk).map(task, items)))
     import tempfile
 
+    worker = len(items) / ingest["local-1"][0]
     with tempfile.TemporaryDirectory(prefix="bench-driver-") as tmp:
-        driver, kept = driver_rate(ingest["local-1"][1], args.driver_articles, Path(tmp))
-    amdahl(len(items) / ingest["local-1"][0], driver)
+        before, _ = driver_rate(ingest["local-1"][1], args.driver_articles, Path(tmp), ner_in_workers=False)
+        after, ner_s = driver_rate(ingest["local-1"][1], args.driver_articles, Path(tmp), ner_in_workers=True)
+    amdahl("title NER in the driver (before issue 26)", worker, before)
+    amdahl(f"title NER in the workers (+{ner_s * 1000:.1f} ms per article there)", 1 / (1 / worker + ner_s), after)
     if args.driver_only:
         return
     best(ingest, f"local-{n}", lambda: list(LocalExecutor(n, args.chunk).map(task, items)))
