@@ -55,8 +55,9 @@ class Encoder(ABC):
 
     @classmethod
     def from_config(cls, settings: Any, env: EncoderEnv) -> "Encoder":
-        """Build from ``dense.encoder`` settings (``EncoderConfig``, paths already resolved)."""
-        raise NotImplementedError(f"{cls.__name__}.from_config")
+        """Build from ``dense.encoder`` settings (``EncoderConfig``, paths already resolved); this default
+        suits a model that takes only a batch size (CPU-only encoders)."""
+        return cls(batch_size=settings.batch_size)  # type: ignore[call-arg]
 
     @abstractmethod
     def _encode_batch(self, items: list[Any], kind: Kind) -> np.ndarray: ...

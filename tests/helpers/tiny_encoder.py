@@ -1,13 +1,12 @@
 """A tiny encoder added the way docs/construct.md says ("Adding an encoder"): one module with a
-registered ``Encoder`` subclass (a ``kind``, ``from_config``, ``_encode_batch``) and its registry entry."""
+registered ``Encoder`` subclass (a ``kind``, ``_encode_batch``; ``from_config`` when it takes more than a
+batch size) and its registry entry."""
 from __future__ import annotations
 
 import hashlib
-from typing import Any
-
 import numpy as np
 
-from babelrag.construct.encoders.base import Encoder, EncoderEnv, Kind
+from babelrag.construct.encoders.base import Encoder, Kind
 from babelrag.construct.encoders.registry import register, register_lazy
 
 register_lazy("letter-hash", f"{__name__}:LetterHashEncoder")
@@ -21,12 +20,8 @@ class LetterHashEncoder(Encoder):
     name = "letter-hash-1"
     dim = 16
 
-    def __init__(self, batch_size: "int | str" = 8) -> None:
+    def __init__(self, batch_size: "int | str" = 8) -> None:  # the default from_config passes batch_size
         self.set_batch_size(batch_size)
-
-    @classmethod
-    def from_config(cls, settings: Any, env: EncoderEnv) -> Encoder:
-        return cls(batch_size=settings.batch_size)
 
     def _encode_batch(self, texts: list[str], kind: Kind) -> np.ndarray:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
