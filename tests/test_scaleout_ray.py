@@ -350,9 +350,9 @@ def test_a_killed_distributed_run_reruns_to_the_local_output(ray_cluster, html_c
               "Pipeline(config_from_dict(json.loads(sys.argv[1]))).run(until='ingest')")
     driver = subprocess.Popen([sys.executable, "-c", script, json.dumps(raw)],
                               env={**os.environ, "HF_HUB_OFFLINE": "1"})
-    staging = html_corpus / "killed-driver" / ".staging"
+    spool = html_corpus / "killed-driver" / ".partial" / "ingest" / "pass1" / "spool.jsonl"
     deadline = time.time() + 240
-    while time.time() < deadline and not any(p.stat().st_size for p in staging.glob("ingest-*/ingest-*.jsonl")):
+    while time.time() < deadline and not (spool.exists() and spool.stat().st_size):
         time.sleep(0.05)  # the spool fills once the first pages come back from the workers
     assert driver.poll() is None, "the driver finished before it could be killed"
     os.kill(driver.pid, signal.SIGKILL)

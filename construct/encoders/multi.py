@@ -10,6 +10,7 @@ vectors are the same as on one device (within float tolerance across device type
 from __future__ import annotations
 
 import multiprocessing
+import weakref
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
@@ -71,6 +72,8 @@ class DevicePoolEncoder(Encoder):
             queue.put(device)
         self._pool = ProcessPoolExecutor(max_workers=len(self.devices), mp_context=context,
                                          initializer=_start_worker, initargs=(queue, self._tasks["passage"]))
+        # the workers (and their models) go when this encoder does, even if nobody calls close()
+        self._finalizer = weakref.finalize(self, self._pool.shutdown, wait=False, cancel_futures=True)
         self.batch_size = settings.batch_size if isinstance(settings.batch_size, int) else 256
         # one submission per device starts every worker now (each finds no idle worker to take it)
         described = [self._pool.submit(_describe, self._tasks["passage"]) for _ in self.devices]
@@ -105,5 +108,6 @@ class DevicePoolEncoder(Encoder):
         return sorted({p.result() for p in probes})
 
     def close(self) -> None:
+        self._finalizer.detach()
         self._pool.shutdown(wait=True, cancel_futures=True)
 

@@ -1,18 +1,17 @@
 """The ``ingest`` stage: corpus files -> deduplicated, language-identified ``Article`` records.
 
 Two passes keep memory bounded: pass 1 streams every input, applies the cheap filters (date window,
-length, language) and spools survivors to a temporary JSONL file while keeping only fixed-size hashes
-and MinHash signatures in memory; pass 2 decides duplicates with numpy and streams the spool into the
-resumable output, running title NER in batches.
+length, language) and spools survivors with their fixed-size hashes and MinHash signatures to files that
+a killed run resumes from (``checkpoint.py``); pass 2 decides duplicates with numpy and streams the spool
+into the resumable output, running title NER in batches (unless the workers ran it: ``TitleNER``).
 """
 from __future__ import annotations
 
 import functools
 import json
 import logging
-import os
-import tempfile
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
 from typing import Any, ClassVar, Optional
 
@@ -23,7 +22,8 @@ from babelrag.pipeline import StageContext
 from babelrag.records import Article
 from babelrag.tokens import count_tokens
 
-from .dedupe import Growable, MinHasher, duplicate_mask, hash64, normalise_text
+from .checkpoint import CHECKPOINT_SECONDS, Pass1Spool
+from .dedupe import MinHasher, duplicate_mask, hash64, normalise_text
 from .extract import extract_item
 from .language_id import LanguageIdentifier
 from .readers import RawArticle, Skip, iter_input
@@ -142,9 +142,14 @@ def run(ctx: StageContext) -> None:
     corpus = cfg.corpus
     languages = list(cfg.project.languages)
     extractor = _prepare_ner(ctx, languages)  # before the corpus is read: a missing model fails now
-    hashes = Growable(2, np.int64)  # (id hash, normalised-text hash) per kept article
-    sigs = Growable(N_PERM, np.uint32)
-    first_skip: dict[str, str] = {}
+    # pass 1 spools into the stage's partial folder (checked against the fingerprint): a killed run resumes
+    spool = Pass1Spool(ctx.output(shard_size=1000).folder / "pass1", N_PERM)
+    done = spool.state
+    ctx.count_in = done.count_in
+    ctx.skipped.update(done.skipped)
+    first_skip: dict[str, str] = dict(done.first_skip)
+    if done.count_in:
+        ctx.extra["pass1_resumed_items"] = done.count_in
 
     def skip(reason: str, where: str = "", detail: str = "") -> None:
         ctx.skip(reason)
@@ -156,40 +161,44 @@ def run(ctx: StageContext) -> None:
     ctx.extra["extract_processes"] = executor.processes
     task = PrepareArticle(corpus, tuple(languages), cfg.project.seed, worker_ner(cfg, executor))
     ctx.extra["ner_in_workers"] = task.ner is not None
-    spool_fd, spool_name = tempfile.mkstemp(prefix="ingest-", suffix=".jsonl", dir=ctx.artifacts_dir)
+    inputs = _inputs(ctx)
     try:
-        with os.fdopen(spool_fd, "w", encoding="utf-8") as spool:
-            for path, fmt, url_map in _inputs(ctx):
-                prepared = executor.map(task, iter_input(path, fmt, url_map))
-                for item in ctx.progress(prepared, desc=f"reading {path.name}"):
-                    ctx.count_in += 1
-                    if isinstance(item, Skip):
-                        skip(item.reason, item.where, item.detail)
-                        continue
+        for index, (path, fmt, url_map) in enumerate(inputs):
+            if done.done or index < done.inputs_done:
+                continue
+            consumed = done.consumed if index == done.inputs_done else 0
+            prepared = executor.map(task, islice(iter_input(path, fmt, url_map), consumed, None))
+            for item in ctx.progress(prepared, desc=f"reading {path.name}"):
+                ctx.count_in += 1
+                consumed += 1
+                if isinstance(item, Skip):
+                    skip(item.reason, item.where, item.detail)
+                else:
                     art = item.article
-                    hashes.append(item.hashes)
-                    sigs.append(item.signature)
                     row = {"id": art.id, "title": art.title, "text": art.text, "language": item.language,
                            "published": art.published.isoformat(), "url": art.url, "source": art.source,
                            "n_tokens": item.n_tokens}
                     if item.entities is not None:
                         row.update(title_entities=item.entities, no_ner_model=item.no_ner_model)
-                    spool.write(json.dumps(row, ensure_ascii=False) + "\n")
-        n = hashes.n
-        if n == 0:
-            raise InputError(_zero_message(ctx, first_skip))
-        h = hashes.array()
-        dup_id, exact, near, _ = duplicate_mask(h[:, 0], h[:, 1], sigs.array(), corpus.near_duplicate_threshold)
-        del sigs, hashes, h
-        drop = dup_id | exact | near
-        if int(drop.sum()) == n:
-            raise InputError(_zero_message(ctx, first_skip))
-        for reason, mask in (("duplicate-id", dup_id), ("exact-duplicate", exact), ("near-duplicate", near)):
-            if mask.any():
-                ctx.skip(reason, int(mask.sum()))
-        _write(ctx, Path(spool_name), drop, extractor)
+                    spool.add(row, item.hashes, item.signature)
+                spool.checkpoint(index, consumed, ctx.count_in, ctx.skipped, first_skip, every=CHECKPOINT_SECONDS)
+            spool.checkpoint(index + 1, 0, ctx.count_in, ctx.skipped, first_skip)
+        spool.checkpoint(len(inputs), 0, ctx.count_in, ctx.skipped, first_skip, done=True)
     finally:
-        Path(spool_name).unlink(missing_ok=True)
+        spool.close()
+    h, sigs = spool.arrays()
+    n = len(h)
+    if n == 0:
+        raise InputError(_zero_message(ctx, first_skip))
+    dup_id, exact, near, _ = duplicate_mask(h[:, 0], h[:, 1], sigs, corpus.near_duplicate_threshold)
+    del sigs, h
+    drop = dup_id | exact | near
+    if int(drop.sum()) == n:
+        raise InputError(_zero_message(ctx, first_skip))
+    for reason, mask in (("duplicate-id", dup_id), ("exact-duplicate", exact), ("near-duplicate", near)):
+        if mask.any():
+            ctx.skip(reason, int(mask.sum()))
+    _write(ctx, spool.path, drop, extractor)
     ctx.extra["languages"] = languages
     ctx.extra["ner_backend"] = cfg.ner.backend
 
