@@ -9,6 +9,7 @@ own: it is not mapped.
 """
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any, Optional, Union
@@ -19,7 +20,7 @@ from .base import Encoder, Kind
 
 _ENCODERS: dict[tuple[Any, ...], Encoder] = {}
 _CLAIMED_DEVICE: Optional[str] = None  # the device a local pool worker took at start (multi.py)
-BUILDS = {"count": 0}  # encoders built in this process (a worker reuses its model across tasks)
+BUILDS: Counter[tuple[Any, ...]] = Counter()  # encoders built in this process, per settings (reused across tasks)
 
 
 @dataclass(frozen=True)
@@ -53,8 +54,22 @@ def worker_encoder(task: EncodeTexts) -> Encoder:
             kind=task.encoder_kind, name_or_path=task.name_or_path, batch_size=task.batch_size, endpoint=None,
             device=list(device) if isinstance(device, tuple) else device, precision=task.precision,
             max_length=task.max_length))
-        BUILDS["count"] += 1
+        BUILDS[key] += 1
     return _ENCODERS[key]
+
+
+@dataclass(frozen=True)
+class BuildsProbe:
+    """Picklable task: ``(pid, times this process built the encoder of task)`` (tests, diagnostics)."""
+    task: EncodeTexts
+    pause_s: float = 0.0
+
+    def __call__(self, _: Any) -> tuple[int, int]:
+        import os
+        import time
+
+        time.sleep(self.pause_s)
+        return os.getpid(), BUILDS[self.task.key(_CLAIMED_DEVICE or self.task.device)]
 
 
 def encode_task(enc_cfg: Any, resolve: Any = None, kind: Kind = "passage") -> EncodeTexts | None:

@@ -44,7 +44,7 @@ def worker_state(pause_s: float = 0.0) -> tuple[int, str, int]:
     from . import mapped
 
     time.sleep(pause_s)
-    return os.getpid(), mapped._CLAIMED_DEVICE or "", mapped.BUILDS["count"]
+    return os.getpid(), mapped._CLAIMED_DEVICE or "", sum(mapped.BUILDS.values())
 
 
 def _describe(task: Any) -> tuple[str, int]:
