@@ -255,3 +255,24 @@ def test_cross_encoders_batch_by_length_back_off_on_oom_and_take_a_device(rerank
         CrossEncoderSpec.placement_options("cpu", "auto", "0")
     assert CrossEncoderSpec.placement_options("cpu", "bf16", "auto") == {"device": "cpu", "precision": "bf16",
                                                                          "batch_size": "auto"}
+
+
+@pytest.mark.parametrize("flag,value,message", [
+    ("--cross-encoder-precision", "fp8", "--cross-encoder-precision 'fp8': use auto, fp16, bf16 or fp32"),
+    ("--cross-encoder-device", "cuda:1", "--cross-encoder-device: cuda:1, but torch .* sees no CUDA device"),
+    ("--cross-encoder-batch-size", "many", "--cross-encoder-batch-size 'many': a positive number or auto"),
+])
+def test_evaluate_run_refuses_a_bad_cross_encoder_placement_before_any_work(tmp_path, reranker_dir, flag, value,
+                                                                            message):
+    import re
+
+    from typer.testing import CliRunner
+
+    from babelrag.cli import app
+
+    (tmp_path / "babelrag.yaml").write_text("project: {name: t}\n", encoding="utf-8")
+    res = CliRunner().invoke(app, ["evaluate", "run", str(tmp_path / "no-release"), "-c", str(tmp_path / "babelrag.yaml"),
+                                   "--reranker", str(reranker_dir), flag, value])
+    # a ConfigError: `babelrag` prints it as one line and exits 2 (tests/test_core_cli.py)
+    assert isinstance(res.exception, ConfigError) and ConfigError.exit_code == 2, res.output
+    assert re.search(message, str(res.exception))
