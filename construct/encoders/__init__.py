@@ -54,6 +54,20 @@ def encoder_devices(settings: Any, view: Optional[TorchView] = None) -> list[str
     return ["cpu"] * (len(names) if runs_on == "cpu" else 1)
 
 
+BATCHES_PER_BLOCK = 16
+
+
+def block_size(encoder: Encoder, minimum: int) -> int:
+    """Texts per encoding block, which is also the window its texts are length-sorted in: ``minimum``,
+    or 16 batches for a torch encoder with large batches (a GPU's 256), so that sorting still groups
+    like lengths. The block, not a wider window, so Ray tasks (one per block) and a local run encode the
+    same batches."""
+    inner = getattr(encoder, "inner", encoder)
+    if inner.runs_on != "torch":
+        return minimum
+    return max(minimum, BATCHES_PER_BLOCK * inner.batch_size)
+
+
 def build_encoder(enc_cfg: Any, runner_factory: Callable[[], Any] | None = None,
                   resolve: Callable[[str], Path | None] | None = None,
                   view: Optional[TorchView] = None) -> Encoder:
@@ -73,5 +87,5 @@ def build_encoder(enc_cfg: Any, runner_factory: Callable[[], Any] | None = None,
     return cls.from_config(settings, env)
 
 
-__all__ = ["Encoder", "EncoderEnv", "CachedEncoder", "VectorCache", "l2_normalise", "build_encoder",
+__all__ = ["Encoder", "EncoderEnv", "CachedEncoder", "VectorCache", "l2_normalise", "build_encoder", "block_size",
            "encoder_settings", "encoder_devices", "model_path"]
