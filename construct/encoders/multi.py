@@ -17,8 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from .base import Encoder, Kind
 from babelrag.batching import length_order
+
+from .base import Encoder, Kind
 
 TASKS_PER_DEVICE = 2  # blocks in flight per worker: one running, one queued
 

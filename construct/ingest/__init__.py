@@ -48,7 +48,7 @@ class Prepared:
 class TitleNER:
     """Title NER in the workers, for the local backends (spaCy, stanza): entities depend on the title and
     its language only, so they are the driver's, and the driver is left with dedupe and writing (its NER
-    capped ingest at about 21 workers' worth of pages, bench/bench_scaleout.py --driver-only). Each
+    capped ingest at about 37 workers' worth of pages, bench/bench_scaleout.py --driver-only). Each
     worker loads the models once (``_worker_extractor``). The ``llm`` backend stays in the driver (its
     limits, cache and usage live there)."""
     ner: Any  # NerConfig with stanza_dir and gazetteer made absolute
@@ -79,8 +79,10 @@ def _worker_extractor(ner: Any, files: str) -> Any:
 def worker_ner(config: Any, executor: Any) -> Optional[TitleNER]:
     """The title NER to run in the workers, or None to keep it in the driver: the ``llm`` backend, and
     an executor that runs everything in this process anyway (one local process)."""
+    from babelrag.executor import LocalExecutor
+
     ner = config.ner
-    if ner.backend == "llm" or (executor.processes <= 1 and type(executor).__name__ == "LocalExecutor"):
+    if ner.backend == "llm" or (isinstance(executor, LocalExecutor) and executor.processes <= 1):
         return None
     absolute = {k: str(config.resolve(v)) for k in ("stanza_dir", "gazetteer") if (v := getattr(ner, k))}
     files = ""
