@@ -92,6 +92,7 @@ def index_corpus(ctx: StageContext, encoder: Any) -> tuple[Any, dict[str, Doc]]:
     if store is not None and store.count() > len(docs):
         ctx.extra["vectors_pruned"] = store.prune(set(docs))  # stale rows from an earlier corpus
     ctx.extra["encoder"] = encoder.name
+    ctx.extra["encoder_placement"] = encoder.placement()  # devices, precision, batch size, OOM back-offs
     ctx.extra["vector_cache"] = {"hits": encoder.hits, "misses": encoder.misses}
     return store, docs
 

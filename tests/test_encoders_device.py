@@ -170,8 +170,11 @@ def test_bge_m3_max_length_truncates_and_precision_applies(tmp_path):
     short = _bge(folder, max_length=8, device="cpu")
     items, lengths = short._prepare([EN + " " + OTHER], "passage")
     assert lengths == [8]
-    bf16 = _bge(folder, device="cpu", precision="bf16")
+    bf16 = _bge(folder, device="cpu", precision="bf16", batch_size="auto")
     import torch
+
+    assert bf16.placement() == {"devices": ["cpu"], "precision": "bf16", "batch_size": 32, "batch_auto": True,
+                                "oom_backoffs": 0}
 
     assert next(bf16.model.parameters()).dtype == torch.bfloat16
     full = _bge(folder, device="cpu")
@@ -220,6 +223,7 @@ def test_two_cpu_workers_give_the_vectors_of_one_device_and_load_the_model_once_
     pool = _bge(folder, device=["cpu", "cpu"], batch_size=4)
     try:
         assert isinstance(pool, DevicePoolEncoder) and pool.name == one.name and pool.dim == one.dim == 32
+        assert pool.placement() == {"devices": ["cpu", "cpu"], "precision": ["fp32"], "batch_size": 4, "workers": 2}
         assert np.allclose(pool.encode(texts), one.encode(texts), atol=1e-5)
         blocks = [texts[i:i + 3] for i in range(0, len(texts), 3)]
         by_block = list(pool.encode_blocks(blocks))

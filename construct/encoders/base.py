@@ -51,6 +51,7 @@ class Encoder(ABC):
     batch_size: int = 32
     auto_batch: bool = False  # batch_size: auto (back off on out-of-memory)
     device: str = "cpu"
+    precision: str = "fp32"
     _batch: Optional[BatchSize] = None
 
     @classmethod
@@ -93,6 +94,12 @@ class Encoder(ABC):
     def encode_blocks(self, blocks: Iterable[Sequence[str]], kind: Kind = "passage") -> Iterator[np.ndarray]:
         """Vectors for each block, in order (a device pool overrides this to run blocks side by side)."""
         return (self.encode(b, kind) for b in blocks)
+
+    def placement(self) -> dict[str, Any]:
+        """Where and how it ran, for the run report: devices, precision, the batch size in the end and
+        how often ``auto`` backed off on out-of-memory."""
+        return {"devices": [self.device], "precision": self.precision, "batch_size": self.batch.size,
+                "batch_auto": self.batch.auto, "oom_backoffs": self.batch.backoffs}
 
 
 class VectorCache:
@@ -143,6 +150,9 @@ class CachedEncoder(Encoder):
 
     def _encode_batch(self, items: list[Any], kind: Kind) -> np.ndarray:
         return self.inner._encode_batch(items, kind)
+
+    def placement(self) -> dict[str, Any]:
+        return self.inner.placement()
 
     def encode(self, texts: Sequence[str], kind: Kind = "passage",
                progress: Callable[[Iterable[Any], int], Iterable[Any]] | None = None) -> np.ndarray:

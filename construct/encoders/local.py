@@ -70,6 +70,7 @@ class SentenceTransformerEncoder(Encoder):
                               f"dense.encoder.name_or_path)") from None
         if precision != "fp32":
             self.model.to(torch_dtype(precision))
+        self.precision = precision
         own = self.model.max_seq_length
         self.model.max_seq_length = min(max_length, own) if own else max_length  # never past the model's own
         self.name = f"st:{name_or_path}"
@@ -114,6 +115,7 @@ class BGEM3Encoder(Encoder):
                               f"with colbert_linear.pt and sparse_linear.pt)") from None
         self.tokenizer = flag.tokenizer
         self.model = flag.model.to(device=device, dtype=torch_dtype(precision)).eval()
+        self.precision = precision
         self.name = f"bge-m3:{name_or_path}"
         self.device = device
         self.max_length = max_length

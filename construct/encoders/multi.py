@@ -63,6 +63,7 @@ class DevicePoolEncoder(Encoder):
         from .mapped import encode_task
 
         self.devices = list(devices)
+        self.precision_setting = settings.precision
         self.kind = settings.kind  # type: ignore[misc]
         self.runs_on = registry.get(settings.kind).runs_on  # type: ignore[misc]
         self._tasks = {k: encode_task(settings, kind=k) for k in ("query", "passage")}
@@ -102,6 +103,13 @@ class DevicePoolEncoder(Encoder):
         for idx, vecs in zip(parts, self.encode_blocks(([texts[i] for i in p] for p in parts), kind)):
             out[idx] = vecs
         return out
+
+    def placement(self) -> dict[str, Any]:
+        from babelrag.devices import resolve_precision
+
+        return {"devices": self.devices, "precision": sorted({resolve_precision(self.precision_setting, d)
+                                                               for d in self.devices}),
+                "batch_size": self.batch_size, "workers": len(self.devices)}
 
     def workers(self) -> list[tuple[int, str, int]]:
         """``(pid, device, encoders built)`` of each worker process (for the run report and tests)."""
