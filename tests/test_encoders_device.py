@@ -260,3 +260,21 @@ def test_encoding_blocks_hold_sixteen_batches_of_a_torch_encoder(tmp_path):
     assert block_size(_bge(folder, device="cpu", batch_size=16), 512) == 512
     assert block_size(build_encoder(SimpleNamespace(kind="letter-hash", batch_size=256)), 512) == 512  # CPU-only
     cached.cache.close()
+
+
+def test_a_device_worker_that_dies_is_a_stage_error_naming_the_devices(tmp_path):
+    import os
+    import signal
+    import time
+
+    from babelrag.errors import StageError
+
+    pool = _bge(_tiny_bge_m3(tmp_path / "m3"), device=["cpu", "cpu"], batch_size=4)
+    try:
+        victim = pool.workers()[0][0]
+        os.kill(victim, signal.SIGKILL)
+        time.sleep(0.5)
+        with pytest.raises(StageError, match=r"an encoder worker process on one of \['cpu', 'cpu'\] died"):
+            list(pool.encode_blocks([[EN, DE], [OTHER]] * 4))
+    finally:
+        pool.close()

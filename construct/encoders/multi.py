@@ -87,9 +87,18 @@ class DevicePoolEncoder(Encoder):
     def encode_blocks(self, blocks: Iterable[Sequence[str]], kind: Kind = "passage") -> Iterator[np.ndarray]:
         from babelrag.executor import in_order
 
+        from concurrent.futures.process import BrokenProcessPool
+
         task = self._tasks[kind]
         submitted = (self._pool.submit(task, list(b)) for b in blocks)
-        yield from in_order(submitted, len(self.devices) * TASKS_PER_DEVICE, lambda f: [f.result()])
+        try:
+            yield from in_order(submitted, len(self.devices) * TASKS_PER_DEVICE, lambda f: [f.result()])
+        except BrokenProcessPool:
+            from babelrag.errors import StageError
+
+            raise StageError(f"an encoder worker process on one of {self.devices} died (killed for memory, or a "
+                             "crash in the device driver); rerun with one device in dense.encoder.device to see "
+                             "the error") from None
 
     def encode(self, texts: Sequence[str], kind: Kind = "passage", progress: Any = None) -> np.ndarray:
         """One list: chunks of neighbours in length (so each worker pads little), back in input order."""
