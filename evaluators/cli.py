@@ -27,6 +27,12 @@ def run(
                                                        "feature (needs 'mirage' in evaluate.metrics)."),
     reranker_backend: str = typer.Option("sentence-transformers", help="sentence-transformers or flagembedding."),
     nli: Optional[Path] = typer.Option(None, help="Local NLI cross-encoder folder for MIRAGE's support_nli feature."),
+    cross_encoder_device: str = typer.Option("auto", help="Reranker/NLI device: auto (a GPU when torch sees one), "
+                                                          "cpu, cuda, cuda:N, mps."),
+    cross_encoder_precision: str = typer.Option("auto", help="Reranker/NLI precision: auto (fp16 on a GPU, fp32 on "
+                                                             "CPU), fp16, bf16, fp32."),
+    cross_encoder_batch_size: str = typer.Option("16", help="Reranker/NLI pairs per batch, or auto (halves on "
+                                                            "out-of-memory)."),
 ) -> None:
     """Generate answers, judge them and write leaderboard, results.json, plots and report.html."""
     from babelrag.console import make_console
@@ -38,9 +44,12 @@ def run(
 
     console = make_console(stderr=True)
     cfg = load_config(config)
+    placement = CrossEncoderSpec.placement_options(cross_encoder_device, cross_encoder_precision,
+                                                   cross_encoder_batch_size)
     settings = EvalSettings.from_config(
-        cfg, rounds=rounds, reranker=CrossEncoderSpec(str(reranker), reranker_backend) if reranker else None,  # type: ignore[arg-type]
-        nli=CrossEncoderSpec(str(nli)) if nli else None)
+        cfg, rounds=rounds,
+        reranker=CrossEncoderSpec(str(reranker), reranker_backend, **placement) if reranker else None,  # type: ignore[arg-type]
+        nli=CrossEncoderSpec(str(nli), **placement) if nli else None)
     paths = evaluate_release(cfg, release, out_dir=out, models=model, judges=judge, max_instances=max_instances,
                              console=console, settings=settings, split=split, answers_file=answers)
     console.print(f"[green]report:[/] {paths['html']}")

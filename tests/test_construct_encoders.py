@@ -60,28 +60,9 @@ def test_vector_cache_skips_known_texts(tmp_path):
 
 def _tiny_bge_m3(folder):
     """A randomly initialised 1-layer XLM-R with a small word-level vocabulary + the BGE-M3 heads."""
-    import torch
-    from tokenizers import Tokenizer, models, pre_tokenizers, processors
-    from transformers import PreTrainedTokenizerFast, XLMRobertaConfig, XLMRobertaModel
+    from babelrag.testing.bge_m3 import make_bge_m3
 
-    folder.mkdir(parents=True, exist_ok=True)
-    specials = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
-    words = sorted({w for t in (EN, DE, OTHER) for w in pre_tokenizers.Whitespace().pre_tokenize_str(t)
-                    for w in [w[0]]})
-    vocab = {w: i for i, w in enumerate(specials + words)}
-    tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
-    tok.pre_tokenizer = pre_tokenizers.Whitespace()
-    tok.post_processor = processors.RobertaProcessing(("</s>", 2), ("<s>", 0))
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>", unk_token="<unk>",
-                                   pad_token="<pad>", cls_token="<s>", sep_token="</s>", mask_token="<mask>")
-    fast.save_pretrained(folder)
-    torch.manual_seed(0)
-    cfg = XLMRobertaConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-                           intermediate_size=64, max_position_embeddings=130, pad_token_id=1)
-    XLMRobertaModel(cfg).save_pretrained(folder)
-    torch.save(torch.nn.Linear(32, 32).state_dict(), folder / "colbert_linear.pt")
-    torch.save(torch.nn.Linear(32, 1).state_dict(), folder / "sparse_linear.pt")
-    return folder
+    return make_bge_m3(folder, (EN, DE, OTHER), "tiny")
 
 
 def test_bge_m3_encoder_runs_flagembedding_on_a_local_folder(tmp_path):

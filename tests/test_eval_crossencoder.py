@@ -219,3 +219,60 @@ def test_cli_reranker_option_missing_folder_is_one_line(tmp_path):
     lines = [x for x in proc.stderr.strip().splitlines() if x.strip()]
     assert proc.returncode == 2 and len(lines) == 1, proc.stderr
     assert lines[0].startswith("error: reranker:") and "no-model" in lines[0] and "Traceback" not in proc.stderr
+
+
+def test_cross_encoders_batch_by_length_back_off_on_oom_and_take_a_device(reranker_dir, nli_dir):
+    """Issue 26: length-sorted batches give the one-at-a-time scores in input order; batch_size auto
+    halves on torch's OOM error; the device is resolved against what torch reports."""
+    import torch
+
+    from babelrag.devices import TorchView
+
+    pairs = PAIRS * 3 + [("Where?", "Brussels."), (PAIRS[0][0] + " " + PAIRS[2][0], PAIRS[0][1] + " " + PAIRS[2][1])]
+    one = Reranker(CrossEncoderSpec(str(reranker_dir), batch_size=1)).score(pairs)
+    rr = Reranker(CrossEncoderSpec(str(reranker_dir), batch_size="auto", device="cpu"))
+    assert (rr.device, rr.precision, rr.batch.size) == ("cpu", "fp32", 32)
+    model = rr._model.model
+    real_forward = model.forward
+
+    def forward(*args, **kwargs):  # the real model, out of memory above 2 pairs per batch
+        ids = kwargs.get("input_ids", args[0] if args else None)
+        if ids is not None and ids.shape[0] > 2:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        return real_forward(*args, **kwargs)
+
+    model.forward = forward
+    assert rr.score(pairs) == pytest.approx(one, abs=1e-5)
+    assert rr.batch.size == 2 and rr.batch.backoffs == 4  # 32 -> 16 -> 8 -> 4 -> 2
+    nli = NLIJudge(CrossEncoderSpec(str(nli_dir), batch_size=2))
+    assert nli.entails(pairs) == NLIJudge(CrossEncoderSpec(str(nli_dir), batch_size=1)).entails(pairs)
+    spec = CrossEncoderSpec(str(reranker_dir))
+    assert spec.placement("reranker", TorchView(2, False, "2.13")) == ("cuda:0", "fp16")
+    assert spec.placement("reranker", TorchView(0, False, "2.13")) == ("cpu", "fp32")
+    with pytest.raises(ConfigError, match="reranker device: cuda:1, but torch sees 1 CUDA device"):
+        CrossEncoderSpec(str(reranker_dir), device="cuda:1").placement("reranker", TorchView(1, False, "2.13"))
+    with pytest.raises(ConfigError, match="--cross-encoder-batch-size '0'"):
+        CrossEncoderSpec.placement_options("cpu", "auto", "0")
+    assert CrossEncoderSpec.placement_options("cpu", "bf16", "auto") == {"device": "cpu", "precision": "bf16",
+                                                                         "batch_size": "auto"}
+
+
+@pytest.mark.parametrize("flag,value,message", [
+    ("--cross-encoder-precision", "fp8", "--cross-encoder-precision 'fp8': use auto, fp16, bf16 or fp32"),
+    ("--cross-encoder-device", "cuda:1", "--cross-encoder-device: cuda:1, but torch .* sees no CUDA device"),
+    ("--cross-encoder-batch-size", "many", "--cross-encoder-batch-size 'many': a positive number or auto"),
+])
+def test_evaluate_run_refuses_a_bad_cross_encoder_placement_before_any_work(tmp_path, reranker_dir, flag, value,
+                                                                            message):
+    import re
+
+    from typer.testing import CliRunner
+
+    from babelrag.cli import app
+
+    (tmp_path / "babelrag.yaml").write_text("project: {name: t}\n", encoding="utf-8")
+    res = CliRunner().invoke(app, ["evaluate", "run", str(tmp_path / "no-release"), "-c", str(tmp_path / "babelrag.yaml"),
+                                   "--reranker", str(reranker_dir), flag, value])
+    # a ConfigError: `babelrag` prints it as one line and exits 2 (tests/test_core_cli.py)
+    assert isinstance(res.exception, ConfigError) and ConfigError.exit_code == 2, res.output
+    assert re.search(message, str(res.exception))

@@ -8,6 +8,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -174,6 +175,32 @@ def test_ray_encoding_gives_the_same_vectors_pairs_and_cache_as_local(ray_cluste
     dense = stage_output(local, "pairs")
     assert stage_output(on_ray, "pairs") == dense
     assert b"ev1" in dense[0]  # the event pairs are there, not an empty output on both sides
+
+
+def test_bge_m3_on_ray_cpu_workers_gives_the_local_vectors_and_each_worker_loads_it_once(ray_cluster, tmp_path):
+    """Issue 26: on a cluster without GPUs the encoding tasks fall back to CPU tasks (num_gpus 0, device
+    cpu); each worker builds the model once and reuses it across tasks; the vectors are the local ones."""
+    import numpy as np
+
+    from babelrag.construct.encoders import build_encoder
+    from babelrag.construct.encoders.mapped import BuildsProbe, cluster_encode_map
+    from babelrag.executor import RayExecutor
+    from tests.test_construct_encoders import DE, EN, OTHER, _tiny_bge_m3
+
+    folder = _tiny_bge_m3(tmp_path / "m3")
+    config = config_from_dict({"dense": {"encoder": {"kind": "bge-m3", "name_or_path": str(folder), "batch_size": 2}},
+                               "executor": {"backend": "ray", "processes": 2}})
+    encode_map, workers = cluster_encode_map(config)
+    assert workers == 2
+    blocks = [[EN, DE, OTHER][: 1 + i % 3] + [f"{OTHER} {i}"] for i in range(8)]
+    local = build_encoder(SimpleNamespace(kind="bge-m3", name_or_path=str(folder), batch_size=2, device="cpu"))
+    for got, block in zip(encode_map(blocks), blocks):
+        assert np.allclose(got, local.encode(block), atol=1e-5)
+    from babelrag.construct.encoders.mapped import encode_task, plan_cluster_encoding
+
+    task = plan_cluster_encoding(encode_task(config.dense.encoder), 0, 2)[0]
+    builds = dict(RayExecutor(processes=2, chunk_size=1).map(BuildsProbe(task, 0.3), range(8)))
+    assert 1 <= sum(builds.values()) <= 2 and set(builds.values()) <= {0, 1}  # 8 blocks, at most one load a worker
 
 
 def test_milvus_lite_refuses_to_open_inside_a_ray_worker(ray_cluster, tmp_path):
@@ -350,9 +377,9 @@ def test_a_killed_distributed_run_reruns_to_the_local_output(ray_cluster, html_c
               "Pipeline(config_from_dict(json.loads(sys.argv[1]))).run(until='ingest')")
     driver = subprocess.Popen([sys.executable, "-c", script, json.dumps(raw)],
                               env={**os.environ, "HF_HUB_OFFLINE": "1"})
-    staging = html_corpus / "killed-driver" / ".staging"
+    spool = html_corpus / "killed-driver" / ".partial" / "ingest" / "pass1" / "spool.jsonl"
     deadline = time.time() + 240
-    while time.time() < deadline and not any(p.stat().st_size for p in staging.glob("ingest-*/ingest-*.jsonl")):
+    while time.time() < deadline and not (spool.exists() and spool.stat().st_size):
         time.sleep(0.05)  # the spool fills once the first pages come back from the workers
     assert driver.poll() is None, "the driver finished before it could be killed"
     os.kill(driver.pid, signal.SIGKILL)

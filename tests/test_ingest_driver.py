@@ -1,0 +1,108 @@
+"""Ingest's driver (issue 26 item 7): with workers, title NER runs in them (TitleNER) and the driver only
+decides duplicates and writes; the output is the byte-identical output of NER in the driver. And a run
+killed during extraction resumes at item level (issue 23 item 7), to the output of an uninterrupted run."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from babelrag.config import config_from_dict
+from babelrag.pipeline import Pipeline
+from babelrag.store import BuildStore
+
+SAMPLE = Path(__file__).resolve().parents[1] / "babelrag" / "data" / "sample" / "articles.jsonl"
+
+
+def _ingest(tmp_path, name, processes):
+    cfg = config_from_dict({
+        "project": {"build_dir": str(tmp_path / name), "languages": ["en", "de", "es", "zh", "ar"]},
+        "corpus": {"inputs": [{"path": str(SAMPLE), "format": "jsonl"}], "min_tokens": 20},
+        "executor": {"processes": processes, "chunk_size": 8}})
+    report = Pipeline(cfg).run(until="ingest")
+    store = BuildStore(cfg.build_dir)
+    manifest = store.manifest("ingest")
+    return ((store.stage_dir("ingest") / "records.parquet").read_bytes(), manifest.output_fingerprint,
+            manifest.counts, manifest.extra, report)
+
+
+def test_title_ner_in_two_workers_gives_the_drivers_output_and_counts(tmp_path):
+    one = _ingest(tmp_path, "driver", 1)
+    two = _ingest(tmp_path, "workers", 2)
+    assert one[3]["ner_in_workers"] is False and two[3]["ner_in_workers"] is True
+    assert two[3]["extract_processes"] == 2
+    assert two[0] == one[0] and two[1] == one[1]  # same records, same fingerprint
+    assert two[2] == one[2]  # same counts, no-ner-model-<lang> included (de, es, ar have no spaCy model here)
+    assert "'no-ner-model-de': 32" in str(one[2])  # counted for the kept articles only, in both
+
+
+def test_llm_ner_and_a_single_process_keep_ner_in_the_driver():
+    from types import SimpleNamespace
+
+    from babelrag.construct.ingest import TitleNER, worker_ner
+    from babelrag.executor import LocalExecutor
+
+    cfg = config_from_dict({"ner": {"backend": "spacy", "gazetteer": "gaz.jsonl"}})
+    assert worker_ner(cfg, LocalExecutor(processes=1)) is None
+    task = worker_ner(cfg, LocalExecutor(processes=4))
+    assert isinstance(task, TitleNER) and Path(task.ner.gazetteer).is_absolute()
+    assert worker_ner(config_from_dict({"ner": {"backend": "llm"}}), SimpleNamespace(processes=8)) is None
+
+
+REAL = Path(__file__).parent / "fixtures" / "realpages"
+
+
+def _pages_corpus(root: Path) -> dict:
+    """The real-page set (72 pages, 9 languages) twice over (second copies: same URLs, so duplicate ids)."""
+    rows = json.loads((REAL / "expected.json").read_text(encoding="utf-8"))
+    (root / "html").mkdir(parents=True)
+    lines = []
+    for copy in range(2):
+        for i, row in enumerate(rows):
+            name = f"c{copy}-{i:03d}.html"
+            (root / "html" / name).write_bytes((REAL / "pages" / row["file"]).read_bytes())
+            lines.append(f"{name}\t{row['url']}")
+    (root / "urls.tsv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return {"corpus": {"inputs": [{"path": str(root / "html"), "format": "html", "url_map": str(root / "urls.tsv")}],
+                       "min_tokens": 20},
+            "project": {"languages": ["en", "de", "fr", "es"]}, "executor": {"processes": 1}}
+
+
+def test_an_ingest_killed_during_extraction_resumes_from_its_checkpoint(tmp_path):
+    raw = _pages_corpus(tmp_path)
+    raw["project"]["build_dir"] = str(tmp_path / "killed")
+    script = ("import sys, json; import babelrag.construct.ingest as ingest; ingest.CHECKPOINT_SECONDS = 0.2; "
+              "from babelrag.config import config_from_dict; from babelrag.pipeline import Pipeline; "
+              "Pipeline(config_from_dict(json.loads(sys.argv[1]))).run(until='ingest')")
+    run = subprocess.Popen([sys.executable, "-c", script, json.dumps(raw)], env={**os.environ, "HF_HUB_OFFLINE": "1"},
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    state = tmp_path / "killed" / ".partial" / "ingest" / "pass1" / "state.json"
+    deadline = time.time() + 300
+    seen = 0
+    while time.time() < deadline and seen < 10 and run.poll() is None:
+        if state.exists():
+            seen = json.loads(state.read_text())["count_in"]
+        time.sleep(0.05)
+    assert run.poll() is None, "the ingest finished before it could be killed"
+    os.kill(run.pid, signal.SIGKILL)
+    run.wait()
+    checkpoint = json.loads(state.read_text())
+    assert 10 <= checkpoint["count_in"] < 144 and not checkpoint["done"]
+    from babelrag.config import config_from_dict
+
+    config = config_from_dict(raw)
+    assert BuildStore(config.build_dir).manifest("ingest") is None  # nothing half-written became output
+    Pipeline(config).run(until="ingest")
+    resumed = BuildStore(config.build_dir).manifest("ingest")
+    assert resumed.extra["pass1_resumed_items"] >= checkpoint["count_in"]  # those pages were not extracted again
+    assert not state.parent.exists()  # the checkpoint goes with the commit
+    clean = dict(raw, project=dict(raw["project"], build_dir=str(tmp_path / "clean")))
+    clean_config = config_from_dict(clean)
+    Pipeline(clean_config).run(until="ingest")
+    store, clean_store = BuildStore(config.build_dir), BuildStore(clean_config.build_dir)
+    assert (store.stage_dir("ingest") / "records.parquet").read_bytes() == \
+        (clean_store.stage_dir("ingest") / "records.parquet").read_bytes()
+    assert resumed.counts == clean_store.manifest("ingest").counts  # in, out and every skip reason
+    assert resumed.counts["in"] == 144 and "'duplicate-id': 66" in str(resumed.counts)  # found over both runs
