@@ -331,20 +331,22 @@ def forced_choice_positions(pair_id: str, seed: int) -> str:
 
 
 def forced_choice_records(pairs: Iterable[ContrastivePair | dict], seed: int) -> list[ProjectRecord]:
+    """Records from ``construct contrastive``'s pairs: the better option goes to a seeded position."""
     out = []
     for pair in parse(ContrastivePair, list(pairs), "forced_choice input"):
         better_pos = forced_choice_positions(pair.id, seed)
-        a, b = (pair.better, pair.worse) if better_pos == "A" else (pair.worse, pair.better)
+        better, worse = (pair.option_a, pair.option_b) if pair.better == "a" else (pair.option_b, pair.option_a)
+        a, b = (better, worse) if better_pos == "A" else (worse, better)
         suggestions = []
         if pair.judge_choice:
-            pick = better_pos if pair.judge_choice == "better" else ("B" if better_pos == "A" else "A")
+            pick = better_pos if pair.judge_choice == pair.better else ("B" if better_pos == "A" else "A")
             suggestions.append(Suggestion("choice", pick, "llm-judge"))
         out.append(
             ProjectRecord(
                 id=pair.id,
-                fields={"task": pair.criterion.replace("_", " "), "question": pair.question,
+                fields={"task": pair.kind.replace("_", " "), "question": pair.question,
                         "context": pair.context, "response_a": a, "response_b": b},
-                metadata={"criterion": pair.criterion, "better_position": better_pos, "language": pair.language,
+                metadata={"criterion": pair.kind, "better_position": better_pos, "language": pair.language,
                           "seed": seed},
                 suggestions=suggestions,
             )
@@ -353,8 +355,12 @@ def forced_choice_records(pairs: Iterable[ContrastivePair | dict], seed: int) ->
 
 
 def answer_judgement_records(answers: Iterable[ModelAnswer | dict]) -> list[ProjectRecord]:
+    """Records from ``evaluate run``'s answers.jsonl."""
     out = []
     for ans in parse(ModelAnswer, list(answers), "answer_judgement input"):
+        if not ans.question or not ans.gold_answer:
+            raise InputError(f"answer_judgement input: record {ans.id!r} has no question or gold answer (an "
+                             "answers.jsonl written before they were kept); re-run `babelrag evaluate run`")
         suggestions = [Suggestion("verdict", ans.judge_verdict, "judge-panel")] if ans.judge_verdict else []
         out.append(
             ProjectRecord(

@@ -1,8 +1,11 @@
-"""Typed records that flow between stages.
+"""The record contract: every typed record that flows between stages or crosses a package boundary.
 
 Every stage reads and writes lists of these pydantic models; ``babelrag.store`` turns them into
 Arrow/parquet through ``datasets`` with features derived from the model (see ``babelrag.arrow_features``).
-Free-form mappings are kept as JSON strings so every column has one Arrow type.
+A type that one package writes and another reads (construct -> annotate, evaluate -> annotate,
+annotate -> construct, release -> evaluate) is defined here once; other modules import it (older names
+such as ``annotate.inputs.ModelAnswer`` are imports of the one definition). Free-form mappings are kept
+as JSON strings so every column has one Arrow type.
 """
 from __future__ import annotations
 
@@ -169,4 +172,35 @@ class ContrastivePair(Record):
     language: str = "en"
     source_id: str = ""  # qa item or article the chunk/question came from
     detail: str = ""  # e.g. "evasive" / "partial", or the unrelated article id
+    judge_choice: Optional[Literal["a", "b"]] = None  # an LLM judge's pick, shown to annotators as a suggestion
     provenance: Provenance = Field(default_factory=Provenance)
+
+
+class AnswerRecord(BaseModel):
+    """One model's answer to one instance (``evaluate run`` writes them to answers.jsonl), with everything
+    needed to reproduce and score it, and the question and gold answer so a reader (``annotate push
+    answer_judgement``) needs no other file."""
+
+    model_config = ConfigDict(extra="forbid")
+    id: str
+    instance_id: str
+    qa_id: str
+    setting: str
+    language: str
+    model: str  # endpoint name in the config
+    question: str = ""  # the instance's question as the model saw it ("" in files written before it was kept)
+    gold_answer: str = ""  # the instance's gold answer
+    served_model: str = ""
+    answer: str = ""
+    ok: bool = True
+    error: str = ""
+    doc_order: list[str] = Field(default_factory=list)  # article ids in the order shown (1-based ids)
+    doc_chars: int = 0  # each document's text was cut to this many characters (0 = shown whole)
+    relevant: list[int] = Field(default_factory=list)  # positions (1-based) of supporting articles
+    prompt_id: str = ""
+    prompt_version: str = ""
+    style: str = "citations"
+    sampling_json: str = "{}"
+    dataset_version: str = ""
+    cached: bool = False
+    judge_verdict: Optional[Literal["correct", "incorrect"]] = None  # a judge panel's majority, if any

@@ -72,6 +72,16 @@ class StageSpec:
 _EXTRA_STAGES: dict[str, StageSpec] = {}  # added at run time (plug-ins, tests)
 
 
+def _check_name(spec: StageSpec) -> StageSpec:
+    """A stage's folder sits beside the build's other folders: it may not take one of their names."""
+    from babelrag.build_layout import RESERVED_NAMES
+
+    if spec.name in RESERVED_NAMES or spec.name.startswith(".") or "/" in spec.name:
+        raise ConfigError(f"stage name {spec.name!r} is taken by the build folder's layout "
+                          f"({', '.join(sorted(RESERVED_NAMES))}); rename the stage")
+    return spec
+
+
 def _load_entry(ep: Any, kind: str) -> Any:
     try:
         return ep.load()
@@ -86,7 +96,7 @@ def _declared_stages() -> tuple[StageSpec, ...]:
         spec = _load_entry(ep, "stage")
         if not isinstance(spec, StageSpec) or spec.name != ep.name:
             raise ConfigError(f"entry point {ep.name!r} of {STAGE_GROUP} must name a StageSpec called {ep.name!r}")
-        specs.append(spec)
+        specs.append(_check_name(spec))
     return tuple(specs)
 
 
@@ -110,7 +120,7 @@ def get_stage(name: str) -> StageSpec:
 
 def add_stage(spec: StageSpec) -> None:
     """Declare a stage at run time (a plug-in without an entry point, or a test)."""
-    _EXTRA_STAGES[spec.name] = spec
+    _EXTRA_STAGES[spec.name] = _check_name(spec)
     declared_sections.cache_clear()
 
 

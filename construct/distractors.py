@@ -54,9 +54,11 @@ class DistractorsConfig(Section):
 
 STAGE = StageSpec(
     "distractors", "babelrag.construct.distractors:run", "DistractorSet", ("ingest", "filters"),
-    ("distractors", "dense", "project", "llm"), uses_llm=True,
+    ("distractors", "dense", "project"), uses_llm=True, version="2",
     description="related / irrelevant / seemingly relevant distractors",
-    files=("dense.encoder.name_or_path",), runtime_sections=("executor",), owns={"distractors": DistractorsConfig},
+    files=("dense.encoder.name_or_path",),
+    llm_endpoints=(("distractors.endpoint", (("distractors.verify_with_llm", True),)),),
+    runtime_sections=("executor", "llm"), owns={"distractors": DistractorsConfig},
     order=60)
 
 KINDS = ("related", "seemingly_relevant", "irrelevant")

@@ -50,9 +50,13 @@ class FiltersConfig(Section):
 
 
 STAGE = StageSpec(
-    "filters", "babelrag.construct.filters:run", "QAItem", ("ingest", "questions"), ("filters", "llm"),
+    "filters", "babelrag.construct.filters:run", "QAItem", ("ingest", "questions"), ("filters",), version="2",
     description="well-formed, named entity, near-duplicate, verbatim, needs both articles, needs retrieval",
-    uses_llm=True, files=("filters.spacy_model",), owns={"filters": FiltersConfig}, order=50)
+    uses_llm=True, files=("filters.spacy_model",),
+    # the endpoint counts when one of the LLM filters is on (entries for one field are alternatives)
+    llm_endpoints=tuple(("filters.endpoint", ((f"filters.{flag}", True),))
+                        for flag in ("needs_both_articles", "needs_retrieval", "well_formed_llm")),
+    runtime_sections=("llm",), owns={"filters": FiltersConfig}, order=50)
 
 FILTERS = ("well_formed", "named_entity", "verbatim", "near_duplicate", "needs_both_articles", "needs_retrieval")
 

@@ -43,7 +43,6 @@ class InstancesConfig(Section):
     )
     mono_supporting: int = 2
     mono_distracting: int = 6
-    multi_supporting_per_language: int = 1
     multi_distracting_per_language: int = 3
     allow_fewer_distractors: bool = True  # False: skip an instance that cannot get its full distractor count
     translate_documents: bool = True  # machine-translate X articles to English for multi+ES / multi+ED
@@ -67,9 +66,11 @@ class InstancesConfig(Section):
 
 STAGE = StageSpec(
     "instances", "babelrag.construct.instances:run", "Instance", ("ingest", "filters", "distractors"),
-    ("instances", "project", "distractors", "llm"),
+    ("instances", "project", "distractors"), version="2",
     description="one instance per question, setting and language", uses_llm=True,
-    files=("instances.reviewed_qa",), owns={"instances": InstancesConfig}, order=70)
+    files=("instances.reviewed_qa",),
+    llm_endpoints=(("instances.endpoint", (("instances.translate_documents", True),)),), runtime_sections=("llm",),
+    owns={"instances": InstancesConfig}, order=70)
 
 BASES = ("mono", "multi")
 SPECIAL = ("en-baseline", "no-retrieval", "oracle")
@@ -104,12 +105,6 @@ def parse_setting(name: str) -> Setting:
 def instance_id(qa_id: str, setting: str, language: str) -> str:
     """Stable id: the same question, setting and language always give the same id."""
     return "inst-" + hashlib.sha256(f"{qa_id}|{setting}|{language}".encode()).hexdigest()[:16]
-
-
-def split_of(qa_id: str, dev_fraction: float, seed: int) -> str:
-    """Split by *question*, so all instances of one question (every setting/language) share one split."""
-    h = int(hashlib.sha256(f"{seed}|{qa_id}".encode()).hexdigest()[:12], 16) / 16**12
-    return "dev" if h < dev_fraction else "test"
 
 
 class LeakageError(ValueError):
@@ -159,7 +154,6 @@ class Assembler:
     articles: dict[str, Article]
     mono_supporting: int = 2
     mono_distracting: int = 6
-    multi_supporting: int = 1
     multi_distracting: int = 3
     min_days_before: int = 14
     allow_fewer_distractors: bool = True
@@ -315,7 +309,6 @@ def run(ctx) -> None:  # noqa: ANN001 - StageContext (kept import-light)
     asm = Assembler(
         articles=articles, mono_supporting=cfg.instances.mono_supporting,
         mono_distracting=cfg.instances.mono_distracting,
-        multi_supporting=cfg.instances.multi_supporting_per_language,
         multi_distracting=cfg.instances.multi_distracting_per_language,
         min_days_before=cfg.distractors.min_days_before,
         allow_fewer_distractors=cfg.instances.allow_fewer_distractors, seed=ctx.seed, pivot=pivot,

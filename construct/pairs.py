@@ -149,7 +149,7 @@ def run(ctx: StageContext) -> None:
         ctx.count_in += 1
         slices.setdefault(art.language, LanguageSlice()).add(art)
         if not art.title_entities:
-            ctx.skip("no-title-entities")
+            ctx.note("no-title-entities")  # still a dense-retrieval candidate
     pairs = entity_graph_pairs(ctx, slices)
     ctx.extra["entity_graph_pairs"] = len(pairs)
     if ctx.config.pairs.graphml:

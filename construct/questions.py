@@ -14,6 +14,7 @@ from typing import Any, Literal, Optional
 from pydantic import Field
 
 from babelrag.config import Section
+from babelrag.run_only import run_only
 from babelrag.construct.chains.crossdoc import CrossDocChain, Job, qa_id
 from babelrag.construct.pair_selection import select_pairs
 from babelrag.records import Article, ArticlePair
@@ -34,12 +35,13 @@ class QuestionsConfig(Section):
     simple_per_summary: int = Field(3, ge=1, le=10)  # one-step Q&A pairs written from each summary
     max_article_chars: int = Field(6000, ge=200)  # article text sent to the summary step is cut here
     translate: bool = True  # machine-translate question/answer (flagged machine_translated)
-    batch_size: int = Field(16, ge=1)  # jobs per chain batch (results are written after each batch)
+    batch_size: int = run_only(16, ge=1)  # jobs per chain batch (results are written after each batch)
 
 
 STAGE = StageSpec(
-    "questions", "babelrag.construct.questions:run", "QAItem", ("ingest", "relevance"), ("questions", "project", "llm"),
-    description="summary -> simple Q&A -> cross-document Q&A -> translation", uses_llm=True,
+    "questions", "babelrag.construct.questions:run", "QAItem", ("ingest", "relevance"), ("questions", "project"),
+    version="2", description="summary -> simple Q&A -> cross-document Q&A -> translation", uses_llm=True,
+    llm_endpoints=(("questions.endpoint", ()),), runtime_sections=("llm",),
     owns={"questions": QuestionsConfig}, order=40)
 
 
@@ -79,7 +81,7 @@ def run(ctx: Any) -> None:
     out = ctx.output()
     todo = [j for j in jobs if not out.has(j.id)]
     chain = CrossDocChain(ctx.llm, stage=ctx.spec.name, endpoint=q.endpoint, simple_per_summary=q.simple_per_summary,
-                          max_article_chars=q.max_article_chars, config_hash=cfg.section_hash("questions", "llm"))
+                          max_article_chars=q.max_article_chars, config_hash=ctx.config_hash)
     translations: dict[str, dict] = {}
     for start in ctx.progress(range(0, len(todo), q.batch_size), total=(len(todo) + q.batch_size - 1) // q.batch_size,
                               desc="question batches"):
@@ -106,6 +108,6 @@ def run(ctx: Any) -> None:
             tr = translations.get(it.id, {})
             for lang, entry in tr.items():
                 if "error" in entry:
-                    ctx.skip(f"translation-failed-{lang}")
+                    ctx.note(f"translation-failed-{lang}")  # kept, without this language
             out.add(it.model_copy(update={"translations_json": json.dumps(tr, ensure_ascii=False, sort_keys=True)}))
     ctx.extra["requested_types"] = {t: sum(j.q_type == t for j in jobs) for t in q.types}

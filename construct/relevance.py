@@ -33,8 +33,9 @@ class RelevanceConfig(Section):
 
 
 STAGE = StageSpec(
-    "relevance", "babelrag.construct.relevance:run", "ArticlePair", ("ingest", "pairs"), ("relevance", "questions", "project", "llm"),
-    description="LLM topical-relevance check of each pair", uses_llm=True,
+    "relevance", "babelrag.construct.relevance:run", "ArticlePair", ("ingest", "pairs"), ("relevance", "project"),
+    version="2", description="LLM topical-relevance check of each pair", uses_llm=True,
+    llm_endpoints=(("relevance.endpoint", (("relevance.enabled", True),)),), runtime_sections=("llm",),
     owns={"relevance": RelevanceConfig}, order=30)
 
 EXCERPT_CHARS = 1200
@@ -71,7 +72,7 @@ def run(ctx: StageContext) -> None:
     needed = {p.article_a for p in pairs} | {p.article_b for p in pairs}
     articles = ctx.read_ids("ingest", Article, needed)
     prompt = Prompt.beside(__file__, "relevance.yaml")
-    config_hash = ctx.config.section_hash("relevance", "llm")
+    config_hash = ctx.config_hash
     if cfg.max_pairs is not None:
         from babelrag.construct.pair_selection import select_pairs
 

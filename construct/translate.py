@@ -9,7 +9,6 @@ target form appears) is recorded so annotators can check it.
 """
 from __future__ import annotations
 
-import json
 import re
 from typing import Any, Optional
 
@@ -190,6 +189,3 @@ def needed_document_translations(qas: list[QAItem], dsets: dict[str, DistractorS
         need.update(list(dict.fromkeys(picked))[:per_language])
     return sorted(need)
 
-
-def entry_json(entries: dict[str, dict]) -> str:
-    return json.dumps(entries, ensure_ascii=False, sort_keys=True)

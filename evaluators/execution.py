@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
-from babelrag.errors import ConfigError, InputError
+from babelrag.errors import InputError
 from babelrag.evaluators.answers import AnswerRecord, generate_answers, require_endpoints, write_answers
 from babelrag.evaluators.settings import EvalSettings
 from babelrag.records import Instance
@@ -140,10 +140,7 @@ def evaluate_release(config: Any, release: Any, out_dir: Optional[Path] = None, 
         name, _ = config.llm.endpoint(None)  # the default endpoint evaluates itself
         models = [name]
     judges = list(judges or ev.judges or models[:1])
-    known = sorted(config.llm.endpoints)
-    unknown = [n for n in [*models, *judges] if n not in known]
-    if unknown:  # checked before any work; the LLM layer would silently fall back to the default
-        raise ConfigError(f"endpoint(s) {unknown} are not configured under llm.endpoints (have: {known})")
+    config.llm.require([*models, *judges], "model or judge")  # before any work
     prepared = prepare_metrics(settings)  # fail fast on an unknown metric or a bad model folder, before downloads
     source = resolve_release(getattr(release, "folder", release), configs=ev.configs)
     folder = source.path

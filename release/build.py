@@ -105,7 +105,9 @@ def _provenance(qas: list[QAItem], released_qa: set[str]) -> dict[tuple[str, str
 def _annotation_summary(build_dir: Path) -> Optional[dict[str, Any]]:
     """What the card says about annotation: ``annotate/summary.json`` if a curator wrote one, else the
     per-project ``<project>.agreement.json`` files that ``babelrag annotate agreement`` writes there."""
-    folder = build_dir / "annotate"
+    from babelrag.store import BuildStore
+
+    folder = BuildStore(build_dir).annotate_dir
     path = folder / "summary.json"
     if path.exists():
         data = _read_json(path)
@@ -132,16 +134,12 @@ def _read_json(path: Path) -> Any:
 
 
 def _tracker(console: Any, desc: str) -> Any:
-    """A rich progress wrapper for long loops (identity without a console)."""
+    """``babelrag.console.track`` bound to a label, for long loops (None without a console)."""
     if console is None:
         return None
+    from babelrag.console import track
 
-    def track(items: Any, total: int) -> Any:
-        from rich.progress import track as rich_track
-
-        return rich_track(items, total=total, description=desc, console=console, transient=True)
-
-    return track
+    return lambda items, total: track(items, total, desc, console)
 
 
 def plan(config: Any, console: Any = None) -> tuple[list[Instance], dict[str, str], ValidationReport, list[QAItem]]:

@@ -27,12 +27,6 @@ def instance_features() -> Any:
     return features_for(Instance)
 
 
-def document_features() -> Any:
-    from babelrag.arrow_features import features_for
-
-    return features_for(Document)
-
-
 def json_schemas() -> dict[str, dict[str, Any]]:
     """JSON Schemas (pydantic) of the released row types, written as ``schema/*.schema.json``."""
     out = {}

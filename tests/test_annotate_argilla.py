@@ -119,7 +119,8 @@ def test_push_creates_every_project_with_guidelines_distribution_and_suggestions
     positions = {rid: r.metadata["better_position"] for rid, r in fc.items()}
     assert set(positions.values()) == {"A", "B"}  # 6 seeded coins: both sides used (checked for seed 7)
     for rid, r in fc.items():
-        better = next(p for p in samples.contrastive_pairs(6) if p["id"] == rid)["better"]
+        pair = next(p for p in samples.contrastive_pairs(6) if p["id"] == rid)
+        better = pair["option_" + pair["better"]]
         assert r.fields["response_a" if positions[rid] == "A" else "response_b"] == better
 
 

@@ -169,8 +169,8 @@ def test_forced_choice_positions_are_seeded_recorded_and_balanced():
     assert 0.25 < a_share < 0.75
     for pair, rec in zip(pairs, recs):
         shown = rec.fields["response_a"] if rec.metadata["better_position"] == "A" else rec.fields["response_b"]
-        assert shown == pair["better"]
-        # judge said "better": the suggestion points at the better response's position
+        assert shown == pair["option_" + pair["better"]]
+        # the judge picked the better option: the suggestion points at the better response's position
         assert rec.suggestions[0].value == rec.metadata["better_position"]
     other = projects.forced_choice_records(pairs, seed=4)
     assert [r.metadata["better_position"] for r in other] != [r.metadata["better_position"] for r in recs]

@@ -79,7 +79,8 @@ def test_jsonl_filters_dedupe_and_title_entities(tmp_path):
     skipped = report.stages[0].skipped
     assert skipped == {"exact-duplicate": 1, "near-duplicate": 1, "too-short": 1, "missing-date": 1,
                        "before-date-window": 1, "language-not-configured": 2, "duplicate-id": 1,
-                       "bad-json": 1, "no-article-text": 1, "no-ner-model-de": 1}  # ... and counted
+                       "bad-json": 1, "no-article-text": 1}
+    assert report.stages[0].kept_with_note == {"no-ner-model-de": 1}  # ... kept, and counted apart
     assert report.stages[0].count_in == 13
 
 

@@ -115,3 +115,29 @@ def test_a_new_metric_joins_registry_cli_and_leaderboard(tmp_path):
     data = json.loads(paths["json"].read_text())
     assert data["leaderboard"][0]["answer_words"] == 3.0
     assert data["metrics"]["m"]["answer_words"]["counts"] == {}
+
+
+@pytest.mark.parametrize("name", ["cache", "annotate", "_shared", ".partial", "run_report.json"])
+def test_a_stage_cannot_take_a_build_folder_name(name):
+    with pytest.raises(ConfigError, match="taken by the build folder's layout"):
+        add_stage(StageSpec(name, "m:f", "Article"))
+    assert name not in stage_names()
+
+
+def test_only_the_store_joins_build_folder_names_to_paths():
+    """The build layout (``babelrag/build_layout.py``) is spelled out in one module: no other module
+    writes ``build_dir / "annotate"`` or a ``".partial"`` path itself."""
+    from babelrag import build_layout
+
+    names = sorted(build_layout.RESERVED_NAMES)
+    offenders = []
+    for folder in ("babelrag", "construct", "annotate", "release", "evaluators"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            rel = path.relative_to(ROOT).as_posix()
+            if rel in ("babelrag/build_layout.py",):
+                continue
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div) \
+                        and isinstance(node.right, ast.Constant) and node.right.value in names:
+                    offenders.append(f"{rel}:{node.lineno}: / {node.right.value!r}")
+    assert offenders == []
