@@ -141,3 +141,32 @@ def test_only_the_store_joins_build_folder_names_to_paths():
                         and isinstance(node.right, ast.Constant) and node.right.value in names:
                     offenders.append(f"{rel}:{node.lineno}: / {node.right.value!r}")
     assert offenders == []
+
+
+def test_a_new_question_filter_is_one_registered_module(tmp_path):
+    from babelrag.construct.filters import FILTER_REGISTRY
+    from babelrag.records import QAItem
+    from tests.helpers.qa_fixtures import corpus, qa
+
+    FILTER_REGISTRY.declare("answer_words", "tests.helpers.tiny_filter:AnswerWordsFilter")
+    try:
+        with pytest.raises(ConfigError, match=r"unknown or built-in filter\(s\) \['nope'\].*answer_words"):
+            config_from_dict({"filters": {"extra": ["nope"]}})
+        build = tmp_path / "build"
+        seed_stage(build, "ingest", list(corpus().values()), Article)
+        items = [qa("q1", "a1", "a2"), qa("q2", "a1", "a2").model_copy(update={"answer": "three hundred new staff"})]
+        seed_stage(build, "questions", items, QAItem)
+        off = {k: False for k in ("well_formed", "named_entity", "near_duplicate", "needs_both_articles",
+                                  "needs_retrieval")}
+        cfg = config_from_dict({"project": {"build_dir": str(build)},
+                                "filters": {**off, "extra": ["answer_words"],
+                                            "options": {"answer_words": {"max_words": 3}}}})
+        report = Pipeline(cfg).run(only=["filters"])
+        out = {q.id: q for q in BuildStore(build).read("filters", QAItem)}
+        assert out["q1"].accepted and not out["q2"].accepted and out["q2"].rejected_by == "answer_words"
+        verdicts = json.loads(out["q2"].filters_json)
+        assert verdicts["answer_words"] == {"status": "fail", "detail": "4 words"}
+        assert verdicts["verbatim"]["status"] == "not_run"  # order 25 runs before verbatim (30): never reached
+        assert report.stages[0].skipped == {"rejected:answer_words": 1}
+    finally:
+        FILTER_REGISTRY.forget("answer_words")
