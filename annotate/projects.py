@@ -6,7 +6,6 @@ module (``guidelines/<project>.md``, with an id and a version in their first lin
 """
 from __future__ import annotations
 
-import json
 import random
 import re
 from dataclasses import dataclass, field
@@ -229,14 +228,14 @@ def qa_verification_records(items: Iterable[QAItem | dict],
     for qa in qas:
         evidence = [f"**Summary {i}.** {s}" for i, s in enumerate(qa.summaries, 1)]
         evidence += [f"- *{s.article_id}*: {s.question} → {s.answer}" for s in qa.selected]
-        filters = json.loads(qa.filters_json or "{}")
+        well_formed = qa.verdict("well_formed")
         suggestions = [
             Suggestion("answer_correct", "yes", _agent(qa)),
             Suggestion("corrected_answer", qa.answer, _agent(qa)),
         ]
-        if "well_formed" in filters:
-            passed = bool(filters["well_formed"].get("passed", False))
-            suggestions.append(Suggestion("natural", "yes" if passed else "no", "babelrag.filters.well_formed"))
+        if well_formed is not None and well_formed.status != "not_run":
+            suggestions.append(Suggestion("natural", "yes" if well_formed.passed else "no",
+                                          "babelrag.filters.well_formed"))
         out.append(
             ProjectRecord(
                 id=qa.id,
@@ -273,17 +272,18 @@ def side_by_side(language: str, question: str, answer: str, mt: dict) -> str:
 def translation_records(items: Iterable[QAItem | dict], language: str) -> list[ProjectRecord]:
     out = []
     for qa in parse(QAItem, list(items), "translation input"):
-        mt = json.loads(qa.translations_json or "{}").get(language, {})
+        mt = qa.translation(language)
         suggestions = []
-        if mt.get("question"):
-            agent = mt.get("model", "machine-translation")
-            suggestions = [Suggestion("question_translation", mt["question"], agent),
-                           Suggestion("answer_translation", mt.get("answer") or "", agent)]
+        if mt is not None and mt.question and not mt.error:
+            agent = mt.model or "machine-translation"
+            suggestions = [Suggestion("question_translation", mt.question, agent),
+                           Suggestion("answer_translation", mt.answer, agent)]
             suggestions = [s for s in suggestions if s.value]
         out.append(
             ProjectRecord(
                 id=qa.id,
-                fields={"source_and_mt": side_by_side(language, qa.question, qa.answer, mt)},
+                fields={"source_and_mt": side_by_side(language, qa.question, qa.answer,
+                                                             mt.model_dump() if mt is not None else {})},
                 metadata={"language": language, "q_type": qa.q_type},
                 suggestions=suggestions,
             )

@@ -1,7 +1,6 @@
 """Small hand-made build records for tests, the bench and demos of the annotation projects (no server needed)."""
 from __future__ import annotations
 
-import json
 
 
 def qa_items(n: int = 4) -> list[dict]:
@@ -14,9 +13,9 @@ def qa_items(n: int = 4) -> list[dict]:
             "summaries": [f"Lisbon summit {i} drew {100 + i} delegates.", f"Porto summit {i} drew {50 + i} delegates."],
             "selected": [{"article_id": f"a{i}", "question": "How many came to Lisbon?", "answer": str(100 + i)},
                          {"article_id": f"b{i}", "question": "How many delegates came to Porto?", "answer": str(50 + i)}],
-            "translations_json": json.dumps({"de": {"question": f"Welche Stadt, Lissabon oder Porto, Gipfel {i}?",
-                                                    "answer": "Lissabon.", "model": "mt-small"}}),
-            "filters_json": json.dumps({"well_formed": {"passed": True, "detail": ""}}),
+            "translations": [{"language": "de", "question": f"Welche Stadt, Lissabon oder Porto, Gipfel {i}?",
+                              "answer": "Lissabon.", "model": "mt-small"}],
+            "filters": [{"filter": "well_formed", "status": "pass"}],
             "provenance": {"model": "qwen-0.5b", "prompt_id": "crossdoc_qa", "prompt_version": "1"},
         })
     return items

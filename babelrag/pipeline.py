@@ -331,6 +331,10 @@ class Pipeline:
             report.kept_with_note = existing.counts.get("kept_with_note", {})
             report.note = "unchanged since last run"
             return report
+        change = existing.version if existing is not None else spec.version
+        report.note = spec.change_note(change)
+        if report.note and self.console is not None:
+            self.console.print(f"[yellow]{spec.name}[/] re-runs once: {report.note}", highlight=False)
         if force:
             # a forced stage starts from scratch: drop shards of an earlier unfinished run
             import shutil
@@ -352,7 +356,7 @@ class Pipeline:
                     "skipped": dict(ctx.skipped), "resumed": writer.resumed,
                     **({"kept_with_note": dict(ctx.noted)} if ctx.noted else {})},
             versions=library_versions(), started_at=started, finished_at=time.time(), llm_usage=usage,
-            extra=ctx.extra, files=files,
+            extra=ctx.extra, files=files, version=spec.version,
         )
         self.store.commit_staged(spec.name, staging, manifest)
         report.status = "ran"
@@ -361,7 +365,7 @@ class Pipeline:
         report.kept_with_note = dict(ctx.noted)
         report.llm_usage = usage
         if writer.resumed:
-            report.note = f"resumed {writer.resumed} finished items"
+            report.note = "; ".join(filter(None, (report.note, f"resumed {writer.resumed} finished items")))
         return report
 
 

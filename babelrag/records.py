@@ -4,14 +4,15 @@ Every stage reads and writes lists of these pydantic models; ``babelrag.store`` 
 Arrow/parquet through ``datasets`` with features derived from the model (see ``babelrag.arrow_features``).
 A type that one package writes and another reads (construct -> annotate, evaluate -> annotate,
 annotate -> construct, release -> evaluate) is defined here once; other modules import it (older names
-such as ``annotate.inputs.ModelAnswer`` are imports of the one definition). Free-form mappings are kept
-as JSON strings so every column has one Arrow type.
+such as ``annotate.inputs.ModelAnswer`` are imports of the one definition). Nested data is typed
+(translations, filter verdicts, human review are lists of small models, stored as Arrow structs).
 """
 from __future__ import annotations
 
-from typing import Literal, Optional
+import json
+from typing import Any, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 QuestionType = Literal["aggregation", "comparison", "multi-hop", "set"]
 QUESTION_TYPES: tuple[str, ...] = ("aggregation", "comparison", "multi-hop", "set")
@@ -78,6 +79,85 @@ class SimpleQA(BaseModel):
     answer: str
 
 
+class _Nested(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class EntityForm(_Nested):
+    """How a translation writes a named entity of the English text."""
+
+    source: str
+    target: str
+
+
+class Reviewer(_Nested):
+    """An annotator whose submitted response a merged decision rests on."""
+
+    annotator: str
+    updated_at: str = ""
+
+
+class MachineTranslation(_Nested):
+    """The machine translation a human post-edit replaced."""
+
+    question: str = ""
+    answer: str = ""
+    model: str = ""
+
+
+class Translation(_Nested):
+    """A question/answer in one language: machine-translated (questions stage) or human (annotate merge).
+    A failed machine translation is kept with ``error`` set (and no text), so the failure stays visible."""
+
+    language: str
+    question: str = ""
+    answer: str = ""
+    machine_translated: bool = True
+    error: str = ""
+    entities: list[EntityForm] = Field(default_factory=list)
+    missing_entities: list[str] = Field(default_factory=list)  # English entities the translation lost
+    prompt: str = ""  # prompt id@version of the machine translation
+    model: str = ""
+    post_edited: bool = False  # a human replaced a machine translation
+    machine_translation: Optional[MachineTranslation] = None
+    annotators: list[Reviewer] = Field(default_factory=list)
+    guideline: str = ""
+
+    @property
+    def usable(self) -> bool:
+        return not self.error and bool(self.question) and bool(self.answer)
+
+
+class FilterVerdict(_Nested):
+    """One quality filter's verdict on a question (``not_run``: an earlier filter rejected it)."""
+
+    filter: str
+    status: Literal["pass", "fail", "error", "not_run"]
+    detail: str = ""
+    score: Optional[float] = None
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "pass"
+
+
+class HumanVotes(_Nested):
+    natural: str
+    answerable: str
+    answer_correct: str
+
+
+class HumanReview(_Nested):
+    """The annotators' majority decision on a question (annotate merge, Q&A verification)."""
+
+    passed: bool
+    votes: HumanVotes
+    annotators: list[Reviewer] = Field(default_factory=list)
+    original_answer: Optional[str] = None  # the machine answer an accepted correction replaced
+    dataset: str = ""
+    guideline: str = ""
+
+
 class QAItem(Record):
     """A cross-document question (English first) with its answer and the evidence it used."""
 
@@ -88,12 +168,42 @@ class QAItem(Record):
     answer: str  # English
     summaries: list[str] = Field(default_factory=list)
     selected: list[SimpleQA] = Field(default_factory=list)
-    translations_json: str = "{}"  # {"de": {"question": .., "answer": .., "machine_translated": true}}
-    filters_json: str = "{}"  # {"well_formed": {"passed": true, "detail": ..}, ...}
+    translations: list[Translation] = Field(default_factory=list)  # one per language, sorted by language
+    filters: list[FilterVerdict] = Field(default_factory=list)  # in the order the filters ran
     accepted: bool = True
     rejected_by: str = ""  # first filter that rejected it
     verified: bool = False  # set by human annotation
+    human_review: Optional[HumanReview] = None
     provenance: Provenance = Field(default_factory=Provenance)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_json_columns(cls, data: Any) -> Any:
+        """Records written before the fields were typed (``translations_json``, ``filters_json``) still read."""
+        if not isinstance(data, dict) or not ({"translations_json", "filters_json"} & set(data)):
+            return data
+        data = dict(data)
+        trs = json.loads(data.pop("translations_json", None) or "{}")
+        data["translations"] = data.get("translations") or [
+            {"language": lang, **{k: v for k, v in tr.items() if k in Translation.model_fields},
+             "entities": [{"source": a, "target": b} for a, b in (tr.get("entities") or {}).items()]}
+            for lang, tr in sorted(trs.items())]
+        verdicts = json.loads(data.pop("filters_json", None) or "{}")
+        human = verdicts.pop("human_verification", None)
+        data["filters"] = data.get("filters") or [
+            {"filter": name, "status": v.get("status") or ("pass" if v.get("passed") else "fail"),
+             "detail": str(v.get("detail") or ""), "score": v.get("score")} for name, v in verdicts.items()]
+        if human and data.get("human_review") is None:
+            detail = human.get("detail") or {}
+            data["human_review"] = {"passed": bool(human.get("passed")), **{
+                k: detail[k] for k in ("votes", "annotators", "original_answer", "dataset", "guideline") if k in detail}}
+        return data
+
+    def translation(self, language: str) -> Optional[Translation]:
+        return next((t for t in self.translations if t.language == language), None)
+
+    def verdict(self, name: str) -> Optional[FilterVerdict]:
+        return next((v for v in self.filters if v.filter == name), None)
 
 
 class Distractor(BaseModel):

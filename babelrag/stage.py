@@ -37,6 +37,9 @@ class StageSpec:
     # sections (with ``runtime_sections``) the stage may read — StageContext.config enforces it
     config_sections: tuple[str, ...] = ()
     version: str = "1"
+    # why each version changed the output: (version, reason); a build made by an earlier version re-runs
+    # once and the run report says why
+    changes: tuple[tuple[str, str], ...] = ()
     description: str = ""
     uses_llm: bool = False
     # config fields naming files or folders the stage reads ("a.b", "a.list[].c", "a.mapping{}"): their
@@ -63,6 +66,13 @@ class StageSpec:
         from babelrag import records
 
         return getattr(records, self.model)
+
+    def change_note(self, built_with: str) -> str:
+        """What re-runs a build made by version ``built_with`` ("" when that is this version)."""
+        if built_with == self.version:
+            return ""
+        why = dict(self.changes).get(self.version, "")
+        return f"output made by version {built_with}, now {self.version}" + (f": {why}" if why else "")
 
     @property
     def readable_sections(self) -> frozenset[str]:

@@ -16,7 +16,6 @@ answer the question from (judged against the gold answer) is dropped.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import random
 from typing import Any, Optional
 
@@ -55,6 +54,7 @@ class DistractorsConfig(Section):
 STAGE = StageSpec(
     "distractors", "babelrag.construct.distractors:run", "DistractorSet", ("ingest", "filters"),
     ("distractors", "dense", "project"), uses_llm=True, version="2",
+    changes=(("2", "reads typed translations; the LLM endpoint counts only when verify_with_llm is on"),),
     description="related / irrelevant / seemingly relevant distractors",
     files=("dense.encoder.name_or_path",),
     llm_endpoints=(("distractors.endpoint", (("distractors.verify_with_llm", True),)),),
@@ -134,9 +134,9 @@ def needed_languages(qa: QAItem, articles: dict[str, Article], pivot: str) -> li
 
 def query_text(qa: QAItem, lang: str, pivot: str) -> str:
     if lang != pivot:
-        tr = json.loads(qa.translations_json or "{}").get(lang) or {}
-        if tr.get("question"):
-            return tr["question"]
+        tr = qa.translation(lang)
+        if tr is not None and tr.usable:
+            return tr.question
     return qa.question
 
 

@@ -4,7 +4,7 @@ Order: well_formed → named_entity → verbatim → near_duplicate → needs_bo
 then the registered extra filters listed in ``filters.extra`` by their ``order`` (``FILTER_REGISTRY``: a new
 filter is one module, see docs/architecture.md).
 A question rejected by one filter is not sent to the later (dearer, LLM) ones. Every question is written
-out with ``filters_json`` (``{name: {"status": pass|fail|error|not_run, "detail": ..}}``), ``accepted``
+out with ``filters`` (one ``FilterVerdict`` per filter: status pass|fail|error|not_run, detail), ``accepted``
 and ``rejected_by``; rejections are counted per filter in the run report (``rejected:<filter>``) and the
 pass/fail/error counts per filter are saved in the manifest (``extra.filters``).
 """
@@ -20,7 +20,7 @@ from typing import Any, Callable, ClassVar, Literal, Optional
 from pydantic import Field, field_validator
 
 from babelrag.config import Section
-from babelrag.records import Article, QAItem
+from babelrag.records import Article, FilterVerdict, QAItem
 from babelrag.registry import Registry
 from babelrag.stage import StageSpec
 from babelrag.tokens import content_words, tokenize
@@ -69,6 +69,7 @@ class FiltersConfig(Section):
 
 STAGE = StageSpec(
     "filters", "babelrag.construct.filters:run", "QAItem", ("ingest", "questions"), ("filters",), version="2",
+    changes=(("2", "filter verdicts are typed nested records (QAItem.filters)"),),
     description="well-formed, named entity, near-duplicate, verbatim, needs both articles, needs retrieval",
     uses_llm=True, files=("filters.spacy_model",),
     # the endpoint counts when one of the LLM filters is on (entries for one field are alternatives)
@@ -87,11 +88,10 @@ class Verdict:
     def passed(self) -> bool:
         return self.status == "pass"
 
-    def to_json(self) -> dict:
-        out: dict[str, Any] = {"status": self.status, "detail": self.detail}
-        if self.score is not None:
-            out["score"] = round(self.score, 4)
-        return out
+    def record(self, name: str) -> FilterVerdict:
+        """As stored on the question (``QAItem.filters``)."""
+        return FilterVerdict(filter=name, status=self.status, detail=self.detail,  # type: ignore[arg-type]
+                             score=None if self.score is None else round(self.score, 4))
 
 
 # --- well-formedness -------------------------------------------------------------------------------
@@ -389,18 +389,18 @@ def apply_filters(items: list[QAItem], checks: list[tuple[str, Callable[[list[QA
     names = [n for n, _ in checks]
     updated = []
     for it in items:
-        fj = {n: (verdicts[it.id][n].to_json() if n in verdicts[it.id] else {"status": "not_run", "detail": ""})
-              for n in names}
+        stored = [verdicts[it.id][n].record(n) if n in verdicts[it.id] else FilterVerdict(filter=n, status="not_run")
+                  for n in names]
         rejected_by = next((n for n in names if n in verdicts[it.id] and not verdicts[it.id][n].passed),
                            it.rejected_by)
-        updated.append(it.model_copy(update={"filters_json": json.dumps(fj, ensure_ascii=False, sort_keys=True),
+        updated.append(it.model_copy(update={"filters": stored,
                                              "accepted": it.accepted and not rejected_by,
                                              "rejected_by": rejected_by or ""}))
     return updated, counts
 
 
 class QuestionFilter:
-    """One quality filter, registered in ``FILTER_REGISTRY``: a ``name`` (its key in ``filters_json`` and
+    """One quality filter, registered in ``FILTER_REGISTRY``: a ``name`` (its ``FilterVerdict`` name in ``QAItem.filters`` and
     the run report), an ``order`` (cheapest first), ``enabled`` (from the ``filters:`` section) and
     ``check``, which gives a verdict for each still-accepted question."""
 

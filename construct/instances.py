@@ -17,7 +17,6 @@ shuffled with a seed derived from the project seed and the instance id, so ids a
 from __future__ import annotations
 
 import hashlib
-import json
 import random
 from dataclasses import dataclass
 from typing import Callable, Optional
@@ -67,6 +66,7 @@ class InstancesConfig(Section):
 STAGE = StageSpec(
     "instances", "babelrag.construct.instances:run", "Instance", ("ingest", "filters", "distractors"),
     ("instances", "project", "distractors"), version="2",
+    changes=(("2", "reads typed translations (QAItem.translations)"),),
     description="one instance per question, setting and language", uses_llm=True,
     files=("instances.reviewed_qa",),
     llm_endpoints=(("instances.endpoint", (("instances.translate_documents", True),)),), runtime_sections=("llm",),
@@ -179,10 +179,10 @@ class Assembler:
     def _question(self, qa: QAItem, language: str) -> tuple[str, str, bool]:
         if language == self.pivot:
             return qa.question, qa.answer, False
-        tr = json.loads(qa.translations_json or "{}").get(language)
-        if not tr or not tr.get("question") or not tr.get("answer"):
+        tr = qa.translation(language)
+        if tr is None or not tr.usable:
             raise Skip(f"no-translation-{language}")
-        return tr["question"], tr["answer"], bool(tr.get("machine_translated", True))
+        return tr.question, tr.answer, tr.machine_translated
 
     def _translated(self, article_id: str) -> tuple[str, str]:
         tr = self.doc_translation(article_id)

@@ -4,11 +4,10 @@ Reads the ``relevance`` stage (pairs whose ``relevant`` is not False), keeps en�
 ``questions.per_pair`` questions per pair with types cycling through ``questions.types`` (so every type is
 requested across the corpus), runs the chain in ``chains/crossdoc.py`` (question and answer in English
 first), then translates each question/answer: en–en questions into every target language, X–en questions
-into X. Chain failures become ErrorRecords; a failed translation stays visible in ``translations_json``.
+into X. Chain failures become ErrorRecords; a failed translation stays visible in ``translations`` (``error``).
 """
 from __future__ import annotations
 
-import json
 from typing import Any, Literal, Optional
 
 from pydantic import Field
@@ -17,7 +16,7 @@ from babelrag.config import Section
 from babelrag.run_only import run_only
 from babelrag.construct.chains.crossdoc import CrossDocChain, Job, qa_id
 from babelrag.construct.pair_selection import select_pairs
-from babelrag.records import Article, ArticlePair
+from babelrag.records import Article, ArticlePair, Translation
 from babelrag.stage import StageSpec
 
 
@@ -40,7 +39,8 @@ class QuestionsConfig(Section):
 
 STAGE = StageSpec(
     "questions", "babelrag.construct.questions:run", "QAItem", ("ingest", "relevance"), ("questions", "project"),
-    version="2", description="summary -> simple Q&A -> cross-document Q&A -> translation", uses_llm=True,
+    version="2", changes=(("2", "translations are typed nested records (QAItem.translations)"),),
+    description="summary -> simple Q&A -> cross-document Q&A -> translation", uses_llm=True,
     llm_endpoints=(("questions.endpoint", ()),), runtime_sections=("llm",),
     owns={"questions": QuestionsConfig}, order=40)
 
@@ -82,7 +82,7 @@ def run(ctx: Any) -> None:
     todo = [j for j in jobs if not out.has(j.id)]
     chain = CrossDocChain(ctx.llm, stage=ctx.spec.name, endpoint=q.endpoint, simple_per_summary=q.simple_per_summary,
                           max_article_chars=q.max_article_chars, config_hash=ctx.config_hash)
-    translations: dict[str, dict] = {}
+    translations: dict[str, dict[str, Translation]] = {}
     for start in ctx.progress(range(0, len(todo), q.batch_size), total=(len(todo) + q.batch_size - 1) // q.batch_size,
                               desc="question batches"):
         batch = todo[start:start + q.batch_size]
@@ -107,7 +107,7 @@ def run(ctx: Any) -> None:
         for it in items:
             tr = translations.get(it.id, {})
             for lang, entry in tr.items():
-                if "error" in entry:
+                if entry.error:
                     ctx.note(f"translation-failed-{lang}")  # kept, without this language
-            out.add(it.model_copy(update={"translations_json": json.dumps(tr, ensure_ascii=False, sort_keys=True)}))
+            out.add(it.model_copy(update={"translations": [tr[lang] for lang in sorted(tr)]}))
     ctx.extra["requested_types"] = {t: sum(j.q_type == t for j in jobs) for t in q.types}

@@ -34,7 +34,8 @@ class RelevanceConfig(Section):
 
 STAGE = StageSpec(
     "relevance", "babelrag.construct.relevance:run", "ArticlePair", ("ingest", "pairs"), ("relevance", "project"),
-    version="2", description="LLM topical-relevance check of each pair", uses_llm=True,
+    version="2", changes=(("2", "provenance hashes only its own settings and the endpoint it calls"),),
+    description="LLM topical-relevance check of each pair", uses_llm=True,
     llm_endpoints=(("relevance.endpoint", (("relevance.enabled", True),)),), runtime_sections=("llm",),
     owns={"relevance": RelevanceConfig}, order=30)
 

@@ -294,9 +294,9 @@ def test_merge_waits_for_min_submitted_and_keeps_translation_provenance():
             for a in ("ann1", "ann2")]
     rows.append({**rows[0], "record_id": "qa2"})
     merged, report = merge.merge_translation(items, rows, "de", min_submitted=2)
-    tr = json.loads(merged[0].translations_json)["de"]
-    assert tr["question"] == "Frage?" and tr["machine_translated"] is False and tr["post_edited"] is True
-    assert tr["machine_translation"]["model"] == "mt-small" and len(tr["annotators"]) == 2
+    tr = merged[0].translation("de")
+    assert tr.question == "Frage?" and tr.machine_translated is False and tr.post_edited is True
+    assert tr.machine_translation.model == "mt-small" and len(tr.annotators) == 2
     assert merged[1] == items[1] and report.pending == 1 and report.merged == 1
 
 

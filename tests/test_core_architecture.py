@@ -164,9 +164,9 @@ def test_a_new_question_filter_is_one_registered_module(tmp_path):
         report = Pipeline(cfg).run(only=["filters"])
         out = {q.id: q for q in BuildStore(build).read("filters", QAItem)}
         assert out["q1"].accepted and not out["q2"].accepted and out["q2"].rejected_by == "answer_words"
-        verdicts = json.loads(out["q2"].filters_json)
-        assert verdicts["answer_words"] == {"status": "fail", "detail": "4 words"}
-        assert verdicts["verbatim"]["status"] == "not_run"  # order 25 runs before verbatim (30): never reached
+        verdicts = {v.filter: v for v in out["q2"].filters}
+        assert (verdicts["answer_words"].status, verdicts["answer_words"].detail) == ("fail", "4 words")
+        assert verdicts["verbatim"].status == "not_run"  # order 25 runs before verbatim (30): never reached
         assert report.stages[0].skipped == {"rejected:answer_words": 1}
     finally:
         FILTER_REGISTRY.forget("answer_words")
