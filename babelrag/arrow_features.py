@@ -1,6 +1,7 @@
 """Arrow features derived from the pydantic record types, so stored columns have exact types."""
 from __future__ import annotations
 
+import datetime
 import types
 import typing
 from typing import Any, Literal, Union, get_args, get_origin
@@ -26,7 +27,7 @@ def _feature_for(annotation: Any) -> Any:
         raise TypeError("dict fields are stored as JSON strings (name them *_json)")
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return {name: _feature_for(f.annotation) for name, f in annotation.model_fields.items()}
-    scalar = {str: "string", int: "int64", float: "float64", bool: "bool"}
+    scalar = {str: "string", int: "int64", float: "float64", bool: "bool", datetime.date: "date32"}
     if annotation in scalar:
         return datasets.Value(scalar[annotation])
     raise TypeError(f"no Arrow feature for {annotation!r}")

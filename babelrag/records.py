@@ -9,7 +9,9 @@ such as ``annotate.inputs.ModelAnswer`` are imports of the one definition). Nest
 """
 from __future__ import annotations
 
+import datetime as dt
 import json
+from collections.abc import Sequence
 from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -46,11 +48,29 @@ class Article(Record):
     title: str
     text: str
     language: str  # ISO 639-1 code, e.g. "en", "de", "zh"
-    published: str  # ISO date YYYY-MM-DD
+    published: dt.date  # stored as Arrow date32; an ISO string "YYYY-MM-DD" is read as a date
     url: str = ""
     source: str = ""  # file the article came from (jsonl/html/warc path)
     n_tokens: int = 0
     title_entities: list[str] = Field(default_factory=list)
+
+    @property
+    def day(self) -> int:
+        """Days since 1970-01-01 (the vector store's integer date, date windows)."""
+        return (self.published - EPOCH).days
+
+
+EPOCH = dt.date(1970, 1, 1)
+
+
+def x_language(languages: Sequence[str], pivot: str) -> Optional[str]:
+    """The pivot rule, in one place: a pair of articles in the pivot language makes pivot–pivot questions
+    (""), a pair of an X article and a pivot article X–pivot questions (X); anything else none (None).
+    The questions stage stores it on each ``QAItem`` (``x_language``); later stages read it from there."""
+    others = [lang for lang in languages if lang != pivot]
+    if len(languages) != 2 or len(others) > 1:
+        return None
+    return others[0] if others else ""
 
 
 class ArticlePair(Record):
@@ -163,6 +183,9 @@ class QAItem(Record):
 
     pair_id: str
     article_ids: list[str]
+    # the pivot rule's verdict for its two articles (``x_language``): "" pivot–pivot, X for X–pivot;
+    # None in records written before it was stored
+    x_language: Optional[str] = None
     q_type: QuestionType
     question: str  # English
     answer: str  # English

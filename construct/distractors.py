@@ -15,14 +15,13 @@ answer the question from (judged against the gold answer) is dropped.
 """
 from __future__ import annotations
 
-import datetime as dt
 import random
 from typing import Any, Optional
 
 from pydantic import Field, field_validator
 
 from babelrag.config import Section
-from babelrag.records import Article, Distractor, DistractorSet, QAItem
+from babelrag.records import Article, Distractor, DistractorSet, QAItem, x_language
 from babelrag.stage import StageSpec
 
 
@@ -118,18 +117,12 @@ def select(candidates: dict[str, list[tuple[str, float]]], sequence: list[str]) 
     return out, borrowed
 
 
-def day(iso: str) -> int:
-    return (dt.date.fromisoformat(iso[:10]) - dt.date(1970, 1, 1)).days
-
-
 def needed_languages(qa: QAItem, articles: dict[str, Article], pivot: str) -> list[str]:
     """The pivot language always; plus X for an X–pivot question (multilingual settings)."""
-    langs = [pivot]
-    for aid in qa.article_ids:
-        lang = articles[aid].language if aid in articles else pivot
-        if lang not in langs:
-            langs.append(lang)
-    return langs
+    x = qa.x_language
+    if x is None:  # a record written before the questions stage stored the pivot rule
+        x = x_language([articles[a].language if a in articles else pivot for a in qa.article_ids], pivot)
+    return [pivot, x] if x else [pivot]
 
 
 def query_text(qa: QAItem, lang: str, pivot: str) -> str:
@@ -190,7 +183,7 @@ def answering(runner: Any, qa: QAItem, candidates: list[str], articles: dict[str
     prompt = Prompt.beside(__file__, "chains/prompts/answer_single.yaml")
     keys = [f"{qa.id}|{c}" for c in candidates]
     res = runner.map_structured(endpoint=endpoint, prompt=prompt, schema=Attempt, stage=stage, item_ids=keys,
-                                items=[{"published": articles[c].published, "title": articles[c].title,
+                                items=[{"published": articles[c].published.isoformat(), "title": articles[c].title,
                                         "text": articles[c].text[:max_chars], "question": qa.question}
                                        for c in candidates])
     bad = {c for c, r in zip(candidates, res) if not r.ok}
@@ -233,7 +226,7 @@ def run(ctx: Any) -> None:
             if missing:
                 ctx.error(qa.id, "missing-article", f"supporting article(s) {missing} not in the ingest output")
                 continue
-            latest = min(day(articles[a].published) for a in qa.article_ids) - d.min_days_before
+            latest = min(articles[a].day for a in qa.article_ids) - d.min_days_before
             chosen: list[Distractor] = []
             for lang in needed_languages(qa, articles, pivot):
                 cands = finder.find(qa, lang, latest, kinds, pivot)

@@ -26,7 +26,7 @@ from pydantic import Field, field_validator
 from babelrag.config import Section
 from babelrag.errors import ConfigError
 from babelrag.leakage import instance_leaks
-from babelrag.records import Article, DistractorSet, Document, Instance, QAItem
+from babelrag.records import Article, DistractorSet, Document, Instance, QAItem, x_language
 from babelrag.stage import StageSpec
 
 
@@ -129,22 +129,21 @@ class Skip(Exception):
 def _doc(article: Article, role: str, kind: str, translated: Optional[tuple[str, str]] = None) -> Document:
     title, text = translated if translated else (article.title, article.text)
     return Document(article_id=article.id, title=title, text=text,
-                    language="en" if translated else article.language, published=article.published,
+                    language="en" if translated else article.language, published=article.published.isoformat(),
                     role=role, kind=kind, machine_translated=translated is not None)  # type: ignore[arg-type]
 
 
 def qa_languages(qa: QAItem, articles: dict[str, Article], pivot: str = "en") -> tuple[str, Optional[str]]:
-    """("mono", None) for a pivot–pivot pair, ("multi", X) for an X–pivot pair; Skip otherwise."""
-    try:
-        langs = [articles[a].language for a in qa.article_ids]
-    except KeyError as exc:
-        raise Skip("missing-article") from exc
-    others = [lang for lang in langs if lang != pivot]
-    if not others:
-        return "mono", None
-    if len(others) == 1 and len(langs) == 2:
-        return "multi", others[0]
-    raise Skip("unsupported-language-pair")
+    """("mono", None) for a pivot–pivot question, ("multi", X) for an X–pivot one (the pivot rule the
+    questions stage stored; computed from the articles for records written before); Skip otherwise."""
+    if any(a not in articles for a in qa.article_ids):
+        raise Skip("missing-article")
+    x = qa.x_language
+    if x is None:
+        x = x_language([articles[a].language for a in qa.article_ids], pivot)
+    if x is None:
+        raise Skip("unsupported-language-pair")
+    return ("multi", x) if x else ("mono", None)
 
 
 @dataclass
@@ -243,7 +242,7 @@ class Assembler:
             id=iid, qa_id=qa.id, setting=setting.name, language=language, question=question, answer=answer,
             en_question=qa.question, en_answer=qa.answer, q_type=qa.q_type, documents=docs,
             verified=qa.verified, machine_translated=q_mt or any(d.machine_translated for d in docs),
-            dates=[self.articles[a].published for a in qa.article_ids],
+            dates=[self.articles[a].published.isoformat() for a in qa.article_ids],
         )
         check_leakage(inst, self.min_days_before)
         return inst

@@ -69,8 +69,9 @@ STAGE = StageSpec(
 EPOCH = dt.date(1970, 1, 1)
 
 
-def day_number(iso: str) -> int:
-    return (dt.date.fromisoformat(iso[:10]) - EPOCH).days
+def day_number(published: dt.date | str) -> int:
+    day = published if isinstance(published, dt.date) else dt.date.fromisoformat(published[:10])
+    return (day - EPOCH).days
 
 
 def pair_id(method: str, a: str, b: str) -> str:

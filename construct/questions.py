@@ -16,7 +16,7 @@ from babelrag.config import Section
 from babelrag.run_only import run_only
 from babelrag.construct.chains.crossdoc import CrossDocChain, Job, qa_id
 from babelrag.construct.pair_selection import select_pairs
-from babelrag.records import Article, ArticlePair, Translation
+from babelrag.records import Article, ArticlePair, Translation, x_language
 from babelrag.stage import StageSpec
 
 
@@ -60,11 +60,11 @@ def plan_jobs(pairs: list[ArticlePair], articles: dict[str, Article], types: lis
     return jobs
 
 
-def translation_targets(langs: tuple[str, str], pivot: str, targets: list[str]) -> list[str]:
-    """en–en questions go into every target; X–en questions into X (the language their instance needs)."""
-    others = [lang for lang in langs if lang != pivot]
-    if others:
-        return [others[0]] if others[0] in targets else []
+def translation_targets(x: str, pivot: str, targets: list[str]) -> list[str]:
+    """en–en questions (``x`` "") go into every target; X–en questions into X (the language their
+    instance needs)."""
+    if x:
+        return [x] if x in targets else []
     return [t for t in targets if t != pivot]
 
 
@@ -90,15 +90,14 @@ def run(ctx: Any) -> None:
         for err in result.errors:
             ctx.error(err.item_id, err.reason, err.detail)
         ctx.extra["inferred_selection"] = ctx.extra.get("inferred_selection", 0) + result.inferred_selection
-        items = result.items
+        items = [it.model_copy(update={"x_language": x_language([articles[a].language for a in it.article_ids],
+                                                                  pivot)}) for it in result.items]
         if q.translate and items:
             from babelrag.construct.translate import translate_qas
 
             by_target: dict[tuple[str, ...], list] = {}
             for it in items:
-                langs = tuple(translation_targets((articles[it.article_ids[0]].language,
-                                                   articles[it.article_ids[1]].language), pivot,
-                                                  list(q.target_languages)))
+                langs = tuple(translation_targets(it.x_language or "", pivot, list(q.target_languages)))
                 by_target.setdefault(langs, []).append(it)
             for langs, group in by_target.items():
                 translations.update(translate_qas(ctx.llm, group, list(langs), stage=ctx.spec.name, endpoint=q.endpoint,

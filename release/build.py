@@ -68,7 +68,7 @@ def corpus_stats(store: Any) -> dict[str, Any]:
     if store.manifest("ingest") is None or not path.exists():
         return {}
     table = pq.read_table(path, columns=["language", "published"]).to_pydict()
-    dates = sorted(d for d in table["published"] if d)
+    dates = sorted(str(d) for d in table["published"] if d)
     return {"articles": len(table["language"]), "languages": dict(Counter(table["language"])),
             "date_min": dates[0] if dates else "?", "date_max": dates[-1] if dates else "?"}
 

@@ -102,4 +102,4 @@ def test_warc_copy_ingests_to_the_same_articles(tmp_path):
     assert len(arts) == 181
     for a in arts:
         src = jsonl[a.url]
-        assert (a.title, a.language, a.published) == (src["title"], src["language"], src["date_publish"][:10])
+        assert (a.title, a.language, a.published.isoformat()) == (src["title"], src["language"], src["date_publish"][:10])

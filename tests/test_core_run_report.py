@@ -77,35 +77,3 @@ def test_a_new_stage_version_reruns_once_and_says_why(tmp_path):
     third = run_pipeline(_config(tmp_path), stages=(v2,)).stages[0]
     assert third.status == "cached" and "version" not in third.note
 
-
-def test_typed_nested_fields_read_back_with_datasets_and_older_json_columns_still_read(tmp_path):
-    """QAItem translations / filter verdicts / human review are Arrow structs that ``datasets`` shows
-    typed; a record written before (``translations_json``, ``filters_json``) validates into them."""
-    import datasets
-
-    from babelrag.records import FilterVerdict, QAItem, Translation
-    from tests.helpers.qa_fixtures import DE, qa, seed_stage
-
-    item = qa("q1", "a1", "a2", translations=DE).model_copy(update={"filters": [
-        FilterVerdict(filter="well_formed", status="pass", score=0.9), FilterVerdict(filter="verbatim", status="not_run")]})
-    seed_stage(tmp_path / "build", "filters", [item], QAItem)
-    path = BuildStore(tmp_path / "build").stage_dir("filters") / "records.parquet"
-    ds = datasets.load_dataset("parquet", data_files=str(path), split="train")
-    tr_feature = ds.features["translations"].feature
-    assert tr_feature["question"].dtype == "string" and tr_feature["machine_translated"].dtype == "bool"
-    assert ds.features["filters"].feature["score"].dtype == "float64"
-    row = ds[0]
-    assert row["translations"][0]["language"] == "de" and row["translations"][0]["question"].startswith("Wie viele")
-    assert [v["status"] for v in row["filters"]] == ["pass", "not_run"]
-    assert QAItem.model_validate(row) == item
-    legacy = item.model_dump(exclude={"translations", "filters"})
-    legacy["translations_json"] = json.dumps({"de": {**DE["de"], "entities": {"Lumen Bank": "Lumen Bank"}}})
-    legacy["filters_json"] = json.dumps({"well_formed": {"status": "pass", "detail": "", "score": 0.9},
-                                         "human_verification": {"passed": True, "detail": {
-                                             "votes": {"natural": "yes", "answerable": "yes", "answer_correct": "yes"},
-                                             "annotators": [{"annotator": "ann1", "updated_at": "t"}]}}})
-    old = QAItem.model_validate(legacy)
-    assert old.translation("de") == Translation(language="de", question=DE["de"]["question"], answer="300.",
-                                                entities=[{"source": "Lumen Bank", "target": "Lumen Bank"}])
-    assert old.verdict("well_formed").passed and old.human_review.passed
-    assert old.human_review.annotators[0].annotator == "ann1"

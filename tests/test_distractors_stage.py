@@ -90,7 +90,7 @@ def test_stage_respects_supporting_and_date_rules_and_languages(tmp_path):
         ids = [x.article_id for x in d.distractors]
         assert len(ids) == len(set(ids))
         assert not {"a1", "a2", "d1", "recent"} & set(ids)
-        assert all(arts[x].published <= day_before(14) for x in ids)
+        assert all(arts[x].published.isoformat() <= day_before(14) for x in ids)
         assert all(arts[x.article_id].language == x.language for x in d.distractors)
     mono = sets["q-mono"].distractors
     assert {x.language for x in mono} == {"en"} and len(mono) == 4

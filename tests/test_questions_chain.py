@@ -11,6 +11,7 @@ from babelrag.config import config_from_dict
 from babelrag.construct.chains.crossdoc import CrossDocChain, Job, infer_used, qa_id
 from babelrag.construct.chains.outputs import Attempt, CrossDocQuestion, QAPair, SimplePairs
 from babelrag.construct.questions import plan_jobs, translation_targets
+from babelrag.records import x_language
 from babelrag.llm.client import LLMRunner
 from babelrag.llm.settings import EndpointConfig, LLMSettings
 from babelrag.pipeline import Pipeline
@@ -107,9 +108,13 @@ def test_plan_jobs_cycles_types_orders_languages_and_honours_max_pairs():
     assert jobs[0].id == qa_id("p2", "aggregation", 0)
     # without a budget every usable pair is taken, in id order
     assert [j.pair_id for j in plan_jobs(pairs, arts, types, 1, "en", ["en", "de"], max_pairs=None)] == ["p1", "p2", "p5"]
-    assert translation_targets(("en", "en"), "en", ["de", "es"]) == ["de", "es"]
-    assert translation_targets(("de", "en"), "en", ["de", "es"]) == ["de"]
-    assert translation_targets(("zh", "en"), "en", ["de", "es"]) == []
+    assert translation_targets("", "en", ["de", "es"]) == ["de", "es"]
+    assert translation_targets("de", "en", ["de", "es"]) == ["de"]
+    assert translation_targets("zh", "en", ["de", "es"]) == []
+    # the pivot rule, stored once per question
+    assert (x_language(["en", "en"], "en"), x_language(["de", "en"], "en"), x_language(["en", "zh"], "en")) == \
+        ("", "de", "zh")
+    assert x_language(["de", "zh"], "en") is None and x_language(["de"], "en") is None
 
 
 def test_chain_on_good_and_malformed_replies(server):
@@ -161,6 +166,7 @@ def test_questions_stage_end_to_end(tmp_path, server):
                              (qa_id("p3", "comparison", 1), "summary:invalid_json"),
                              (qa_id("p6", "multi-hop", 0), "crossdoc:no-fact-from-each-article"),
                              (qa_id("p6", "set", 1), "crossdoc:no-fact-from-each-article")])
+    assert {i.pair_id: i.x_language for i in items} == {"p1": "", "p2": "de"}  # the pivot rule, stored
     en_en = next(i for i in items if i.pair_id == "p1")
     tr = {t.language: t for t in en_en.translations}
     assert tr["de"].question.startswith("[German]") and tr["de"].machine_translated is True

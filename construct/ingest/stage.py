@@ -41,7 +41,8 @@ class NerConfig(Section):
 
 # version 2: HTML/WARC pages extracted by trafilatura + htmldate + own headline (was news-please)
 STAGE = StageSpec(
-    "ingest", "babelrag.construct.ingest:run", "Article", (), ("corpus", "project", "ner"), version="2",
+    "ingest", "babelrag.construct.ingest:run", "Article", (), ("corpus", "project", "ner"), version="3",
+    changes=(("3", "published is stored as a date (Arrow date32)"),),
     description="read WARC/HTML/JSONL, date window, length, language ID, dedupe, title NER",
     files=("corpus.inputs[].path", "corpus.inputs[].url_map", "ner.gazetteer", "ner.stanza_dir",
            "ner.spacy_model", "ner.spacy_models{}"),
