@@ -74,7 +74,13 @@ class Config(Section):
         are left out, LLM endpoints are identified as the response cache identifies them."""
         from babelrag.hashing import stable_hash
 
-        return stable_hash({n: output_values(getattr(self, n, None)) for n in names})
+        def value(name: str) -> Any:  # a section, or part of one ("dense.encoder")
+            node: Any = self
+            for part in name.split("."):
+                node = getattr(node, part, None)
+            return output_values(node)
+
+        return stable_hash({n: value(n) for n in names})
 
 
 def config_model() -> type[Config]:

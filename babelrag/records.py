@@ -73,6 +73,14 @@ def x_language(languages: Sequence[str], pivot: str) -> Optional[str]:
     return others[0] if others else ""
 
 
+class IndexEntry(Record):
+    """One article in the vector store (the index stage): what pairs and distractors need in memory."""
+
+    language: str
+    day: int  # days since 1970-01-01
+    index: str  # the index stage's identity (encoder, store, corpus): a new index changes these records
+
+
 class ArticlePair(Record):
     """Two related articles: same-language (entity graph) or cross-language (dense retrieval)."""
 

@@ -76,7 +76,8 @@ class StageSpec:
 
     @property
     def readable_sections(self) -> frozenset[str]:
-        return frozenset((*self.config_sections, *self.runtime_sections, *self.owns))
+        """Sections the stage may read; a ``config_sections`` entry may name part of one (``dense.encoder``)."""
+        return frozenset(s.split(".")[0] for s in (*self.config_sections, *self.runtime_sections, *self.owns))
 
 
 _EXTRA_STAGES: dict[str, StageSpec] = {}  # added at run time (plug-ins, tests)

