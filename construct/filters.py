@@ -400,15 +400,20 @@ def apply_filters(items: list[QAItem], checks: list[tuple[str, Callable[[list[QA
 
 
 class QuestionFilter:
-    """One quality filter, registered in ``FILTER_REGISTRY``: a ``name`` (its ``FilterVerdict`` name in ``QAItem.filters`` and
-    the run report), an ``order`` (cheapest first), ``enabled`` (from the ``filters:`` section) and
-    ``check``, which gives a verdict for each still-accepted question."""
+    """One quality filter, registered in ``FILTER_REGISTRY``: a ``name`` (its verdict's name in
+    ``QAItem.filters`` and the run report), an ``order`` (cheapest first), ``enabled`` (from the ``filters:``
+    section) and ``check``, which gives a verdict for each still-accepted question."""
 
     name: ClassVar[str] = ""
     order: ClassVar[int] = 100
+    # a built-in filter: the ``filters`` flags that turn it on (all of them); an extra one runs when listed
+    # in ``filters.extra``
+    switches: ClassVar[tuple[str, ...]] = ()
 
     def enabled(self, cfg: FiltersConfig) -> bool:
-        return self.name in cfg.extra  # a registered extra filter runs when listed in filters.extra
+        if self.switches:
+            return all(getattr(cfg, flag) for flag in self.switches)
+        return self.name in cfg.extra
 
     def check(self, ctx: Any, items: list[QAItem], articles: dict[str, Article]) -> dict[str, Verdict]:
         raise NotImplementedError
@@ -425,10 +430,7 @@ register_filter = FILTER_REGISTRY.register
 
 @register_filter
 class WellFormedFilter(QuestionFilter):
-    name, order = "well_formed", 10
-
-    def enabled(self, cfg: FiltersConfig) -> bool:
-        return cfg.well_formed
+    name, order, switches = "well_formed", 10, ("well_formed",)
 
     def check(self, ctx: Any, items: list[QAItem], articles: dict[str, Article]) -> dict[str, Verdict]:
         return check_well_formed(items, ctx.config.filters.well_formed_min_score)
@@ -436,10 +438,7 @@ class WellFormedFilter(QuestionFilter):
 
 @register_filter
 class WellFormedLlmFilter(QuestionFilter):
-    name, order = "well_formed_llm", 11
-
-    def enabled(self, cfg: FiltersConfig) -> bool:
-        return cfg.well_formed and cfg.well_formed_llm
+    name, order, switches = "well_formed_llm", 11, ("well_formed", "well_formed_llm")
 
     def check(self, ctx: Any, items: list[QAItem], articles: dict[str, Article]) -> dict[str, Verdict]:
         f = ctx.config.filters
@@ -449,10 +448,7 @@ class WellFormedLlmFilter(QuestionFilter):
 
 @register_filter
 class NamedEntityFilter(QuestionFilter):
-    name, order = "named_entity", 20
-
-    def enabled(self, cfg: FiltersConfig) -> bool:
-        return cfg.named_entity
+    name, order, switches = "named_entity", 20, ("named_entity",)
 
     def check(self, ctx: Any, items: list[QAItem], articles: dict[str, Article]) -> dict[str, Verdict]:
         f = ctx.config.filters
@@ -461,10 +457,7 @@ class NamedEntityFilter(QuestionFilter):
 
 @register_filter
 class VerbatimFilter(QuestionFilter):
-    name, order = "verbatim", 30
-
-    def enabled(self, cfg: FiltersConfig) -> bool:
-        return cfg.verbatim
+    name, order, switches = "verbatim", 30, ("verbatim",)
 
     def check(self, ctx: Any, items: list[QAItem], articles: dict[str, Article]) -> dict[str, Verdict]:
         f = ctx.config.filters
@@ -473,10 +466,7 @@ class VerbatimFilter(QuestionFilter):
 
 @register_filter
 class NearDuplicateFilter(QuestionFilter):
-    name, order = "near_duplicate", 40
-
-    def enabled(self, cfg: FiltersConfig) -> bool:
-        return cfg.near_duplicate
+    name, order, switches = "near_duplicate", 40, ("near_duplicate",)
 
     def check(self, ctx: Any, items: list[QAItem], articles: dict[str, Article]) -> dict[str, Verdict]:
         return check_near_duplicate(items, ctx.config.filters.near_duplicate_threshold)
@@ -484,10 +474,7 @@ class NearDuplicateFilter(QuestionFilter):
 
 @register_filter
 class NeedsBothArticlesFilter(QuestionFilter):
-    name, order = "needs_both_articles", 50
-
-    def enabled(self, cfg: FiltersConfig) -> bool:
-        return cfg.needs_both_articles
+    name, order, switches = "needs_both_articles", 50, ("needs_both_articles",)
 
     def check(self, ctx: Any, items: list[QAItem], articles: dict[str, Article]) -> dict[str, Verdict]:
         f = ctx.config.filters
@@ -498,10 +485,7 @@ class NeedsBothArticlesFilter(QuestionFilter):
 
 @register_filter
 class NeedsRetrievalFilter(QuestionFilter):
-    name, order = "needs_retrieval", 60
-
-    def enabled(self, cfg: FiltersConfig) -> bool:
-        return cfg.needs_retrieval
+    name, order, switches = "needs_retrieval", 60, ("needs_retrieval",)
 
     def check(self, ctx: Any, items: list[QAItem], articles: dict[str, Article]) -> dict[str, Verdict]:
         f = ctx.config.filters

@@ -30,10 +30,13 @@ pytestmark = pytest.mark.argilla
 
 @pytest.fixture(scope="module")
 def argilla(tmp_path_factory):
-    e = Env(tmp_path_factory.mktemp("handoff-argilla-home"))
-    e.start()
-    yield e
-    e.server.stop()
+    """A server of this module's own (the annotate tests' server keeps exact dataset counts)."""
+    env = Env(tmp_path_factory.mktemp("handoff-argilla-home"))
+    env.start()
+    try:
+        yield env
+    finally:
+        env.server.stop()
 
 
 def _config(env: Env, tmp_path: Path, **sections) -> Path:
@@ -51,9 +54,14 @@ def _invoke(*args: str) -> str:
     return res.output
 
 
-def _records(env: Env, project: str) -> dict:
+def _push(env: Env, project: str, path: Path, cfg: Path, ids: set[str]) -> dict:
+    """``babelrag annotate push PROJECT -i PATH``; the records the server then holds, by id (all of ``ids``)."""
+    out = _invoke("annotate", "push", project, "-i", path, "-c", cfg)
+    assert f"{len(ids)} records pushed" in out
     ds = ps.find_dataset(env.client, env.settings, project)
-    return {r.id: r for r in ds.records(with_suggestions=True)}
+    shown = {r.id: r for r in ds.records(with_suggestions=True)}
+    assert set(shown) == ids
+    return shown
 
 
 def _contrastive_model(body):
@@ -80,10 +88,7 @@ def test_construct_contrastive_output_is_pushed_as_forced_choice(argilla, tmp_pa
     pairs = [ContrastivePair.model_validate_json(line) for line in pairs_file.read_text().splitlines()]
     assert {p.kind for p in pairs} == {"faithfulness", "context_relevance"}
 
-    out = _invoke("annotate", "push", "forced_choice", "-i", pairs_file, "-c", cfg)
-    assert f"{len(pairs)} records pushed" in out
-    shown = _records(argilla, "forced_choice")
-    assert set(shown) == {p.id for p in pairs}
+    shown = _push(argilla, "forced_choice", pairs_file, cfg, {p.id for p in pairs})
     for p in pairs:
         rec = shown[p.id]
         better, worse = (p.option_a, p.option_b) if p.better == "a" else (p.option_b, p.option_a)
@@ -110,10 +115,7 @@ def test_evaluate_answers_file_is_pushed_as_answer_judgement(argilla, tmp_path):
     assert len(answers) == 2 * len(instances)
 
     push_cfg = _config(argilla, tmp_path / "eval")
-    out = _invoke("annotate", "push", "answer_judgement", "-i", answers_file, "-c", push_cfg)
-    assert f"{len(answers)} records pushed" in out
-    shown = _records(argilla, "answer_judgement")
-    assert set(shown) == {a.id for a in answers}
+    shown = _push(argilla, "answer_judgement", answers_file, push_cfg, {a.id for a in answers})
     for a in answers:
         inst = instances[a.instance_id]
         rec = shown[a.id]
