@@ -72,6 +72,8 @@ class StageSpec:
         if built_with == self.version:
             return ""
         why = dict(self.changes).get(self.version, "")
+        if not built_with:  # a manifest written before stage versions were recorded
+            return f"output made before version {self.version}: {why}" if why else ""
         return f"output made by version {built_with}, now {self.version}" + (f": {why}" if why else "")
 
     @property

@@ -65,7 +65,7 @@ class Manifest:
     llm_usage: dict[str, Any] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
     files: dict[str, Any] = field(default_factory=dict)  # content digests of files the config names
-    version: str = "1"  # the stage's version (StageSpec.version) that wrote it; older manifests have none
+    version: str = ""  # the stage's version (StageSpec.version) that wrote it; "" in older manifests
 
     @property
     def seconds(self) -> float:

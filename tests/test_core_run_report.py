@@ -77,3 +77,17 @@ def test_a_new_stage_version_reruns_once_and_says_why(tmp_path):
     third = run_pipeline(_config(tmp_path), stages=(v2,)).stages[0]
     assert third.status == "cached" and "version" not in third.note
 
+
+
+def test_a_manifest_from_before_versions_were_recorded_gets_the_reason_once(tmp_path):
+    from dataclasses import replace
+
+    from babelrag.records import Article
+    from tests.helpers.qa_fixtures import seed_stage
+
+    seed_stage(tmp_path / "build", "sorting", [], Article)  # a manifest without a version
+    v3 = replace(SORTING, version="3", changes=(("3", "published is a date"),))
+    assert run_pipeline(_config(tmp_path), stages=(v3,)).stages[0].note == "output made before version 3: published is a date"
+    seed_stage(tmp_path / "other", "sorting", [], Article)
+    plain = run_pipeline(config_from_dict({"project": {"build_dir": str(tmp_path / "other")}}), stages=(SORTING,))
+    assert plain.stages[0].note == ""  # no reason declared: nothing to say
