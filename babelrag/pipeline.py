@@ -260,6 +260,21 @@ class Pipeline:
                 out[field_name] = endpoint_settings(self.config, values.get(field_name))
         return out
 
+    def prompt_versions(self, spec: StageSpec) -> dict[str, str]:
+        """``id@version`` of each prompt file the stage declares (read, never imported)."""
+        import importlib.util
+
+        from babelrag.llm.prompts import Prompt
+
+        out = {}
+        for entry in spec.prompts:
+            module, _, rel = entry.partition(":")
+            found = importlib.util.find_spec(module)
+            if found is None or not found.origin:
+                raise StageError(f"stage '{spec.name}': prompt {entry!r} names module {module!r}, which is not found")
+            out[entry] = Prompt.load(Path(found.origin).parent / rel).ref
+        return out
+
     def config_hash(self, spec: StageSpec) -> str:
         """The output-relevant config of a stage: its sections' values (run-only fields left out) and the
         model identity and sampling of the LLM endpoints it calls."""
@@ -279,6 +294,8 @@ class Pipeline:
         files = self._files[spec.name] = self.file_digests(spec)
         if files:
             parts["files"] = files
+        if spec.prompts:
+            parts["prompts"] = self.prompt_versions(spec)
         return stable_hash(parts), config_hash, inputs
 
     def is_current(self, spec: StageSpec) -> bool:

@@ -48,6 +48,9 @@ class StageSpec:
     # LLM endpoints used although "llm" is not among config_sections: (endpoint field, {field: value}
     # conditions that must all hold); the resolved endpoint's output-relevant settings join the fingerprint
     llm_endpoints: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()
+    # prompt files the stage renders ("package.module:relative/path.yaml", beside that module): their
+    # id@version join the fingerprint, so a prompt whose version is bumped re-runs the stage
+    prompts: tuple[str, ...] = ()
     # sections the stage may read that change how it runs, never what it writes (executor, llm limits):
     # not part of the fingerprint
     runtime_sections: tuple[str, ...] = ()

@@ -58,6 +58,8 @@ STAGE = StageSpec(
     # dense: the encoder and store the index stage built, whose output (and so this fingerprint) changes
     # with them; pair-only dense settings never make distractors stale
     llm_endpoints=(("distractors.endpoint", (("distractors.verify_with_llm", True),)),),
+    prompts=tuple(f"babelrag.construct.distractors:chains/prompts/{p}.yaml"
+                  for p in ("answer_single", "judge_answer")),
     runtime_sections=("executor", "llm", "dense"), owns={"distractors": DistractorsConfig},
     order=60)
 

@@ -75,6 +75,8 @@ STAGE = StageSpec(
     # the endpoint counts when one of the LLM filters is on (entries for one field are alternatives)
     llm_endpoints=tuple(("filters.endpoint", ((f"filters.{flag}", True),))
                         for flag in ("needs_both_articles", "needs_retrieval", "well_formed_llm")),
+    prompts=tuple(f"babelrag.construct.filters:chains/prompts/{p}.yaml"
+                  for p in ("well_formed", "judge_answer", "answer_single", "answer_closed")),
     runtime_sections=("llm",), owns={"filters": FiltersConfig}, order=50)
 
 

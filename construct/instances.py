@@ -70,6 +70,7 @@ STAGE = StageSpec(
     description="one instance per question, setting and language", uses_llm=True,
     files=("instances.reviewed_qa",),
     llm_endpoints=(("instances.endpoint", (("instances.translate_documents", True),)),), runtime_sections=("llm",),
+    prompts=("babelrag.construct.instances:chains/prompts/translate_article.yaml",),
     owns={"instances": InstancesConfig}, order=70)
 
 BASES = ("mono", "multi")

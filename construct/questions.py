@@ -42,6 +42,8 @@ STAGE = StageSpec(
     version="2", changes=(("2", "translations are typed nested records (QAItem.translations)"),),
     description="summary -> simple Q&A -> cross-document Q&A -> translation", uses_llm=True,
     llm_endpoints=(("questions.endpoint", ()),), runtime_sections=("llm",),
+    prompts=tuple(f"babelrag.construct.questions:chains/prompts/{p}.yaml"
+                  for p in ("summary", "simple_qa", "crossdoc", "answer", "translate_qa")),
     owns={"questions": QuestionsConfig}, order=40)
 
 

@@ -37,6 +37,7 @@ STAGE = StageSpec(
     version="2", changes=(("2", "provenance hashes only its own settings and the endpoint it calls"),),
     description="LLM topical-relevance check of each pair", uses_llm=True,
     llm_endpoints=(("relevance.endpoint", (("relevance.enabled", True),)),), runtime_sections=("llm",),
+    prompts=("babelrag.construct.relevance:relevance.yaml",),
     owns={"relevance": RelevanceConfig}, order=30)
 
 EXCERPT_CHARS = 1200

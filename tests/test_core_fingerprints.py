@@ -259,3 +259,26 @@ def test_each_output_setting_makes_exactly_its_stages_stale(tmp_path):
     assert "filters" in _stale(tmp_path, _set(_set(no_llm_filters, "filters.well_formed_llm", True),
                                               "llm.endpoints.gen.model", "x"), _set(no_llm_filters,
                                                                                   "filters.well_formed_llm", True))
+
+
+def test_a_prompt_version_bump_makes_its_stage_stale(tmp_path, monkeypatch):
+    """A plug-in stage beside its prompt file: the prompt's id@version is in the fingerprint; its text
+    without a version bump is not (the LLM cache keys on id@version too)."""
+    pkg = tmp_path / "plug"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "stage.py").write_text("")
+    prompt = pkg / "p.yaml"
+    prompt.write_text("id: plug.p\nversion: '1'\nuser: 'Say {x}'\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    spec = StageSpec("plug", "plug.stage:run", "Article", (), ("project",), prompts=("plug.stage:p.yaml",))
+    cfg = config_from_dict({"project": {"build_dir": str(tmp_path / "b")}})
+    first = Pipeline(cfg, stages=(spec,)).fingerprint(spec)[0]
+    prompt.write_text("id: plug.p\nversion: '1'\nuser: 'Say {x} please'\n")
+    assert Pipeline(cfg, stages=(spec,)).fingerprint(spec)[0] == first
+    prompt.write_text("id: plug.p\nversion: '2'\nuser: 'Say {x} please'\n")
+    assert Pipeline(cfg, stages=(spec,)).fingerprint(spec)[0] != first
+    # every LLM build stage declares the prompt files it renders, and they load
+    for name in sorted(LLM_STAGES):
+        stage = get_stage(name)
+        assert stage.prompts and all("@" in ref for ref in Pipeline(cfg).prompt_versions(stage).values()), name
