@@ -12,9 +12,10 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Sequence
-from typing import Any, Literal, Optional
+from typing import Annotated, Any, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, SerializationInfo,
+                      model_validator)
 
 QuestionType = Literal["aggregation", "comparison", "multi-hop", "set"]
 QUESTION_TYPES: tuple[str, ...] = ("aggregation", "comparison", "multi-hop", "set")
@@ -22,6 +23,28 @@ QUESTION_TYPES: tuple[str, ...] = ("aggregation", "comparison", "multi-hop", "se
 DocumentRole = Literal["supporting", "distractor"]
 # RAGE's distractor kinds; supporting documents are "relevant".
 DocumentKind = Literal["relevant", "related", "irrelevant", "seemingly_relevant"]
+
+
+class ArrowDate:
+    """Marks an ``IsoDate`` field: stored as an Arrow date32 column (``babelrag.arrow_features``)."""
+
+
+def _iso_text(value: Any) -> Any:
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    return "" if value is None else value
+
+
+def _stored_date(value: str, info: SerializationInfo) -> Any:
+    if info.mode_is_json():
+        return value
+    return dt.date.fromisoformat(value) if value else None  # Arrow date32 (None: no date known)
+
+
+#: A date kept as ISO text "YYYY-MM-DD" in Python and JSON ("" = unknown; external formats may lack one, and
+#: release validation reports text that is not a date), stored as an Arrow date32 in parquet, read back from
+#: a date. Released documents' ``published`` and instances' ``dates`` are typed so.
+IsoDate = Annotated[str, BeforeValidator(_iso_text), PlainSerializer(_stored_date, return_type=Any), ArrowDate()]
 
 
 class Record(BaseModel):
@@ -260,7 +283,7 @@ class Document(BaseModel):
     title: str
     text: str
     language: str
-    published: str
+    published: IsoDate
     role: DocumentRole
     kind: DocumentKind
     machine_translated: bool = False
@@ -280,7 +303,7 @@ class Instance(Record):
     documents: list[Document] = Field(default_factory=list)
     verified: bool = False
     machine_translated: bool = False
-    dates: list[str] = Field(default_factory=list)  # supporting articles' publication dates
+    dates: list[IsoDate] = Field(default_factory=list)  # supporting articles' publication dates
     # XRAG compatibility (release/export): "original" = model answer, "corrected" = fixed by an annotator;
     # crossdoc_type 0/1/2 as in XRAG (None = not annotated).
     a_type: str = "original"

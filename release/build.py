@@ -78,10 +78,10 @@ def write_parquet(path: Path, rows: list[dict[str, Any]]) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from babelrag.release.schema import instance_features
+    from babelrag.release.schema import arrow_rows, instance_features
 
     schema = instance_features().arrow_schema
-    table = pa.Table.from_pylist(rows, schema=schema)
+    table = pa.Table.from_pylist(arrow_rows(rows), schema=schema)
     path.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(table, path, compression="zstd")
 
@@ -167,7 +167,7 @@ def build_release(config: Any, out_root: Optional[Path] = None, console: Any = N
 
     from babelrag.stage import stages
     from babelrag.release import card, versioning
-    from babelrag.release.schema import SCHEMA_VERSION, instance_features, json_schemas
+    from babelrag.release.schema import SCHEMA_VERSION, arrow_rows, instance_features, json_schemas
     from babelrag.atomic import atomic_dir, atomic_write_text
     from babelrag.store import BuildStore
 
@@ -214,7 +214,7 @@ def build_release(config: Any, out_root: Optional[Path] = None, console: Any = N
         for cfg, splits in track(sorted(rows.items()), len(rows)):
             for split, split_rows in sorted(splits.items()):
                 write_parquet(layout.split_file(tmp, cfg, split), split_rows)
-            dd = datasets.DatasetDict({s: datasets.Dataset.from_list(r, features=features)
+            dd = datasets.DatasetDict({s: datasets.Dataset.from_list(arrow_rows(r), features=features)
                                        for s, r in sorted(splits.items())})
             dd.save_to_disk(str(tmp / layout.DISK_DIR / cfg))
         for name, schema in json_schemas().items():

@@ -54,3 +54,22 @@ def test_published_is_an_arrow_date_that_datasets_shows_typed(tmp_path):
     assert ds[0]["published"] == dt.date(2026, 8, 20)
     assert store.read("ingest", Article) == arts
     assert json.loads(arts[0].model_dump_json())["published"] == "2026-08-20"  # JSON stays ISO text
+
+
+def test_released_dates_are_iso_text_in_python_and_json_and_date32_in_parquet():
+    from babelrag.records import Document, Instance
+    from babelrag.release.schema import arrow_rows, instance_features
+
+    doc = Document(article_id="a", title="t", text="x", language="en", published=dt.date(2026, 8, 2),
+                   role="supporting", kind="relevant")
+    assert doc.published == "2026-08-02"  # a date read back from parquet is ISO text again
+    assert doc.model_dump()["published"] == dt.date(2026, 8, 2) and json.loads(doc.model_dump_json())["published"] == "2026-08-02"
+    undated = doc.model_copy(update={"published": ""})
+    assert undated.model_dump()["published"] is None  # an external format without a date: a null date32
+    features = instance_features()
+    assert features["documents"].feature["published"].dtype == "date32" and features["dates"].feature.dtype == "date32"
+    inst = Instance(id="i", qa_id="q", setting="mono", language="en", question="Q?", answer="A", en_question="Q?",
+                    en_answer="A", q_type="set", documents=[doc, undated], dates=["2026-08-02"])
+    row = arrow_rows([inst.model_dump(mode="json")])[0]
+    assert row["dates"] == [dt.date(2026, 8, 2)] and row["documents"][1]["published"] is None
+    assert Instance.model_validate(row) == inst
