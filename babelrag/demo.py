@@ -132,7 +132,9 @@ def _evaluate(config: Config, release_dir: Path, console: Any) -> Path:
         from babelrag.evaluators.execution import evaluate_release
     except ImportError as exc:
         raise StageError(f"the evaluation step is not available: {exc}") from None
-    paths = evaluate_release(config, release_dir, max_instances=DEMO_EVAL_INSTANCES, console=console)
+    paths = evaluate_release(config, release_dir, max_instances=DEMO_EVAL_INSTANCES, console=console,
+                             notice="Demo: these figures show that the pipeline runs end to end on a tiny sample, "
+                                    "not model quality.")
     if "html" not in paths:
         raise StageError("evaluation wrote no HTML report")
     return paths["html"]

@@ -21,7 +21,7 @@ from pydantic import Field, field_validator
 
 from babelrag.config import Section
 from babelrag.records import Article, FilterVerdict, QAItem
-from babelrag.registry import Registry
+from babelrag.lazy_registry import LazyRegistry
 from babelrag.stage import StageSpec
 from babelrag.tokens import content_words, tokenize
 
@@ -423,10 +423,10 @@ class QuestionFilter:
 
 BUILTIN_FILTERS = ("well_formed", "well_formed_llm", "named_entity", "verbatim", "near_duplicate",
                    "needs_both_articles", "needs_retrieval")
-FILTER_REGISTRY: Registry[QuestionFilter] = Registry(
-    "question filter", "babelrag.filters",
+FILTER_REGISTRY: LazyRegistry[QuestionFilter] = LazyRegistry(
+    "question filter",
     {name: f"babelrag.construct.filters:{''.join(w.title() for w in name.split('_'))}Filter"
-     for name in BUILTIN_FILTERS})
+     for name in BUILTIN_FILTERS}, group="babelrag.filters")
 register_filter = FILTER_REGISTRY.register
 
 

@@ -10,7 +10,6 @@ retries) is kept with ``ok=False``: it measures the endpoint, not the model, so 
 from __future__ import annotations
 
 import json
-import random
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
@@ -19,23 +18,25 @@ from babelrag.errors import InputError
 from babelrag.evaluators.settings import PromptStyle
 from babelrag.records import AnswerRecord, Document, Instance
 from babelrag.excerpt import excerpt
+from babelrag.release.protocol import OURS, Protocol
 
 if TYPE_CHECKING:  # pragma: no cover
     from babelrag.llm.client import LLMRunner
 
 _PROMPT_FILE = {"articles": "answer_articles", "citations": "answer_citations", "closed-book": "answer_closed_book"}
-PROMPTS = tuple(_PROMPT_FILE.values())  # the prompt files answer generation owns
+_KEYED_PROMPT = "answer_citations_keys"  # citations by published keys ([cite_N], see release/protocol.py)
+PROMPTS = (*_PROMPT_FILE.values(), _KEYED_PROMPT)  # the prompt files answer generation owns
 
 
-def document_order(inst: Instance, seed: int) -> list[Document]:
-    """The instance's documents in a seeded order that depends on the instance id only."""
-    docs = list(inst.documents)
-    random.Random(f"{seed}:{inst.id}").shuffle(docs)
-    return docs
+def document_order(inst: Instance, seed: int, protocol: Protocol = OURS) -> list[Document]:
+    """The instance's documents in the order shown: ours are shuffled by a seed and the instance id only;
+    an external benchmark's keep their published order (``release/protocol.py``)."""
+    return protocol.order(inst.documents, inst.id, seed)
 
 
-def render_documents(docs: Sequence[Document], max_chars: Optional[int] = None) -> str:
-    return "\n\n".join(f"[{k}] {d.title}\n{excerpt(d.text, max_chars)}".strip() for k, d in enumerate(docs, start=1))
+def render_documents(docs: Sequence[Document], max_chars: Optional[int] = None, protocol: Protocol = OURS) -> str:
+    return "\n\n".join(f"[{protocol.label(k)}] {d.title}\n{excerpt(d.text, max_chars)}".strip()
+                       for k, d in enumerate(docs, start=1))
 
 
 def require_endpoints(runner: "LLMRunner", names: Sequence[str], role: str) -> None:
@@ -52,9 +53,11 @@ def generate_answers(
     dataset_version: str = "",
     sampling: Mapping[str, Any] | None = None,
     max_doc_chars: Optional[int] = None,
+    protocol: Protocol = OURS,
 ) -> list[AnswerRecord]:
     """Answers of every model endpoint on every instance (one batched call per model). ``max_doc_chars``
-    cuts each document shown (for small context windows); the judges then see the same cut text."""
+    cuts each document shown (for small context windows); the judges then see the same cut text.
+    ``protocol``: document order and citation labels (an external benchmark's published ones)."""
     from babelrag.evaluators.judges import prompt
 
     if style not in _PROMPT_FILE:
@@ -62,9 +65,14 @@ def generate_answers(
     if not instances:
         raise InputError("no instances to evaluate")
     require_endpoints(runner, models, "model")
-    p = prompt(_PROMPT_FILE[style])
-    orders = [document_order(inst, seed) if style != "closed-book" else [] for inst in instances]
-    items = [{"question": inst.question, "documents": render_documents(docs, max_doc_chars)} for inst, docs in zip(instances, orders)]
+    keyed = style == "citations" and not protocol.numbered
+    p = prompt(_KEYED_PROMPT if keyed else _PROMPT_FILE[style])
+    orders = [document_order(inst, seed, protocol) if style != "closed-book" else [] for inst in instances]
+    items = [{"question": inst.question, "documents": render_documents(docs, max_doc_chars, protocol)}
+             for inst, docs in zip(instances, orders)]
+    if keyed:
+        example = f"[{protocol.label(1)}] or [{protocol.label(2)}][{protocol.label(3)}]"
+        items = [{**it, "cite_example": example} for it in items]
     if style == "closed-book":
         items = [{"question": it["question"]} for it in items]
     out: list[AnswerRecord] = []

@@ -17,6 +17,10 @@ def run(
     out: Optional[Path] = typer.Option(None, help="Output folder (default: evaluate.out_dir)."),
     model: list[str] = typer.Option([], help="LLM endpoint name to evaluate (repeatable; default evaluate.models)."),
     judge: list[str] = typer.Option([], help="Judge endpoint name (repeatable; default evaluate.judges)."),
+    split: Optional[str] = typer.Option(None, "--split", help="Release split to score (default: test, else the "
+                                                               "release's only split); recorded in results.json."),
+    answers: Optional[Path] = typer.Option(None, "--answers", help="Score answers made elsewhere (JSONL: instance_id, "
+                                                                   "model, answer[, doc_order]) instead of generating."),
     max_instances: Optional[int] = typer.Option(None, help="Evaluate a seeded sample of this many instances."),
     rounds: int = typer.Option(1000, help="Bootstrap rounds for confidence intervals."),
     reranker: Optional[Path] = typer.Option(None, help="Local cross-encoder folder for MIRAGE's reranker_score "
@@ -38,7 +42,7 @@ def run(
         cfg, rounds=rounds, reranker=CrossEncoderSpec(str(reranker), reranker_backend) if reranker else None,  # type: ignore[arg-type]
         nli=CrossEncoderSpec(str(nli)) if nli else None)
     paths = evaluate_release(cfg, release, out_dir=out, models=model, judges=judge, max_instances=max_instances,
-                             console=console, settings=settings)
+                             console=console, settings=settings, split=split, answers_file=answers)
     console.print(f"[green]report:[/] {paths['html']}")
 
 

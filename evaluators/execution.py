@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
-from babelrag.errors import InputError
+from babelrag.errors import ConfigError, InputError
 from babelrag.evaluators.answers import AnswerRecord, generate_answers, require_endpoints, write_answers
+from babelrag.evaluators.failures import check_failures
 from babelrag.evaluators.settings import EvalSettings
 from babelrag.records import Instance
 from babelrag.stats import Estimate
@@ -91,71 +92,126 @@ def evaluate_answers(runner: "LLMRunner", instances: Sequence[Instance], answers
 
 def run_evaluation(runner: "LLMRunner", instances: Sequence[Instance], models: Sequence[str], judges: Sequence[str],
                    out_dir: str | Path, settings: EvalSettings = EvalSettings(),
-                   prepared: Optional[tuple[list["Metric"], dict[str, Any]]] = None) -> dict[str, Path]:
+                   prepared: Optional[tuple[list["Metric"], dict[str, Any]]] = None,
+                   console: Any = None, answers: Optional[Sequence[AnswerRecord]] = None,
+                   answers_source: str = "") -> dict[str, Path]:
     """Generate, judge, score and write answers.jsonl + the full report into ``out_dir``. Metrics and their
-    support models are checked and loaded before any LLM call, so a bad name or model folder fails fast."""
+    support models are checked and loaded before any LLM call, so a bad name or model folder fails fast.
+    ``answers`` (made elsewhere, ``answers_file``): scored instead of generating; ``models`` is then ignored."""
     from babelrag.evaluators.report import ReportInputs, run_info, write_report
 
+    if answers is not None:
+        models = sorted({a.model for a in answers})
     if not models:
         raise InputError("no models to evaluate: list llm endpoint names under evaluate.models")
     if not judges:
         raise InputError("no judges: list llm endpoint names under evaluate.judges")
     prepared = prepared or prepare_metrics(settings)
-    answers = generate_answers(runner, instances, models, style=settings.style, seed=settings.seed,
-                               dataset_version=settings.dataset_revision, max_doc_chars=settings.max_doc_chars)
     out = Path(out_dir)
-    answers_path = write_answers(out / "answers.jsonl", answers)
+    warnings: list[str] = []
+    if answers is None:
+        answers = generate_answers(runner, instances, models, style=settings.style, seed=settings.seed,
+                                   dataset_version=settings.dataset_revision, max_doc_chars=settings.max_doc_chars,
+                                   protocol=settings.protocol)
+        answers_path = write_answers(out / "answers.jsonl", answers)
+        endpoints = {m: f"{ep.base_url} model {ep.model}" for m in models for ep in [runner.settings.endpoint(m)[1]]}
+        warnings = check_failures(answers, endpoints)  # raises when a model produced no answer at all
+        served = {m: runner.settings.endpoint(m)[1].model for m in models}
+    else:
+        answers_path = write_answers(out / "answers.jsonl", answers)
+        served = {m: f"answers file {answers_source}".strip() for m in models}
+    for line in warnings:
+        if console is not None:
+            console.print(f"[yellow]warning:[/] {line}")
     ev = evaluate_answers(runner, instances, answers, judges, settings, prepared=prepared)
+    from babelrag.evaluators.judge_flags import judging_flags
+
+    endpoints = {n: runner.settings.endpoints.get(n) for n in [*models, *judges]}
+    judging = judging_flags(models, judges, {n: e for n, e in endpoints.items() if e is not None})
+    for line in _judging_lines(judging):
+        if console is not None:
+            console.print(f"[yellow]warning:[/] {line}")
     info = run_info(settings.dataset, settings.dataset_revision, {
         **settings.recorded(), "judges": list(judges),
-        "models": {m: runner.settings.endpoint(m)[1].model for m in models},
+        "models": served,
         **({"support_models": ev.extra["support_models"]} if "support_models" in ev.extra else {}),
         **dict(settings.source or {}),
-    })
+    }, split=settings.split, configs=settings.configs)
     paths = write_report(out, ReportInputs(
         title=f"babelrag evaluation: {settings.dataset or 'benchmark'}", info=info, scores=ev.scores,
         sort_by="accuracy", accuracy_by_language=ev.accuracy_by_language, wrong_language=ev.wrong_language,
         bradley_terry=ev.bradley_terry,
         breakdown=ev.breakdown,
-        extra={"counts": ev.counts, **ev.extra,
+        extra={"counts": ev.counts, "warnings": warnings, "judging": judging,
+               **({"notice": settings.notice} if settings.notice else {}), **ev.extra,
                "metrics": {m: {k: r.to_dict() for k, r in res.items()} for m, res in ev.results.items()}},
+        columns={c.name: f"{metric.name}: {metric.description}" for metric in prepared[0] for c in metric.columns},
     ))
     paths["answers"] = answers_path
     return paths
 
 
+def _judging_lines(judging: dict[str, Any]) -> list[str]:
+    lines = [f"judge {j} is {why}: the scores show that the pipeline runs, not model quality"
+             for j, why in sorted(judging["weak_judges"].items())]
+    return lines + [f"model {m} is among its own judges ({', '.join(js)})" for m, js in sorted(judging["self_judged"].items())]
+
+
 def evaluate_release(config: Any, release: Any, out_dir: Optional[Path] = None, models: Sequence[str] = (),
                      judges: Sequence[str] = (), max_instances: Optional[int] = None, console: Any = None,
-                     settings: Optional[EvalSettings] = None) -> dict[str, Path]:
-    """Evaluate the configured models on a release (folder, .jsonl file or Hub id) and write the report;
-    returns the file paths. ``settings`` default: the config's ``evaluate:`` section."""
-    from babelrag.evaluators.release_reader import load_instances, release_revision, sample_instances
+                     settings: Optional[EvalSettings] = None, split: Optional[str] = None,
+                     answers_file: Optional[Path] = None, notice: str = "") -> dict[str, Path]:
+    """Evaluate the configured models on one split of a release (folder, .jsonl file or Hub id) and write the
+    report; returns the file paths. ``settings`` default: the config's ``evaluate:`` section; ``split``
+    default: ``test``, else the release's only split."""
+    from babelrag.evaluators.release_reader import (choose_split, load_instances, release_revision, sample_instances,
+                                                    scored_configs)
     from babelrag.evaluators.source import resolve_release
     from babelrag.llm.client import runner_from_config
+    from babelrag.release.layout import read_info
+    from babelrag.release.protocol import OURS, Protocol
 
     ev = config.evaluate
     settings = settings or EvalSettings.from_config(config)
-    models = list(models or ev.models)
-    if not models:
+    if answers_file is not None and (models or max_instances is not None):
+        raise ConfigError("--answers scores the answers in the file: give no --model (the file names the models) "
+                          "and no --max-instances (the file decides which instances are answered)")
+    models = [] if answers_file is not None else list(models or ev.models)
+    if not models and answers_file is None:
         name, _ = config.llm.endpoint(None)  # the default endpoint evaluates itself
         models = [name]
     judges = list(judges or ev.judges or models[:1])
+    if not judges:
+        raise ConfigError("scoring an answers file needs judges: list llm endpoint names under evaluate.judges "
+                          "or pass --judge")
     config.llm.require([*models, *judges], "model or judge")  # before any work
     prepared = prepare_metrics(settings)  # fail fast on an unknown metric or a bad model folder, before downloads
     source = resolve_release(getattr(release, "folder", release), configs=ev.configs)
     folder = source.path
-    instances = sample_instances(load_instances(folder, configs=ev.configs), max_instances, config.project.seed)
+    split = choose_split(folder, split)
+    instances = sample_instances(load_instances(folder, configs=ev.configs, split=split or None), max_instances,
+                                 config.project.seed)
     dataset, revision = release_revision(folder) if folder.is_dir() else ("", "")
+    protocol = Protocol.from_info(read_info(folder)) if folder.is_dir() else OURS
     if source.hub_id:
         dataset, revision = source.hub_id, revision or source.commit
     out = Path(out_dir) if out_dir is not None else config.resolve(ev.out_dir)
     if console is not None:
         origin = f"hf://datasets/{source.hub_id} ({folder})" if source.hub_id else str(folder)
-        console.print(f"evaluating {', '.join(models)} on {len(instances)} instances from {origin} "
+        console.print(f"evaluating {', '.join(models) or f'the answers in {answers_file}'} on {len(instances)} instances"
+                      + (f" of split {split!r}" if split else "") + f" from {origin} "
                       f"(judges: {', '.join(judges)}) -> {out}")
-    settings = settings.with_(dataset=dataset or folder.name, dataset_revision=revision, source=source.settings())
+    settings = settings.with_(dataset=dataset or folder.name, dataset_revision=revision, source=source.settings(),
+                              split=split, configs=scored_configs(folder, split, ev.configs), protocol=protocol,
+                              notice=notice or settings.notice)
+    answers = None
+    if answers_file is not None:
+        from babelrag.evaluators.answers_file import read_answers_file
+
+        answers = read_answers_file(answers_file, instances, dataset_version=revision)
     runner = runner_from_config(config)
     try:
-        return run_evaluation(runner, instances, models, judges, out, settings, prepared=prepared)
+        return run_evaluation(runner, instances, models, judges, out, settings, prepared=prepared, console=console,
+                              answers=answers, answers_source=str(answers_file or ""))
     finally:
         runner.close()

@@ -5,15 +5,51 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Optional
 
 from babelrag.errors import InputError
 from babelrag.records import Instance
 
+DEFAULT_SPLIT = "test"
 
-def load_instances(path: str | Path, configs: Sequence[str] = ()) -> list[Instance]:
+
+def choose_split(path: str | Path, split: Optional[str] = None) -> str:
+    """The split ``evaluate run`` scores in a release folder: ``split`` when given (it must exist), else
+    ``test``, else the only split; "" for a .jsonl file or a folder without the release layout."""
+    from babelrag.release import layout
+
+    path = Path(path)
+    splits = sorted({s for _, s, _ in layout.data_files(path)}) if path.is_dir() else []
+    if not splits:
+        if split:
+            raise InputError(f"--split {split}: {path} is not a release folder with data/<config>/<split>.parquet")
+        return ""
+    if split:
+        if split not in splits:
+            raise InputError(f"release {path} has no split {split!r}; it has {', '.join(splits)} (pass one with --split)")
+        return split
+    if DEFAULT_SPLIT in splits:
+        return DEFAULT_SPLIT
+    if len(splits) == 1:
+        return splits[0]
+    raise InputError(f"release {path} has the splits {', '.join(splits)} and none is {DEFAULT_SPLIT!r}; choose "
+                     "the one to score with --split NAME (scores of different splits are never mixed)")
+
+
+def scored_configs(path: str | Path, split: str, configs: Sequence[str] = ()) -> list[str]:
+    """The configs that hold ``split`` (restricted to ``configs`` when given), for results.json."""
+    from babelrag.release import layout
+
+    have = sorted({c for c, s, _ in layout.data_files(Path(path)) if s == split or not split}) \
+        if Path(path).is_dir() else []
+    return [c for c in have if not configs or c in configs]
+
+
+def load_instances(path: str | Path, configs: Sequence[str] = (), split: Optional[str] = None) -> list[Instance]:
     """Instances from a JSONL file or a release folder (``data/<config>/<split>.parquet``), deduplicated.
 
-    ``configs`` restricts a release folder to those config names (empty = all).
+    ``configs`` restricts a release folder to those config names (empty = all); ``split`` to one split
+    (None = every split, for tools that read a whole release; ``evaluate run`` always names one).
     """
     path = Path(path)
     if not path.exists():
@@ -29,7 +65,9 @@ def load_instances(path: str | Path, configs: Sequence[str] = ()) -> list[Instan
         from babelrag.release import layout
 
         if path.is_dir():  # a release folder, or any folder of parquet files (e.g. one config's)
-            files = [f for _, _, f in layout.data_files(path)] or sorted(path.rglob("*.parquet"))
+            laid_out = layout.data_files(path)
+            files = [f for _, s, f in laid_out if not split or s == split] if laid_out \
+                else sorted(path.rglob("*.parquet"))
         else:
             files = [path]
         if configs:

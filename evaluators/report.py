@@ -7,11 +7,8 @@ matplotlib's Agg backend (no display); the HTML inlines them as base64 so it ope
 """
 from __future__ import annotations
 
-import base64
 import csv
-import html
 import io
-import json
 import math
 import subprocess
 from collections.abc import Mapping, Sequence
@@ -21,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from babelrag.atomic import atomic_write_bytes
+from babelrag.evaluators import strict_json
 from babelrag.stats import Estimate
 
 # ---------------------------------------------------------------- provenance
@@ -33,6 +31,8 @@ class RunInfo:
     library_version: str
     git_hash: str
     created: str
+    split: str = ""  # the split scored (never several: dev and test rows are not mixed in one leaderboard)
+    configs: list[str] = field(default_factory=list)  # the release configs scored
     settings: dict[str, Any] = field(default_factory=dict)
 
 
@@ -49,8 +49,9 @@ def _git_hash() -> str:
     return out.stdout.strip() + ("-dirty" if dirty else "")
 
 
-def run_info(dataset: str, dataset_revision: str, settings: Mapping[str, Any] | None = None) -> RunInfo:
-    """Provenance for a results file: dataset revision, library version, code git hash."""
+def run_info(dataset: str, dataset_revision: str, settings: Mapping[str, Any] | None = None, split: str = "",
+             configs: Sequence[str] = ()) -> RunInfo:
+    """Provenance for a results file: dataset revision, split and configs, library version, code git hash."""
     from importlib.metadata import PackageNotFoundError, version
 
     try:
@@ -58,7 +59,7 @@ def run_info(dataset: str, dataset_revision: str, settings: Mapping[str, Any] | 
     except PackageNotFoundError:
         lib = "unknown"
     return RunInfo(dataset, dataset_revision, lib, _git_hash(),
-                   datetime.now(timezone.utc).isoformat(timespec="seconds"), dict(settings or {}))
+                   datetime.now(timezone.utc).isoformat(timespec="seconds"), split, list(configs), dict(settings or {}))
 
 
 # ---------------------------------------------------------------- leaderboard
@@ -78,13 +79,16 @@ def leaderboard_rows(scores: Scores, sort_by: str, metrics: Sequence[str] | None
         return (0 if ok else 1, -est.value if ok else 0.0)
 
     rows = []
-    for rank, model in enumerate(sorted(scores, key=lambda m: (key(m), m)), start=1):
-        row: dict[str, Any] = {"rank": rank, "model": model}
+    ordered = sorted(scores, key=lambda m: (key(m), m))
+    for model in ordered:
+        # ties share the best rank (1, 1, 3): equal scores are not an order
+        row: dict[str, Any] = {"rank": 1 + sum(key(other) < key(model) for other in ordered), "model": model}
         for metric in metrics:
             est = scores[model].get(metric)
             row[metric] = None if est is None else est.value
             row[f"{metric}_ci_low"] = None if est is None else est.low
             row[f"{metric}_ci_high"] = None if est is None else est.high
+            row[f"{metric}_n"] = None if est is None else est.n
         rows.append(row)
     return rows
 
@@ -99,7 +103,7 @@ def markdown_table(rows: Sequence[Mapping[str, Any]]) -> str:
     """Markdown leaderboard: each metric as ``value [low, high]``."""
     if not rows:
         return "_no results_\n"
-    metrics = [k for k in rows[0] if k not in ("rank", "model") and not k.endswith(("_ci_low", "_ci_high"))]
+    metrics = [k for k in rows[0] if k not in ("rank", "model") and not k.endswith(("_ci_low", "_ci_high", "_n"))]
     head = "| rank | model | " + " | ".join(metrics) + " |\n"
     head += "|---:|---|" + "---:|" * len(metrics) + "\n"
     body = ""
@@ -173,9 +177,12 @@ def _grouped_bars(values: Mapping[str, Mapping[str, Any]], ylabel: str, title: s
             vals = np.array([e.value if e else np.nan for e in cells])
             lo = np.array([e.value - e.low if e else 0 for e in cells])
             hi = np.array([e.high - e.value if e else 0 for e in cells])
-            ax.bar(offset, vals, width, yerr=[lo, hi], capsize=3, label=model)
+            bars = ax.bar(offset, vals, width, yerr=[lo, hi], capsize=3, label=model)
         else:
-            ax.bar(offset, [np.nan if v is None else v for v in cells], width, label=model)
+            vals = np.array([np.nan if v is None else v for v in cells], dtype=float)
+            bars = ax.bar(offset, vals, width, label=model)
+        # every value is written on its bar, so a zero (a bar of no height) is still seen as a zero
+        ax.bar_label(bars, labels=["" if np.isnan(v) else f"{v:.2f}" for v in vals], fontsize=7, padding=2)
     ax.set_xticks(x, langs)
     ax.set_ylim(0, ylim)
     ax.set_ylabel(ylabel)
@@ -246,54 +253,6 @@ def plot_wrong_language(rates: Mapping[str, Mapping[str, float]], title: str = "
     return _grouped_bars(rates, "wrong-language rate", title, ylim=1.0, height=3.4, errors=False)
 
 
-# ---------------------------------------------------------------- HTML
-
-_CSS = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
-table{border-collapse:collapse;font-size:14px}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}
-td:nth-child(2),th:nth-child(2){text-align:left}th{background:#f3f3f3}img{max-width:100%;margin:1em 0}
-.meta{color:#555;font-size:13px}"""
-
-
-def _breakdown_html(breakdown: Mapping[str, Mapping[str, Estimate]], label: str) -> str:
-    groups = sorted({g for v in breakdown.values() for g in v})
-    if not groups:
-        return ""
-    head = "".join(f"<th>{html.escape(g)}</th>" for g in ["model", *groups])
-    body = ""
-    for model in sorted(breakdown):
-        cells = [html.escape(model)]
-        for g in groups:
-            e = breakdown[model].get(g)
-            cells.append("–" if e is None or math.isnan(e.value)
-                         else f"{e.value:.3f} <small>[{e.low:.3f}, {e.high:.3f}]</small>")
-        body += "<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>\n"
-    return (f"<h2>{html.escape(label)} per setting / language</h2>\n"
-            f"<table><thead><tr>{head}</tr></thead><tbody>\n{body}</tbody></table>\n")
-
-
-def html_report(title: str, info: RunInfo, rows: Sequence[Mapping[str, Any]], images: Mapping[str, bytes],
-                breakdown: Mapping[str, Mapping[str, Estimate]] | None = None) -> str:
-    """A single HTML page: provenance, leaderboard table and the plots inlined as base64 PNG."""
-    metrics = [k for k in (rows[0] if rows else {}) if k not in ("rank", "model") and not k.endswith(("_ci_low", "_ci_high"))]
-    head = "".join(f"<th>{html.escape(m)}</th>" for m in ["rank", "model", *metrics])
-    body = ""
-    for r in rows:
-        cells = [str(r["rank"]), html.escape(str(r["model"]))]
-        for m in metrics:
-            cells.append("–" if r[m] is None else f"{_fmt(r[m])} <small>[{_fmt(r[f'{m}_ci_low'])}, {_fmt(r[f'{m}_ci_high'])}]</small>")
-        body += "<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>\n"
-    figs = "".join(
-        f"<h2>{html.escape(name)}</h2>\n<img alt=\"{html.escape(name)}\" src=\"data:image/png;base64,"
-        f"{base64.b64encode(png).decode()}\">\n"
-        for name, png in images.items()
-    )
-    meta = " · ".join(f"{k}: {html.escape(str(v))}" for k, v in asdict(info).items() if k != "settings")
-    return (f"<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
-            f"<style>{_CSS}</style></head><body>\n<h1>{html.escape(title)}</h1>\n<p class=\"meta\">{meta}</p>\n"
-            f"<table><thead><tr>{head}</tr></thead><tbody>\n{body}</tbody></table>\n"
-            f"{_breakdown_html(breakdown or {}, 'Accuracy')}{figs}</body></html>\n")
-
-
 # ---------------------------------------------------------------- everything at once
 
 
@@ -310,6 +269,7 @@ class ReportInputs:
     bradley_terry: Sequence[Mapping[str, Any]] | None = None  # BTResult.leaderboard()
     breakdown: Mapping[str, Mapping[str, Estimate]] | None = None  # model -> "setting/lang" -> accuracy
     extra: dict[str, Any] = field(default_factory=dict)  # more JSON (per-item results, surrogate, ...)
+    columns: dict[str, str] = field(default_factory=dict)  # leaderboard column -> what it measures (one line)
 
 
 def write_report(out_dir: str | Path, inputs: ReportInputs) -> dict[str, Path]:
@@ -334,15 +294,18 @@ def write_report(out_dir: str | Path, inputs: ReportInputs) -> dict[str, Path]:
         "scores": {m: {k: e.as_dict() for k, e in s.items()} for m, s in inputs.scores.items()},
         "bradley_terry": list(inputs.bradley_terry or []),
         "breakdown": {m: {g: e.as_dict() for g, e in v.items()} for m, v in (inputs.breakdown or {}).items()},
+        "columns": dict(inputs.columns),
         **inputs.extra,
     }
     for name, png in images.items():
         p = out / "plots" / (name.lower().replace(" ", "_").replace("-", "_") + ".png")
         atomic_write_bytes(p, png)
         paths[f"plot:{name}"] = p
-    md = f"# {inputs.title}\n\n" + markdown_table(rows) + breakdown_table(inputs.breakdown or {})
-    atomic_write_bytes(paths["markdown"], md.encode())
+    from babelrag.evaluators.report_views import ReportPage, render_html, render_markdown
+
+    page = ReportPage(inputs, rows, images)
+    atomic_write_bytes(paths["markdown"], render_markdown(page).encode())
     atomic_write_bytes(paths["csv"], csv_text(rows).encode())
-    atomic_write_bytes(paths["json"], json.dumps(results, indent=2, ensure_ascii=False, default=float).encode())
-    atomic_write_bytes(paths["html"], html_report(inputs.title, inputs.info, rows, images, inputs.breakdown).encode())
+    atomic_write_bytes(paths["json"], strict_json.dumps(results).encode())
+    atomic_write_bytes(paths["html"], render_html(page).encode())
     return paths

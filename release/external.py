@@ -25,7 +25,8 @@ from typing import Any, Callable, Optional
 from babelrag.atomic import atomic_dir
 from babelrag.errors import InputError
 from babelrag.records import Instance
-from babelrag.release.export import QUERY_METADATA, write_files
+from babelrag.release.export import DOC_ORDER, QUERY_METADATA, write_files
+from babelrag.release.protocol import PUBLISHED
 
 FORMATS = ("garage", "xrag", "beir")
 SOURCE_DIR = "source"
@@ -69,6 +70,7 @@ def _split_of(path: Path, split: Optional[str]) -> str:
 
 
 def convert_garage(path: Path, split: Optional[str] = None, **_: Any) -> Converted:
+    from babelrag.release.loaders import is_no_date
     from babelrag.release.loaders.garage import COMPLEXITY_TO_QTYPE, load_garage
 
     records = load_garage(path)
@@ -81,9 +83,12 @@ def convert_garage(path: Path, split: Optional[str] = None, **_: Any) -> Convert
             out.skipped[f"question_complexity {rec.question_complexity!r} is none of "
                         f"{'/'.join(COMPLEXITY_TO_QTYPE)}"] += 1
             continue
-        undated = sum(not d.published for d in inst.documents)
-        if undated:
-            out.warnings["passages whose date string holds no date (published left empty)"] += undated
+        for passage in rec.passages:
+            if not passage.published:
+                reason = ("passages with no date (N/A, not defined, empty; published left empty)"
+                          if is_no_date(passage.date) else "passages whose date string is unreadable (published left "
+                                                           "empty)")
+                out.warnings[reason] += 1
         insts.append(inst)
     out.instances[_split_of(path, split)] = insts
     return out
@@ -147,7 +152,8 @@ def convert_beir(path: Path, split: Optional[str] = None, **_: Any) -> Converted
             try:
                 insts.append(Instance.model_validate({
                     **{k: meta[k] for k in QUERY_METADATA if k in meta}, "id": qid, "question": query["text"],
-                    "language": query.get("language", "und"), "documents": beir.documents_for(qid)}))
+                    "language": query.get("language", "und"),
+                    "documents": beir.documents_for(qid, meta.get(DOC_ORDER))}))
             except ValueError as exc:
                 raise InputError(f"{path}/queries.jsonl: query {qid!r}: metadata is not a babelrag instance "
                                  f"({str(exc).splitlines()[0]})") from None
@@ -161,8 +167,7 @@ CONVERTERS: dict[str, Callable[..., Converted]] = {"garage": convert_garage, "xr
 def convert_external(source: str | Path, fmt: str, out: str | Path, split: Optional[str] = None,
                      language: Optional[str] = None, setting: Optional[str] = None) -> ConvertResult:
     """Load ``source`` strictly as ``fmt`` and write a release folder at ``out`` (complete or not at all)."""
-    from babelrag.release import versioning
-    from babelrag.release import layout
+    from babelrag.release import external_card, layout, versioning
     from babelrag.release.build import write_parquet
     from babelrag.release.naming import config_name
     from babelrag.release.schema import SCHEMA_VERSION
@@ -185,15 +190,18 @@ def convert_external(source: str | Path, fmt: str, out: str | Path, split: Optio
             "schema_version": SCHEMA_VERSION, "source_format": fmt, "source": source.name,
             "data_hash": versioning.overall_hash(hashes), "data_hashes": hashes, "configs": counts,
             "records": conv.records, "not_converted": dict(conv.skipped), "warnings": dict(conv.warnings),
-            "unverified_released": 0}
+            "unverified_released": 0,
+            **({"protocol": PUBLISHED[fmt].recorded()} if fmt in PUBLISHED else {})}
     out = Path(out)
     with atomic_dir(out) as tmp:
         for cfg, splits in groups.items():
             for sp, rows in splits.items():
                 write_parquet(layout.split_file(tmp, cfg, sp), rows)
         write_files(tmp / SOURCE_DIR, conv.source_files)
-        write_files(tmp, {layout.RELEASE_INFO: json.dumps(info, indent=2, sort_keys=True, ensure_ascii=False)
-                          + "\n"})
+        languages = sorted({i.language for insts in conv.instances.values() for i in insts}
+                           | {d.language for insts in conv.instances.values() for i in insts for d in i.documents})
+        write_files(tmp, {layout.RELEASE_INFO: json.dumps(info, indent=2, sort_keys=True, ensure_ascii=False) + "\n",
+                          layout.CARD: external_card.render(str(info["name"]), fmt, info, languages)})
     return ConvertResult(folder=out, fmt=fmt, records=conv.records, configs=counts, skipped=dict(conv.skipped),
                          warnings=dict(conv.warnings))
 

@@ -20,12 +20,41 @@ class PushError(BabelragError):
     """The release could not be uploaded."""
 
 
+def check_release_folder(folder: Path) -> Path:
+    folder = Path(folder)
+    if not (folder / layout.CARD).exists() or not (folder / layout.DATA_DIR).is_dir():
+        raise PushError(f"{folder} is not a release folder (README.md + data/); make one with `babelrag release "
+                        "build` or `babelrag release convert`")
+    return folder
+
+
+def planned_files(folder: Path) -> list[tuple[str, int]]:
+    """(relative path, bytes) of every file a push uploads: the Hub layout, without ``disk/`` and hidden files
+    (the ``IGNORE`` patterns)."""
+    folder = check_release_folder(folder)
+    out = []
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        rel = path.relative_to(folder)
+        if rel.parts[0] == layout.DISK_DIR or any(part.startswith(".") for part in rel.parts):
+            continue
+        out.append((rel.as_posix(), path.stat().st_size))
+    return out
+
+
+def dry_run(folder: Path, repo_id: str) -> str:
+    """What ``release push`` would upload, and the card, without touching the network."""
+    files = planned_files(folder)
+    width = max((len(f"{n:,}") for _, n in files), default=1)
+    listing = "\n".join(f"  {n:>{width},}  {rel}" for rel, n in files)
+    card = (Path(folder) / layout.CARD).read_text(encoding="utf-8")
+    return (f"dry run: would upload {len(files)} file(s), {sum(n for _, n in files):,} bytes, to dataset "
+            f"{repo_id or '<repo>'} (nothing was sent)\n{listing}\n\n--- {layout.CARD} ---\n{card}")
+
+
 def push_release(folder: Path, repo_id: str, token: Optional[str] = None, endpoint: Optional[str] = None,
                  private: bool = False) -> str:
     """Create the dataset repo if needed and upload the Hub layout (not ``disk/``). Returns the commit URL."""
-    folder = Path(folder)
-    if not (folder / layout.CARD).exists() or not (folder / layout.DATA_DIR).is_dir():
-        raise PushError(f"{folder} is not a release folder (README.md + data/); run `babelrag release build` first")
+    folder = check_release_folder(folder)
     endpoint = endpoint or os.environ.get("HF_ENDPOINT") or "https://huggingface.co"
     if hf_offline():
         raise PushError(f"cannot push to {endpoint}: HF_HUB_OFFLINE is set (offline mode); unset it on a machine "

@@ -1,19 +1,8 @@
-"""Config names and language tags: small pure helpers shared by build, card and validation."""
+"""Config names: a small pure helper shared by build, convert and validation (language tags and size
+categories for the card: ``hub_metadata``)."""
 from __future__ import annotations
 
 import re
-
-# ISO 639-1 -> ISO 639-3 + ISO 15924 script, as MTEB writes them (e.g. ``deu-Latn``).
-LANGUAGE_SCRIPT_TAGS: dict[str, str] = {
-    "en": "eng-Latn", "de": "deu-Latn", "es": "spa-Latn", "zh": "zho-Hans", "ar": "arb-Arab",
-    "fr": "fra-Latn", "it": "ita-Latn", "pt": "por-Latn", "ru": "rus-Cyrl", "ja": "jpn-Jpan",
-    "ko": "kor-Hang", "hi": "hin-Deva", "ro": "ron-Latn", "tr": "tur-Latn", "nl": "nld-Latn",
-}
-
-
-def language_tag(code: str) -> str:
-    """``de`` -> ``deu-Latn``; unknown codes are returned unchanged (validation reports them)."""
-    return LANGUAGE_SCRIPT_TAGS.get(code, code)
 
 
 def config_name(setting: str, language: str) -> str:
@@ -28,12 +17,3 @@ def config_name(setting: str, language: str) -> str:
         return slug
     return f"{slug}-{language}"
 
-
-def size_category(n: int) -> str:
-    """The Hub's ``size_categories`` bucket for ``n`` rows."""
-    bounds = [(1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"),
-              (10_000_000, "1M<n<10M")]
-    for upper, label in bounds:
-        if n < upper:
-            return label
-    return "n>10M"

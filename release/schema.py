@@ -48,10 +48,9 @@ def article_text(doc: Document) -> str:
 
 
 def to_xrag(inst: Instance) -> dict[str, Any]:
-    """One instance in XRAG's field names; supporting articles come first, then distractors, and
-    ``is_support`` marks them (as the released rows do)."""
-    docs = [d for d in inst.documents if d.role == "supporting"] + [
-        d for d in inst.documents if d.role == "distractor"]
+    """One instance in XRAG's field names; the articles keep the instance's order and ``is_support`` marks
+    the supporting ones (in the released rows the supports are not always first)."""
+    docs = list(inst.documents)
     return {
         "id": inst.id,
         "question": inst.question,

@@ -75,6 +75,10 @@ class Rules:
     min_days_before: int = 14
     allow_unverified: bool = False
     check_languages: bool = True
+    # a folder converted from an external benchmark (``release convert``): its passages may be undated
+    # (GaRAGe writes N/A), its distractors were not chosen by our date rule and a question without a
+    # supporting passage is a deflection question, so none of these is a violation
+    external: bool = False
 
     @classmethod
     def from_config(cls, config: Any) -> Rules:
@@ -87,8 +91,10 @@ def _pydantic_detail(exc: ValidationError) -> str:
     return "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()[:5])
 
 
-def parse_rows(rows: Iterable[dict[str, Any]], report: ValidationReport) -> list[tuple[int, Instance]]:
-    """Rows -> (row index, Instance); a row that does not match the schema is a ``schema`` violation."""
+def parse_rows(rows: Iterable[dict[str, Any]], report: ValidationReport, allow_undated: bool = False
+               ) -> list[tuple[int, Instance]]:
+    """Rows -> (row index, Instance); a row that does not match the schema is a ``schema`` violation.
+    ``allow_undated``: an empty date ("no date given") is accepted; a non-empty one must still be ISO."""
     out = []
     for i, row in enumerate(rows):
         report.checked += 1
@@ -100,7 +106,8 @@ def parse_rows(rows: Iterable[dict[str, Any]], report: ValidationReport) -> list
             continue
         problems = [f"{where} {value!r} is not an ISO date" for where, value in
                     [("dates", d) for d in inst.dates] + [(f"document {d.article_id} published", d.published)
-                                                          for d in inst.documents] if iso_date(value) is None]
+                                                          for d in inst.documents]
+                    if iso_date(value) is None and not (allow_undated and value == "")]
         if inst.a_type not in A_TYPES:
             problems.append(f"a_type {inst.a_type!r} not in {A_TYPES}")
         if problems:
@@ -118,10 +125,11 @@ def check_instance(inst: Instance, rules: Rules, lang: Any, report: ValidationRe
     if empty:
         add("empty_text", "empty " + ", ".join(empty))
     support = [d for d in inst.documents if d.role == "supporting"]
-    if not support and inst.setting != "no-retrieval":
+    if not support and inst.setting != "no-retrieval" and not rules.external:  # external: deflection questions
         add("missing_support", f"setting {inst.setting!r} has no supporting document")
     report.violations += [Violation(leak.instance, leak.rule, leak.detail)
-                          for leak in instance_leaks(inst, rules.min_days_before)]
+                          for leak in instance_leaks(inst, rules.min_days_before)
+                          if not (rules.external and leak.rule == "distractor_date")]
     if not inst.verified:
         if rules.allow_unverified:
             report.unverified_released += 1
@@ -153,7 +161,7 @@ def validate(rows: Iterable[dict[str, Any]], rules: Rules, split_for: Optional[A
     from babelrag.langcheck import LanguageChecker
 
     report = ValidationReport()
-    parsed = parse_rows(rows, report)
+    parsed = parse_rows(rows, report, allow_undated=rules.external)
     instances = [inst for _, inst in parsed]
     lang = LanguageChecker(sorted(set(rules.languages) | {rules.pivot})) if rules.check_languages else None
     for inst in (progress(instances, len(instances)) if progress else instances):

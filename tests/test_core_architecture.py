@@ -150,7 +150,7 @@ def test_a_new_question_filter_is_one_registered_module(tmp_path):
     from babelrag.records import QAItem
     from tests.helpers.qa_fixtures import corpus, qa
 
-    FILTER_REGISTRY.declare("answer_words", "tests.helpers.tiny_filter:AnswerWordsFilter")
+    FILTER_REGISTRY.register_lazy("answer_words", "tests.helpers.tiny_filter:AnswerWordsFilter")
     try:
         with pytest.raises(ConfigError, match=r"unknown or built-in filter\(s\) \['nope'\].*answer_words"):
             config_from_dict({"filters": {"extra": ["nope"]}})

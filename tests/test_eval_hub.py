@@ -187,8 +187,9 @@ def test_evaluate_a_hub_id_then_reuse_the_cache_offline(tmp_path, hub, llm, rele
     assert [r["model"] for r in data["leaderboard"]] == ["good", "weak"]
     assert data["leaderboard"][0]["accuracy"] == 1.0 and data["leaderboard"][1]["accuracy"] == 0.0
     answers = read_answers(tmp_path / "out" / "answers.jsonl")
-    wanted = {i.id for i in load_instances(release_folder, configs=["mono-de", "en-baseline"])}
+    wanted = {i.id for i in load_instances(release_folder, configs=["mono-de", "en-baseline"], split="test")}
     assert {a.instance_id for a in answers} == wanted and len(answers) == 2 * len(wanted)
+    assert data["run"]["split"] == "test" and data["run"]["configs"] == ["en-baseline", "mono-de"]
     # only the requested configs' parquet files (plus card and release.json) were downloaded
     got = {p for m, p in hub.requests if m == "GET" and "/resolve/" in p}
     assert {p.rsplit("/resolve/", 1)[1].split("/", 1)[1] for p in got} == \
@@ -197,7 +198,7 @@ def test_evaluate_a_hub_id_then_reuse_the_cache_offline(tmp_path, hub, llm, rele
     assert (snapshot / "release.json").is_file()
     # what we evaluated is what researchers get from datasets.load_dataset(hub_id, config) on the same Hub
     script = ("import json, datasets; ids = sorted(r['id'] for c in ('mono-de', 'en-baseline') "
-              f"for s in datasets.load_dataset('{REPO}', c).values() for r in s); print(json.dumps(ids))")
+              f"for r in datasets.load_dataset('{REPO}', c, split='test')); print(json.dumps(ids))")
     ld = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
                         env={**os.environ, **env, "HF_HOME": str(tmp_path / "hf-home-datasets"),
                              "HF_DATASETS_OFFLINE": "0"})

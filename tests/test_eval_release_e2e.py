@@ -119,9 +119,11 @@ def test_two_scripted_models_on_the_release(tmp_path, release_folder):
         assert res.exit_code == 0, res.output
     out = tmp_path / "eval"
     data = json.loads((out / "results.json").read_text())
-    assert_good_beats_weak(data, instances, "demo-bench")
+    scored = load_instances(release_folder, split="test")  # the default split; dev rows are never mixed in
+    assert data["run"]["split"] == "test" and 0 < len(scored) < len(instances)
+    assert_good_beats_weak(data, scored, "demo-bench")
     answers = read_answers(out / "answers.jsonl")
-    assert len(answers) == 2 * len(instances) and all(a.dataset_version.startswith("0.1.0+") for a in answers)
+    assert len(answers) == 2 * len(scored) and all(a.dataset_version.startswith("0.1.0+") for a in answers)
     md = (out / "leaderboard.md").read_text()
     assert md.index("| good |") < md.index("| weak |")
     _html_opens_offline(out / "report.html", tmp_path, expected_images=4)

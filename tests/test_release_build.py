@@ -91,7 +91,7 @@ def test_card_has_every_section_and_numbers_from_the_build(built):
     assert text.startswith("---\n")
     head = yaml.safe_load(text.split("---\n")[1])
     assert head["license"] == "cc-by-4.0" and head["version"] == "0.1.0"
-    assert head["language_details"] == ["deu-Latn", "eng-Latn", "zho-Hans"]
+    assert head["language_details"] == ["de", "en", "zh-Hans"]  # canonical BCP-47, as the Hub asks
     assert head["size_categories"] == ["n<1K"]
     assert "question-answering" in head["task_categories"]
     assert {c["config_name"] for c in head["configs"]} == set(result.configs)
@@ -100,7 +100,9 @@ def test_card_has_every_section_and_numbers_from_the_build(built):
     assert "| qwen2.5-0.5b-instruct | xdoc_question | 2 | 5 |" in text
     # per-stage tokens and cost: 3000 + 500 = 3500 tokens, $0.0125
     assert "| filters | local | 12 | 2 | 3000 | 500 | 3500 | 0.0125 |" in text
-    assert "Not annotated" in text
+    assert "Not annotated" in text and "verified by an annotator" not in text  # never both
+    assert head["annotations_creators"] == ["machine-generated"] and head["source_datasets"] == ["original"]
+    assert "```bibtex\n@misc{demo_bench_0_1_0," in text and "eprint = {2505.10089}" in text
     assert "43 news articles (de: 4, en: 39)" in text
     assert (result.folder / "CHANGELOG.md").read_text().count("## 0.1.0") == 1
     schema = json.loads((result.folder / "schema" / "instance.schema.json").read_text())

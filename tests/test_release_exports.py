@@ -24,8 +24,17 @@ def release(tmp_path_factory):
 
 
 def test_beir_export_roundtrips_through_the_beir_loader(release, tmp_path):
-    written = export_release(release, tmp_path / "beir", "beir")
-    assert {p.name for p in written} == {"mono-de", "mono-zh", "en-baseline", "no-retrieval-de", "multi-de"}
+    result = export_release(release, tmp_path / "beir", "beir")
+    assert {p.name for p in result.written} == {"mono-de", "mono-zh", "en-baseline", "multi-de"}
+    # no-retrieval has no documents: skipped with a named reason, no empty folder for beir to crash on
+    assert list(result.skipped) == ["no-retrieval-de"] and "no supporting document" in result.skipped["no-retrieval-de"]
+    assert not (tmp_path / "beir" / "no-retrieval-de").exists()
+    from beir.datasets.data_loader import GenericDataLoader  # the reader researchers use
+
+    for folder in result.written:
+        for split in sorted(p.stem for p in (folder / "qrels").glob("*.tsv")):
+            corpus, queries, qrels = GenericDataLoader(data_folder=str(folder)).load(split=split)
+            assert set(qrels) <= set(queries) and all(c in corpus for docs in qrels.values() for c in docs)
     mono = tmp_path / "beir" / "mono-de"
     splits = sorted(p.stem for p in (mono / "qrels").glob("*.tsv"))
     merged = {}
@@ -70,15 +79,16 @@ def test_xrag_export_has_xrag_fields_and_loads_back(release, tmp_path):
         assert inst.dates == o.dates
 
 
-def test_to_xrag_orders_supporting_first_and_spells_multihop():
+def test_to_xrag_keeps_the_instance_order_and_spells_multihop():
     _, _, insts = make_records()
     inst = insts[0].model_copy(deep=True)
     inst.q_type = "multi-hop"
     inst.documents = list(reversed(inst.documents))
     row = to_xrag(inst)
     assert row["q_type"] == "multihop"
-    assert row["dates"][:2] == sorted(inst.dates, reverse=True)  # supporting (reversed order kept), then distractors
-    assert row["articles"][0].startswith(inst.documents[6].title)
+    assert row["dates"] == [d.published for d in inst.documents]  # supports last here, as released rows may have
+    assert row["is_support"] == [d.role == "supporting" for d in inst.documents] and row["is_support"][-2:] == [True, True]
+    assert row["articles"][0].startswith(inst.documents[0].title)
 
 
 def test_beir_loader_reads_fixture_with_mappings():

@@ -11,8 +11,11 @@ import re
 from babelrag.errors import InputError
 
 MAX_PROBLEMS = 20
-_DATE_LABEL = re.compile(r"^\s*(?:(?:first\s+)?published|updated|posted|last\s+modified|date)\s*(?:on|:)?\s*",
-                         re.IGNORECASE)
+_DATE_LABEL = re.compile(r"^\s*(?:(?:(?:first\s+)?published|updated|posted|last\s+modified)(?:\s+date)?|date)"
+                         r"\s*(?:on|:)?\s*", re.IGNORECASE)
+# what the published files write where a passage has no date: read as "no date" and counted, not guessed
+NO_DATE = frozenset({"", "n/a", "na", "none", "null", "unknown", "not defined", "not available", "undefined", "-",
+                     "--", "nan"})
 _YMD = re.compile(r"^(\d{4})[-/](\d{1,2})[-/](\d{1,2})")
 _TEXT_FORMATS = ("%B %d, %Y", "%b %d, %Y", "%d %B %Y", "%d %b %Y")
 
@@ -50,11 +53,17 @@ def read_jsonl(path, problems: Problems):  # noqa: ANN001, ANN201 - yields (line
         yield n, obj
 
 
+def is_no_date(raw: str) -> bool:
+    """True when the date string says there is no date (``N/A``, ``not defined``, ``Published date: N/A``, "")."""
+    return _DATE_LABEL.sub("", str(raw or "")).strip().rstrip(".").lower() in NO_DATE
+
+
 def iso_date(raw: str) -> str:
     """``YYYY-MM-DD`` from a published date string, "" when it holds none.
 
     Accepts ISO dates/datetimes and common English forms (``March 5, 2023``, ``5 Mar 2023``,
-    ``2023/03/05``), optionally after a label such as ``Published`` / ``Updated:`` / ``Published on``.
+    ``2023/03/05``), optionally after a label such as ``Published`` / ``Updated:`` / ``Published on`` /
+    ``Published date:``. ``is_no_date`` tells "no date given" (``N/A``) from an unreadable one.
     """
     text = _DATE_LABEL.sub("", str(raw or "")).strip().rstrip(".")
     if not text:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 from babelrag.errors import InputError
 from babelrag.records import Document
@@ -26,20 +26,27 @@ class BeirSet:
     qrels: dict[str, dict[str, int]]  # query id -> corpus id -> score
     mappings: dict[str, dict[str, list[str]]] = field(default_factory=dict)  # kind -> query -> corpus ids
 
-    def documents_for(self, query_id: str) -> list[Document]:
-        """The query's judged documents as our Documents: relevant = supporting, mapped kinds = distractors."""
-        docs = []
+    def documents_for(self, query_id: str, order: Optional[list[str]] = None) -> list[Document]:
+        """The query's judged documents as our Documents: relevant = supporting, mapped kinds = distractors;
+        in ``order`` (corpus ids, as babelrag's export records it in the query metadata) when given."""
+        docs: list[tuple[str, Document]] = []
         for cid, score in sorted(self.qrels.get(query_id, {}).items()):
             if score > 0:
-                docs.append(self._doc(cid, "supporting", "relevant"))
+                docs.append((cid, self._doc(cid, "supporting", "relevant")))
         for kind, mapping in sorted(self.mappings.items()):
-            docs += [self._doc(cid, "distractor", kind) for cid in mapping.get(query_id, [])]
-        return docs
+            docs += [(cid, self._doc(cid, "distractor", kind)) for cid in mapping.get(query_id, [])]
+        if order:
+            rank = {cid: k for k, cid in enumerate(order)}
+            docs.sort(key=lambda pair: rank.get(pair[0], len(rank)))
+        return [d for _, d in docs]
 
     def _doc(self, cid: str, role: str, kind: str) -> Document:
+        """A corpus record as a Document; babelrag's own exports also carry the article id (a machine-translated
+        copy has its own corpus id) and ``machine_translated``."""
         c = self.corpus[cid]
-        return Document(article_id=cid, title=c.get("title", ""), text=c["text"], language=c.get("language", "und"),
-                        published=c.get("published", ""), role=role, kind=kind)  # type: ignore[arg-type]
+        return Document(article_id=str(c.get("article_id") or cid), title=c.get("title", ""), text=c["text"],
+                        language=c.get("language", "und"), published=c.get("published", ""), role=role,
+                        kind=kind, machine_translated=bool(c.get("machine_translated", False)))  # type: ignore[arg-type]
 
 
 def _records(path: Path, what: str) -> dict[str, dict[str, Any]]:

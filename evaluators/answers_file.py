@@ -1,0 +1,104 @@
+"""``evaluate run --answers FILE.jsonl``: score answers produced elsewhere (your own RAG system).
+
+One JSON object per line::
+
+    {"instance_id": "...", "model": "my-rag", "answer": "... [1] ...",
+     "doc_order": ["<article_id>", ...]}      # optional: the documents in the order your system showed them
+
+``instance_id``, ``model`` and ``answer`` are required. ``doc_order`` is needed only when the documents were
+not shown in the release's own order (the order of ``documents`` in the release row); citations ``[n]``
+(or a converted benchmark's keys, e.g. GaRAGe's ``[cite_n]``) refer to positions in that order. Optional
+``style`` ("citations" default, "articles", "closed-book") says which metrics apply, as for generated
+answers. Answers become the same ``AnswerRecord``s generation writes, so metrics, leaderboard and report
+are the same. Every problem names the file, line and field: an unknown instance id, a missing or mistyped
+field, a document id the instance does not have, a repeated (model, instance) pair.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from babelrag.errors import InputError
+from babelrag.records import Instance
+
+REQUIRED = ("instance_id", "model", "answer")
+OPTIONAL = ("doc_order", "style")
+STYLES = ("citations", "articles", "closed-book")
+MAX_PROBLEMS = 20
+SOURCE = "answers-file"  # the prompt id recorded for answers made elsewhere
+
+
+def _problems(obj: Any, by_id: Mapping[str, Instance]) -> list[str]:
+    if not isinstance(obj, dict):
+        return [f"not a JSON object ({type(obj).__name__})"]
+    issues = [f"missing field {name!r}" for name in REQUIRED if name not in obj]
+    issues += [f"field {name!r} must be a string" for name in REQUIRED if name in obj and not isinstance(obj[name], str)]
+    unknown = sorted(set(obj) - set(REQUIRED) - set(OPTIONAL))
+    if unknown:
+        issues.append(f"unknown field(s) {unknown} (allowed: {', '.join(REQUIRED + OPTIONAL)})")
+    if isinstance(obj.get("model"), str) and not obj["model"].strip():
+        issues.append("field 'model' is empty")
+    if obj.get("style", "citations") not in STYLES:
+        issues.append(f"style {obj.get('style')!r} is not one of {', '.join(STYLES)}")
+    iid = obj.get("instance_id")
+    inst = by_id.get(iid) if isinstance(iid, str) else None
+    if isinstance(iid, str) and inst is None:
+        issues.append(f"unknown instance_id {iid!r} (not in the release split scored; check --split and configs)")
+    order = obj.get("doc_order")
+    if order is not None:
+        if not isinstance(order, list) or not all(isinstance(x, str) for x in order):
+            issues.append("doc_order must be a list of document ids (article_id)")
+        elif inst is not None:
+            known = {d.article_id for d in inst.documents}
+            bad = [x for x in order if x not in known]
+            if bad:
+                issues.append(f"doc_order names {bad[:3]} which instance {iid!r} does not have")
+            elif len(set(order)) != len(order):
+                issues.append("doc_order repeats a document id")
+    return issues
+
+
+def read_answers_file(path: str | Path, instances: list[Instance], dataset_version: str = "") -> list[Any]:
+    """The answers of ``path`` as AnswerRecords for ``instances``; one InputError lists every problem."""
+    from babelrag.evaluators.answers import AnswerRecord
+    from babelrag.rows import BadLine, iter_jsonl
+
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"--answers {path}: file not found; pass a JSONL file with instance_id, model, answer")
+    by_id = {inst.id: inst for inst in instances}
+    problems: list[str] = []
+    out: list[AnswerRecord] = []
+    seen: dict[tuple[str, str], int] = {}
+    for n, obj in iter_jsonl(path, keep_bad=True):
+        if isinstance(obj, BadLine):
+            problems.append(f"{path}:{n}: {obj.detail}")
+            continue
+        issues = _problems(obj, by_id)
+        key = (str(obj.get("model")), str(obj.get("instance_id"))) if isinstance(obj, dict) else ("", "")
+        if not issues and key in seen:
+            issues = [f"model {key[0]!r} answers instance {key[1]!r} again (first on line {seen[key]})"]
+        if issues:
+            problems.append(f"{path}:{n}: " + "; ".join(issues))
+            continue
+        seen[key] = n
+        inst = by_id[obj["instance_id"]]
+        docs = {d.article_id: d for d in inst.documents}
+        order = obj.get("doc_order") or [d.article_id for d in inst.documents]
+        style = obj.get("style", "citations")
+        out.append(AnswerRecord(
+            id=f"{obj['model']}:{inst.id}", instance_id=inst.id, qa_id=inst.qa_id, setting=inst.setting,
+            language=inst.language, model=obj["model"], question=inst.question, gold_answer=inst.answer,
+            served_model=obj["model"], answer=obj["answer"].strip(),
+            doc_order=order if style != "closed-book" else [],
+            relevant=[k for k, aid in enumerate(order, start=1) if docs[aid].role == "supporting"]
+            if style != "closed-book" else [],
+            prompt_id=SOURCE, style=style, dataset_version=dataset_version))
+    if problems:
+        more = f"\n... and {len(problems) - MAX_PROBLEMS} more" if len(problems) > MAX_PROBLEMS else ""
+        raise InputError(f"{len(problems)} invalid answer line(s) in {path}:\n" + "\n".join(problems[:MAX_PROBLEMS])
+                         + more)
+    if not out:
+        raise InputError(f"--answers {path}: no answers in the file")
+    return out

@@ -1,0 +1,297 @@
+"""The sections of report.html and leaderboard.md, as a registry of views (adding one is one module).
+
+A view is a registered ``ReportView`` subclass with a ``name``, an ``html(page)`` and optionally a
+``markdown(page)``; each returns "" when it has nothing to show. The page shows them in registry order::
+
+    @VIEWS.register
+    class ModelList(ReportView):
+        name = "model_list"
+        def html(self, page):
+            return "<p>" + ", ".join(page.models) + "</p>"
+
+declared in ``_TABLE`` or from a plug-in / test with ``VIEWS.register_lazy("model_list", "pkg.mod:ModelList")``.
+Tables sit in a box that scrolls sideways, so the page never overflows a 1,280 px window; column names are
+readable, described once in a legend with their n; ties share a rank; notices (self-judging, weak judges,
+failed generations, a surrogate resting on few models) come first, next to the numbers they concern.
+"""
+from __future__ import annotations
+
+import base64
+import html
+import math
+import re
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from babelrag.lazy_registry import LazyRegistry
+
+if TYPE_CHECKING:  # pragma: no cover
+    from babelrag.evaluators.report import ReportInputs
+
+_TABLE = {name: f"babelrag.evaluators.report_views:{cls}" for name, cls in (
+    ("notices", "Notices"), ("leaderboard", "Leaderboard"), ("aggregates", "Aggregates"),
+    ("breakdown", "Breakdown"), ("counts", "Counts"), ("surrogate", "Surrogate"), ("figures", "Figures"))}
+VIEWS: LazyRegistry["ReportView"] = LazyRegistry("report view", _TABLE)
+MIN_SURROGATE_MODELS = 5  # a rank correlation over fewer models says little (MIRAGE-Bench fits on many more)
+
+_ACRONYMS = {"f1": "F1", "bt": "BT", "raf": "RAF", "ci": "CI", "tp": "TP", "fp": "FP", "nli": "NLI", "id": "id",
+             "llm": "LLM", "mt": "MT"}
+
+
+def label(key: str) -> str:
+    """``citation_f1`` -> ``Citation F1``: a column name a reader can read."""
+    words = [_ACRONYMS.get(w, w) for w in re.split(r"[_\s]+", key) if w]
+    if not words:
+        return key
+    return " ".join([words[0] if words[0].isupper() else words[0].capitalize(), *words[1:]])
+
+
+def _num(v: Any) -> str:
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return "–"
+    return f"{v:.3f}" if isinstance(v, float) else str(v)
+
+
+def _est(d: Any) -> str:
+    """An estimate dict (value, ci_low, ci_high, n) as one cell."""
+    if not isinstance(d, dict) or d.get("value") is None or not math.isfinite(float(d["value"])):
+        return "–"
+    return f"{_num(float(d['value']))}<br><small>[{_num(d.get('ci_low'))}, {_num(d.get('ci_high'))}] n={d.get('n', '?')}</small>"
+
+
+def table(head: list[str], body: list[list[str]], cls: str = "") -> str:
+    """An HTML table in a box that scrolls sideways (cells are already HTML)."""
+    th = "".join(f"<th>{h}</th>" for h in head)
+    rows = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>\n" for r in body)
+    return f'<div class="table-wrap"><table class="{cls}"><thead><tr>{th}</tr></thead><tbody>\n{rows}</tbody></table></div>\n'
+
+
+@dataclass
+class ReportPage:
+    """Everything a view may show."""
+
+    inputs: "ReportInputs"
+    rows: list[dict[str, Any]]
+    images: dict[str, bytes] = field(default_factory=dict)
+
+    @property
+    def extra(self) -> dict[str, Any]:
+        return self.inputs.extra
+
+    @property
+    def models(self) -> list[str]:
+        return [r["model"] for r in self.rows]
+
+    @property
+    def judging(self) -> dict[str, Any]:
+        return self.inputs.extra.get("judging") or {}
+
+    def flags(self, model: str) -> list[str]:
+        """Short warnings to print next to a model's numbers."""
+        out = []
+        if model in (self.judging.get("self_judged") or {}):
+            out.append("self-judged")
+        if self.judging.get("weak_judges"):
+            out.append("weak judge")
+        return out
+
+
+class ReportView:
+    name: ClassVar[str]
+
+    def html(self, page: ReportPage) -> str:
+        return ""
+
+    def markdown(self, page: ReportPage) -> str:
+        return ""
+
+
+def _notice_lines(page: ReportPage) -> list[str]:
+    j = page.judging
+    lines = [page.extra["notice"]] if page.extra.get("notice") else []
+    weak = j.get("weak_judges") or {}
+    if weak:
+        lines.append("The judge(s) " + ", ".join(f"{k} ({v})" for k, v in sorted(weak.items()))
+                     + " are known to be weak: these figures show that the pipeline runs, not model quality.")
+    for model, judges in sorted((j.get("self_judged") or {}).items()):
+        lines.append(f"{model} was judged by itself ({', '.join(judges)} among its judges): its scores may be inflated.")
+    lines += list(page.extra.get("warnings") or [])
+    return lines
+
+
+@VIEWS.register
+class Notices(ReportView):
+    name = "notices"
+
+    def html(self, page: ReportPage) -> str:
+        lines = _notice_lines(page)
+        if not lines:
+            return ""
+        return '<div class="notice"><strong>Read this first.</strong><ul>' + "".join(
+            f"<li>{html.escape(x)}</li>" for x in lines) + "</ul></div>\n"
+
+    def markdown(self, page: ReportPage) -> str:
+        lines = _notice_lines(page)
+        return "".join(f"> **Warning:** {x}\n\n" for x in lines)
+
+
+def _metric_columns(rows: list[dict[str, Any]]) -> list[str]:
+    return [k for k in (rows[0] if rows else {}) if k not in ("rank", "model")
+            and not k.endswith(("_ci_low", "_ci_high", "_n"))]
+
+
+@VIEWS.register
+class Leaderboard(ReportView):
+    name = "leaderboard"
+
+    def html(self, page: ReportPage) -> str:
+        if not page.rows:
+            return "<h2>Leaderboard</h2>\n<p>No results.</p>\n"
+        cols = _metric_columns(page.rows)
+        body = []
+        for r in page.rows:
+            flags = "".join(f' <span class="flag">{html.escape(f)}</span>' for f in page.flags(r["model"]))
+            cells = [str(r["rank"]), html.escape(str(r["model"])) + flags]
+            for c in cols:
+                cells.append("–" if r[c] is None else
+                             f"{_num(r[c])}<br><small>[{_num(r[f'{c}_ci_low'])}, {_num(r[f'{c}_ci_high'])}]</small>")
+            body.append(cells)
+        descriptions = page.inputs.columns or {}
+        legend = []
+        for c in cols:
+            ns = sorted({r.get(f"{c}_n") for r in page.rows if r.get(f"{c}_n") is not None})
+            n = "–" if not ns else str(ns[0]) if len(ns) == 1 else f"{ns[0]}–{ns[-1]}"
+            legend.append([html.escape(label(c)), html.escape(descriptions.get(c, c)), n])
+        return ("<h2>Leaderboard</h2>\n<p class=\"meta\">Mean with its 95% bootstrap interval; models with equal "
+                f"{html.escape(label(page.inputs.sort_by))} share a rank.</p>\n"
+                + table(["rank", "model", *(html.escape(label(c)) for c in cols)], body, "board")
+                + "<h3>Columns</h3>\n" + table(["column", "what it measures", "n"], legend, "legend"))
+
+    def markdown(self, page: ReportPage) -> str:
+        from babelrag.evaluators.report import markdown_table
+
+        rows = [{**r, "model": r["model"] + "".join(f" ({f})" for f in page.flags(r["model"]))} for r in page.rows]
+        return markdown_table(rows)
+
+
+@VIEWS.register
+class Aggregates(ReportView):
+    """Every aggregate of every metric (not only the leaderboard columns): GaRAGe attribution and deflection,
+    citation counts, Ragas' parts, ..."""
+
+    name = "aggregates"
+
+    def html(self, page: ReportPage) -> str:
+        metrics: dict[str, dict[str, Any]] = page.extra.get("metrics") or {}
+        models = [m for m in page.models if m in metrics]
+        names = sorted({k for m in models for k in metrics[m]})
+        body = []
+        for metric in names:
+            keys = list(dict.fromkeys(k for m in models for k in (metrics[m].get(metric) or {}).get("aggregate", {})))
+            for key in keys:
+                body.append([html.escape(metric), html.escape(label(key))] + [
+                    _est(((metrics[m].get(metric) or {}).get("aggregate") or {}).get(key)) for m in models])
+        if not body:
+            return ""
+        return "<h2>Every metric</h2>\n" + table(["metric", "aggregate", *map(html.escape, models)], body, "wide")
+
+
+@VIEWS.register
+class Breakdown(ReportView):
+    name = "breakdown"
+
+    def html(self, page: ReportPage) -> str:
+        b = page.inputs.breakdown or {}
+        groups = sorted({g for v in b.values() for g in v})
+        if not groups:
+            return ""
+        body = [[html.escape(m)] + [_est(b[m][g].as_dict()) if g in b[m] else "–" for g in groups] for m in sorted(b)]
+        return "<h2>Accuracy per setting / language</h2>\n" + table(["model", *map(html.escape, groups)], body, "wide")
+
+    def markdown(self, page: ReportPage) -> str:
+        from babelrag.evaluators.report import breakdown_table
+
+        return breakdown_table(page.inputs.breakdown or {})
+
+
+@VIEWS.register
+class Counts(ReportView):
+    """What was counted rather than scored: answers, failed generations, skips, undefined items."""
+
+    name = "counts"
+
+    def html(self, page: ReportPage) -> str:
+        counts: dict[str, dict[str, int]] = {m: dict(c) for m, c in (page.extra.get("counts") or {}).items()}
+        for model, per_metric in (page.extra.get("metrics") or {}).items():
+            for metric, result in per_metric.items():
+                for key, n in (result.get("counts") or {}).items():
+                    counts.setdefault(model, {})[f"{metric}: {key}"] = n
+        models = [m for m in page.models if m in counts] + sorted(set(counts) - set(page.models))
+        keys = list(dict.fromkeys(k for m in models for k in counts[m]))
+        if not keys:
+            return ""
+        body = [[html.escape(label(k) if ":" not in k else k.split(": ")[0] + ": " + label(k.split(": ")[1]))]
+                + [str(counts[m].get(k, "–")) for m in models] for k in keys]
+        return "<h2>Counts</h2>\n" + table(["count", *map(html.escape, models)], body, "wide")
+
+
+@VIEWS.register
+class Surrogate(ReportView):
+    name = "surrogate"
+
+    def html(self, page: ReportPage) -> str:
+        sur = page.extra.get("surrogate")
+        if not sur:
+            return ""
+        n = len(sur.get("target") or {})
+        tau = sur.get("kendall_tau")
+        warn = (f'<div class="notice">Kendall τ rests on {n} models (fewer than {MIN_SURROGATE_MODELS}): it says '
+                "little about how well the surrogate ranks models.</div>\n" if n < MIN_SURROGATE_MODELS else "")
+        return (f"<h2>Surrogate judge (MIRAGE)</h2>\n{warn}<p>Kendall τ between the surrogate's predicted and the "
+                f"judge's ranking: {_num(tau if isinstance(tau, float) else None)} over {n} models.</p>\n")
+
+    def markdown(self, page: ReportPage) -> str:
+        sur = page.extra.get("surrogate")
+        n = len((sur or {}).get("target") or {})
+        if not sur or n >= MIN_SURROGATE_MODELS:
+            return ""
+        return f"\n> **Warning:** the surrogate's Kendall τ rests on {n} models (fewer than {MIN_SURROGATE_MODELS}).\n"
+
+
+@VIEWS.register
+class Figures(ReportView):
+    name = "figures"
+
+    def html(self, page: ReportPage) -> str:
+        return "".join(f"<h2>{html.escape(name)}</h2>\n<img alt=\"{html.escape(name)}\" src=\"data:image/png;base64,"
+                       f"{base64.b64encode(png).decode()}\">\n" for name, png in page.images.items())
+
+
+CSS = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
+p,li,h1,h2,h3{overflow-wrap:anywhere}
+.table-wrap{max-width:100%;overflow-x:auto;margin:.5em 0 1em}
+table{border-collapse:collapse;font-size:14px}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right;
+vertical-align:top;overflow-wrap:break-word}th{background:#f3f3f3}td small{color:#555;white-space:nowrap}
+table.board td:first-child,table.board th:first-child,table.wide td:first-child,table.wide td:nth-child(2)
+{white-space:nowrap}table.board td:nth-child(2){min-width:14em;max-width:22em}
+table.board td:nth-child(2),table.board th:nth-child(2),table.legend td,table.legend th,table.wide td:first-child,
+table.wide td:nth-child(2){text-align:left}
+img{max-width:100%;margin:1em 0}.meta{color:#555;font-size:13px}
+.notice{border:1px solid #d9a400;background:#fff8e1;padding:.5em 1em;margin:1em 0}
+.flag{font-size:12px;background:#fde2e2;color:#8a1c1c;border-radius:3px;padding:0 4px;white-space:nowrap}"""
+
+
+def render_html(page: ReportPage) -> str:
+    """The page: title, provenance (dataset, revision, split, configs, code), then every view in order."""
+    info = page.inputs.info
+    meta = " · ".join(f"{k}: {html.escape(', '.join(v) if isinstance(v, list) else str(v))}"
+                      for k, v in asdict(info).items() if k != "settings" and v not in ("", []))
+    body = "".join(view.html(page) for view in VIEWS.all())
+    title = html.escape(page.inputs.title)
+    return (f"<!doctype html>\n<html><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\">"
+            f"<title>{title}</title><style>{CSS}</style></head><body>\n<h1>{title}</h1>\n"
+            f"<p class=\"meta\">{meta}</p>\n{body}</body></html>\n")
+
+
+def render_markdown(page: ReportPage) -> str:
+    return f"# {page.inputs.title}\n\n" + "".join(view.markdown(page) for view in VIEWS.all())
