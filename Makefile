@@ -7,11 +7,23 @@ STAMP := $(VENV)/.installed
 
 .PHONY: install system-deps demo test bench clean
 
-$(STAMP): pyproject.toml setup.py constraints.txt
+# llama-cpp-python ships as an sdist only. A native build (-march=native) can emit instructions the CPU
+# advertises but the kernel does not enable (AMX tiles in a VM: a general protection fault on the first
+# request), and pip's wheel cache would hand such a wheel to every later install. So it is built portable
+# (GGML_NATIVE=OFF: AVX2/FMA/F16C) and never taken from, or put into, the wheel cache.
+LLAMA_CPP := llama-cpp-python[server]==0.3.36
+LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF
+
+$(STAMP): pyproject.toml setup.py constraints.txt Makefile
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 	# the CPU torch wheel first: a plain `torch` would pull gigabytes of CUDA wheels
 	$(PIP) install -q -c constraints.txt torch==2.13.0
+	case ",$(EXTRAS)," in *,local-llm,*) \
+	  grep -qxF -- '$(LLAMA_CPP) $(LLAMA_CMAKE_ARGS)' $(VENV)/.llama-cpp-build 2>/dev/null || { \
+	    echo "building $(LLAMA_CPP) with $(LLAMA_CMAKE_ARGS) (~6 min on 2 cores)"; \
+	    CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PIP) install -q --no-cache-dir --force-reinstall --no-deps '$(LLAMA_CPP)' && \
+	    echo '$(LLAMA_CPP) $(LLAMA_CMAKE_ARGS)' > $(VENV)/.llama-cpp-build; } ;; esac
 	$(PIP) install -q -c constraints.txt -e '.[$(EXTRAS)]'
 	touch $(STAMP)
 

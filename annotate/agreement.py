@@ -106,10 +106,12 @@ def agreement(responses: list[dict], project: str) -> list[QuestionAgreement]:
 
 @dataclass
 class SuggestionAgreement:
-    """How often the pre-filled suggestion (model, judge panel, construction) matched the human majority."""
+    """How often the pipeline's answer (model, judge panel, construction) matched the human majority,
+    per suggestion mode: ``preselect`` (pre-selected in the form), ``show`` (a hint), ``off`` (unseen)."""
 
     dataset: str
     question: str
+    mode: str
     agent: str
     items: int
     raw_agreement: Optional[float]
@@ -119,25 +121,31 @@ class SuggestionAgreement:
         return asdict(self)
 
 
-def suggestion_agreement(responses: list[dict], records: list[dict], project: str, min_submitted: int = 1) -> list[SuggestionAgreement]:
-    """Per label question: human strict-majority label vs the suggestion shown, over records having both."""
+def suggestion_agreement(responses: list[dict], records: list[dict], project: str, min_submitted: int = 1,
+                         suggested: Optional[list[dict]] = None) -> list[SuggestionAgreement]:
+    """Per label question and mode: human strict-majority label vs the pipeline's answer, over records
+    having both. ``suggested`` (the push's local record, see suggested.py) gives the answers and the mode;
+    without it, the Argilla suggestions of pulled ``records`` count as ``preselect``."""
     from .merge import majority
 
+    known = {(r["dataset"], r["record_id"]): r for r in records}
+    for row in suggested or []:
+        known[(row["dataset"], row["record_id"])] = row
     out = []
-    suggestions = {(r["dataset"], r["record_id"]): r.get("suggestions") or {} for r in records}
-    agents = {(r["dataset"], r["record_id"]): r.get("suggestion_agents") or {} for r in records}
-    for ds in sorted({r["dataset"] for r in records}):
+    for ds in sorted({key[0] for key in known}):
         for q in spec(project).label_questions:
-            human, model, who = [], [], Counter()
+            by_mode: dict[str, tuple[list, list, Counter]] = {}
             for rid, labs in sorted(_labels_by_record(responses, ds, q).items()):
-                sug = suggestions.get((ds, rid), {}).get(q)
+                row = known.get((ds, rid), {})
+                sug = (row.get("suggestions") or {}).get(q)
                 maj = majority(list(labs.values())) if len(labs) >= min_submitted else None
                 if sug is not None and maj is not None:
+                    human, model, who = by_mode.setdefault(row.get("mode", "preselect"), ([], [], Counter()))
                     human.append(maj)
                     model.append(sug)
-                    who[agents.get((ds, rid), {}).get(q) or "?"] += 1
-            if human:
-                out.append(SuggestionAgreement(ds, q, who.most_common(1)[0][0], len(human),
+                    who[(row.get("suggestion_agents") or {}).get(q) or "?"] += 1
+            for mode, (human, model, who) in sorted(by_mode.items()):
+                out.append(SuggestionAgreement(ds, q, mode, who.most_common(1)[0][0], len(human),
                                                raw_agreement(model, human), cohen_kappa(model, human)))
     return out
 

@@ -48,9 +48,9 @@ def _console():
 
 
 def _projects(project: str) -> list[str]:
-    from .projects import PROJECTS, spec
+    from .registry import get, names
 
-    return list(PROJECTS) if project == "all" else [spec(project).name]
+    return names() if project == "all" else [get(project).name]
 
 
 @app.command()
@@ -78,39 +78,51 @@ def serve(
 
 @app.command()
 def push(
-    project: str = typer.Argument(..., help="qa_verification | translation | grounding | forced_choice | answer_judgement"),
+    project: str = typer.Argument(..., help="a registered project: qa_verification | translation | grounding | "
+                                  "forced_choice | answer_judgement (or a plug-in's)"),
     input: Path = typer.Option(..., "--input", "-i", help="Records (.jsonl/.parquet): QAItem, Instance, contrastive pairs or model answers."),
     language: str = typer.Option("", "--language", "-l", help="Target language (translation; default: the configured languages)."),
     articles: Optional[Path] = typer.Option(
         None, "--articles", help="qa_verification: the source articles (.jsonl/.parquet of Article records); "
         "default: the build's ingest stage."),
+    update: bool = typer.Option(False, "--update", help="Replace records already in the dataset whose content "
+                                "changed (default: refuse, listing them). Responses are kept."),
     config: Optional[Path] = ConfigOpt,
 ) -> None:
-    """Create the project's dataset (users, workspaces, guidelines, distribution) and upsert records."""
+    """Check the whole input, then create the project's dataset (users, workspaces, guidelines,
+    distribution) and add the records; a re-run skips records that already landed."""
     from babelrag.errors import InputError
 
+    from .input_checks import check_input, raise_problems
     from .inputs import read_rows
-    from .projects import build_records
-    from .push import argilla_errors, push as do_push
+    from .projects import build_records, spec
+    from .push import argilla_errors, plan_push, run_push
+    from .registry import get
+    from .suggested import write_suggested
 
     settings, default_out = _load(config)
+    pt = get(project)
     rows = read_rows(input)
-    languages = [language] if language else (settings.project(project).languages if project == "translation" else [""])
+    languages = [language] if language else (settings.project(project).languages if pt.per_language else [""])
     if not languages:
-        raise InputError("translation: give --language or list annotate.projects.translation.languages in the config")
+        raise InputError(f"{project}: give --language or list annotate.projects.{project}.languages in the config")
     source_articles, highlighter = None, None
-    if project == "qa_verification":
+    if pt.needs_articles:
         source_articles = _source_articles(rows, articles, default_out.parent)
         highlighter = _highlighter(settings, default_out.parent)
     batches = [(lang, build_records(project, rows, settings, lang, source_articles, highlighter))
-               for lang in languages]  # validate all first
+               for lang in languages]
+    raise_problems([p for _, records in batches for p in check_input(records, spec(project))], str(input))
     rg_client, target = _client(settings)
-    for lang, records in batches:
+    with argilla_errors(target.url, f"push {project}"):  # every dataset checked before the first write
+        plans = [plan_push(rg_client, settings, project, records, lang, update, str(input)) for lang, records in batches]
+    for plan in plans:
         with argilla_errors(target.url, f"push {project}"):
-            result = do_push(rg_client, settings, project, records, suffix=lang)
+            result = run_push(rg_client, settings, plan)
+        write_suggested(default_out, project, result.dataset, settings.project(project).suggestions, plan.records)
         _console().print(
-            f"{result.dataset} ({result.workspace}) at {target.url}: {result.records} records pushed, {result.new} new, "
-            f"{result.seconds:.1f} s"
+            f"{result.dataset} ({result.workspace}) at {target.url}: {result.records} records: {result.new} new, "
+            f"{result.updated} updated, {result.unchanged} already there; {result.seconds:.1f} s"
         )
 
 
@@ -262,6 +274,7 @@ def agreement(
     from .agreement import suggestion_agreement, write_disagreements
     from .projects import spec
     from .pull import read_responses
+    from .suggested import read_suggested
 
     settings, default_out = _load(config)
     out = out or default_out
@@ -281,13 +294,15 @@ def agreement(
     _console().print(table)
     rec_path = out / f"{project}.records.jsonl"
     records = read_responses(rec_path) if rec_path.exists() else None
-    vs = suggestion_agreement(responses, records or [], project, settings.project(project).min_submitted or 1)
+    vs = suggestion_agreement(responses, records or [], project, settings.project(project).min_submitted or 1,
+                              read_suggested(out, project))
     if vs:
-        table = Table(title=f"Suggestions vs human majority: {project}")
-        for col in ("dataset", "question", "agent", "items", "raw", "cohen"):
+        table = Table(title=f"Pipeline's answers vs human majority, per suggestion mode: {project}")
+        for col in ("dataset", "question", "mode", "agent", "items", "raw", "cohen"):
             table.add_column(col)
         for r in vs:
-            table.add_row(r.dataset, r.question, r.agent, str(r.items), fmt(r.raw_agreement), fmt(r.cohen_kappa))
+            table.add_row(r.dataset, r.question, r.mode, r.agent, str(r.items), fmt(r.raw_agreement),
+                          fmt(r.cohen_kappa))
         _console().print(table)
     report = {"annotators": [r.as_dict() for r in rows], "suggestions": [r.as_dict() for r in vs]}
     (out / f"{project}.agreement.json").write_text(json.dumps(report, indent=2))

@@ -1,4 +1,7 @@
-"""The five annotation projects: Argilla dataset settings and records built from the build's records.
+"""The five built-in annotation projects (dataset specs and record builders) and what every project
+shares: records, guidelines, suggestion modes, the Argilla SDK objects. Project types are found through
+``registry``; the built-in ones are declared in ``project_types/`` (one module each), a new one is one
+module of its own (docs/annotate.md, "Adding a project type").
 
 Records are first built as plain ``ProjectRecord`` values (testable without a server) and only turned
 into Argilla SDK objects in ``to_argilla_settings`` / ``to_argilla_records``. Guidelines live beside this
@@ -16,6 +19,7 @@ from typing import Any, Iterable, Mapping, Optional
 from babelrag.errors import InputError
 from babelrag.records import Article, Instance, QAItem
 
+from . import registry
 from .settings import AnnotateSettings
 from .inputs import ContrastivePair, ModelAnswer, parse
 from .sources import LexicalHighlighter, make_highlighter, source_fields
@@ -54,10 +58,11 @@ class Guideline:
 
 @lru_cache(maxsize=None)
 def guideline(project: str) -> Guideline:
-    text = (GUIDELINES_DIR / f"{project}.md").read_text(encoding="utf-8")
+    path = registry.get(project).guidelines_file or GUIDELINES_DIR / f"{project}.md"
+    text = Path(path).read_text(encoding="utf-8")
     m = re.match(r"<!--\s*guideline-id:\s*(\S+);\s*version:\s*(\S+)\s*-->\s*", text)
     if not m:
-        raise ValueError(f"{project}.md: first line must be '<!-- guideline-id: ID; version: V -->'")
+        raise ValueError(f"{path}: first line must be '<!-- guideline-id: ID; version: V -->'")
     return Guideline(m.group(1), m.group(2), text[m.end():])
 
 
@@ -77,12 +82,15 @@ class Suggestion:
 
 @dataclass
 class ProjectRecord:
-    """One record to annotate; ``id`` is the build record's id (Argilla's external id: upserts are idempotent)."""
+    """One record to annotate; ``id`` is the build record's id (Argilla's external id: upserts are idempotent).
+    ``withheld``: the pipeline's answers not sent as Argilla suggestions (suggestion mode ``show``/``off``),
+    kept locally so agreement can still compare them with the humans."""
 
     id: str
     fields: dict[str, str]
     metadata: dict[str, Any] = field(default_factory=dict)
     suggestions: list[Suggestion] = field(default_factory=list)
+    withheld: list[Suggestion] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -91,6 +99,13 @@ class FieldSpec:
     title: str
     required: bool = True
     markdown: bool = False
+
+
+# Argilla 2.8's UI fills a pending record's form with its suggestions (Record.completeQuestion answers each
+# question with its suggestion), so a suggested label is pre-selected and one click submits it. In mode
+# "show" a judgement's suggestion goes into this field instead: visible, nothing selected.
+HINTS = FieldSpec("hints", "Hints: what the pipeline thinks (nothing is pre-selected; judge for yourself)",
+                  required=False, markdown=True)
 
 
 @dataclass(frozen=True)
@@ -125,9 +140,10 @@ QA_VERIFICATION = ProjectSpec(
     fields=(
         FieldSpec("question", "Question"),
         FieldSpec("answer", "Answer"),
-        FieldSpec("evidence", "Summaries and the facts the question uses", markdown=True),
+        HINTS,
         FieldSpec("article_a", "Source article 1", required=False, markdown=True),
         FieldSpec("article_b", "Source article 2", required=False, markdown=True),
+        FieldSpec("evidence", "Summaries and the facts the question uses", markdown=True),
     ),
     questions=(
         QuestionSpec("natural", "Is the question natural?", YES_NO),
@@ -154,6 +170,7 @@ GROUNDING = ProjectSpec(
     fields=(
         FieldSpec("question", "Question"),
         FieldSpec("answer", "Reference answer"),
+        HINTS,
         *(FieldSpec(f"passage_{i}", f"Passage {i}", required=False, markdown=True) for i in range(1, MAX_PASSAGES + 1)),
     ),
     questions=(
@@ -175,6 +192,7 @@ FORCED_CHOICE = ProjectSpec(
         FieldSpec("context", "Context", required=False, markdown=True),
         FieldSpec("response_a", "Response A"),
         FieldSpec("response_b", "Response B"),
+        HINTS,
     ),
     questions=(QuestionSpec("choice", "Which response is better for the criterion?", CHOICE),),
     metadata=("criterion", "better_position", "language"),
@@ -186,20 +204,15 @@ ANSWER_JUDGEMENT = ProjectSpec(
         FieldSpec("question", "Question"),
         FieldSpec("gold_answer", "Gold answer"),
         FieldSpec("model_answer", "Model answer"),
+        HINTS,
     ),
     questions=(QuestionSpec("verdict", "Is the model answer correct?", VERDICT),),
     metadata=("model", "language", "setting", "qa_id"),
 )
 
-PROJECTS: dict[str, ProjectSpec] = {
-    p.name: p for p in (QA_VERIFICATION, TRANSLATION, GROUNDING, FORCED_CHOICE, ANSWER_JUDGEMENT)
-}
-
-
 def spec(project: str) -> ProjectSpec:
-    if project not in PROJECTS:
-        raise InputError(f"unknown annotation project {project!r}; choose one of {', '.join(PROJECTS)}")
-    return PROJECTS[project]
+    """The dataset spec of a registered project (ConfigError naming the known ones if unknown)."""
+    return registry.get(project).spec
 
 
 # ----------------------------------------------------------------------------- record builders
@@ -358,9 +371,6 @@ def answer_judgement_records(answers: Iterable[ModelAnswer | dict]) -> list[Proj
     """Records from ``evaluate run``'s answers.jsonl."""
     out = []
     for ans in parse(ModelAnswer, list(answers), "answer_judgement input"):
-        if not ans.question or not ans.gold_answer:
-            raise InputError(f"answer_judgement input: record {ans.id!r} has no question or gold answer (an "
-                             "answers.jsonl written before they were kept); re-run `babelrag evaluate run`")
         suggestions = [Suggestion("verdict", ans.judge_verdict, "judge-panel")] if ans.judge_verdict else []
         out.append(
             ProjectRecord(
@@ -374,25 +384,48 @@ def answer_judgement_records(answers: Iterable[ModelAnswer | dict]) -> list[Proj
 
 
 def build_records(project: str, rows: list, settings: AnnotateSettings, language: str = "",
-                  articles: Optional[Mapping[str, Article | dict]] = None,
-                  highlighter: Optional[LexicalHighlighter] = None) -> list[ProjectRecord]:
-    """Dispatch to the project's builder; ``language`` is required by the translation project,
-    ``articles`` (id -> Article) gives Q&A verification its source articles, highlighted by
-    ``highlighter`` (default: the one ``settings.highlight`` names, without a vector cache)."""
-    spec(project)
-    if project == "qa_verification":
-        if articles is not None and highlighter is None:
-            highlighter = make_highlighter(settings.highlight)
-        return qa_verification_records(rows, articles, highlighter)
-    if project == "translation":
-        if not language:
-            raise InputError("the translation project needs a target language (--language de)")
-        return translation_records(rows, language)
-    if project == "grounding":
-        return grounding_records(rows)
-    if project == "forced_choice":
-        return forced_choice_records(rows, settings.seed)
-    return answer_judgement_records(rows)
+                  articles: Optional[Mapping[str, Any]] = None, highlighter: Optional[Any] = None) -> list[ProjectRecord]:
+    """The project type's records for ``rows``, with suggestions as ``annotate.projects.<p>.suggestions``
+    says. ``language``: required by per-language projects (translation); ``articles`` (id -> Article):
+    the source articles of projects that show them, highlighted by ``highlighter`` (default: the one
+    ``settings.highlight`` names, without a vector cache)."""
+    from .project_type import BuildContext
+
+    pt = registry.get(project)
+    if pt.per_language and not language:
+        raise InputError(f"the {project} project needs a target language (--language de)")
+    if pt.needs_articles and articles is not None and highlighter is None:
+        highlighter = make_highlighter(settings.highlight)
+    records = pt.build(list(rows), BuildContext(settings, language, articles, highlighter))
+    return apply_suggestion_mode(records, pt.spec, settings.project(project).suggestions)
+
+
+def hints_markdown(ps: ProjectSpec, suggestions: list[Suggestion]) -> str:
+    """One short line: each judgement's question, the pipeline's label and who said so (the field must
+    not push the record's text off screen)."""
+    questions = {q.name: q for q in ps.questions}
+    parts = []
+    for s in suggestions:
+        q = questions[s.question]
+        label = (q.labels or {}).get(s.value, s.value)
+        parts.append(f"{q.title} — *{label}* ({s.agent or 'pipeline'})")
+    return " · ".join(parts)
+
+
+def apply_suggestion_mode(records: list[ProjectRecord], ps: ProjectSpec, mode: str) -> list[ProjectRecord]:
+    """Suggestions for judgement (label) questions as ``mode`` says: ``preselect`` keeps them as Argilla
+    suggestions; ``show`` moves them to the ``hints`` field; ``off`` drops them from what is sent. In the
+    last two they are kept in ``withheld``. Suggestions for text questions (drafts to edit) stay."""
+    if mode == "preselect":
+        return records
+    labels = set(ps.label_questions)
+    for r in records:
+        judgements = [s for s in r.suggestions if s.question in labels]
+        r.suggestions = [s for s in r.suggestions if s.question not in labels]
+        r.withheld = judgements
+        if mode == "show" and judgements and any(f.name == HINTS.name for f in ps.fields):
+            r.fields[HINTS.name] = hints_markdown(ps, judgements)
+    return records
 
 
 # ----------------------------------------------------------------------------- Argilla SDK objects

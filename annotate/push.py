@@ -1,8 +1,9 @@
 """Connect to Argilla, create workspaces/users from config, and push project records (idempotently).
 
 Target: ``ARGILLA_API_URL``/``ARGILLA_API_KEY`` (a hosted Argilla) if set, else the local server
-started by ``babelrag annotate serve`` from the same home dir. Records are upserted by the build's
-record id, so pushing twice adds nothing and keeps existing responses.
+started by ``babelrag annotate serve`` from the same home dir. Records are keyed by the build's record
+id: pushing the same records twice sends nothing the second time and keeps existing responses; a
+record whose content changed is replaced only with ``--update``.
 """
 from __future__ import annotations
 
@@ -13,12 +14,12 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
-from babelrag.errors import StageError
+from babelrag.errors import InputError, StageError
 
 from .settings import AnnotateSettings
-from .projects import ProjectRecord, to_argilla_records, to_argilla_settings
+from .projects import ProjectRecord, spec, to_argilla_records, to_argilla_settings
 
 
 @dataclass(frozen=True)
@@ -118,12 +119,22 @@ def ensure_users(rg_client, settings: AnnotateSettings) -> dict[str, str]:
 class PushResult:
     dataset: str
     workspace: str
-    records: int
-    new: int
+    records: int  # in the input
+    new: int  # not in the dataset before
+    updated: int  # in the dataset with other content, replaced (--update)
+    unchanged: int  # already in the dataset as given: an earlier push landed them; not sent again
     seconds: float
 
     def as_dict(self) -> dict[str, Any]:
         return self.__dict__.copy()
+
+
+class PartialPush(StageError):
+    """A push that failed after some batches landed: says which, so the user can check and re-run."""
+
+    def __init__(self, message: str, landed: list[str]) -> None:
+        super().__init__(message)
+        self.landed = landed
 
 
 def get_dataset(rg_client, name: str, workspace: str):
@@ -133,34 +144,103 @@ def get_dataset(rg_client, name: str, workspace: str):
     return _quiet(lambda: rg_client.datasets(name=name, workspace=ws))
 
 
-def push(
-    rg_client,
-    settings: AnnotateSettings,
-    project: str,
-    records: list[ProjectRecord],
-    suffix: str = "",
-    batch_size: int = 256,
-) -> PushResult:
-    """Create the project's dataset if needed and upsert ``records`` into it."""
+def existing_fields(rg_client, dataset) -> dict[str, dict[str, str]]:
+    """External id -> fields of every record already in ``dataset``."""
+    from .pull import _records
+
+    return {rec["external_id"] or rec["id"]: rec.get("fields") or {} for rec in _records(rg_client, str(dataset.id))}
+
+
+@dataclass
+class PushPlan:
+    """What a push will do, decided before anything is written: the dataset (None: to be created), the
+    records to send, and how many of them replace changed records / were already there."""
+
+    project: str
+    name: str
+    workspace: str
+    dataset: Any
+    records: list[ProjectRecord]
+    todo: list[ProjectRecord]
+    updated: int
+
+
+def plan_push(rg_client, settings: AnnotateSettings, project: str, records: list[ProjectRecord], suffix: str = "",
+              update: bool = False, source: str = "input") -> PushPlan:
+    """Check the whole input, against the dataset too if it exists (reads only): every problem is raised
+    together by record id (``input_checks``), before anything is written. Records already in the
+    dataset with the same fields are left out (a re-run after a failed push resumes); with other fields
+    they are an error unless ``update``."""
+    from .input_checks import check_input, existing_problems, raise_problems, shown_fields
+
+    name, workspace = settings.dataset_name(project, suffix), settings.project(project).workspace or settings.workspace
+    problems = check_input(records, spec(project))
+    dataset = get_dataset(rg_client, name, workspace)
+    if dataset is not None:
+        _check_dataset_fields(dataset, records)
+    existing = existing_fields(rg_client, dataset) if dataset is not None else {}
+    problems += existing_problems(records, existing, update)
+    raise_problems(problems, source, name)
+    todo = [r for r in records if r.id not in existing or shown_fields(r) != dict(existing[r.id])]
+    return PushPlan(project, name, workspace, dataset, records, todo, sum(1 for r in todo if r.id in existing))
+
+
+def run_push(rg_client, settings: AnnotateSettings, plan: PushPlan, batch_size: int = 256,
+             after_batch: Optional[Callable[[int, list[str]], None]] = None) -> PushResult:
+    """Create users, workspaces and the dataset if needed, then send the plan's records in batches. A
+    failure after some batches landed raises ``PartialPush`` naming them. ``after_batch(n, landed_ids)``
+    runs after each batch (progress; tests use it to interrupt a push)."""
     import argilla as rg
 
     t0 = time.perf_counter()
     ensure_users(rg_client, settings)
-    name, workspace = settings.dataset_name(project, suffix), settings.project(project).workspace or settings.workspace
-    dataset = get_dataset(rg_client, name, workspace)
+    dataset = plan.dataset
     if dataset is None:
-        dataset = rg.Dataset(name=name, workspace=workspace, settings=to_argilla_settings(project, settings, rg_client),
-                             client=rg_client).create()
-    before = _count_records(rg_client, dataset)
-    dataset.records.log(to_argilla_records(records), batch_size=max(1, min(batch_size, len(records))))
-    after = _count_records(rg_client, dataset)
-    return PushResult(name, workspace, len(records), after - before, time.perf_counter() - t0)
+        dataset = rg.Dataset(name=plan.name, workspace=plan.workspace,
+                             settings=to_argilla_settings(plan.project, settings, rg_client), client=rg_client).create()
+    landed: list[str] = []
+    step = max(1, batch_size)
+    for n, start in enumerate(range(0, len(plan.todo), step), 1):
+        batch = plan.todo[start:start + step]
+        try:
+            dataset.records.log(to_argilla_records(batch), batch_size=len(batch))
+        except Exception as exc:  # noqa: BLE001 - SDK and HTTP errors alike: report what landed first
+            raise PartialPush(_partial_message(plan.name, landed, len(plan.todo), exc), landed) from None
+        landed += [r.id for r in batch]
+        if after_batch is not None:
+            after_batch(n, list(landed))
+    total, sent = len(plan.records), len(plan.todo)
+    return PushResult(plan.name, plan.workspace, total, sent - plan.updated, plan.updated, total - sent,
+                      time.perf_counter() - t0)
 
 
-def _count_records(rg_client, dataset) -> int:
-    resp = rg_client.http_client.get(f"/api/v1/datasets/{dataset.id}/records", params={"limit": 1})
-    resp.raise_for_status()
-    return int(resp.json()["total"])
+def push(rg_client, settings: AnnotateSettings, project: str, records: list[ProjectRecord], suffix: str = "",
+         batch_size: int = 256, update: bool = False, source: str = "input",
+         after_batch: Optional[Callable[[int, list[str]], None]] = None) -> PushResult:
+    """``plan_push`` then ``run_push``: nothing is written unless the whole input passes."""
+    plan = plan_push(rg_client, settings, project, records, suffix, update, source)
+    return run_push(rg_client, settings, plan, batch_size, after_batch)
+
+
+def _check_dataset_fields(dataset, records: list[ProjectRecord]) -> None:
+    """A dataset made by an older version may lack a field the records now use (e.g. ``hints``)."""
+    have = {f.name for f in dataset.settings.fields}
+    missing = sorted({k for r in records for k, v in r.fields.items() if v not in (None, "")} - have)
+    if missing:
+        raise InputError(f"dataset {dataset.name} has no field(s) {', '.join(missing)} (created by an older version); "
+                         "push into a new annotate.dataset_prefix, or delete the dataset, or for `hints` set "
+                         "annotate.projects.<project>.suggestions: preselect or off")
+
+
+def _partial_message(dataset: str, landed: list[str], total: int, exc: Exception) -> str:
+    if landed:
+        shown = ", ".join(landed[:10]) + (f", ... ({len(landed) - 10} more)" if len(landed) > 10 else "")
+        what = f"{len(landed)} of {total} records landed before it failed ({shown})"
+    else:
+        what = f"none of the {total} records landed"
+    detail = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
+    return (f"push to {dataset} failed midway: {what}: {detail}. Re-run the same command when the server is "
+            "back: records that landed are skipped, the rest are pushed (no duplicates).")
 
 
 def project_datasets(rg_client, settings: AnnotateSettings, project: str) -> list[Any]:

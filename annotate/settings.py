@@ -10,8 +10,6 @@ from typing import Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-ProjectName = Literal["qa_verification", "translation", "grounding", "forced_choice", "answer_judgement"]
-PROJECT_NAMES: tuple[str, ...] = ("qa_verification", "translation", "grounding", "forced_choice", "answer_judgement")
 ARGILLA_SERVER_VERSION = "2.8.0"
 
 
@@ -62,6 +60,10 @@ class ProjectSettings(_Strict):
     workspace: Optional[str] = None  # default: AnnotateSettings.workspace
     min_submitted: Optional[int] = Field(None, ge=1)  # default: AnnotateSettings.min_submitted
     languages: list[str] = Field(default_factory=list, description="translation project: target languages")
+    suggestions: Literal["preselect", "show", "off"] = Field(
+        "show", description="what annotators see of the pipeline's answer to a judgement (label) question: "
+        "preselect = Argilla pre-selects it (one click confirms the model), show = a hint field beside the record, "
+        "nothing selected, off = nothing. Drafts to post-edit (text questions) are pre-filled in every mode")
 
 
 class HighlightSettings(_Strict):
@@ -91,12 +93,17 @@ class AnnotateSettings(_Strict):
     users: list[UserSettings] = Field(default_factory=list)
     min_submitted: int = Field(2, ge=1, description="annotators per record (Argilla task distribution)")
     seed: int = 13
-    projects: dict[ProjectName, ProjectSettings] = Field(default_factory=dict)
+    projects: dict[str, ProjectSettings] = Field(default_factory=dict, description="by registered project name")
     server: ServerSettings = Field(default_factory=ServerSettings)
     highlight: HighlightSettings = Field(default_factory=HighlightSettings)
 
     @model_validator(mode="after")
     def _check(self) -> "AnnotateSettings":
+        from .registry import names
+
+        unknown = sorted(set(self.projects) - set(names()))
+        if unknown:
+            raise ValueError(f"annotate.projects: unknown project(s) {unknown}; known: {', '.join(names())}")
         names = [u.username for u in self.users]
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:

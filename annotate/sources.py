@@ -7,7 +7,10 @@ English article the match is lexical (the fact's answer tokens count double, the
 In an article in another language shared words are mostly names and numbers, which point at the wrong
 sentence as often as the right one, so the default ``encoder`` highlighter matches by the cosine of a
 packaged multilingual encoder (``annotate.highlight``). A fact with no matching sentence is still
-listed above the article. Long articles are cut to the passages around the highlighted sentences.
+listed below the article. An article with a highlighted sentence and longer than ``PASSAGES_OVER``
+characters is shown as the passages around its highlighted sentences, starting with the title line and
+the first passage, so that at 1366x768 the question, the answer and the first highlighted sentence fit on
+screen together (checked in headless Chromium); the facts used come after the text.
 """
 from __future__ import annotations
 
@@ -22,8 +25,9 @@ from babelrag.tokens import content_words, tokenize
 from babelrag.records import Article, SimpleQA
 from babelrag.excerpt import excerpt
 
-MAX_ARTICLE_CHARS = 6000
-CONTEXT_SENTENCES = 2  # sentences kept on each side of a highlighted one when an article is cut
+MAX_ARTICLE_CHARS = 6000  # an article with nothing highlighted is shown whole up to this length
+PASSAGES_OVER = 1000  # an article with a highlighted sentence is cut to passages above this length
+CONTEXT_SENTENCES = 2  # sentences kept on each side of a highlighted one when an article is cut (1 before the first)
 GAP = "\n\n[…]\n\n"
 FACT_LANGUAGE = "en"  # the chain writes its simple Q&A facts from English summaries
 # Added to the cosine for the share of the answer's words (numbers, names) found verbatim in a sentence:
@@ -152,9 +156,11 @@ def _escape(text: str) -> str:
     return html.escape(text, quote=False)
 
 
-def _highlighted(text: str, sentences: list[str], marked: set[int], limit: int) -> tuple[str, bool]:
-    """(markdown, cut?) of the article: highlighted sentences wrapped in <mark>; passages if too long."""
-    if len(text) <= limit:
+def _highlighted(text: str, sentences: list[str], marked: set[int], limit: int,
+                 passages_over: int = PASSAGES_OVER) -> tuple[str, bool]:
+    """(markdown, cut?) of the article: highlighted sentences wrapped in <mark>; passages around them
+    if longer than ``passages_over`` (an excerpt if nothing is marked and it is longer than ``limit``)."""
+    if len(text) <= (limit if not marked else min(limit, passages_over)):
         out = _escape(text)
         for i in sorted(marked):
             s = _escape(sentences[i])
@@ -162,7 +168,9 @@ def _highlighted(text: str, sentences: list[str], marked: set[int], limit: int) 
         return out, False
     if not marked:
         return _escape(excerpt(text, limit)), True
-    keep: list[int] = sorted({j for i in marked for j in range(i - CONTEXT_SENTENCES, i + CONTEXT_SENTENCES + 1)
+    first = min(marked)  # one sentence before the first highlight: it must be on screen with the question
+    keep: list[int] = sorted({j for i in marked
+                              for j in range(i - (1 if i == first else CONTEXT_SENTENCES), i + CONTEXT_SENTENCES + 1)
                               if 0 <= j < len(sentences)})
     parts, run = [], []
     for j in keep:
@@ -178,8 +186,9 @@ def _highlighted(text: str, sentences: list[str], marked: set[int], limit: int) 
 
 
 def article_markdown(article: Optional[Article], article_id: str, facts: list[SimpleQA],
-                     limit: int = MAX_ARTICLE_CHARS, highlighter: Optional[LexicalHighlighter] = None) -> str:
-    """One article as a markdown field: title line, the facts used from it, then its (highlighted) text."""
+                     limit: int = MAX_ARTICLE_CHARS, highlighter: Optional[LexicalHighlighter] = None,
+                     passages_over: int = PASSAGES_OVER) -> str:
+    """One article as a markdown field: one title line, its (highlighted) text, then the facts used from it."""
     lines = []
     fact_lines = [f"- {_escape(f.question)} → **{_escape(f.answer)}**" for f in facts]
     if article is None:
@@ -189,17 +198,14 @@ def article_markdown(article: Optional[Article], article_id: str, facts: list[Si
             lines += ["", "Facts the question uses from it:", *fact_lines]
         return "\n".join(lines)
     link = f" · [source]({article.url})" if article.url else ""
-    lines.append(f"### {_escape(article.title)}")
-    lines.append(f"{article.language} · {article.published} · `{article.id}`{link}")
-    if fact_lines:
-        lines += ["", "Facts the question uses from this article (highlighted below where found):", *fact_lines]
     sentences = split_sentences(article.text)
     marked = (highlighter or LexicalHighlighter()).marked(article, sentences, facts)
-    body, cut = _highlighted(article.text, sentences, marked, limit)
-    lines += ["", "---", ""]
-    if cut:
-        lines.append(f"*Passages of a {len(article.text):,}-character article.*\n")
-    lines.append(body)
+    body, cut = _highlighted(article.text, sentences, marked, limit, passages_over)
+    note = f" · *passages of a {len(article.text):,}-character article*" if cut else ""
+    lines.append(f"**{_escape(article.title)}** · {article.language} · {article.published} · `{article.id}`{link}{note}")
+    lines += ["", body]
+    if fact_lines:
+        lines += ["", "---", "", "Facts the question uses from this article (highlighted above where found):", *fact_lines]
     return "\n".join(lines)
 
 

@@ -75,7 +75,7 @@ class LocalExecutor:
         except BrokenProcessPool:
             from babelrag.errors import StageError
 
-            raise StageError(f"a worker process of the local executor died while running {fn.__name__} (killed for "
+            raise StageError(f"a worker process of the local executor died while running {getattr(fn, '__name__', type(fn).__name__)} (killed for "
                              "memory, or a crash in a native library); rerun with executor.processes: 1 to see "
                              "which input causes it") from None
 

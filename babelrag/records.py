@@ -352,8 +352,8 @@ class AnswerRecord(BaseModel):
     setting: str
     language: str
     model: str  # endpoint name in the config
-    question: str = ""  # the instance's question as the model saw it ("" in files written before it was kept)
-    gold_answer: str = ""  # the instance's gold answer
+    question: str  # the instance's question as the model saw it
+    gold_answer: str  # the instance's gold answer
     served_model: str = ""
     answer: str = ""
     ok: bool = True

@@ -27,10 +27,20 @@ class BadLine:
 
 def iter_jsonl(path: Path, error: type[BabelragError] = InputError, keep_bad: bool = False,
                errors: str = "strict") -> Iterator[tuple[int, Any]]:
-    """(line number, object) for each non-blank line. A line that is not a JSON object raises ``error``
-    naming file and line, or with ``keep_bad`` is yielded as a ``BadLine`` for the caller to count."""
-    with Path(path).open(encoding="utf-8", errors=errors) as fh:
-        for lineno, line in enumerate(fh, 1):
+    """(line number, object) for each non-blank line. A line that is not UTF-8 (with ``errors="strict"``)
+    or not a JSON object raises ``error`` naming file and line, or with ``keep_bad`` is yielded as a
+    ``BadLine`` for the caller to count. Lines are decoded one at a time, so the error names the line."""
+    with Path(path).open("rb") as fh:
+        for lineno, raw in enumerate(fh, 1):
+            try:
+                line = raw.decode("utf-8", errors=errors)
+            except UnicodeDecodeError as exc:
+                detail = (f"not UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1}); re-save the file as "
+                          "UTF-8, e.g. `iconv -f latin1 -t utf-8 IN > OUT` for a Latin-1 file")
+                if keep_bad:
+                    yield lineno, BadLine(detail)
+                    continue
+                raise error(f"{path}:{lineno}: {detail}") from None
             if not line.strip():
                 continue
             try:
@@ -65,9 +75,10 @@ def read_rows(path: Path) -> list[dict]:
     return rows
 
 
-def parse(model: type[M], rows: list[dict], source: str = "input") -> list[M]:
-    """Validate rows as ``model``; the first bad one raises InputError with its id and the problem."""
-    out = []
+def parse(model: type[M], rows: list[dict], source: str = "input", max_shown: int = 20) -> list[M]:
+    """Validate rows as ``model``; every bad row is reported together (id and problem; at most
+    ``max_shown`` listed) in one InputError, so a user fixes the file in one pass."""
+    out, problems = [], []
     for i, row in enumerate(rows):
         if isinstance(row, model):
             out.append(row)
@@ -78,7 +89,9 @@ def parse(model: type[M], rows: list[dict], source: str = "input") -> list[M]:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"]) or "record"
             rid = row.get("id", f"#{i}") if isinstance(row, dict) else f"#{i}"
-            raise InputError(
-                f"{source}: record {rid}: {where}: {first['msg']} (expected a {model.__name__})"
-            ) from None
+            problems.append(f"record {rid}: {where}: {first['msg']} (expected a {model.__name__})")
+    if problems:
+        more = f"; ... and {len(problems) - max_shown} more" if len(problems) > max_shown else ""
+        total = f" ({len(problems)} bad records)" if len(problems) > 1 else ""
+        raise InputError(f"{source}: " + "; ".join(problems[:max_shown]) + more + total)
     return out

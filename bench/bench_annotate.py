@@ -4,7 +4,8 @@ Baselines (measured in this run, on this machine):
 - start: importing argilla_server in its venv (the floor any start pays) vs our full start (Redis,
   migrate-if-needed, owner, server + worker, readiness).
 - push: writing the same 1,000 records as JSONL locally vs pushing them to Argilla (SQLite DB + our
-  search engine index).
+  search engine index); a re-push of the same records (every record read back and found unchanged,
+  nothing sent) vs the first push.
 - pull: the SDK's own record iteration with responses vs our REST pull (which also keeps timestamps).
 - queue: one page of an annotator's pending queue (search engine) vs one page of the plain record
   listing (database only).
@@ -60,6 +61,10 @@ def main() -> None:
         result = ps.push(client, settings, "qa_verification", records)
         push_s = time.perf_counter() - t
         assert result.new == args.records, result
+        t = time.perf_counter()
+        again = ps.push(client, settings, "qa_verification", records)  # resume / re-run: checks, sends nothing
+        repush_s = time.perf_counter() - t
+        assert (again.new, again.unchanged) == (0, args.records), again
 
         # one annotator answers 100 records so the pull carries responses
         token = httpx.post(f"{server.url}/api/v1/token", data={"username": "ann1", "password": "ann1-password"}).json()
@@ -105,6 +110,8 @@ def main() -> None:
     print(f"server first start: {first_start_s:.1f} s ({first_start_s / import_s:.1f}x the {import_s:.2f} s import of argilla_server)")
     print(f"server restart:     {restart_s:.1f} s ({restart_s / import_s:.1f}x the import)")
     print(f"push {args.records} records: {push_s:.1f} s ({push_s / jsonl_s:.0f}x writing them as JSONL, {jsonl_s * 1000:.1f} ms)")
+    print(f"re-push of the same {args.records} records (read back, compared, nothing sent): {repush_s:.1f} s "
+          f"({repush_s / push_s:.2f}x the first push)")
     print(f"pull {args.records} records + 100 responses: {pull_s:.2f} s ({pull_s / sdk_s:.2f}x the SDK's own iteration, {sdk_s:.2f} s)")
     print(f"annotator queue page over {args.records} records: {queue_s * 1000:.0f} ms "
           f"({queue_s / listing_s:.1f}x a plain listing page, {listing_s * 1000:.0f} ms)")

@@ -1,9 +1,12 @@
 """Extraction accuracy and speed on real pages: news-please vs trafilatura + htmldate vs babelrag's path.
 
 Page set: tests/fixtures/realpages (public test pages of trafilatura/htmldate with their published
-expected title/date/text segments; README.md there). Per extractor, in one run:
+expected title/date/text segments; README.md there), or with ``--pages residuals``
+tests/fixtures/realpages_residuals (pages of other extraction libraries that show the residual errors of
+issue 27). Per extractor, in one run:
   title exact %      headline equal to the expected one (Unicode NFC, whitespace collapsed)
   date ±1 day %      publication date within a day of the expected one (pages with a known date)
+  = day %            publication date equal to the expected one
   lead/last %        expected first/last main-text segment found in the extracted headline + text (some
                      annotated first segments are the headline, which babelrag keeps as the title only)
   boilerplate %      expected *absent* segments (menus, newsletter boxes) that leaked into the text
@@ -11,7 +14,7 @@ expected title/date/text segments; README.md there). Per extractor, in one run:
 then the best field combinations (time = sum of the extractors they use), and babelrag's extraction at
 1 vs N processes (babelrag.executor) as a speed ratio.
 
-    python bench/bench_extraction.py [--processes N] [--repeat R]
+    python bench/bench_extraction.py [--processes N] [--repeat R] [--pages realpages|residuals] [--misses]
 """
 from __future__ import annotations
 
@@ -28,7 +31,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = ROOT / "tests" / "fixtures" / "realpages"
+PAGE_SETS = {"realpages": ROOT / "tests" / "fixtures" / "realpages",
+             # issue 27's residual errors, on public pages of other extraction libraries
+             "residuals": ROOT / "tests" / "fixtures" / "realpages_residuals"}
+PAGES = PAGE_SETS["realpages"]
 
 
 def norm(text: Any) -> str:
@@ -133,7 +139,7 @@ def _run_extractor(fn: Callable, rows: list[dict[str, Any]]) -> tuple[list[dict[
 
 
 def field_scores(rows: list[dict[str, Any]], got: list[dict[str, Any]]) -> dict[str, float | None]:
-    title = date = seg = leak = 0
+    title = date = exact = seg = leak = 0
     n_title = n_date = n_seg = n_leak = 0
     for row, g in zip(rows, got):
         if row.get("expect_skip"):
@@ -145,6 +151,7 @@ def field_scores(rows: list[dict[str, Any]], got: list[dict[str, Any]]) -> dict[
             n_date += 1
             d = as_date(g["date"])
             date += d is not None and abs((d - as_date(row["date"])).days) <= 1
+            exact += d == as_date(row["date"])
         if "text" in g:
             text = norm(f'{g.get("title") or ""} {g["text"] or ""}')  # the headline is kept as the title
             for key in ("lead", "last"):
@@ -155,7 +162,7 @@ def field_scores(rows: list[dict[str, Any]], got: list[dict[str, Any]]) -> dict[
                 n_leak += 1
                 leak += bool(norm(bad)) and norm(bad) in norm(g["text"])
     pct = lambda a, b: 100.0 * a / b if b else None  # noqa: E731
-    return {"title": pct(title, n_title), "date": pct(date, n_date), "text": pct(seg, n_seg),
+    return {"title": pct(title, n_title), "date": pct(date, n_date), "date_exact": pct(exact, n_date), "text": pct(seg, n_seg),
             "leak": pct(leak, n_leak)}
 
 
@@ -244,7 +251,11 @@ def main() -> None:
     parser.add_argument("--processes", type=int, default=available_cores())
     parser.add_argument("--repeat", type=int, default=3, help="page-set copies for the 1-vs-N speed run")
     parser.add_argument("--misses", action="store_true", help="list babelrag's wrong titles/dates/segments")
+    parser.add_argument("--pages", choices=sorted(PAGE_SETS), default="realpages",
+                        help="page set: realpages (72 pages, the targets) or residuals (issue 27's residual errors)")
     args = parser.parse_args()
+    global PAGES
+    PAGES = PAGE_SETS[args.pages]
     warnings.filterwarnings("ignore")
     logging.disable(logging.CRITICAL)
 
@@ -254,12 +265,14 @@ def main() -> None:
     print(f"{len(rows)} pages ({per_lang}), "
           f"{sum(bool(r['date']) for r in rows)} with a known date")
     results, timings = {}, {}
-    print(f"{'extractor':52s} {'title':>7s} {'date':>7s} {'lead/last':>9s} {'boilerplate':>11s} {'pages/s':>8s}")
+    print(f"{'extractor':52s} {'title':>7s} {'date':>7s} {'= day':>7s} {'lead/last':>9s} {'boilerplate':>11s} "
+          f"{'pages/s':>8s}")
     for name, fn in EXTRACTORS.items():
         got, secs = run_extractor(fn, rows)
         results[name], timings[name] = got, secs
         s = field_scores(rows, got)
-        print(f"{name:52s} {fmt(s['title']):>7s} {fmt(s['date']):>7s} {fmt(s['text']):>9s} {fmt(s['leak']):>11s} "
+        print(f"{name:52s} {fmt(s['title']):>7s} {fmt(s['date']):>7s} {fmt(s['date_exact']):>7s} {fmt(s['text']):>9s} "
+              f"{fmt(s['leak']):>11s} "
               f"{len(rows) / secs:8.1f}")
     print("\nbest field combinations (min of title/date/text first, then speed):")
     for label, scores, speed in combinations(rows, results, timings)[:6]:

@@ -19,7 +19,7 @@ import pytest
 from babelrag.annotate import agreement as ag
 from babelrag.annotate import merge, projects, pull as pl, push as ps
 from babelrag.annotate import samples
-from babelrag.annotate.settings import AnnotateSettings, ServerSettings
+from babelrag.annotate.settings import AnnotateSettings, ProjectSettings, ServerSettings
 from babelrag.annotate.server.process import ArgillaServer
 from babelrag.records import QAItem
 
@@ -41,6 +41,7 @@ class Env:
             ],
             min_submitted=2,
             seed=7,
+            projects={"forced_choice": {"suggestions": "preselect"}},  # the others: the default, "show"
             server=ServerSettings(home=home, port=0),
         )
         self.server = ArgillaServer(self.settings.server)
@@ -111,9 +112,14 @@ def test_push_creates_every_project_with_guidelines_distribution_and_suggestions
         assert ds.settings.distribution.min_submitted == 2
     qa_ds = ps.find_dataset(env.client, env.settings, "qa_verification")
     rec = next(r for r in qa_ds.records(with_suggestions=True) if r.id == "qa1")
-    assert rec.suggestions["answer_correct"].value == "yes"
+    # suggestions "show" (default): judgements are a hint field, not Argilla suggestions (which the UI
+    # pre-selects); the draft answer to edit is still pre-filled
+    assert [s.question_name for s in rec.suggestions] == ["corrected_answer"]
     assert rec.suggestions["corrected_answer"].value == samples.qa_items(1)[0]["answer"]
-    assert rec.suggestions["natural"].agent == "babelrag.filters.well_formed"
+    assert "Is the answer correct? — *Yes* (qwen-0.5b/crossdoc_qa)" in rec.fields["hints"]
+    assert "Is the question natural? — *Yes* (babelrag.filters.well_formed)" in rec.fields["hints"]
+    fc_rec = next(r for r in ps.find_dataset(env.client, env.settings, "forced_choice").records(with_suggestions=True))
+    assert fc_rec.suggestions["choice"].agent == "llm-judge" and "hints" not in fc_rec.fields  # "preselect"
     # forced choice: positions are seeded and recorded; the same seed gives the same layout
     fc = {r.id: r for r in data[("forced_choice", "")]}
     positions = {rid: r.metadata["better_position"] for rid, r in fc.items()}
@@ -291,6 +297,7 @@ def test_forced_choice_decisions_map_positions_back_to_better_or_worse(env, push
     assert report["annotators"][0]["raw_agreement"] == pytest.approx(n_a / 6)
     # the judge's pick (always "better") vs the human majority, over the records without a tie
     assert report["suggestions"][0]["items"] == n_a and report["suggestions"][0]["raw_agreement"] == 1.0
+    assert report["suggestions"][0]["mode"] == "preselect"
 
 
 def test_pull_twice_changes_nothing(env, pushed):
@@ -459,7 +466,10 @@ def test_cli_serve_push_status_pull_then_sigterm_leaves_nothing_running(tmp_path
         runner = CliRunner()
         res = runner.invoke(app, ["push", "qa_verification", "-i", str(tmp_path / "qa.jsonl"), "-c", str(cfg),
                                   "--articles", str(tmp_path / "articles.jsonl")])
-        assert res.exit_code == 0 and "3 records pushed, 3 new" in " ".join(res.output.split()), res.output
+        assert res.exit_code == 0 and "3 records: 3 new, 0 updated, 0 already there" in " ".join(res.output.split()), res.output
+        res = runner.invoke(app, ["push", "qa_verification", "-i", str(tmp_path / "qa.jsonl"), "-c", str(cfg),
+                                  "--articles", str(tmp_path / "articles.jsonl")])  # nothing to send again
+        assert res.exit_code == 0 and "3 records: 0 new, 0 updated, 3 already there" in " ".join(res.output.split())
         # the German source articles were highlighted by the encoder, their sentence vectors kept in the build
         assert [p.relative_to(tmp_path).parts[-3:] for p in tmp_path.rglob("cache.sqlite")] == [
             ("_shared", "vectors", "cache.sqlite")]
@@ -476,3 +486,106 @@ def test_cli_serve_push_status_pull_then_sigterm_leaves_nothing_running(tmp_path
     assert rc == 0
     assert _in_home(home) == []
     assert not (home / "server.json").exists()
+
+
+_FIND_TEXT_JS = """window.__babelragFind = function (text) {
+  var walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT), node;
+  while ((node = walker.nextNode())) { if (node.nodeValue.indexOf(text) >= 0) return node.parentElement; }
+  return null;
+};"""
+
+
+def _open_annotation_page(browser, base_url: str, dataset_id: str) -> None:
+    from tests.helpers.cdp import VISIBLE_JS
+
+    browser.goto(f"{base_url}/dataset/{dataset_id}/annotation-mode")
+    browser.wait_for("document.querySelectorAll('mark').length > 0 && "
+                     "document.querySelectorAll('input[type=checkbox]').length > 0", 90)
+    browser.evaluate(VISIBLE_JS + _FIND_TEXT_JS)
+
+
+def test_ui_at_1366x768_shows_question_answer_and_first_highlight_unanchored_guidelines_collapsed_later(env, pushed):
+    """Real browser, real server: the layout an annotator gets on a laptop screen, and what is pre-selected."""
+    from tests.helpers.cdp import Browser
+
+    binary = shutil.which("chromium") or shutil.which("chromium-browser")
+    if binary is None:
+        pytest.skip("chromium not installed: run scripts/install_system_deps.sh")
+    filler = [f"Filler sentence number {i} talks about the harbour and the weather in the old town." for i in range(60)]
+    arts = {a["id"]: a for a in samples.articles(1)}
+    arts["a1"] = {**arts["a1"], "text": " ".join(filler[:30] + ["Lisbon summit 1 drew 101 delegates from twelve countries."]
+                                                  + filler[30:])}
+    item = samples.qa_items(1)
+    show = env.settings.model_copy(update={"dataset_prefix": "layout"})  # suggestions: "show" (default)
+    pre = env.settings.model_copy(update={"dataset_prefix": "layoutpre", "projects": {
+        "qa_verification": ProjectSettings(suggestions="preselect")}})
+    for s in (show, pre):
+        ps.push(env.client, s, "qa_verification", projects.build_records("qa_verification", item, s, articles=arts))
+    show_id = str(ps.find_dataset(env.client, show, "qa_verification").id)
+    pre_id = str(ps.find_dataset(env.client, pre, "qa_verification").id)
+    profile = ARTIFACTS / "chromium-cdp-profile"
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    auth = base64.b64encode(b"ann1:ann1-password").decode()
+    checked = "Array.from(document.querySelectorAll('input[type=checkbox]:checked')).map(function (i) { return i.id; })"
+    layout = f"JSON.parse(localStorage.getItem('argilla')).layout['{show_id}-r-h-rz']"
+
+    browser = Browser(binary, profile, 1366, 768)
+    try:
+        browser.goto(f"{env.server.url}/sign-in?auth={auth}")
+        browser.wait_for("!window.location.pathname.startsWith('/sign-in')", 60)
+        _open_annotation_page(browser, env.server.url, show_id)  # first visit: guidelines open
+        assert browser.evaluate(layout)["isExpanded"] is True
+        guide = "window.__babelragVisible(window.__babelragFind('Q&A verification (XRAG)')).inView === true"
+        assert browser.wait_for(guide)  # the guidelines' text is on screen
+        # "show": the pipeline's judgements are a hint, nothing is selected
+        assert browser.evaluate(checked) == []
+        assert browser.evaluate("!!window.__babelragFind('Is the answer correct? — ')")
+        browser.screenshot(ARTIFACTS / "argilla-1366x768-first-visit.png")
+        _open_annotation_page(browser, env.server.url, pre_id)  # "preselect": Argilla pre-selects them
+        assert sorted(browser.evaluate(checked)) == ["answer_correct_yes", "natural_yes"]
+    finally:
+        browser.close(keep_profile=True)
+
+    browser = Browser(binary, profile, 1366, 768, fresh=False)  # a later visit: new browser, same profile
+    try:
+        _open_annotation_page(browser, env.server.url, show_id)
+        assert browser.evaluate(layout)["isExpanded"] is False
+        assert not browser.evaluate(guide)
+        browser.screenshot(ARTIFACTS / "argilla-1366x768-later-visit.png")
+        seen = browser.evaluate(
+            "({question: window.__babelragVisible(window.__babelragFind(%s)),"
+            " answer: window.__babelragVisible(window.__babelragFind(%s)),"
+            " mark: window.__babelragVisible(document.querySelector('mark')),"
+            " markText: document.querySelector('mark').textContent, size: [innerWidth, innerHeight]})"
+            % (json.dumps(item[0]["question"]), json.dumps(item[0]["answer"])))
+        assert seen["size"] == [1366, 768]
+        assert seen["markText"] == "Lisbon summit 1 drew 101 delegates from twelve countries."
+        for what in ("question", "answer", "mark"):
+            assert seen[what]["visible"], (what, seen[what])
+        assert browser.evaluate(checked) == []
+    finally:
+        browser.close()
+
+
+def test_a_plug_in_project_type_is_pushed_and_annotated_like_a_built_in_one(env, pushed):
+    from babelrag.annotate import registry
+    from tests.test_annotate_registry import ROWS, TINY
+
+    registry.declare("claim_check", TINY)
+    try:
+        s = env.settings.model_copy(update={"dataset_prefix": "plugin"})
+        result = ps.push(env.client, s, "claim_check", projects.build_records("claim_check", ROWS, s))
+        assert (result.dataset, result.new) == ("plugin-claim-check", 2)
+        ds = ps.find_dataset(env.client, s, "claim_check")
+        assert [q.name for q in ds.settings.questions] == ["supported"]
+        assert "Guideline claim_check, version 1" in ds.settings.guidelines
+        headers = env.token("ann1", "ann1-password")
+        for rec in _queue(env, headers, str(ds.id)):
+            _answer(env, headers, rec["id"], {"supported": "yes"})
+        responses, records = pl.fetch_rows(env.client, s, "claim_check")
+        assert sorted((r["record_id"], r["values"]["supported"]) for r in responses) == [("c1", "yes"), ("c2", "yes")]
+        assert {r["record_id"]: r["fields"]["hints"] for r in records}["c2"] == (
+            "Does the source support the claim? — *No* (tiny-model)")
+    finally:
+        registry.forget("claim_check")
+        projects.guideline.cache_clear()

@@ -7,11 +7,12 @@ import pytest
 from typer.testing import CliRunner
 
 from babelrag.annotate import agreement as ag
+from babelrag.annotate import registry
 from babelrag.annotate import merge, projects, samples
 from babelrag.annotate.cli import app
 from babelrag.annotate.settings import AnnotateSettings
 from babelrag.annotate.server import es_dsl as dsl
-from babelrag.errors import InputError, StageError
+from babelrag.errors import ConfigError, InputError, StageError
 from babelrag.records import QAItem
 from babelrag.stats import cohen_kappa, fleiss_kappa, raw_agreement
 
@@ -144,7 +145,7 @@ def test_disagreements_export_jsonl_and_csv(tmp_path):
 
 
 def test_every_project_uses_unique_names_across_fields_questions_and_metadata():
-    for spec in projects.PROJECTS.values():
+    for spec in [projects.spec(n) for n in registry.names()]:
         names = [f.name for f in spec.fields] + [q.name for q in spec.questions] + list(spec.metadata)
         assert len(names) == len(set(names)), spec.name
         assert projects.guideline(spec.name).version.isdigit()
@@ -193,7 +194,7 @@ def test_qa_verification_shows_both_articles_with_the_used_facts_highlighted():
     arts = {a["id"]: a for a in samples.articles(1)}
     rec = projects.qa_verification_records(samples.qa_items(1), arts)[0]
     a, b = rec.fields["article_a"], rec.fields["article_b"]
-    assert a.startswith("### Lisbon hosts summit 1") and "[source](https://news.example/lisbon-1)" in a
+    assert a.startswith("**Lisbon hosts summit 1** · en · 2024-05-01 · `a1` · [source](https://news.example/lisbon-1)")
     assert "How many came to Lisbon? → **101**" in a
     # exactly the sentence carrying the fact is marked, the rest of the article is shown unmarked
     assert a.count("<mark>") == 1 and "<mark>Lisbon summit 1 drew 101 delegates from twelve countries.</mark>" in a
@@ -216,10 +217,18 @@ def test_long_articles_are_cut_to_the_passages_around_the_used_facts():
     art = Article(id="x", title="Bridge", text=text, language="en", published="2023-05-05")
     fact = SimpleQA(article_id="x", question="When did the bridge open?", answer="4 May 2023")
     md = sources.article_markdown(art, "x", [fact], limit=2000)
-    assert len(md) < 2000 and f"Passages of a {len(text):,}-character article" in md
+    assert len(md) < 2000 and f"passages of a {len(text):,}-character article" in md
     assert "<mark>The bridge opened on 4 May 2023 after nine years of work.</mark>" in md
-    assert "Filler sentence number 198" in md and "Filler sentence number 201" in md  # 2 sentences of context each side
+    # one sentence of context before the first highlight (it must be on screen), two after
+    assert "Filler sentence number 199" in md and "Filler sentence number 201" in md
+    assert "Filler sentence number 198 " not in md and "Filler sentence number 202 " not in md
     assert "Filler sentence number 150 " not in md and md.count("[…]") == 2
+    # the text starts right after the title line; the facts come after it
+    assert md.index("<mark>") < md.index("Facts the question uses") and md.startswith("**Bridge** · en")
+    # above PASSAGES_OVER characters an article with a highlight is cut even if it is under the limit
+    short = sources.article_markdown(art.model_copy(update={"text": " ".join(filler[:25]) + " The bridge opened on 4 May 2023."}),
+                                     "x", [fact])
+    assert "passages of a" in short and "Filler sentence number 0 " not in short
     # markup in an article is shown as text, never as HTML
     art2 = art.model_copy(update={"text": "A <script>x</script> tag. The bridge opened on 4 May 2023."})
     assert "&lt;script&gt;" in sources.article_markdown(art2, "x", [fact])
@@ -280,7 +289,7 @@ def test_bad_inputs_name_the_record_and_the_fix():
         projects.grounding_records([inst])
     with pytest.raises(InputError, match="needs a target language"):
         projects.build_records("translation", samples.qa_items(1), AnnotateSettings())
-    with pytest.raises(InputError, match="unknown annotation project 'qa'"):
+    with pytest.raises(ConfigError, match="unknown annotation project 'qa'"):
         projects.spec("qa")
 
 
@@ -378,6 +387,38 @@ def test_suggestions_are_compared_with_the_human_majority():
     # r5 is a tie and r6 has no suggestion: 4 items; p_o = 3/4, p_e = (2*1 + 2*3)/16 = 1/2 -> kappa 0.5
     assert (res.items, res.agent) == (4, "judge-panel")
     assert res.raw_agreement == 0.75 and res.cohen_kappa == pytest.approx(0.5)
+    assert res.mode == "preselect"  # pulled Argilla suggestions, no local record of the push
+
+
+def test_agreement_with_the_pipeline_is_reported_per_suggestion_mode_from_the_push_record(tmp_path):
+    from babelrag.annotate.suggested import read_suggested, write_suggested
+    from babelrag.annotate.settings import ProjectSettings
+
+    answers = samples.model_answers(4)  # judge says correct, incorrect, correct, incorrect
+    for ans in answers:
+        ans["judge_verdict"] = "correct"
+    modes = {"show": answers[:2], "off": answers[2:]}
+    for mode, rows in modes.items():
+        s = AnnotateSettings(projects={"answer_judgement": ProjectSettings(suggestions=mode)})
+        recs = projects.build_records("answer_judgement", rows, s)
+        assert all(r.suggestions == [] for r in recs)  # neither mode sends an Argilla suggestion
+        assert all(("hints" in r.fields) == (mode == "show") for r in recs)
+        write_suggested(tmp_path, "answer_judgement", f"ds-{mode}", mode, recs)
+    suggested = read_suggested(tmp_path, "answer_judgement")
+    assert [(r["dataset"], r["mode"], r["suggestions"]) for r in suggested][:1] == [
+        ("ds-off", "off", {"verdict": "correct"})]
+    # both annotators: ans1 correct, ans2 incorrect (show); ans3 correct, ans4 correct (off)
+    human = {("ds-show", "ans1"): "correct", ("ds-show", "ans2"): "incorrect",
+             ("ds-off", "ans3"): "correct", ("ds-off", "ans4"): "correct"}
+    rows = [{"dataset": ds, "record_id": rid, "annotator": who, "status": "submitted", "values": {"verdict": v}}
+            for (ds, rid), v in human.items() for who in ("a", "b")]
+    res = {r.mode: r for r in ag.suggestion_agreement(rows, [], "answer_judgement", 2, suggested)}
+    assert set(res) == {"show", "off"} and res["show"].dataset == "ds-show"
+    assert (res["show"].items, res["show"].raw_agreement) == (2, 0.5)
+    assert (res["off"].items, res["off"].raw_agreement, res["off"].agent) == (2, 1.0, "judge-panel")
+    # pushing a dataset again replaces its rows only
+    write_suggested(tmp_path, "answer_judgement", "ds-off", "off", [])
+    assert {r["dataset"] for r in read_suggested(tmp_path, "answer_judgement")} == {"ds-show"}
 
 
 def test_a_dead_hosted_server_gives_a_one_line_error(tmp_path, monkeypatch):
@@ -407,3 +448,26 @@ def test_push_reads_source_articles_from_the_builds_ingest_stage_by_id(tmp_path,
     assert "1 of 4 source articles not found" in capsys.readouterr().out
     records = projects.qa_verification_records(samples.qa_items(2), found)
     assert "<mark>" in records[1].fields["article_a"] and "`b2` was not found" in records[1].fields["article_b"]
+
+
+def test_the_default_home_is_made_private_and_loose_files_of_an_older_version_are_tightened(tmp_path, monkeypatch):
+    """No server needed: what `ArgillaServer.start` runs first on the home (default location included)."""
+    import os
+    import stat
+
+    from babelrag.annotate.server.host_safety import private_home
+    from babelrag.annotate.settings import ServerSettings
+
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "share"))
+    home = ServerSettings().resolved_home()
+    assert home == tmp_path / "share" / "babelrag" / "argilla"
+    home.mkdir(parents=True, mode=0o755)
+    os.chmod(home, 0o755)
+    for name in ("argilla.db", "argilla.db-wal", "credentials.json", "users.json", ".migrated-2.8.0"):
+        (home / name).write_text("x")
+        os.chmod(home / name, 0o644)
+    private_home(home)
+    assert stat.S_IMODE(home.stat().st_mode) == 0o700
+    assert stat.S_IMODE((home / "logs").stat().st_mode) == 0o700
+    assert {p.name: oct(stat.S_IMODE(p.stat().st_mode)) for p in home.iterdir() if p.is_file()} == {
+        n: "0o600" for n in ("argilla.db", "argilla.db-wal", "credentials.json", "users.json", ".migrated-2.8.0")}

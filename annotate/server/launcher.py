@@ -1,7 +1,9 @@
 """Entry point run with the argilla-server venv's python: register our search engine, then run Argilla's CLI.
 
 Usage (as the supervisor calls it): ``<server-venv>/bin/python launcher.py start --host 127.0.0.1 --port P``,
-``... worker --num-workers 1``, ``... database migrate``, ``... database users create ...``.
+``... worker --num-workers 1``, ``... database migrate``, ``... create-owner`` (reads the owner's
+username, password and API key from ``BABELRAG_OWNER_*`` environment variables and hands them to
+``database users create`` in-process, so they never appear in ``/proc/<pid>/cmdline``).
 Registration must happen in the same process before the CLI runs: ``start`` serves in-process (uvicorn)
 and ``worker`` forks rq workers, which inherit the registry. For ``start``, the web UI pages also get
 the script that opens the guidelines on a first visit (``ui_first_visit``). Imports nothing from babelrag.
@@ -27,9 +29,19 @@ def main(argv: list[str]) -> None:
 
         ui_first_visit.install(web_app)
 
+    if argv[:1] == ["create-owner"]:
+        argv = owner_args()
+
     from argilla_server.cli.__main__ import app
 
     app(args=argv, prog_name="argilla_server")
+
+
+def owner_args() -> list[str]:
+    """``database users create`` arguments for the owner, from (and removed from) the environment."""
+    username, password, api_key = (os.environ.pop(f"BABELRAG_OWNER_{k}") for k in ("USERNAME", "PASSWORD", "API_KEY"))
+    return ["database", "users", "create", "--first-name", "Owner", "--username", username,
+            "--password", password, "--role", "owner", "--api-key", api_key]
 
 
 if __name__ == "__main__":

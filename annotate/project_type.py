@@ -1,0 +1,44 @@
+"""What an annotation project type is: a name, the Argilla dataset it makes (``ProjectSpec``), the
+input records it reads, and ``build`` from those records to ``ProjectRecord`` values.
+
+A project type is one module with one ``@register``-ed class (``annotate/project_types/<name>.py``,
+declared in ``annotate/registry.py``; a plug-in lists it under the entry-point group ``babelrag.annotation_projects`` or calls ``registry.declare``) and its guidelines
+(``annotate/guidelines/<name>.md`` unless ``guidelines_file`` says otherwise). Everything else (config
+key ``annotate.projects.<name>``, ``push``/``pull``/``status``/``agreement``, input checks, suggestion
+modes, Argilla settings) works from these attributes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Optional
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pydantic import BaseModel
+
+    from babelrag.annotate.projects import ProjectRecord, ProjectSpec
+    from babelrag.annotate.settings import AnnotateSettings
+
+
+@dataclass
+class BuildContext:
+    """What a builder may need beyond the rows: settings (seed, ...), the target language of a
+    per-language project, and for projects that show source articles, the articles and highlighter."""
+
+    settings: "AnnotateSettings"
+    language: str = ""
+    articles: Optional[Mapping[str, Any]] = None
+    highlighter: Optional[Any] = None
+
+
+class ProjectType:
+    name: ClassVar[str]
+    spec: ClassVar["ProjectSpec"]
+    input_model: ClassVar[type["BaseModel"]]  # what a row of `push --input` is
+    per_language: ClassVar[bool] = False  # one dataset per target language (`--language`, `languages:`)
+    needs_articles: ClassVar[bool] = False  # the CLI hands it the source articles (`--articles` or ingest)
+    guidelines_file: ClassVar[Optional[Path]] = None  # default: annotate/guidelines/<name>.md
+
+    def build(self, rows: list, ctx: BuildContext) -> list["ProjectRecord"]:
+        """The records to annotate, one per input row (validate rows with ``babelrag.rows.parse``)."""
+        raise NotImplementedError

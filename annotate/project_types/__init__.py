@@ -1,0 +1,1 @@
+"""The built-in annotation project types, one module each (declared in ``annotate/registry.py``)."""

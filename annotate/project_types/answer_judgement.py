@@ -1,0 +1,17 @@
+"""Answer judgement: is a model's answer correct against the gold answer? (``projects.answer_judgement_records``)"""
+from __future__ import annotations
+
+from babelrag.annotate import projects
+from babelrag.annotate.project_type import BuildContext, ProjectType
+from babelrag.annotate.registry import register
+from babelrag.annotate.inputs import ModelAnswer
+
+
+@register
+class AnswerJudgement(ProjectType):
+    name = "answer_judgement"
+    spec = projects.ANSWER_JUDGEMENT
+    input_model = ModelAnswer
+
+    def build(self, rows: list, ctx: BuildContext) -> list[projects.ProjectRecord]:
+        return projects.answer_judgement_records(rows)
