@@ -57,7 +57,7 @@ def _invoke(*args: str) -> str:
 def _push(env: Env, project: str, path: Path, cfg: Path, ids: set[str]) -> dict:
     """``babelrag annotate push PROJECT -i PATH``; the records the server then holds, by id (all of ``ids``)."""
     out = _invoke("annotate", "push", project, "-i", path, "-c", cfg)
-    assert f"{len(ids)} records pushed" in out
+    assert f"{len(ids)} records: {len(ids)} new" in out
     ds = ps.find_dataset(env.client, env.settings, project)
     shown = {r.id: r for r in ds.records(with_suggestions=True)}
     assert set(shown) == ids
