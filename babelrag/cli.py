@@ -159,11 +159,14 @@ def demo(build_dir: Path = typer.Option(Path("demo-build"), help="Where the demo
                                                            "embedded local model."),
          model: Optional[str] = typer.Option(None, help="Model name at --endpoint."),
          max_pairs: int = typer.Option(4, help="How many related pairs to turn into questions (twice as many are relevance-checked)."),
+         corpus: str = typer.Option("wikinews", help="wikinews: real Wikinews stories + TICO-19 translations "
+                                                     "(babelrag/data/wikinews); sample: the invented test corpus."),
          ) -> None:
-    """Run the whole pipeline on the shipped sample corpus and end with a report."""
+    """Run the whole pipeline on a shipped corpus (real Wikinews news by default) and end with a report."""
     from babelrag.demo import run_demo
 
-    run_demo(build_dir=build_dir, endpoint=endpoint, model=model, max_pairs=max_pairs, console=_console())
+    run_demo(build_dir=build_dir, endpoint=endpoint, model=model, max_pairs=max_pairs, console=_console(),
+             corpus=corpus)
 
 
 _mount_optional("babelrag.llm.cli", "llm", "Embedded local model server and endpoint checks.")

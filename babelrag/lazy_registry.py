@@ -55,6 +55,10 @@ class LazyRegistry(Generic[T]):
             raise ConfigError(f"unknown {self.kind} {name!r}; known: {', '.join(self.names())}{self.hint}")
         module_name, attr = target.split(":", 1)
         cls = getattr(importlib.import_module(module_name), attr, None)
+        if cls is not None and name not in self._loaded and getattr(cls, "name", None) == name:
+            # the module was imported before (its @register ran then) and the entry was forgotten since
+            # (a test's clean-up): register the same class again rather than call it unregistered
+            self.register(cls)
         if cls is None or name not in self._loaded:
             raise ConfigError(f"{self.kind} {name!r}: {module_name}.{attr} is missing or not registered with "
                               "@register")

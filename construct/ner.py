@@ -30,8 +30,41 @@ _LATIN = re.compile(r"[A-Za-z\u00c0-\u024f]")
 _LEADING_ARTICLES = ("the ",)
 
 
-def normalise_entity(text: str, aliases: dict[str, str] | None = None) -> str:
-    """Canonical key of an entity mention: NFKC, casefold, no possessive, no punctuation, aliases applied."""
+_ELISION = re.compile(r"^(?:l|d|j|m|n|s|t|c|qu|jusqu|lorsqu|puisqu|quoiqu|presqu|dell|dall|nell|sull|all|un)'")
+ELISION_LANGUAGES = ("fr", "it")  # languages whose articles/pronouns elide onto the next word ("l'Élysée", "qu'il")
+_ELIDED_ONLY = {"l", "d", "j", "m", "n", "s", "t", "c", "qu", "jusqu", "lorsqu", "puisqu", "quoiqu", "presqu",
+                # what is left of "qu'il", "s'en", "l'on", "c'est", "n'y a": no entity
+                "il", "ils", "elle", "elles", "on", "en", "y", "est", "a", "une", "le", "la", "les"}
+_SPACED_LETTERS = re.compile(r"^(?:\w )+\w$")
+
+# Forms of the same entity every corpus meets, per language (normalised keys; a config's ner.aliases are applied
+# after these and win). Within a language only: the entity graph never links across languages.
+BUILTIN_ALIASES: dict[str, dict[str, str]] = {
+    "en": {"us": "united states", "usa": "united states", "united states of america": "united states",
+           "uk": "united kingdom", "un": "united nations", "eu": "european union",
+           "who": "world health organization", "nba": "national basketball association",
+           "ussr": "soviet union", "uae": "united arab emirates", "drc": "democratic republic of the congo"},
+    "fr": {"usa": "états-unis", "etats-unis": "états-unis", "onu": "nations unies",
+           "organisation des nations unies": "nations unies", "ue": "union européenne",
+           "rdc": "république démocratique du congo",
+           "oms": "organisation mondiale de la santé"},
+    "es": {"ee uu": "estados unidos", "eeuu": "estados unidos", "eua": "estados unidos",
+           "onu": "naciones unidas", "organización de las naciones unidas": "naciones unidas", "ue": "unión europea",
+           "oms": "organización mundial de la salud"},
+    "de": {"usa": "vereinigte staaten", "us": "vereinigte staaten", "uno": "vereinte nationen",
+           "un": "vereinte nationen",
+           "eu": "europäische union", "who": "weltgesundheitsorganisation", "brd": "deutschland",
+           "bundesrepublik deutschland": "deutschland"},
+    "zh": {"美": "美国", "美利坚合众国": "美国", "世卫组织": "世界卫生组织", "世卫": "世界卫生组织",
+           "欧盟": "欧洲联盟"},
+}
+
+
+def normalise_entity(text: str, aliases: dict[str, str] | None = None, language: str | None = None) -> str:
+    """Canonical key of an entity mention: NFKC, casefold, no possessive, no punctuation, French/Italian
+    elision dropped ("l'Assemblée" -> "assemblée"), dotted acronyms joined ("U.S." -> "us"), the language's
+    built-in aliases ("us" -> "united states") then ``aliases`` applied. A mention that is only an elided
+    word ("qu" of "qu'il") normalises to ""."""
     key = unicodedata.normalize("NFKC", text).strip()
     key = _POSSESSIVE.sub(lambda m: "s" if m.group(0)[0] == "s" else "", key)
     key = _INNER_PUNCT.sub(" ", key)
@@ -41,6 +74,14 @@ def normalise_entity(text: str, aliases: dict[str, str] | None = None) -> str:
     for art in _LEADING_ARTICLES:
         if key.startswith(art) and len(key) > len(art) + 2:
             key = key[len(art):]
+    if language in ELISION_LANGUAGES:
+        key = _ELISION.sub("", key)
+        if key in _ELIDED_ONLY or key.split(" ")[0] in _ELIDED_ONLY - {"la", "le", "les", "a"}:
+            return ""
+    if _SPACED_LETTERS.match(key):  # "u s" (from "U.S.") is the acronym "us"
+        key = key.replace(" ", "")
+    if language in BUILTIN_ALIASES:
+        key = BUILTIN_ALIASES[language].get(key, key)
     if aliases:
         key = aliases.get(key, key)
     return key
@@ -153,30 +194,55 @@ def _without_leading_function_words(span: Any) -> str:
 
 JIEBA = "<jieba>"
 _JIEBA_PROPER = {"nr", "nrt", "nrfg", "ns", "nt", "nz"}  # person, place, organisation, other proper noun
+_JIEBA_PERSON = {"nr", "nrt", "nrfg"}
+# titles that jieba glues to a name ("德国总理" + "默克尔") and words joining two names ("马克龙与泽连斯基")
+_ZH_TITLES = ("总统", "总理", "首相", "主席", "部长", "外长", "市长", "州长", "国王", "女王", "王子", "议长", "秘书长",
+              "总干事", "大使", "教练", "队长", "博士", "先生", "女士", "发言人", "负责人", "局长", "主任", "总书记",
+              "国务卿", "副总统", "候选人")
+_ZH_JOINERS = "与和及同跟、"
+_ZH_SPLIT = re.compile("|".join(sorted(_ZH_TITLES, key=len, reverse=True)) + f"|[{_ZH_JOINERS}]")
+# characters of transliterated foreign names (Xinhua usage) that jieba leaves as a one-character token next to
+# the rest of the name ("利文斯" + "顿", "托" + "卡耶夫")
+_ZH_TRANSLIT = set("顿斯尔克特德森维拉娜亚基夫诺托科罗卡尼西布里莱洛琳丽莎玛达姆兰伦曼默奥艾伊乌普什索塔泰蒂图瓦沃希谢辛雷茨兹")
 
 
 def jieba_proper_nouns(title: str) -> list[str]:
-    """Chinese titles without a spaCy model: runs of jieba proper-noun tokens (joined across the
-    middle dot of transliterated names) of two or more characters. jieba splits unknown foreign names
-    into pieces it tags as names; merging the run recovers the whole name. Measured on the sample
-    corpus: 11 of 12 zh same-language pairs, no false pair."""
+    """Chinese titles without a spaCy model: runs of jieba proper-noun tokens (joined across the middle dot of
+    transliterated names) of two or more characters. jieba splits unknown foreign names into pieces it tags as
+    names; merging the run recovers the whole name, and a one-character transliteration piece it tagged as
+    something else is put back ("利文斯" + "顿" -> "利文斯顿"). A run is cut where a place turns into a person
+    ("美国" + "特朗普"), at a title glued to a name ("德国总理默克尔" -> "德国", "默克尔") and at "与/和"."""
     import logging
 
     import jieba
     import jieba.posseg as pseg
 
     jieba.setLogLevel(logging.WARNING)
-    spans: list[str] = []
-    current = ""
-    for word, flag in pseg.cut(title):
-        if flag in _JIEBA_PROPER or (word in ("·", "•", "・") and current):
-            current += word
+    tokens = [(w, f) for w, f in pseg.cut(title)]
+    runs: list[list[tuple[str, str]]] = []
+    current: list[tuple[str, str]] = []
+    for i, (word, flag) in enumerate(tokens):
+        nxt = tokens[i + 1][1] if i + 1 < len(tokens) else ""
+        prev = current[-1][1] if current else ""
+        translit = (len(word) == 1 and word in _ZH_TRANSLIT
+                    and (prev in _JIEBA_PERSON or (not current and nxt in _JIEBA_PERSON)))
+        if flag in _JIEBA_PROPER or translit or (word in ("·", "•", "・") and current):
+            if current and prev == "ns" and flag in _JIEBA_PERSON:  # a place, then a person: two entities
+                runs.append(current)
+                current = []
+            current.append((word, flag if not translit else (prev or nxt)))
             continue
-        if len(current.strip("·•・")) >= 2:
-            spans.append(current.strip("·•・"))
-        current = ""
-    if len(current.strip("·•・")) >= 2:
-        spans.append(current.strip("·•・"))
+        if current:
+            runs.append(current)
+        current = []
+    if current:
+        runs.append(current)
+    spans: list[str] = []
+    for run in runs:
+        for part in _ZH_SPLIT.split("".join(w for w, _ in run)):
+            part = part.strip("·•・")
+            if len(part) >= 2 and part not in spans:
+                spans.append(part)
     return spans
 
 
@@ -343,9 +409,9 @@ class EntityExtractor:
     def __call__(self, titles: Sequence[str], languages: Sequence[str]) -> list[list[str]]:
         raw = self.backend.entities(titles, languages)
         out = []
-        for title, mentions in zip(titles, raw):
+        for title, mentions, lang in zip(titles, raw, languages):
             keys: list[str] = []
-            found = [normalise_entity(m, self.aliases) for m in mentions]
+            found = [normalise_entity(m, self.aliases, lang) for m in mentions]
             if self.gazetteer is not None:
                 found = [self.gazetteer.canonical(k) for k in found] + self.gazetteer.find(title)
             for k in found:

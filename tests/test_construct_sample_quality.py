@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from babelrag.config import config_from_dict
+from babelrag.demo import SAMPLE_PAIR_SIMILARITY
 from babelrag.pipeline import Pipeline
 from babelrag.records import Article, ArticlePair
 from babelrag.store import BuildStore
@@ -30,7 +31,7 @@ def score(got, want):
 def build(tmp, name, **sections):
     raw = {"project": {"build_dir": str(tmp / name)},
            "corpus": {"inputs": [{"path": str(SAMPLE / "articles.jsonl"), "format": "jsonl"}]},
-           "dense": {"events_file": str(SAMPLE / "events.jsonl")}}
+           "dense": {"events_file": str(SAMPLE / "events.jsonl"), "min_pair_similarity": SAMPLE_PAIR_SIMILARITY}}
     for key, value in sections.items():
         raw.setdefault(key, {}).update(value)
     cfg = config_from_dict(raw)
@@ -103,3 +104,50 @@ def test_warc_copy_ingests_to_the_same_articles(tmp_path):
     for a in arts:
         src = jsonl[a.url]
         assert (a.title, a.language, a.published.isoformat()) == (src["title"], src["language"], src["date_publish"][:10])
+
+
+def test_languages_without_ner_get_hybrid_same_language_pairs(tmp_path):
+    """No gazetteer: de/es/ar titles get no entities, so the entity graph finds nothing there; the hybrid
+    (same-language dense similarity + shared entities, construct/samelang.py) pairs them. The sample's planted
+    same-language truth (12 pairs per language) is the reference; en/zh keep their entity-graph pairs only."""
+    report, store = build(tmp_path, "hybrid")
+    arts = {a.id: a.language for a in store.read("ingest", Article)}
+    pairs = store.read("pairs", ArticlePair)
+    assert {p.language_a for p in pairs if p.method == "hybrid"} == {"de", "es", "ar"}
+    want = truth("same_language")
+    for lang in ("de", "es", "ar"):
+        got = {(p.article_a, p.article_b) for p in pairs if p.method == "hybrid" and p.language_a == lang}
+        recall, precision = score(got, {p for p in want if arts.get(p[0]) == lang})
+        assert recall >= 0.9 and precision >= 0.8, (lang, recall, precision)
+    extra = store.manifest("pairs").extra["hybrid_pairs"]
+    assert set(extra["languages"]) == {"de", "es", "ar"} and extra["min_score"] == 0.7
+    assert "hybrid) pairs: ar" in report.stages[-1].note
+
+
+def test_hybrid_languages_follow_the_mode():
+    from babelrag.construct.samelang import hybrid_languages
+
+    share = {"en": 0.9, "zh": 0.6, "de": 0.0, "es": 0.1}
+    assert hybrid_languages("no-entities", share) == ["de", "es"]
+    assert hybrid_languages("all", share) == ["de", "en", "es", "zh"]
+    assert hybrid_languages("off", share) == []
+
+
+def test_mutual_margin_keeps_pairs_of_events_with_several_articles_per_language(tmp_path):
+    """Articles mode (no events file): each sample event has three English and two articles per other
+    language, so the strict mutual-best rule (margin 0) can pair each X article with one English article at
+    most and drops most true pairs; within the default margin (0.05) every X article gets its event's pairs."""
+    want = truth("cross_language")
+    x_articles = {a for p in want for a in p if not a.startswith("en")}
+    results = {}
+    for margin in (0.0, 0.05):
+        _, store = build(tmp_path, f"m{margin}", ner={"gazetteer": str(SAMPLE / "entities.jsonl")},
+                         pairs={"graphml": False, "same_language_dense": "off"},
+                         dense={"events_file": None, "mutual_margin": margin})
+        got = {tuple(sorted((p.article_a, p.article_b))) for p in store.read("pairs", ArticlePair)
+               if p.method == "dense"}
+        covered = {a for p in got & want for a in p if not a.startswith("en")}
+        results[margin] = (*score(got, want), len(covered) / len(x_articles))
+    strict, default = results[0.0], results[0.05]
+    assert strict[0] < 0.3 and strict[2] < 0.7, strict  # recall, precision, X articles with a true pair
+    assert default[0] >= 0.7 and default[1] >= 0.85 and default[2] >= 0.95, default

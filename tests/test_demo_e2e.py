@@ -271,7 +271,8 @@ def demo(tmp_path_factory):
     brain = DemoBrain()
     with ScriptedServer(brain) as srv:
         res = CliRunner().invoke(app, ["demo", "--build-dir", str(tmp), "--endpoint", srv.base_url,
-                                       "--model", "scripted", "--max-pairs", str(MAX_PAIRS)])
+                                       "--model", "scripted", "--max-pairs", str(MAX_PAIRS),
+                                       "--corpus", "sample"])
     assert not brain.unknown, "the scripted brain met prompts it does not know:\n" + "\n".join(brain.unknown)
     assert res.exit_code == 0, f"{res.output}\n{res.exception!r}"
     return tmp, brain, res
