@@ -17,18 +17,20 @@ OutOpt = typer.Option(None, "--out", help="Where pulled responses go; default <b
 
 def _load(config: Optional[Path]):
     """(AnnotateSettings, default out dir) from the config, or defaults when no config exists."""
+    from babelrag.store import BuildStore
+
     from .settings import AnnotateSettings
 
     path = config or Path("babelrag.yaml")
     if config is None and not path.exists():
-        return AnnotateSettings(), Path("build") / "annotate"
+        return AnnotateSettings(), BuildStore("build").annotate_dir
     from babelrag.config import load_config
 
     cfg = load_config(path)
     server = cfg.annotate.server
     paths = {k: cfg.resolve(str(getattr(server, k))) for k in ("home", "venv") if getattr(server, k) is not None}
     settings = cfg.annotate.model_copy(update={"server": server.model_copy(update=paths)})
-    return settings, cfg.build_dir / "annotate"
+    return settings, BuildStore(cfg.build_dir).annotate_dir
 
 
 def _client(settings):

@@ -3,18 +3,17 @@
 A decision is accepted when a record has at least ``min_submitted`` submitted responses and a strict
 majority of them agree (ties stay unresolved and go to adjudication). Q&A verification writes the
 verdict and any accepted corrected answer into the ``QAItem`` (``verified``, ``answer``) and records
-who/when/what in ``filters_json["human_verification"]`` (same shape as the automatic filters: passed
-+ detail). Translation post-edits replace the machine translation in ``translations_json[lang]``.
+who/when/what in ``human_review``. Translation post-edits replace the machine translation of that
+language in ``translations`` (keeping it as ``machine_translation``).
 """
 from __future__ import annotations
 
-import json
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from collections.abc import Callable
 from typing import Any, Optional
 
-from babelrag.records import QAItem
+from babelrag.records import HumanReview, HumanVotes, MachineTranslation, QAItem, Reviewer, Translation
 
 from .projects import guideline
 
@@ -49,6 +48,10 @@ def _submitted(responses: list[dict], dataset_suffix: str = "") -> dict[str, lis
 
 def _who(rs: list[dict]) -> list[dict]:
     return [{"annotator": r["annotator"], "updated_at": r["updated_at"]} for r in sorted(rs, key=lambda r: r["annotator"])]
+
+
+def _reviewers(rs: list[dict]) -> list[Reviewer]:
+    return [Reviewer(**w) for w in _who(rs)]
 
 
 def _merge_each(items: list[QAItem], by_record: dict[str, list[dict]], min_submitted: int, report: MergeReport,
@@ -88,15 +91,10 @@ def merge_qa_verification(items: list[QAItem], responses: list[dict], min_submit
             if answer is None:
                 return None
         passed = votes["natural"] == "yes" and votes["answerable"] == "yes"
-        filters = json.loads(qa.filters_json or "{}")
-        filters["human_verification"] = {
-            "passed": passed,
-            "detail": {
-                "votes": votes, "annotators": _who(rs), "original_answer": qa.answer if answer != qa.answer else None,
-                "dataset": rs[0]["dataset"], "guideline": f"{g.id}@{g.version}",
-            },
-        }
-        update: dict[str, Any] = {"answer": answer, "verified": passed, "filters_json": json.dumps(filters, sort_keys=True)}
+        review = HumanReview(passed=passed, votes=HumanVotes(**votes), annotators=_reviewers(rs),
+                             original_answer=qa.answer if answer != qa.answer else None,
+                             dataset=rs[0]["dataset"], guideline=f"{g.id}@{g.version}")
+        update: dict[str, Any] = {"answer": answer, "verified": passed, "human_review": review}
         if not passed:
             update.update(accepted=False, rejected_by=qa.rejected_by or "human_verification")
             report.rejected += 1
@@ -115,15 +113,15 @@ def merge_translation(items: list[QAItem], responses: list[dict], language: str,
         a = majority([(r["values"].get("answer_translation") or "").strip() for r in rs])
         if not q or not a:
             return None
-        translations = json.loads(qa.translations_json or "{}")
-        previous = translations.get(language, {})
-        translations[language] = {
-            "question": q, "answer": a, "machine_translated": False, "post_edited": bool(previous),
-            "machine_translation": {k: previous.get(k) for k in ("question", "answer", "model") if previous.get(k)} or None,
-            "annotators": _who(rs), "guideline": f"{g.id}@{g.version}",
-        }
-        report.corrected += int(q != previous.get("question") or a != previous.get("answer"))
-        return qa.model_copy(update={"translations_json": json.dumps(translations, ensure_ascii=False, sort_keys=True)})
+        previous = qa.translation(language)
+        machine = MachineTranslation(question=previous.question, answer=previous.answer, model=previous.model) \
+            if previous is not None and previous.usable else None
+        human = Translation(language=language, question=q, answer=a, machine_translated=False,
+                            post_edited=machine is not None, machine_translation=machine,
+                            annotators=_reviewers(rs), guideline=f"{g.id}@{g.version}")
+        report.corrected += int(previous is None or q != previous.question or a != previous.answer)
+        others = [t for t in qa.translations if t.language != language]
+        return qa.model_copy(update={"translations": sorted([*others, human], key=lambda t: t.language)})
 
     return _merge_each(items, _submitted(responses, language), min_submitted, report, decide), report
 

@@ -9,7 +9,6 @@ module (``guidelines/<project>.md``, with an id and a version in their first lin
 """
 from __future__ import annotations
 
-import json
 import random
 import re
 from dataclasses import dataclass, field
@@ -242,14 +241,14 @@ def qa_verification_records(items: Iterable[QAItem | dict],
     for qa in qas:
         evidence = [f"**Summary {i}.** {s}" for i, s in enumerate(qa.summaries, 1)]
         evidence += [f"- *{s.article_id}*: {s.question} → {s.answer}" for s in qa.selected]
-        filters = json.loads(qa.filters_json or "{}")
+        well_formed = qa.verdict("well_formed")
         suggestions = [
             Suggestion("answer_correct", "yes", _agent(qa)),
             Suggestion("corrected_answer", qa.answer, _agent(qa)),
         ]
-        if "well_formed" in filters:
-            passed = bool(filters["well_formed"].get("passed", False))
-            suggestions.append(Suggestion("natural", "yes" if passed else "no", "babelrag.filters.well_formed"))
+        if well_formed is not None and well_formed.status != "not_run":
+            suggestions.append(Suggestion("natural", "yes" if well_formed.passed else "no",
+                                          "babelrag.filters.well_formed"))
         out.append(
             ProjectRecord(
                 id=qa.id,
@@ -286,17 +285,18 @@ def side_by_side(language: str, question: str, answer: str, mt: dict) -> str:
 def translation_records(items: Iterable[QAItem | dict], language: str) -> list[ProjectRecord]:
     out = []
     for qa in parse(QAItem, list(items), "translation input"):
-        mt = json.loads(qa.translations_json or "{}").get(language, {})
+        mt = qa.translation(language)
         suggestions = []
-        if mt.get("question"):
-            agent = mt.get("model", "machine-translation")
-            suggestions = [Suggestion("question_translation", mt["question"], agent),
-                           Suggestion("answer_translation", mt.get("answer") or "", agent)]
+        if mt is not None and mt.question and not mt.error:
+            agent = mt.model or "machine-translation"
+            suggestions = [Suggestion("question_translation", mt.question, agent),
+                           Suggestion("answer_translation", mt.answer, agent)]
             suggestions = [s for s in suggestions if s.value]
         out.append(
             ProjectRecord(
                 id=qa.id,
-                fields={"source_and_mt": side_by_side(language, qa.question, qa.answer, mt)},
+                fields={"source_and_mt": side_by_side(language, qa.question, qa.answer,
+                                                             mt.model_dump() if mt is not None else {})},
                 metadata={"language": language, "q_type": qa.q_type},
                 suggestions=suggestions,
             )
@@ -344,20 +344,22 @@ def forced_choice_positions(pair_id: str, seed: int) -> str:
 
 
 def forced_choice_records(pairs: Iterable[ContrastivePair | dict], seed: int) -> list[ProjectRecord]:
+    """Records from ``construct contrastive``'s pairs: the better option goes to a seeded position."""
     out = []
     for pair in parse(ContrastivePair, list(pairs), "forced_choice input"):
         better_pos = forced_choice_positions(pair.id, seed)
-        a, b = (pair.better, pair.worse) if better_pos == "A" else (pair.worse, pair.better)
+        better, worse = (pair.option_a, pair.option_b) if pair.better == "a" else (pair.option_b, pair.option_a)
+        a, b = (better, worse) if better_pos == "A" else (worse, better)
         suggestions = []
         if pair.judge_choice:
-            pick = better_pos if pair.judge_choice == "better" else ("B" if better_pos == "A" else "A")
+            pick = better_pos if pair.judge_choice == pair.better else ("B" if better_pos == "A" else "A")
             suggestions.append(Suggestion("choice", pick, "llm-judge"))
         out.append(
             ProjectRecord(
                 id=pair.id,
-                fields={"task": pair.criterion.replace("_", " "), "question": pair.question,
+                fields={"task": pair.kind.replace("_", " "), "question": pair.question,
                         "context": pair.context, "response_a": a, "response_b": b},
-                metadata={"criterion": pair.criterion, "better_position": better_pos, "language": pair.language,
+                metadata={"criterion": pair.kind, "better_position": better_pos, "language": pair.language,
                           "seed": seed},
                 suggestions=suggestions,
             )
@@ -366,6 +368,7 @@ def forced_choice_records(pairs: Iterable[ContrastivePair | dict], seed: int) ->
 
 
 def answer_judgement_records(answers: Iterable[ModelAnswer | dict]) -> list[ProjectRecord]:
+    """Records from ``evaluate run``'s answers.jsonl."""
     out = []
     for ans in parse(ModelAnswer, list(answers), "answer_judgement input"):
         suggestions = [Suggestion("verdict", ans.judge_verdict, "judge-panel")] if ans.judge_verdict else []

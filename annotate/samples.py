@@ -1,7 +1,6 @@
 """Small hand-made build records for tests, the bench and demos of the annotation projects (no server needed)."""
 from __future__ import annotations
 
-import json
 
 
 def qa_items(n: int = 4) -> list[dict]:
@@ -14,9 +13,9 @@ def qa_items(n: int = 4) -> list[dict]:
             "summaries": [f"Lisbon summit {i} drew {100 + i} delegates.", f"Porto summit {i} drew {50 + i} delegates."],
             "selected": [{"article_id": f"a{i}", "question": "How many came to Lisbon?", "answer": str(100 + i)},
                          {"article_id": f"b{i}", "question": "How many delegates came to Porto?", "answer": str(50 + i)}],
-            "translations_json": json.dumps({"de": {"question": f"Welche Stadt, Lissabon oder Porto, Gipfel {i}?",
-                                                    "answer": "Lissabon.", "model": "mt-small"}}),
-            "filters_json": json.dumps({"well_formed": {"passed": True, "detail": ""}}),
+            "translations": [{"language": "de", "question": f"Welche Stadt, Lissabon oder Porto, Gipfel {i}?",
+                              "answer": "Lissabon.", "model": "mt-small"}],
+            "filters": [{"filter": "well_formed", "status": "pass"}],
             "provenance": {"model": "qwen-0.5b", "prompt_id": "crossdoc_qa", "prompt_version": "1"},
         })
     return items
@@ -56,12 +55,20 @@ def instances(n: int = 2) -> list[dict]:
 
 
 def contrastive_pairs(n: int = 6) -> list[dict]:
-    return [{"id": f"cp{i}", "criterion": "faithfulness", "question": f"How many delegates came ({i})?",
-             "context": f"{100 + i} delegates came.", "better": f"{100 + i} delegates came.",
-             "worse": f"About {900 + i} people came.", "judge_choice": "better"} for i in range(1, n + 1)]
+    """``ContrastivePair`` rows as ``construct contrastive`` writes them (the better option at either side)."""
+    out = []
+    for i in range(1, n + 1):
+        good, bad, side = f"{100 + i} delegates came.", f"About {900 + i} people came.", "a" if i % 2 else "b"
+        a, b = (good, bad) if side == "a" else (bad, good)
+        out.append({"id": f"cp{i}", "kind": "faithfulness", "question": f"How many delegates came ({i})?",
+                    "context": f"{100 + i} delegates came.", "option_a": a, "option_b": b, "better": side,
+                    "judge_choice": side})
+    return out
 
 
 def model_answers(n: int = 3) -> list[dict]:
-    return [{"id": f"ans{i}", "qa_id": f"qa{i}", "model": "m1", "question": f"Which city, summit {i}?",
+    """``AnswerRecord`` rows as ``evaluate run`` writes them to answers.jsonl (plus a judge verdict)."""
+    return [{"id": f"ans{i}", "instance_id": f"inst{i}", "qa_id": f"qa{i}", "model": "m1",
+             "question": f"Which city, summit {i}?",
              "gold_answer": "Lisbon.", "answer": "Lisbon" if i % 2 else "Porto", "language": "en",
              "setting": "mono", "judge_verdict": "correct" if i % 2 else "incorrect"} for i in range(1, n + 1)]

@@ -1,9 +1,10 @@
 """Arrow features derived from the pydantic record types, so stored columns have exact types."""
 from __future__ import annotations
 
+import datetime
 import types
 import typing
-from typing import Any, Literal, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel
 
@@ -12,6 +13,11 @@ def _feature_for(annotation: Any) -> Any:
     import datasets
 
     origin = get_origin(annotation)
+    if origin is Annotated:
+        base, *metadata = get_args(annotation)
+        if any(type(m).__name__ == "ArrowDate" for m in metadata):
+            return datasets.Value("date32")
+        return _feature_for(base)
     if origin in (Union, types.UnionType):
         args = [a for a in get_args(annotation) if a is not type(None)]
         if len(args) != 1:
@@ -25,17 +31,22 @@ def _feature_for(annotation: Any) -> Any:
     if origin is dict:
         raise TypeError("dict fields are stored as JSON strings (name them *_json)")
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return {name: _feature_for(f.annotation) for name, f in annotation.model_fields.items()}
-    scalar = {str: "string", int: "int64", float: "float64", bool: "bool"}
+        return {name: _field_feature(f) for name, f in annotation.model_fields.items()}
+    scalar = {str: "string", int: "int64", float: "float64", bool: "bool", datetime.date: "date32"}
     if annotation in scalar:
         return datasets.Value(scalar[annotation])
     raise TypeError(f"no Arrow feature for {annotation!r}")
+
+
+def _field_feature(field: Any) -> Any:
+    """A field's feature; pydantic keeps a top-level ``Annotated`` field's markers in ``field.metadata``."""
+    if field.metadata:
+        return _feature_for(Annotated[(field.annotation, *field.metadata)])
+    return _feature_for(field.annotation)
 
 
 def features_for(model: type[BaseModel]) -> Any:
     """``datasets.Features`` matching ``model``'s fields (nested models become structs)."""
     import datasets
 
-    return datasets.Features(
-        {name: _feature_for(field.annotation) for name, field in model.model_fields.items()}
-    )
+    return datasets.Features({name: _field_feature(field) for name, field in model.model_fields.items()})

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from babelrag.errors import ConfigError
 from babelrag.llm.settings import LLMSettings
+from babelrag.run_only import output_values, run_only
 
 SUPPORTED_LANGUAGES = ("en", "de", "es", "zh", "ar", "fr", "it", "pt", "ru", "ja", "ko", "hi", "ro", "tr", "nl")
 
@@ -23,8 +24,8 @@ class Section(BaseModel):
 
 
 class ProjectConfig(Section):
-    name: str = "babelrag-benchmark"
-    build_dir: str = "build"
+    name: str = run_only("babelrag-benchmark")  # a label (release card, reports): renaming rebuilds nothing
+    build_dir: str = run_only("build")
     seed: int = 13
     languages: list[str] = Field(default_factory=lambda: ["en", "de", "es", "zh", "ar"])
     pivot_language: str = "en"
@@ -41,10 +42,10 @@ class ProjectConfig(Section):
 class ExecutorConfig(Section):
     """Where per-item work (ingest's extraction, filters and signatures; article encoding) runs. Not part of
     any stage fingerprint: the output is the same for any backend and number of processes."""
-    backend: Literal["local", "ray"] = "local"  # local = process pool on this machine; ray = Ray cluster tasks
-    address: Optional[str] = None  # ray: "ray://head:10001", "auto" or "head:6379"; None = start a local cluster
-    processes: Optional[int] = Field(None, ge=0)  # None or 0 = every available core (ray: cluster CPU); 1 = no pool
-    chunk_size: int = Field(8, ge=1)  # items per task sent to a worker
+    backend: Literal["local", "ray"] = run_only("local")  # local = process pool on this machine; ray = Ray cluster tasks
+    address: Optional[str] = run_only(None)  # ray: "ray://head:10001", "auto" or "head:6379"; None = start a local cluster
+    processes: Optional[int] = run_only(None, ge=0)  # None or 0 = every available core (ray: cluster CPU); 1 = no pool
+    chunk_size: int = run_only(8, ge=1)  # items per task sent to a worker
 
 
 class Config(Section):
@@ -69,14 +70,17 @@ class Config(Section):
         return self.resolve(self.project.build_dir)  # type: ignore[return-value]
 
     def section_hash(self, *names: str) -> str:
+        """Hash of the output-relevant values of these sections (``babelrag.run_only``): run-only fields
+        are left out, LLM endpoints are identified as the response cache identifies them."""
         from babelrag.hashing import stable_hash
 
-        dumped = self.model_dump(mode="json")
-        if "llm" in names:  # endpoints are identified as the response cache identifies them
-            for name, ep in self.llm.endpoints.items():
-                dumped["llm"]["endpoints"][name] = ep.fingerprint_dump()
-            dumped["llm"].pop("local_port", None)  # where the embedded server listens changes no output
-        return stable_hash({n: dumped.get(n) for n in names})
+        def value(name: str) -> Any:  # a section, or part of one ("dense.encoder")
+            node: Any = self
+            for part in name.split("."):
+                node = getattr(node, part, None)
+            return output_values(node)
+
+        return stable_hash({n: value(n) for n in names})
 
 
 def config_model() -> type[Config]:

@@ -2,11 +2,13 @@
 registry, ``evaluators/registry.py``), for the other pluggable parts: release export formats and report
 views. Listing names imports nothing; ``get`` imports the module, whose class registers itself with the
 registry's ``register`` decorator (checked against the declared path, so a typo cannot create a second,
-undiscoverable entry). Plug-ins declare theirs with ``register_lazy``.
+undiscoverable entry). Plug-ins declare theirs with ``register_lazy``, or, for a registry made with an
+entry-point ``group``, under that group in their own pyproject (read on first listing).
 """
 from __future__ import annotations
 
 import importlib
+from importlib import metadata
 from typing import Generic, TypeVar
 
 from babelrag.errors import ConfigError
@@ -15,11 +17,13 @@ T = TypeVar("T")
 
 
 class LazyRegistry(Generic[T]):
-    def __init__(self, kind: str, table: dict[str, str], hint: str = "") -> None:
+    def __init__(self, kind: str, table: dict[str, str], hint: str = "", group: str = "") -> None:
         self.kind = kind  # "export format", "report view": used in error messages
         self._lazy = dict(table)  # name -> "module:Class"
         self._loaded: dict[str, T] = {}
         self.hint = hint
+        self.group = group  # entry-point group plug-in packages declare theirs in ("" = none)
+        self._entry_points_read = not group
 
     def register(self, cls: type) -> type:
         """Class decorator: make an instance of ``cls`` the entry for ``cls.name``."""
@@ -39,11 +43,13 @@ class LazyRegistry(Generic[T]):
         self._lazy[name] = target
 
     def names(self) -> list[str]:
+        self._read_entry_points()
         return list(self._lazy)
 
     def get(self, name: str) -> T:
         if name in self._loaded:
             return self._loaded[name]
+        self._read_entry_points()
         target = self._lazy.get(name)
         if target is None:
             raise ConfigError(f"unknown {self.kind} {name!r}; known: {', '.join(self.names())}{self.hint}")
@@ -60,6 +66,12 @@ class LazyRegistry(Generic[T]):
 
     def all(self) -> list[T]:
         return [self.get(n) for n in self.names()]
+
+    def _read_entry_points(self) -> None:
+        if not self._entry_points_read:
+            self._entry_points_read = True
+            for ep in metadata.entry_points(group=self.group):
+                self.register_lazy(ep.name, ep.value)
 
     def forget(self, name: str) -> None:
         """Remove an entry (tests that add a tiny one clean up with this)."""

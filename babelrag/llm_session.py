@@ -16,7 +16,8 @@ _RUNNER_KEY: str | None = None
 def get_runner(config: Config) -> Any:
     """The process-wide ``LLMRunner`` for this config (cache under the build dir)."""
     global _RUNNER, _RUNNER_KEY
-    key = config.section_hash("llm") + str(config.build_dir)
+    # every llm setting, limits included (a changed limit needs a new runner; fingerprints ignore it)
+    key = config.llm.model_dump_json() + str(config.build_dir)
     if _RUNNER is not None and _RUNNER_KEY == key:
         return _RUNNER
     try:

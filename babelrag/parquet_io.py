@@ -82,7 +82,7 @@ def _rows_to_tables(rows: Iterable[dict[str, Any]], schema: Any) -> Iterator[Any
 def write_records(path: Path, records: Iterable[BaseModel], model: type[BaseModel]) -> int:
     """Write records (any iterable, consumed batch by batch) as parquet with exact features; atomic."""
     schema = arrow_schema(model)
-    rows = (r.model_dump(mode="json") for r in records)
+    rows = (r.model_dump() for r in records)  # python values: dates stay dates (Arrow date32)
     return write_tables(path, schema, _rows_to_tables(rows, schema))
 
 

@@ -53,20 +53,16 @@ def config_values(config: Config, selector: str) -> list[tuple[str, Any]]:
     return found
 
 
-#: endpoint settings that change what a model returns (not limits, retries, prices or keys)
-ENDPOINT_OUTPUT_FIELDS = ("base_url", "model", "json_mode", "temperature", "max_tokens", "seed", "top_p")
-
-
 def endpoint_settings(config: Config, name: str | None) -> dict[str, Any]:
-    """The output-relevant settings of the endpoint ``name`` resolves to (as the LLM layer resolves it)."""
+    """The output-relevant settings of the endpoint ``name`` resolves to (as the LLM layer resolves it):
+    model identity and sampling, never limits, retries, prices or keys (``babelrag.run_only``)."""
     from babelrag.errors import ConfigError
 
     try:
         resolved, endpoint = config.llm.endpoint(name)
     except ConfigError:
         return {"requested": name, "resolved": None}  # no endpoint: the stage itself will say so
-    dumped = endpoint.fingerprint_dump()
-    return {"requested": name, "resolved": resolved, **{k: dumped.get(k) for k in ENDPOINT_OUTPUT_FIELDS}}
+    return {"requested": name, "resolved": resolved, **endpoint.fingerprint_dump()}
 
 
 def library_versions() -> dict[str, str]:
@@ -88,7 +84,8 @@ class StageReport:
     count_in: int = 0
     count_out: int = 0
     errors: int = 0
-    skipped: dict[str, int] = field(default_factory=dict)
+    skipped: dict[str, int] = field(default_factory=dict)  # inputs left out, per reason
+    kept_with_note: dict[str, int] = field(default_factory=dict)  # items kept with a caveat, per reason
     seconds: float = 0.0
     resumed: int = 0
     llm_usage: dict[str, Any] = field(default_factory=dict)
@@ -109,16 +106,17 @@ class RunReport:
 
         table = Table(title="babelrag run report")
         numeric = ("in", "out", "errors", "seconds", "llm calls", "tokens in/out", "cost")
-        for col in ("stage", "status", "in", "out", "errors", "skipped", "seconds", "llm calls", "tokens in/out",
-                    "cost", "note"):
+        for col in ("stage", "status", "in", "out", "errors", "skipped", "kept with note", "seconds", "llm calls",
+                    "tokens in/out", "cost", "note"):
             table.add_column(col, justify="right" if col in numeric else "left")
         for s in self.stages:
             skipped = ", ".join(f"{k}={v}" for k, v in sorted(s.skipped.items())) or "-"
+            noted = ", ".join(f"{k}={v}" for k, v in sorted(s.kept_with_note.items())) or "-"
             u = s.llm_usage or {}
             calls = f"{u.get('calls', 0):,}" + (f" ({u['cached']:,} cached)" if u.get("cached") else "")
             tokens = f"{u.get('prompt_tokens', 0):,}/{u.get('completion_tokens', 0):,}" if u.get("calls") else "-"
             cost = f"{u.get('cost', 0.0):.4f}" if u.get("cost") else "-"
-            table.add_row(s.stage, s.status, str(s.count_in), str(s.count_out), str(s.errors), skipped,
+            table.add_row(s.stage, s.status, str(s.count_in), str(s.count_out), str(s.errors), skipped, noted,
                           f"{s.seconds:.1f}", calls if u else "-", tokens, cost, s.note)
         return table
 
@@ -153,14 +151,17 @@ class StageContext:
     """What a stage function sees: config, inputs, an output writer, skip counters, progress, LLM."""
 
     def __init__(self, spec: StageSpec, config: Config, store: BuildStore, fingerprint: str,
-                 staging: Path, console: Any = None) -> None:
+                 staging: Path, console: Any = None, config_hash: str = "") -> None:
         self.spec = spec
         self.config: Any = DeclaredConfig(config, spec)
         self.store = store
         self.fingerprint = fingerprint
+        # the output-relevant config (its sections + the LLM endpoints it calls): records' provenance
+        self.config_hash = config_hash
         self.artifacts_dir = staging  # extra files written here land in the stage folder atomically
         self.console = console
         self.skipped: Counter[str] = Counter()
+        self.noted: Counter[str] = Counter()
         self.count_in = 0
         self.extra: dict[str, Any] = {}
         self._writer: ShardWriter | None = None
@@ -192,6 +193,11 @@ class StageContext:
     def skip(self, reason: str, n: int = 1) -> None:
         """Count an input deliberately left out (shown per reason in the run report)."""
         self.skipped[reason] += n
+
+    def note(self, reason: str, n: int = 1) -> None:
+        """Count an item kept with a caveat (no entities found, a translation missing): shown per reason
+        in the run report apart from the skips, since it is in the output."""
+        self.noted[reason] += n
 
     # helpers ----------------------------------------------------------------------------------
     def progress(self, items: Iterable[Any], total: int | None = None, desc: str = "") -> Iterator[Any]:
@@ -231,7 +237,7 @@ class Pipeline:
             return {}
         if self._hasher is None:
             root = self.store.root
-            self._hasher = ContentHasher(root / "_shared" / "content_hashes.json", exclude=[root])
+            self._hasher = ContentHasher(self.store.shared_path("content_hashes.json"), exclude=[root])
         out: dict[str, str] = {}
         for selector in spec.files:
             for key, value in config_values(self.config, selector):
@@ -254,8 +260,30 @@ class Pipeline:
                 out[field_name] = endpoint_settings(self.config, values.get(field_name))
         return out
 
+    def prompt_versions(self, spec: StageSpec) -> dict[str, str]:
+        """``id@version`` of each prompt file the stage declares (read, never imported)."""
+        import importlib.util
+
+        from babelrag.llm.prompts import Prompt
+
+        out = {}
+        for entry in spec.prompts:
+            module, _, rel = entry.partition(":")
+            found = importlib.util.find_spec(module)
+            if found is None or not found.origin:
+                raise StageError(f"stage '{spec.name}': prompt {entry!r} names module {module!r}, which is not found")
+            out[entry] = Prompt.load(Path(found.origin).parent / rel).ref
+        return out
+
+    def config_hash(self, spec: StageSpec) -> str:
+        """The output-relevant config of a stage: its sections' values (run-only fields left out) and the
+        model identity and sampling of the LLM endpoints it calls."""
+        sections = self.config.section_hash(*spec.config_sections)
+        llm = self.llm_settings(spec)
+        return stable_hash({"config": sections, "llm": llm}) if llm else sections
+
     def fingerprint(self, spec: StageSpec) -> tuple[str, str, dict[str, str]]:
-        config_hash = self.config.section_hash(*spec.config_sections)
+        config_hash = self.config_hash(spec)
         inputs = {}
         for name in spec.inputs:
             manifest = self.store.manifest(name)
@@ -266,9 +294,8 @@ class Pipeline:
         files = self._files[spec.name] = self.file_digests(spec)
         if files:
             parts["files"] = files
-        llm = self.llm_settings(spec)
-        if llm:
-            parts["llm"] = llm
+        if spec.prompts:
+            parts["prompts"] = self.prompt_versions(spec)
         return stable_hash(parts), config_hash, inputs
 
     def is_current(self, spec: StageSpec) -> bool:
@@ -294,8 +321,15 @@ class Pipeline:
             selected = [s for s in selected if s.name in only]
         self.store.root.mkdir(parents=True, exist_ok=True)
         self.store.clean_staging()
-        for spec in selected:
-            self.report.stages.append(self.run_stage(spec, force=spec.name in force))
+        for k, spec in enumerate(selected):
+            try:
+                self.report.stages.append(self.run_stage(spec, force=spec.name in force))
+            except BaseException as exc:  # the report names the failing stage (and what did not run), then re-raises
+                message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                self.report.stages.append(StageReport(stage=spec.name, status="failed", note=message[:500]))
+                self.report.stages.extend(StageReport(stage=s.name, status="not-run", note=f"{spec.name} failed")
+                                          for s in selected[k + 1:])
+                raise
         return self.report
 
     def run_stage(self, spec: StageSpec, force: bool = False) -> StageReport:
@@ -311,15 +345,20 @@ class Pipeline:
             report.count_out = existing.counts.get("out", 0)
             report.errors = existing.counts.get("errors", 0)
             report.skipped = existing.counts.get("skipped", {})
+            report.kept_with_note = existing.counts.get("kept_with_note", {})
             report.note = "; ".join(["unchanged since last run", *existing.extra.get("notes", [])])
             return report
+        change = existing.version if existing is not None else spec.version
+        report.note = spec.change_note(change)
+        if report.note and self.console is not None:
+            self.console.print(f"[yellow]{spec.name}[/] re-runs once: {report.note}", highlight=False)
         if force:
             # a forced stage starts from scratch: drop shards of an earlier unfinished run
             import shutil
 
-            shutil.rmtree(self.store.root / ".partial" / spec.name, ignore_errors=True)
+            shutil.rmtree(self.store.partial_dir(spec.name), ignore_errors=True)
         staging = self.store.new_staging_dir(spec.name)
-        ctx = StageContext(spec, self.config, self.store, fingerprint, staging, self.console)
+        ctx = StageContext(spec, self.config, self.store, fingerprint, staging, self.console, config_hash)
         started = time.time()
         usage_before = _usage_snapshot(spec.name)
         fn = spec.load()
@@ -331,17 +370,20 @@ class Pipeline:
         manifest = Manifest(
             stage=spec.name, fingerprint=fingerprint, config_hash=config_hash, inputs=inputs,
             counts={"in": ctx.count_in, "out": n_out, "errors": n_errors,
-                    "skipped": dict(ctx.skipped), "resumed": writer.resumed},
+                    "skipped": dict(ctx.skipped), "resumed": writer.resumed,
+                    **({"kept_with_note": dict(ctx.noted)} if ctx.noted else {})},
             versions=library_versions(), started_at=started, finished_at=time.time(), llm_usage=usage,
-            extra=ctx.extra, files=files,
+            extra=ctx.extra, files=files, version=spec.version,
         )
         self.store.commit_staged(spec.name, staging, manifest)
         report.status = "ran"
         report.count_in, report.count_out, report.errors = ctx.count_in, n_out, n_errors
         report.skipped, report.seconds, report.resumed = dict(ctx.skipped), manifest.seconds, writer.resumed
+        report.kept_with_note = dict(ctx.noted)
         report.llm_usage = usage
         notes = [f"resumed {writer.resumed} finished items"] if writer.resumed else []
-        report.note = "; ".join(notes + list(ctx.extra.get("notes", [])))  # a stage's own lines (ctx.extra["notes"])
+        # the version change, then a stage's own lines (ctx.extra["notes"])
+        report.note = "; ".join(filter(None, [report.note, *notes, *ctx.extra.get("notes", [])]))
         return report
 
 
@@ -359,14 +401,15 @@ def _usage_diff(stage: str, before: dict[str, Any]) -> dict[str, Any]:
 
 
 def run_pipeline(config: Config, until: str | None = None, only: Iterable[str] | None = None,
-                 force: Iterable[str] = (), console: Any = None) -> RunReport:
+                 force: Iterable[str] = (), console: Any = None,
+                 stages: tuple[StageSpec, ...] | None = None) -> RunReport:
     """Run the pipeline for the CLI: the run report is printed at the end (also on failure) and saved as
     ``<build>/run_report.json``."""
     import json
 
     from babelrag.atomic import atomic_write_text
 
-    pipe = Pipeline(config, console=console)
+    pipe = Pipeline(config, console=console, stages=stages)
     try:
         return pipe.run(until=until, only=only, force=force)
     finally:
@@ -374,5 +417,5 @@ def run_pipeline(config: Config, until: str | None = None, only: Iterable[str] |
             if console is not None:
                 console.print(pipe.report.render())
             pipe.store.root.mkdir(parents=True, exist_ok=True)
-            atomic_write_text(pipe.store.root / "run_report.json",
+            atomic_write_text(pipe.store.run_report_path,
                               json.dumps(pipe.report.to_dict(), indent=2, sort_keys=True))

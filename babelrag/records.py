@@ -1,14 +1,21 @@
-"""Typed records that flow between stages.
+"""The record contract: every typed record that flows between stages or crosses a package boundary.
 
 Every stage reads and writes lists of these pydantic models; ``babelrag.store`` turns them into
 Arrow/parquet through ``datasets`` with features derived from the model (see ``babelrag.arrow_features``).
-Free-form mappings are kept as JSON strings so every column has one Arrow type.
+A type that one package writes and another reads (construct -> annotate, evaluate -> annotate,
+annotate -> construct, release -> evaluate) is defined here once; other modules import it (older names
+such as ``annotate.inputs.ModelAnswer`` are imports of the one definition). Nested data is typed
+(translations, filter verdicts, human review are lists of small models, stored as Arrow structs).
 """
 from __future__ import annotations
 
-from typing import Literal, Optional
+import datetime as dt
+import json
+from collections.abc import Sequence
+from typing import Annotated, Any, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, SerializationInfo,
+                      model_validator)
 
 QuestionType = Literal["aggregation", "comparison", "multi-hop", "set"]
 QUESTION_TYPES: tuple[str, ...] = ("aggregation", "comparison", "multi-hop", "set")
@@ -16,6 +23,28 @@ QUESTION_TYPES: tuple[str, ...] = ("aggregation", "comparison", "multi-hop", "se
 DocumentRole = Literal["supporting", "distractor"]
 # RAGE's distractor kinds; supporting documents are "relevant".
 DocumentKind = Literal["relevant", "related", "irrelevant", "seemingly_relevant"]
+
+
+class ArrowDate:
+    """Marks an ``IsoDate`` field: stored as an Arrow date32 column (``babelrag.arrow_features``)."""
+
+
+def _iso_text(value: Any) -> Any:
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    return "" if value is None else value
+
+
+def _stored_date(value: str, info: SerializationInfo) -> Any:
+    if info.mode_is_json():
+        return value
+    return dt.date.fromisoformat(value) if value else None  # Arrow date32 (None: no date known)
+
+
+#: A date kept as ISO text "YYYY-MM-DD" in Python and JSON ("" = unknown; external formats may lack one, and
+#: release validation reports text that is not a date), stored as an Arrow date32 in parquet, read back from
+#: a date. Released documents' ``published`` and instances' ``dates`` are typed so.
+IsoDate = Annotated[str, BeforeValidator(_iso_text), PlainSerializer(_stored_date, return_type=Any), ArrowDate()]
 
 
 class Record(BaseModel):
@@ -42,11 +71,37 @@ class Article(Record):
     title: str
     text: str
     language: str  # ISO 639-1 code, e.g. "en", "de", "zh"
-    published: str  # ISO date YYYY-MM-DD
+    published: dt.date  # stored as Arrow date32; an ISO string "YYYY-MM-DD" is read as a date
     url: str = ""
     source: str = ""  # file the article came from (jsonl/html/warc path)
     n_tokens: int = 0
     title_entities: list[str] = Field(default_factory=list)
+
+    @property
+    def day(self) -> int:
+        """Days since 1970-01-01 (the vector store's integer date, date windows)."""
+        return (self.published - EPOCH).days
+
+
+EPOCH = dt.date(1970, 1, 1)
+
+
+def x_language(languages: Sequence[str], pivot: str) -> Optional[str]:
+    """The pivot rule, in one place: a pair of articles in the pivot language makes pivot–pivot questions
+    (""), a pair of an X article and a pivot article X–pivot questions (X); anything else none (None).
+    The questions stage stores it on each ``QAItem`` (``x_language``); later stages read it from there."""
+    others = [lang for lang in languages if lang != pivot]
+    if len(languages) != 2 or len(others) > 1:
+        return None
+    return others[0] if others else ""
+
+
+class IndexEntry(Record):
+    """One article in the vector store (the index stage): what pairs and distractors need in memory."""
+
+    language: str
+    day: int  # days since 1970-01-01
+    index: str  # the index stage's identity (encoder, store, corpus): a new index changes these records
 
 
 class ArticlePair(Record):
@@ -75,22 +130,134 @@ class SimpleQA(BaseModel):
     answer: str
 
 
+class _Nested(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class EntityForm(_Nested):
+    """How a translation writes a named entity of the English text."""
+
+    source: str
+    target: str
+
+
+class Reviewer(_Nested):
+    """An annotator whose submitted response a merged decision rests on."""
+
+    annotator: str
+    updated_at: str = ""
+
+
+class MachineTranslation(_Nested):
+    """The machine translation a human post-edit replaced."""
+
+    question: str = ""
+    answer: str = ""
+    model: str = ""
+
+
+class Translation(_Nested):
+    """A question/answer in one language: machine-translated (questions stage) or human (annotate merge).
+    A failed machine translation is kept with ``error`` set (and no text), so the failure stays visible."""
+
+    language: str
+    question: str = ""
+    answer: str = ""
+    machine_translated: bool = True
+    error: str = ""
+    entities: list[EntityForm] = Field(default_factory=list)
+    missing_entities: list[str] = Field(default_factory=list)  # English entities the translation lost
+    prompt: str = ""  # prompt id@version of the machine translation
+    model: str = ""
+    post_edited: bool = False  # a human replaced a machine translation
+    machine_translation: Optional[MachineTranslation] = None
+    annotators: list[Reviewer] = Field(default_factory=list)
+    guideline: str = ""
+
+    @property
+    def usable(self) -> bool:
+        return not self.error and bool(self.question) and bool(self.answer)
+
+
+class FilterVerdict(_Nested):
+    """One quality filter's verdict on a question (``not_run``: an earlier filter rejected it)."""
+
+    filter: str
+    status: Literal["pass", "fail", "error", "not_run"]
+    detail: str = ""
+    score: Optional[float] = None
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "pass"
+
+
+class HumanVotes(_Nested):
+    natural: str
+    answerable: str
+    answer_correct: str
+
+
+class HumanReview(_Nested):
+    """The annotators' majority decision on a question (annotate merge, Q&A verification)."""
+
+    passed: bool
+    votes: HumanVotes
+    annotators: list[Reviewer] = Field(default_factory=list)
+    original_answer: Optional[str] = None  # the machine answer an accepted correction replaced
+    dataset: str = ""
+    guideline: str = ""
+
+
 class QAItem(Record):
     """A cross-document question (English first) with its answer and the evidence it used."""
 
     pair_id: str
     article_ids: list[str]
+    # the pivot rule's verdict for its two articles (``x_language``): "" pivot–pivot, X for X–pivot;
+    # None in records written before it was stored
+    x_language: Optional[str] = None
     q_type: QuestionType
     question: str  # English
     answer: str  # English
     summaries: list[str] = Field(default_factory=list)
     selected: list[SimpleQA] = Field(default_factory=list)
-    translations_json: str = "{}"  # {"de": {"question": .., "answer": .., "machine_translated": true}}
-    filters_json: str = "{}"  # {"well_formed": {"passed": true, "detail": ..}, ...}
+    translations: list[Translation] = Field(default_factory=list)  # one per language, sorted by language
+    filters: list[FilterVerdict] = Field(default_factory=list)  # in the order the filters ran
     accepted: bool = True
     rejected_by: str = ""  # first filter that rejected it
     verified: bool = False  # set by human annotation
+    human_review: Optional[HumanReview] = None
     provenance: Provenance = Field(default_factory=Provenance)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_json_columns(cls, data: Any) -> Any:
+        """Records written before the fields were typed (``translations_json``, ``filters_json``) still read."""
+        if not isinstance(data, dict) or not ({"translations_json", "filters_json"} & set(data)):
+            return data
+        data = dict(data)
+        trs = json.loads(data.pop("translations_json", None) or "{}")
+        data["translations"] = data.get("translations") or [
+            {"language": lang, **{k: v for k, v in tr.items() if k in Translation.model_fields},
+             "entities": [{"source": a, "target": b} for a, b in (tr.get("entities") or {}).items()]}
+            for lang, tr in sorted(trs.items())]
+        verdicts = json.loads(data.pop("filters_json", None) or "{}")
+        human = verdicts.pop("human_verification", None)
+        data["filters"] = data.get("filters") or [
+            {"filter": name, "status": v.get("status") or ("pass" if v.get("passed") else "fail"),
+             "detail": str(v.get("detail") or ""), "score": v.get("score")} for name, v in verdicts.items()]
+        if human and data.get("human_review") is None:
+            detail = human.get("detail") or {}
+            data["human_review"] = {"passed": bool(human.get("passed")), **{
+                k: detail[k] for k in ("votes", "annotators", "original_answer", "dataset", "guideline") if k in detail}}
+        return data
+
+    def translation(self, language: str) -> Optional[Translation]:
+        return next((t for t in self.translations if t.language == language), None)
+
+    def verdict(self, name: str) -> Optional[FilterVerdict]:
+        return next((v for v in self.filters if v.filter == name), None)
 
 
 class Distractor(BaseModel):
@@ -116,7 +283,7 @@ class Document(BaseModel):
     title: str
     text: str
     language: str
-    published: str
+    published: IsoDate
     role: DocumentRole
     kind: DocumentKind
     machine_translated: bool = False
@@ -136,7 +303,7 @@ class Instance(Record):
     documents: list[Document] = Field(default_factory=list)
     verified: bool = False
     machine_translated: bool = False
-    dates: list[str] = Field(default_factory=list)  # supporting articles' publication dates
+    dates: list[IsoDate] = Field(default_factory=list)  # supporting articles' publication dates
     # XRAG compatibility (release/export): "original" = model answer, "corrected" = fixed by an annotator;
     # crossdoc_type 0/1/2 as in XRAG (None = not annotated).
     a_type: str = "original"
@@ -169,4 +336,35 @@ class ContrastivePair(Record):
     language: str = "en"
     source_id: str = ""  # qa item or article the chunk/question came from
     detail: str = ""  # e.g. "evasive" / "partial", or the unrelated article id
+    judge_choice: Optional[Literal["a", "b"]] = None  # an LLM judge's pick, shown to annotators as a suggestion
     provenance: Provenance = Field(default_factory=Provenance)
+
+
+class AnswerRecord(BaseModel):
+    """One model's answer to one instance (``evaluate run`` writes them to answers.jsonl), with everything
+    needed to reproduce and score it, and the question and gold answer so a reader (``annotate push
+    answer_judgement``) needs no other file."""
+
+    model_config = ConfigDict(extra="forbid")
+    id: str
+    instance_id: str
+    qa_id: str
+    setting: str
+    language: str
+    model: str  # endpoint name in the config
+    question: str  # the instance's question as the model saw it
+    gold_answer: str  # the instance's gold answer
+    served_model: str = ""
+    answer: str = ""
+    ok: bool = True
+    error: str = ""
+    doc_order: list[str] = Field(default_factory=list)  # article ids in the order shown (1-based ids)
+    doc_chars: int = 0  # each document's text was cut to this many characters (0 = shown whole)
+    relevant: list[int] = Field(default_factory=list)  # positions (1-based) of supporting articles
+    prompt_id: str = ""
+    prompt_version: str = ""
+    style: str = "citations"
+    sampling_json: str = "{}"
+    dataset_version: str = ""
+    cached: bool = False
+    judge_verdict: Optional[Literal["correct", "incorrect"]] = None  # a judge panel's majority, if any

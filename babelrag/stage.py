@@ -37,6 +37,9 @@ class StageSpec:
     # sections (with ``runtime_sections``) the stage may read — StageContext.config enforces it
     config_sections: tuple[str, ...] = ()
     version: str = "1"
+    # why each version changed the output: (version, reason); a build made by an earlier version re-runs
+    # once and the run report says why
+    changes: tuple[tuple[str, str], ...] = ()
     description: str = ""
     uses_llm: bool = False
     # config fields naming files or folders the stage reads ("a.b", "a.list[].c", "a.mapping{}"): their
@@ -45,6 +48,9 @@ class StageSpec:
     # LLM endpoints used although "llm" is not among config_sections: (endpoint field, {field: value}
     # conditions that must all hold); the resolved endpoint's output-relevant settings join the fingerprint
     llm_endpoints: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()
+    # prompt files the stage renders ("package.module:relative/path.yaml", beside that module): their
+    # id@version join the fingerprint, so a prompt whose version is bumped re-runs the stage
+    prompts: tuple[str, ...] = ()
     # sections the stage may read that change how it runs, never what it writes (executor, llm limits):
     # not part of the fingerprint
     runtime_sections: tuple[str, ...] = ()
@@ -64,12 +70,32 @@ class StageSpec:
 
         return getattr(records, self.model)
 
+    def change_note(self, built_with: str) -> str:
+        """What re-runs a build made by version ``built_with`` ("" when that is this version)."""
+        if built_with == self.version:
+            return ""
+        why = dict(self.changes).get(self.version, "")
+        if not built_with:  # a manifest written before stage versions were recorded
+            return f"output made before version {self.version}: {why}" if why else ""
+        return f"output made by version {built_with}, now {self.version}" + (f": {why}" if why else "")
+
     @property
     def readable_sections(self) -> frozenset[str]:
-        return frozenset((*self.config_sections, *self.runtime_sections, *self.owns))
+        """Sections the stage may read; a ``config_sections`` entry may name part of one (``dense.encoder``)."""
+        return frozenset(s.split(".")[0] for s in (*self.config_sections, *self.runtime_sections, *self.owns))
 
 
 _EXTRA_STAGES: dict[str, StageSpec] = {}  # added at run time (plug-ins, tests)
+
+
+def _check_name(spec: StageSpec) -> StageSpec:
+    """A stage's folder sits beside the build's other folders: it may not take one of their names."""
+    from babelrag.build_layout import RESERVED_NAMES
+
+    if spec.name in RESERVED_NAMES or spec.name.startswith(".") or "/" in spec.name:
+        raise ConfigError(f"stage name {spec.name!r} is taken by the build folder's layout "
+                          f"({', '.join(sorted(RESERVED_NAMES))}); rename the stage")
+    return spec
 
 
 def _load_entry(ep: Any, kind: str) -> Any:
@@ -86,7 +112,7 @@ def _declared_stages() -> tuple[StageSpec, ...]:
         spec = _load_entry(ep, "stage")
         if not isinstance(spec, StageSpec) or spec.name != ep.name:
             raise ConfigError(f"entry point {ep.name!r} of {STAGE_GROUP} must name a StageSpec called {ep.name!r}")
-        specs.append(spec)
+        specs.append(_check_name(spec))
     return tuple(specs)
 
 
@@ -110,7 +136,7 @@ def get_stage(name: str) -> StageSpec:
 
 def add_stage(spec: StageSpec) -> None:
     """Declare a stage at run time (a plug-in without an entry point, or a test)."""
-    _EXTRA_STAGES[spec.name] = spec
+    _EXTRA_STAGES[spec.name] = _check_name(spec)
     declared_sections.cache_clear()
 
 

@@ -6,6 +6,14 @@ Layout::
     <build_dir>/<stage>/errors.parquet    ErrorRecord rows for items that failed, sorted by item id
     <build_dir>/<stage>/manifest.json     fingerprint, inputs, counts, versions, usage — written last
     <build_dir>/.partial/<stage>/         shards of an unfinished run (resume after a crash / kill -9)
+    <build_dir>/.staging/                 stage folders being assembled
+    <build_dir>/_shared/                  caches shared by stages (content digests, vector store)
+    <build_dir>/cache/llm/                the LLM response cache (unless llm.cache_dir is set)
+    <build_dir>/annotate/                 pulled annotation responses, decisions, agreement
+    <build_dir>/run_report.json           the last run's report
+
+``babelrag.build_layout`` names them and this module is the only one that joins them to a path; a stage
+may not be called like one of them (``RESERVED_NAMES``, checked when stages are declared).
 
 A stage folder only ever appears complete: it is assembled in a temporary folder and renamed into place.
 Shards are written the same way, so a killed run keeps every finished shard and nothing half-written.
@@ -29,6 +37,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from babelrag.atomic import atomic_write_text, replace_dir
+from babelrag.build_layout import ANNOTATE_DIR, LLM_CACHE_DIR, PARTIAL_DIR, RUN_REPORT_FILE, SHARED_DIR, STAGING_DIR
 from babelrag.errors import StageError
 from babelrag.hashing import sha256_file
 from babelrag.parquet_io import iter_records, read_by_ids, read_records, write_records
@@ -56,6 +65,7 @@ class Manifest:
     llm_usage: dict[str, Any] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
     files: dict[str, Any] = field(default_factory=dict)  # content digests of files the config names
+    version: str = ""  # the stage's version (StageSpec.version) that wrote it; "" in older manifests
 
     @property
     def seconds(self) -> float:
@@ -79,6 +89,22 @@ class BuildStore:
     def stage_dir(self, stage: str) -> Path:
         return self.root / stage
 
+    def partial_dir(self, stage: str) -> Path:
+        """Shards of the stage's unfinished run."""
+        return self.root / PARTIAL_DIR / stage
+
+    @property
+    def llm_cache_dir(self) -> Path:
+        return self.root / LLM_CACHE_DIR / "llm"
+
+    @property
+    def annotate_dir(self) -> Path:
+        return self.root / ANNOTATE_DIR
+
+    @property
+    def run_report_path(self) -> Path:
+        return self.root / RUN_REPORT_FILE
+
     def shared_dir(self, name: str) -> Path:
         """Folders shared across stages and re-runs (e.g. the Milvus Lite file, vector caches)."""
         path = self.shared_path(name)
@@ -87,7 +113,7 @@ class BuildStore:
 
     def shared_path(self, name: str) -> Path:
         """Where ``shared_dir(name)`` is, without creating it (for callers that may never write there)."""
-        return self.root / "_shared" / name
+        return self.root / SHARED_DIR / name
 
     def manifest(self, stage: str) -> Manifest | None:
         path = self.stage_dir(stage) / MANIFEST_FILE
@@ -129,10 +155,10 @@ class BuildStore:
         return datasets.Dataset.from_parquet(str(self.stage_dir(stage) / RECORDS_FILE))
 
     def partial_writer(self, stage: str, model: type[M], fingerprint: str, **kw: Any) -> ShardWriter:
-        return ShardWriter(self.root / ".partial" / stage, model, fingerprint, **kw)
+        return ShardWriter(self.partial_dir(stage), model, fingerprint, **kw)
 
     def new_staging_dir(self, stage: str) -> Path:
-        path = self.root / ".staging" / f"{stage}-{uuid.uuid4().hex[:8]}"
+        path = self.root / STAGING_DIR / f"{stage}-{uuid.uuid4().hex[:8]}"
         path.mkdir(parents=True)
         return path
 
@@ -149,11 +175,11 @@ class BuildStore:
         manifest.output_fingerprint = sha256_file(staging / RECORDS_FILE)
         atomic_write_text(staging / MANIFEST_FILE, manifest.to_json())
         replace_dir(staging, self.stage_dir(stage))
-        shutil.rmtree(self.root / ".partial" / stage, ignore_errors=True)
+        shutil.rmtree(self.partial_dir(stage), ignore_errors=True)
         return manifest
 
     def clean_staging(self) -> None:
         """Remove leftovers of killed runs (never visible as stage output)."""
-        shutil.rmtree(self.root / ".staging", ignore_errors=True)
+        shutil.rmtree(self.root / STAGING_DIR, ignore_errors=True)
         for old in self.root.glob(".*.old-*"):
             shutil.rmtree(old, ignore_errors=True)

@@ -59,17 +59,19 @@ def encoder_for(ctx: StageContext) -> Any:
 
     enc_cfg = ctx.config.dense.encoder
     inner = build_encoder(enc_cfg, runner_factory=lambda: ctx.llm, resolve=ctx.config.resolve)
+    if hasattr(inner, "stage"):  # an endpoint encoder: its calls count in the run report of the stage encoding
+        inner.stage = ctx.spec.name
     return CachedEncoder(inner, VectorCache(ctx.store.shared_dir("vectors") / "cache.sqlite"))
 
 
-def index_corpus(ctx: StageContext, encoder: Any) -> tuple[Any, dict[str, Doc]]:
-    """Embed every ingested article (cached by text hash) and upsert it into Milvus.
+def index_corpus(ctx: StageContext, encoder: Any, block_size: int | None = None) -> tuple[Any, dict[str, Doc]]:
+    """Embed every ingested article (cached by text hash) and upsert it into Milvus (the index stage,
+    ``construct/index.py``, runs it; pairs and distractors read the result with ``index.open_index``).
 
     Only small per-article metadata stays in memory; vectors live in Milvus (and the vector cache).
     With ``executor.backend: ray`` the encoder runs on the cluster's workers, blocks of articles in
     flight at once; the vectors, the cache and the Milvus rows are the same as encoded here."""
-    from babelrag.construct.encoders import block_size
-    from babelrag.construct.pairs import day_number
+    from babelrag.construct.encoders import block_size as encoder_block_size
     from babelrag.construct.vectorstore import store_from_config
 
     chars = ctx.config.dense.passage_chars
@@ -79,7 +81,8 @@ def index_corpus(ctx: StageContext, encoder: Any) -> tuple[Any, dict[str, Doc]]:
 
     def passages() -> Iterator[list[str]]:
         articles = ctx.progress(ctx.iter_read("ingest", Article), desc="embedding articles")
-        for block in chunks(articles, block_size(encoder, INDEX_BLOCK)):  # also the length-sorting window
+        # the block is also the length-sorting window: index.block_size, else the encoder's own size
+        for block in chunks(articles, block_size or encoder_block_size(encoder, INDEX_BLOCK)):
             blocks.append(block)
             yield [passage(a, chars) for a in block]
 
@@ -88,9 +91,9 @@ def index_corpus(ctx: StageContext, encoder: Any) -> tuple[Any, dict[str, Doc]]:
         if store is None:
             store = store_from_config(ctx, vecs.shape[1])
         store.upsert([a.id for a in block], vecs, [a.language for a in block],
-                     [day_number(a.published) for a in block], [a.title for a in block], [a.source for a in block])
+                     [a.day for a in block], [a.title for a in block], [a.source for a in block])
         for a in block:
-            docs[a.id] = Doc(a.id, a.language, day_number(a.published))
+            docs[a.id] = Doc(a.id, a.language, a.day)
     if store is not None and store.count() > len(docs):
         ctx.extra["vectors_pruned"] = store.prune(set(docs))  # stale rows from an earlier corpus
     ctx.extra["encoder"] = encoder.name
@@ -99,7 +102,7 @@ def index_corpus(ctx: StageContext, encoder: Any) -> tuple[Any, dict[str, Doc]]:
     return store, docs
 
 
-INDEX_BLOCK = 512  # articles per encoding task and Milvus upsert
+INDEX_BLOCK = 512  # articles per encoding task and Milvus upsert (index.block_size overrides it)
 
 
 def encoding_map(ctx: StageContext) -> Callable[[Iterable[list[str]]], Iterator[Any]] | None:
@@ -123,9 +126,12 @@ def dense_pairs(ctx: StageContext, same_language: list[str] | None = None,
     cfg = ctx.config.dense
     languages = list(ctx.config.project.languages)
     pivot = ctx.config.project.pivot_language
-    encoder = encoder_for(ctx)
+    from babelrag.construct.index import open_index
+
+    encoder = encoder_for(ctx)  # for the queries; the articles are in the index stage's store
+    ctx.extra["encoder"] = encoder.name
     try:
-        store, docs = index_corpus(ctx, encoder)
+        store, docs = open_index(ctx)
         if store is None:
             return []
         try:

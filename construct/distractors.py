@@ -15,15 +15,13 @@ answer the question from (judged against the gold answer) is dropped.
 """
 from __future__ import annotations
 
-import datetime as dt
-import json
 import random
 from typing import Any, Optional
 
 from pydantic import Field, field_validator
 
 from babelrag.config import Section
-from babelrag.records import Article, Distractor, DistractorSet, QAItem
+from babelrag.records import Article, Distractor, DistractorSet, QAItem, x_language
 from babelrag.stage import StageSpec
 
 
@@ -53,10 +51,16 @@ class DistractorsConfig(Section):
 
 
 STAGE = StageSpec(
-    "distractors", "babelrag.construct.distractors:run", "DistractorSet", ("ingest", "filters"),
-    ("distractors", "dense", "project", "llm"), uses_llm=True,
+    "distractors", "babelrag.construct.distractors:run", "DistractorSet", ("ingest", "index", "filters"),
+    ("distractors", "project"), uses_llm=True, version="2",
+    changes=(("2", "reads the index stage's store (never re-encodes the corpus) and typed translations"),),
     description="related / irrelevant / seemingly relevant distractors",
-    files=("dense.encoder.name_or_path",), runtime_sections=("executor",), owns={"distractors": DistractorsConfig},
+    # dense: the encoder and store the index stage built, whose output (and so this fingerprint) changes
+    # with them; pair-only dense settings never make distractors stale
+    llm_endpoints=(("distractors.endpoint", (("distractors.verify_with_llm", True),)),),
+    prompts=tuple(f"babelrag.construct.distractors:chains/prompts/{p}.yaml"
+                  for p in ("answer_single", "judge_answer")),
+    runtime_sections=("executor", "llm", "dense"), owns={"distractors": DistractorsConfig},
     order=60)
 
 KINDS = ("related", "seemingly_relevant", "irrelevant")
@@ -116,25 +120,19 @@ def select(candidates: dict[str, list[tuple[str, float]]], sequence: list[str]) 
     return out, borrowed
 
 
-def day(iso: str) -> int:
-    return (dt.date.fromisoformat(iso[:10]) - dt.date(1970, 1, 1)).days
-
-
 def needed_languages(qa: QAItem, articles: dict[str, Article], pivot: str) -> list[str]:
     """The pivot language always; plus X for an X–pivot question (multilingual settings)."""
-    langs = [pivot]
-    for aid in qa.article_ids:
-        lang = articles[aid].language if aid in articles else pivot
-        if lang not in langs:
-            langs.append(lang)
-    return langs
+    x = qa.x_language
+    if x is None:  # a record written before the questions stage stored the pivot rule
+        x = x_language([articles[a].language if a in articles else pivot for a in qa.article_ids], pivot)
+    return [pivot, x] if x else [pivot]
 
 
 def query_text(qa: QAItem, lang: str, pivot: str) -> str:
     if lang != pivot:
-        tr = json.loads(qa.translations_json or "{}").get(lang) or {}
-        if tr.get("question"):
-            return tr["question"]
+        tr = qa.translation(lang)
+        if tr is not None and tr.usable:
+            return tr.question
     return qa.question
 
 
@@ -188,7 +186,7 @@ def answering(runner: Any, qa: QAItem, candidates: list[str], articles: dict[str
     prompt = Prompt.beside(__file__, "chains/prompts/answer_single.yaml")
     keys = [f"{qa.id}|{c}" for c in candidates]
     res = runner.map_structured(endpoint=endpoint, prompt=prompt, schema=Attempt, stage=stage, item_ids=keys,
-                                items=[{"published": articles[c].published, "title": articles[c].title,
+                                items=[{"published": articles[c].published.isoformat(), "title": articles[c].title,
                                         "text": articles[c].text[:max_chars], "question": qa.question}
                                        for c in candidates])
     bad = {c for c, r in zip(candidates, res) if not r.ok}
@@ -200,7 +198,8 @@ def answering(runner: Any, qa: QAItem, candidates: list[str], articles: dict[str
 
 
 def run(ctx: Any) -> None:
-    from babelrag.construct.crosslingual import encoder_for, index_corpus
+    from babelrag.construct.crosslingual import encoder_for
+    from babelrag.construct.index import open_index
 
     cfg = ctx.config
     d = cfg.distractors
@@ -216,9 +215,10 @@ def run(ctx: Any) -> None:
     todo = [q for q in qas if not out.has(q.id)]
     if not todo:
         return
-    encoder = encoder_for(ctx)
-    store, docs = index_corpus(ctx, encoder)
+    encoder = encoder_for(ctx)  # for the questions; the articles are in the index stage's store
+    store, docs = open_index(ctx)
     if store is None:
+        encoder.cache.close()
         ctx.skip("empty-corpus", len(todo))
         return
     finder = CandidateFinder(store, encoder, {i: doc.day for i, doc in docs.items()},
@@ -231,7 +231,7 @@ def run(ctx: Any) -> None:
             if missing:
                 ctx.error(qa.id, "missing-article", f"supporting article(s) {missing} not in the ingest output")
                 continue
-            latest = min(day(articles[a].published) for a in qa.article_ids) - d.min_days_before
+            latest = min(articles[a].day for a in qa.article_ids) - d.min_days_before
             chosen: list[Distractor] = []
             for lang in needed_languages(qa, articles, pivot):
                 cands = finder.find(qa, lang, latest, kinds, pivot)

@@ -1,23 +1,27 @@
 """Stage ``filters``: quality filters on generated questions, cheapest first.
 
-Order: well_formed → named_entity → verbatim → near_duplicate → needs_both_articles → needs_retrieval.
+Order: well_formed → named_entity → verbatim → near_duplicate → needs_both_articles → needs_retrieval,
+then the registered extra filters listed in ``filters.extra`` by their ``order`` (``FILTER_REGISTRY``: a new
+filter is one module, see docs/architecture.md).
 A question rejected by one filter is not sent to the later (dearer, LLM) ones. Every question is written
-out with ``filters_json`` (``{name: {"status": pass|fail|error|not_run, "detail": ..}}``), ``accepted``
+out with ``filters`` (one ``FilterVerdict`` per filter: status pass|fail|error|not_run, detail), ``accepted``
 and ``rejected_by``; rejections are counted per filter in the run report (``rejected:<filter>``) and the
 pass/fail/error counts per filter are saved in the manifest (``extra.filters``).
 """
 from __future__ import annotations
 
 import difflib
+import functools
 import json
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Literal, Optional
+from typing import Any, Callable, ClassVar, Literal, Optional
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from babelrag.config import Section
-from babelrag.records import Article, QAItem
+from babelrag.records import Article, FilterVerdict, QAItem
+from babelrag.lazy_registry import LazyRegistry
 from babelrag.stage import StageSpec
 from babelrag.tokens import content_words, tokenize
 
@@ -47,14 +51,33 @@ class FiltersConfig(Section):
     # a "correct" judgement also needs this share of the gold answer's content words in the candidate
     # (small judges call almost anything correct); 0 trusts the judge alone
     judge_min_overlap: float = Field(0.3, ge=0.0, le=1.0)
+    # registered filters to run besides the built-in ones (``FILTER_REGISTRY``; docs/architecture.md), and
+    # their settings by filter name
+    extra: list[str] = Field(default_factory=list)
+    options: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+    @field_validator("extra")
+    @classmethod
+    def _registered(cls, value: list[str]) -> list[str]:
+        known = FILTER_REGISTRY.names()
+        unknown = [v for v in value if v not in known or v in BUILTIN_FILTERS]
+        if unknown:
+            raise ValueError(f"unknown or built-in filter(s) {unknown}; registered extra filters: "
+                             f"{', '.join(n for n in known if n not in BUILTIN_FILTERS) or 'none'}")
+        return value
 
 
 STAGE = StageSpec(
-    "filters", "babelrag.construct.filters:run", "QAItem", ("ingest", "questions"), ("filters", "llm"),
+    "filters", "babelrag.construct.filters:run", "QAItem", ("ingest", "questions"), ("filters",), version="2",
+    changes=(("2", "filter verdicts are typed nested records (QAItem.filters)"),),
     description="well-formed, named entity, near-duplicate, verbatim, needs both articles, needs retrieval",
-    uses_llm=True, files=("filters.spacy_model",), owns={"filters": FiltersConfig}, order=50)
-
-FILTERS = ("well_formed", "named_entity", "verbatim", "near_duplicate", "needs_both_articles", "needs_retrieval")
+    uses_llm=True, files=("filters.spacy_model",),
+    # the endpoint counts when one of the LLM filters is on (entries for one field are alternatives)
+    llm_endpoints=tuple(("filters.endpoint", ((f"filters.{flag}", True),))
+                        for flag in ("needs_both_articles", "needs_retrieval", "well_formed_llm")),
+    prompts=tuple(f"babelrag.construct.filters:chains/prompts/{p}.yaml"
+                  for p in ("well_formed", "judge_answer", "answer_single", "answer_closed")),
+    runtime_sections=("llm",), owns={"filters": FiltersConfig}, order=50)
 
 
 @dataclass
@@ -67,11 +90,10 @@ class Verdict:
     def passed(self) -> bool:
         return self.status == "pass"
 
-    def to_json(self) -> dict:
-        out: dict[str, Any] = {"status": self.status, "detail": self.detail}
-        if self.score is not None:
-            out["score"] = round(self.score, 4)
-        return out
+    def record(self, name: str) -> FilterVerdict:
+        """As stored on the question (``QAItem.filters``)."""
+        return FilterVerdict(filter=name, status=self.status, detail=self.detail,  # type: ignore[arg-type]
+                             score=None if self.score is None else round(self.score, 4))
 
 
 # --- well-formedness -------------------------------------------------------------------------------
@@ -306,7 +328,7 @@ def check_needs_both(runner: Any, items: list[QAItem], articles: dict[str, Artic
             a = articles.get(aid)
             if a is None:
                 continue
-            calls.append({"published": a.published, "title": a.title, "text": a.text[:max_chars],
+            calls.append({"published": a.published.isoformat(), "title": a.title, "text": a.text[:max_chars],
                           "question": it.question})
             keys.append(f"{it.id}|{aid}")
     res = dict(zip(keys, runner.map_structured(endpoint=endpoint, prompt=prompt, items=calls, schema=Attempt,
@@ -369,42 +391,116 @@ def apply_filters(items: list[QAItem], checks: list[tuple[str, Callable[[list[QA
     names = [n for n, _ in checks]
     updated = []
     for it in items:
-        fj = {n: (verdicts[it.id][n].to_json() if n in verdicts[it.id] else {"status": "not_run", "detail": ""})
-              for n in names}
+        stored = [verdicts[it.id][n].record(n) if n in verdicts[it.id] else FilterVerdict(filter=n, status="not_run")
+                  for n in names]
         rejected_by = next((n for n in names if n in verdicts[it.id] and not verdicts[it.id][n].passed),
                            it.rejected_by)
-        updated.append(it.model_copy(update={"filters_json": json.dumps(fj, ensure_ascii=False, sort_keys=True),
+        updated.append(it.model_copy(update={"filters": stored,
                                              "accepted": it.accepted and not rejected_by,
                                              "rejected_by": rejected_by or ""}))
     return updated, counts
 
 
+class QuestionFilter:
+    """One quality filter, registered in ``FILTER_REGISTRY``: a ``name`` (its verdict's name in
+    ``QAItem.filters`` and the run report), an ``order`` (cheapest first), ``enabled`` (from the ``filters:``
+    section) and ``check``, which gives a verdict for each still-accepted question."""
+
+    name: ClassVar[str] = ""
+    order: ClassVar[int] = 100
+    # a built-in filter: the ``filters`` flags that turn it on (all of them); an extra one runs when listed
+    # in ``filters.extra``
+    switches: ClassVar[tuple[str, ...]] = ()
+
+    def enabled(self, cfg: FiltersConfig) -> bool:
+        if self.switches:
+            return all(getattr(cfg, flag) for flag in self.switches)
+        return self.name in cfg.extra
+
+    def check(self, ctx: Any, items: list[QAItem], articles: dict[str, Article]) -> dict[str, Verdict]:
+        raise NotImplementedError
+
+
+BUILTIN_FILTERS = ("well_formed", "well_formed_llm", "named_entity", "verbatim", "near_duplicate",
+                   "needs_both_articles", "needs_retrieval")
+FILTER_REGISTRY: LazyRegistry[QuestionFilter] = LazyRegistry(
+    "question filter",
+    {name: f"babelrag.construct.filters:{''.join(w.title() for w in name.split('_'))}Filter"
+     for name in BUILTIN_FILTERS}, group="babelrag.filters")
+register_filter = FILTER_REGISTRY.register
+
+
+@register_filter
+class WellFormedFilter(QuestionFilter):
+    name, order, switches = "well_formed", 10, ("well_formed",)
+
+    def check(self, ctx: Any, items: list[QAItem], articles: dict[str, Article]) -> dict[str, Verdict]:
+        return check_well_formed(items, ctx.config.filters.well_formed_min_score)
+
+
+@register_filter
+class WellFormedLlmFilter(QuestionFilter):
+    name, order, switches = "well_formed_llm", 11, ("well_formed", "well_formed_llm")
+
+    def check(self, ctx: Any, items: list[QAItem], articles: dict[str, Article]) -> dict[str, Verdict]:
+        f = ctx.config.filters
+        return check_well_formed_llm(ctx.llm, items, stage=ctx.spec.name, endpoint=f.endpoint,
+                                     min_rating=f.well_formed_min_rating, on_error=f.on_llm_error)
+
+
+@register_filter
+class NamedEntityFilter(QuestionFilter):
+    name, order, switches = "named_entity", 20, ("named_entity",)
+
+    def check(self, ctx: Any, items: list[QAItem], articles: dict[str, Article]) -> dict[str, Verdict]:
+        f = ctx.config.filters
+        return check_named_entity(items, f.entity_labels, load_spacy(f.spacy_model))
+
+
+@register_filter
+class VerbatimFilter(QuestionFilter):
+    name, order, switches = "verbatim", 30, ("verbatim",)
+
+    def check(self, ctx: Any, items: list[QAItem], articles: dict[str, Article]) -> dict[str, Verdict]:
+        f = ctx.config.filters
+        return check_verbatim(items, articles, f.verbatim_max_overlap, f.verbatim_min_tokens)
+
+
+@register_filter
+class NearDuplicateFilter(QuestionFilter):
+    name, order, switches = "near_duplicate", 40, ("near_duplicate",)
+
+    def check(self, ctx: Any, items: list[QAItem], articles: dict[str, Article]) -> dict[str, Verdict]:
+        return check_near_duplicate(items, ctx.config.filters.near_duplicate_threshold)
+
+
+@register_filter
+class NeedsBothArticlesFilter(QuestionFilter):
+    name, order, switches = "needs_both_articles", 50, ("needs_both_articles",)
+
+    def check(self, ctx: Any, items: list[QAItem], articles: dict[str, Article]) -> dict[str, Verdict]:
+        f = ctx.config.filters
+        return check_needs_both(ctx.llm, items, articles, stage=ctx.spec.name, endpoint=f.endpoint,
+                                max_chars=f.max_article_chars, on_error=f.on_llm_error,
+                                min_overlap=f.judge_min_overlap)
+
+
+@register_filter
+class NeedsRetrievalFilter(QuestionFilter):
+    name, order, switches = "needs_retrieval", 60, ("needs_retrieval",)
+
+    def check(self, ctx: Any, items: list[QAItem], articles: dict[str, Article]) -> dict[str, Verdict]:
+        f = ctx.config.filters
+        return check_needs_retrieval(ctx.llm, items, stage=ctx.spec.name, endpoint=f.endpoint,
+                                     on_error=f.on_llm_error, min_overlap=f.judge_min_overlap)
+
+
 def build_checks(ctx: Any, articles: dict[str, Article]) -> list[tuple[str, Callable]]:
+    """The enabled filters (built-in, then those listed in ``filters.extra``), cheapest first."""
     f = ctx.config.filters
-    stage = ctx.spec.name
-    checks: list[tuple[str, Callable]] = []
-    if f.well_formed:
-        checks.append(("well_formed", lambda xs: check_well_formed(xs, f.well_formed_min_score)))
-        if f.well_formed_llm:
-            checks.append(("well_formed_llm", lambda xs: check_well_formed_llm(
-                ctx.llm, xs, stage=stage, endpoint=f.endpoint, min_rating=f.well_formed_min_rating,
-                on_error=f.on_llm_error)))
-    if f.named_entity:
-        checks.append(("named_entity", lambda xs: check_named_entity(xs, f.entity_labels, load_spacy(f.spacy_model))))
-    if f.verbatim:
-        checks.append(("verbatim", lambda xs: check_verbatim(xs, articles, f.verbatim_max_overlap,
-                                                              f.verbatim_min_tokens)))
-    if f.near_duplicate:
-        checks.append(("near_duplicate", lambda xs: check_near_duplicate(xs, f.near_duplicate_threshold)))
-    if f.needs_both_articles:
-        checks.append(("needs_both_articles", lambda xs: check_needs_both(
-            ctx.llm, xs, articles, stage=stage, endpoint=f.endpoint, max_chars=f.max_article_chars,
-            on_error=f.on_llm_error, min_overlap=f.judge_min_overlap)))
-    if f.needs_retrieval:
-        checks.append(("needs_retrieval", lambda xs: check_needs_retrieval(
-            ctx.llm, xs, stage=stage, endpoint=f.endpoint, on_error=f.on_llm_error,
-            min_overlap=f.judge_min_overlap)))
-    return checks
+    chosen = [FILTER_REGISTRY.get(n) for n in (*BUILTIN_FILTERS, *f.extra)]
+    chosen = sorted((x for x in chosen if x.enabled(f)), key=lambda x: x.order)  # stable: ties keep their order
+    return [(x.name, functools.partial(x.check, ctx, articles=articles)) for x in chosen]
 
 
 def run(ctx: Any) -> None:

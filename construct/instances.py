@@ -17,7 +17,6 @@ shuffled with a seed derived from the project seed and the instance id, so ids a
 from __future__ import annotations
 
 import hashlib
-import json
 import random
 from dataclasses import dataclass
 from typing import Callable, Optional
@@ -27,7 +26,7 @@ from pydantic import Field, field_validator
 from babelrag.config import Section
 from babelrag.errors import ConfigError
 from babelrag.leakage import instance_leaks
-from babelrag.records import Article, DistractorSet, Document, Instance, QAItem
+from babelrag.records import Article, DistractorSet, Document, Instance, QAItem, x_language
 from babelrag.stage import StageSpec
 
 
@@ -43,7 +42,6 @@ class InstancesConfig(Section):
     )
     mono_supporting: int = 2
     mono_distracting: int = 6
-    multi_supporting_per_language: int = 1
     multi_distracting_per_language: int = 3
     allow_fewer_distractors: bool = True  # False: skip an instance that cannot get its full distractor count
     translate_documents: bool = True  # machine-translate X articles to English for multi+ES / multi+ED
@@ -67,9 +65,13 @@ class InstancesConfig(Section):
 
 STAGE = StageSpec(
     "instances", "babelrag.construct.instances:run", "Instance", ("ingest", "filters", "distractors"),
-    ("instances", "project", "distractors", "llm"),
+    ("instances", "project", "distractors"), version="2",
+    changes=(("2", "reads typed translations (QAItem.translations)"),),
     description="one instance per question, setting and language", uses_llm=True,
-    files=("instances.reviewed_qa",), owns={"instances": InstancesConfig}, order=70)
+    files=("instances.reviewed_qa",),
+    llm_endpoints=(("instances.endpoint", (("instances.translate_documents", True),)),), runtime_sections=("llm",),
+    prompts=("babelrag.construct.instances:chains/prompts/translate_article.yaml",),
+    owns={"instances": InstancesConfig}, order=70)
 
 BASES = ("mono", "multi")
 SPECIAL = ("en-baseline", "no-retrieval", "oracle")
@@ -106,12 +108,6 @@ def instance_id(qa_id: str, setting: str, language: str) -> str:
     return "inst-" + hashlib.sha256(f"{qa_id}|{setting}|{language}".encode()).hexdigest()[:16]
 
 
-def split_of(qa_id: str, dev_fraction: float, seed: int) -> str:
-    """Split by *question*, so all instances of one question (every setting/language) share one split."""
-    h = int(hashlib.sha256(f"{seed}|{qa_id}".encode()).hexdigest()[:12], 16) / 16**12
-    return "dev" if h < dev_fraction else "test"
-
-
 class LeakageError(ValueError):
     """An assembled instance breaks a leakage rule (a bug upstream, never stored)."""
 
@@ -139,17 +135,16 @@ def _doc(article: Article, role: str, kind: str, translated: Optional[tuple[str,
 
 
 def qa_languages(qa: QAItem, articles: dict[str, Article], pivot: str = "en") -> tuple[str, Optional[str]]:
-    """("mono", None) for a pivot–pivot pair, ("multi", X) for an X–pivot pair; Skip otherwise."""
-    try:
-        langs = [articles[a].language for a in qa.article_ids]
-    except KeyError as exc:
-        raise Skip("missing-article") from exc
-    others = [lang for lang in langs if lang != pivot]
-    if not others:
-        return "mono", None
-    if len(others) == 1 and len(langs) == 2:
-        return "multi", others[0]
-    raise Skip("unsupported-language-pair")
+    """("mono", None) for a pivot–pivot question, ("multi", X) for an X–pivot one (the pivot rule the
+    questions stage stored; computed from the articles for records written before); Skip otherwise."""
+    if any(a not in articles for a in qa.article_ids):
+        raise Skip("missing-article")
+    x = qa.x_language
+    if x is None:
+        x = x_language([articles[a].language for a in qa.article_ids], pivot)
+    if x is None:
+        raise Skip("unsupported-language-pair")
+    return ("multi", x) if x else ("mono", None)
 
 
 @dataclass
@@ -159,7 +154,6 @@ class Assembler:
     articles: dict[str, Article]
     mono_supporting: int = 2
     mono_distracting: int = 6
-    multi_supporting: int = 1
     multi_distracting: int = 3
     min_days_before: int = 14
     allow_fewer_distractors: bool = True
@@ -185,10 +179,10 @@ class Assembler:
     def _question(self, qa: QAItem, language: str) -> tuple[str, str, bool]:
         if language == self.pivot:
             return qa.question, qa.answer, False
-        tr = json.loads(qa.translations_json or "{}").get(language)
-        if not tr or not tr.get("question") or not tr.get("answer"):
+        tr = qa.translation(language)
+        if tr is None or not tr.usable:
             raise Skip(f"no-translation-{language}")
-        return tr["question"], tr["answer"], bool(tr.get("machine_translated", True))
+        return tr.question, tr.answer, tr.machine_translated
 
     def _translated(self, article_id: str) -> tuple[str, str]:
         tr = self.doc_translation(article_id)
@@ -315,7 +309,6 @@ def run(ctx) -> None:  # noqa: ANN001 - StageContext (kept import-light)
     asm = Assembler(
         articles=articles, mono_supporting=cfg.instances.mono_supporting,
         mono_distracting=cfg.instances.mono_distracting,
-        multi_supporting=cfg.instances.multi_supporting_per_language,
         multi_distracting=cfg.instances.multi_distracting_per_language,
         min_days_before=cfg.distractors.min_days_before,
         allow_fewer_distractors=cfg.instances.allow_fewer_distractors, seed=ctx.seed, pivot=pivot,

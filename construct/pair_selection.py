@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
-from babelrag.records import Article, ArticlePair
+from babelrag.records import Article, ArticlePair, x_language
 
 Chosen = tuple[ArticlePair, Article, Article]
 
@@ -29,11 +29,12 @@ def select_pairs(pairs: list[ArticlePair], articles: dict[str, Article], pivot: 
         if a is None or b is None:
             skip("pair-article-missing")
             continue
-        if a.language == pivot and b.language != pivot:
-            a, b = b, a  # X first, English second
-        if b.language != pivot or (a.language != pivot and a.language not in languages):
+        x = x_language((a.language, b.language), pivot)
+        if x is None or (x and x not in languages):
             skip("unsupported-language-pair")
             continue
+        if a.language == pivot and b.language != pivot:
+            a, b = b, a  # X first, English second
         eligible.setdefault((a.language, b.language), []).append((pair, a, b))
     chosen: list[Chosen] = []
     queues = [list(v) for _, v in sorted(eligible.items())]

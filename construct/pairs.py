@@ -63,7 +63,7 @@ class DenseConfig(Section):
 
 
 STAGE = StageSpec(
-    "pairs", "babelrag.construct.pairs:run", "ArticlePair", ("ingest",), ("pairs", "dense", "project"),
+    "pairs", "babelrag.construct.pairs:run", "ArticlePair", ("ingest", "index"), ("pairs", "dense", "project"),
     description="related article pairs: entity graph (same language) + dense retrieval (cross-language)",
     files=("dense.events_file", "dense.encoder.name_or_path"),
     llm_endpoints=(("dense.encoder.endpoint", (("dense.enabled", True), ("dense.encoder.kind", "openai"))),),
@@ -72,8 +72,9 @@ STAGE = StageSpec(
 EPOCH = dt.date(1970, 1, 1)
 
 
-def day_number(iso: str) -> int:
-    return (dt.date.fromisoformat(iso[:10]) - EPOCH).days
+def day_number(published: dt.date | str) -> int:
+    day = published if isinstance(published, dt.date) else dt.date.fromisoformat(published[:10])
+    return (day - EPOCH).days
 
 
 PAIR_ID_PREFIX = {"entity_graph": "eg", "dense": "xl", "hybrid": "hy"}
@@ -159,7 +160,7 @@ def run(ctx: StageContext) -> None:
         ctx.count_in += 1
         slices.setdefault(art.language, LanguageSlice()).add(art)
         if not art.title_entities:
-            ctx.skip("no-title-entities")
+            ctx.note("no-title-entities")  # still a dense-retrieval candidate
     pairs = entity_graph_pairs(ctx, slices)
     ctx.extra["entity_graph_pairs"] = len(pairs)
     if ctx.config.pairs.graphml:

@@ -4,19 +4,19 @@ Reads the ``relevance`` stage (pairs whose ``relevant`` is not False), keeps en�
 ``questions.per_pair`` questions per pair with types cycling through ``questions.types`` (so every type is
 requested across the corpus), runs the chain in ``chains/crossdoc.py`` (question and answer in English
 first), then translates each question/answer: en–en questions into every target language, X–en questions
-into X. Chain failures become ErrorRecords; a failed translation stays visible in ``translations_json``.
+into X. Chain failures become ErrorRecords; a failed translation stays visible in ``translations`` (``error``).
 """
 from __future__ import annotations
 
-import json
 from typing import Any, Literal, Optional
 
 from pydantic import Field
 
 from babelrag.config import Section
+from babelrag.run_only import run_only
 from babelrag.construct.chains.crossdoc import CrossDocChain, Job, qa_id
 from babelrag.construct.pair_selection import select_pairs
-from babelrag.records import Article, ArticlePair
+from babelrag.records import Article, ArticlePair, Translation, x_language
 from babelrag.stage import StageSpec
 
 
@@ -34,12 +34,16 @@ class QuestionsConfig(Section):
     simple_per_summary: int = Field(3, ge=1, le=10)  # one-step Q&A pairs written from each summary
     max_article_chars: int = Field(6000, ge=200)  # article text sent to the summary step is cut here
     translate: bool = True  # machine-translate question/answer (flagged machine_translated)
-    batch_size: int = Field(16, ge=1)  # jobs per chain batch (results are written after each batch)
+    batch_size: int = run_only(16, ge=1)  # jobs per chain batch (results are written after each batch)
 
 
 STAGE = StageSpec(
-    "questions", "babelrag.construct.questions:run", "QAItem", ("ingest", "relevance"), ("questions", "project", "llm"),
+    "questions", "babelrag.construct.questions:run", "QAItem", ("ingest", "relevance"), ("questions", "project"),
+    version="2", changes=(("2", "translations are typed nested records (QAItem.translations)"),),
     description="summary -> simple Q&A -> cross-document Q&A -> translation", uses_llm=True,
+    llm_endpoints=(("questions.endpoint", ()),), runtime_sections=("llm",),
+    prompts=tuple(f"babelrag.construct.questions:chains/prompts/{p}.yaml"
+                  for p in ("summary", "simple_qa", "crossdoc", "answer", "translate_qa")),
     owns={"questions": QuestionsConfig}, order=40)
 
 
@@ -58,11 +62,11 @@ def plan_jobs(pairs: list[ArticlePair], articles: dict[str, Article], types: lis
     return jobs
 
 
-def translation_targets(langs: tuple[str, str], pivot: str, targets: list[str]) -> list[str]:
-    """en–en questions go into every target; X–en questions into X (the language their instance needs)."""
-    others = [lang for lang in langs if lang != pivot]
-    if others:
-        return [others[0]] if others[0] in targets else []
+def translation_targets(x: str, pivot: str, targets: list[str]) -> list[str]:
+    """en–en questions (``x`` "") go into every target; X–en questions into X (the language their
+    instance needs)."""
+    if x:
+        return [x] if x in targets else []
     return [t for t in targets if t != pivot]
 
 
@@ -79,8 +83,8 @@ def run(ctx: Any) -> None:
     out = ctx.output()
     todo = [j for j in jobs if not out.has(j.id)]
     chain = CrossDocChain(ctx.llm, stage=ctx.spec.name, endpoint=q.endpoint, simple_per_summary=q.simple_per_summary,
-                          max_article_chars=q.max_article_chars, config_hash=cfg.section_hash("questions", "llm"))
-    translations: dict[str, dict] = {}
+                          max_article_chars=q.max_article_chars, config_hash=ctx.config_hash)
+    translations: dict[str, dict[str, Translation]] = {}
     for start in ctx.progress(range(0, len(todo), q.batch_size), total=(len(todo) + q.batch_size - 1) // q.batch_size,
                               desc="question batches"):
         batch = todo[start:start + q.batch_size]
@@ -88,15 +92,14 @@ def run(ctx: Any) -> None:
         for err in result.errors:
             ctx.error(err.item_id, err.reason, err.detail)
         ctx.extra["inferred_selection"] = ctx.extra.get("inferred_selection", 0) + result.inferred_selection
-        items = result.items
+        items = [it.model_copy(update={"x_language": x_language([articles[a].language for a in it.article_ids],
+                                                                  pivot)}) for it in result.items]
         if q.translate and items:
             from babelrag.construct.translate import translate_qas
 
             by_target: dict[tuple[str, ...], list] = {}
             for it in items:
-                langs = tuple(translation_targets((articles[it.article_ids[0]].language,
-                                                   articles[it.article_ids[1]].language), pivot,
-                                                  list(q.target_languages)))
+                langs = tuple(translation_targets(it.x_language or "", pivot, list(q.target_languages)))
                 by_target.setdefault(langs, []).append(it)
             for langs, group in by_target.items():
                 translations.update(translate_qas(ctx.llm, group, list(langs), stage=ctx.spec.name, endpoint=q.endpoint,
@@ -105,7 +108,7 @@ def run(ctx: Any) -> None:
         for it in items:
             tr = translations.get(it.id, {})
             for lang, entry in tr.items():
-                if "error" in entry:
-                    ctx.skip(f"translation-failed-{lang}")
-            out.add(it.model_copy(update={"translations_json": json.dumps(tr, ensure_ascii=False, sort_keys=True)}))
+                if entry.error:
+                    ctx.note(f"translation-failed-{lang}")  # kept, without this language
+            out.add(it.model_copy(update={"translations": [tr[lang] for lang in sorted(tr)]}))
     ctx.extra["requested_types"] = {t: sum(j.q_type == t for j in jobs) for t in q.types}

@@ -33,8 +33,11 @@ class RelevanceConfig(Section):
 
 
 STAGE = StageSpec(
-    "relevance", "babelrag.construct.relevance:run", "ArticlePair", ("ingest", "pairs"), ("relevance", "questions", "project", "llm"),
+    "relevance", "babelrag.construct.relevance:run", "ArticlePair", ("ingest", "pairs"), ("relevance", "project"),
+    version="2", changes=(("2", "provenance hashes only its own settings and the endpoint it calls"),),
     description="LLM topical-relevance check of each pair", uses_llm=True,
+    llm_endpoints=(("relevance.endpoint", (("relevance.enabled", True),)),), runtime_sections=("llm",),
+    prompts=("babelrag.construct.relevance:relevance.yaml",),
     owns={"relevance": RelevanceConfig}, order=30)
 
 EXCERPT_CHARS = 1200
@@ -50,8 +53,8 @@ class RelevanceVerdict(BaseModel):
 
 def prompt_items(pair: ArticlePair, articles: dict[str, Article], chars: int = EXCERPT_CHARS) -> dict[str, str]:
     a, b = articles[pair.article_a], articles[pair.article_b]
-    return {"language_a": a.language, "published_a": a.published, "title_a": a.title,
-            "text_a": excerpt(a.text, chars), "language_b": b.language, "published_b": b.published,
+    return {"language_a": a.language, "published_a": a.published.isoformat(), "title_a": a.title,
+            "text_a": excerpt(a.text, chars), "language_b": b.language, "published_b": b.published.isoformat(),
             "title_b": b.title, "text_b": excerpt(b.text, chars)}
 
 
@@ -71,7 +74,7 @@ def run(ctx: StageContext) -> None:
     needed = {p.article_a for p in pairs} | {p.article_b for p in pairs}
     articles = ctx.read_ids("ingest", Article, needed)
     prompt = Prompt.beside(__file__, "relevance.yaml")
-    config_hash = ctx.config.section_hash("relevance", "llm")
+    config_hash = ctx.config_hash
     if cfg.max_pairs is not None:
         from babelrag.construct.pair_selection import select_pairs
 

@@ -9,13 +9,13 @@ target form appears) is recorded so annotators can check it.
 """
 from __future__ import annotations
 
-import json
 import re
 from typing import Any, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from babelrag.records import Article, DistractorSet, QAItem
+from babelrag import records
+from babelrag.records import Article, DistractorSet, QAItem, Translation
 
 LANGUAGE_NAMES = {
     "en": "English", "de": "German", "es": "Spanish", "zh": "Chinese (Simplified)", "ar": "Arabic",
@@ -29,6 +29,8 @@ def language_name(code: str) -> str:
 
 
 class EntityForm(BaseModel):
+    """An entity form as the model replies it (lenient); stored as ``records.EntityForm``."""
+
     model_config = ConfigDict(extra="ignore")
     source: str = ""
     target: str = ""
@@ -99,12 +101,12 @@ def missing_entities(entities: list[str], forms: list[EntityForm], translated: s
 
 
 def translate_qas(runner: Any, qas: list[QAItem], languages: list[str], *, stage: str,
-                  endpoint: Optional[str] = None, source_language: str = "en") -> dict[str, dict[str, dict]]:
+                  endpoint: Optional[str] = None, source_language: str = "en") -> dict[str, dict[str, Translation]]:
     """Translate each item's English question/answer into ``languages``.
 
-    Returns ``{qa_id: {lang: entry}}`` where an entry is either a translation
-    ``{"question", "answer", "machine_translated": True, "entities": {..}, "missing_entities": [..],
-    "prompt": "id@version", "model": ..}`` or ``{"error": "..."}`` (kept so a failure is visible).
+    Returns ``{qa_id: {lang: Translation}}``: the translated question and answer with the entity forms
+    used, the English entities lost, prompt and model; or a ``Translation`` with ``error`` set (kept so a
+    failure is visible).
     A reply still in the source language (whole, or question / answer) is an error: the release
     would reject the instance, so it is dropped here and counted.
     """
@@ -122,7 +124,7 @@ def translate_qas(runner: Any, qas: list[QAItem], languages: list[str], *, stage
                           "entities": ", ".join(ents) if ents else "(none)"})
             ids.append(f"{qa.id}:{lang}")
             keys.append((qa.id, lang, ents))
-    out: dict[str, dict[str, dict]] = {qa.id: {} for qa in qas}
+    out: dict[str, dict[str, Translation]] = {qa.id: {} for qa in qas}
     qa_by_id = {qa.id: qa for qa in qas}
     if not items:
         return out
@@ -130,25 +132,26 @@ def translate_qas(runner: Any, qas: list[QAItem], languages: list[str], *, stage
                                     stage=stage, item_ids=ids)
     for (qa_id, lang, ents), res in zip(keys, results):
         if not res.ok:
-            out[qa_id][lang] = {"error": res.error or "failed"}
+            out[qa_id][lang] = Translation(language=lang, error=res.error or "failed")
             continue
         v: TranslatedQA = res.value
         if _same(v.question, qa_by_id[qa_id].question):
-            out[qa_id][lang] = {"error": "untranslated: the reply repeats the English question"}
+            out[qa_id][lang] = Translation(language=lang, error="untranslated: the reply repeats the English question")
             continue
         wrong = [f"{name} looks {found!r}" for name, text in (("question", v.question), ("answer", v.answer))
                  if (found := checker.check(text, lang))]
         if wrong:
-            out[qa_id][lang] = {"error": f"wrong language: {', '.join(wrong)}, expected {lang!r}"}
+            out[qa_id][lang] = Translation(language=lang,
+                                           error=f"wrong language: {', '.join(wrong)}, expected {lang!r}")
             continue
         text = v.question + " " + v.answer
-        out[qa_id][lang] = {
-            "question": v.question, "answer": v.answer, "machine_translated": True,
-            # keep only mappings the translation actually uses (small models map names to anything)
-            "entities": {f.source: f.target for f in v.entities if f.source and f.target and f.target in text},
-            "missing_entities": missing_entities(ents, v.entities, v.question + " " + v.answer),
-            "prompt": prompt.ref, "model": res.model,
-        }
+        # keep only mappings the translation actually uses (small models map names to anything)
+        used = {f.source: f.target for f in v.entities if f.source and f.target and f.target in text}
+        out[qa_id][lang] = Translation(
+            language=lang, question=v.question, answer=v.answer, machine_translated=True,
+            entities=[records.EntityForm(source=a, target=b) for a, b in used.items()],
+            missing_entities=missing_entities(ents, v.entities, v.question + " " + v.answer),
+            prompt=prompt.ref, model=res.model or "")
     return out
 
 
@@ -190,6 +193,3 @@ def needed_document_translations(qas: list[QAItem], dsets: dict[str, DistractorS
         need.update(list(dict.fromkeys(picked))[:per_language])
     return sorted(need)
 
-
-def entry_json(entries: dict[str, dict]) -> str:
-    return json.dumps(entries, ensure_ascii=False, sort_keys=True)

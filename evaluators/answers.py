@@ -14,11 +14,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from babelrag.errors import InputError
 from babelrag.evaluators.settings import PromptStyle
-from babelrag.records import Document, Instance
+from babelrag.records import AnswerRecord, Document, Instance
 from babelrag.excerpt import excerpt
 from babelrag.release.protocol import OURS, Protocol
 
@@ -28,31 +26,6 @@ if TYPE_CHECKING:  # pragma: no cover
 _PROMPT_FILE = {"articles": "answer_articles", "citations": "answer_citations", "closed-book": "answer_closed_book"}
 _KEYED_PROMPT = "answer_citations_keys"  # citations by published keys ([cite_N], see release/protocol.py)
 PROMPTS = (*_PROMPT_FILE.values(), _KEYED_PROMPT)  # the prompt files answer generation owns
-
-
-class AnswerRecord(BaseModel):
-    """One model's answer to one instance, with everything needed to reproduce and score it."""
-
-    model_config = ConfigDict(extra="forbid")
-    id: str
-    instance_id: str
-    qa_id: str
-    setting: str
-    language: str
-    model: str  # endpoint name in the config
-    served_model: str = ""
-    answer: str = ""
-    ok: bool = True
-    error: str = ""
-    doc_order: list[str] = Field(default_factory=list)  # article ids in the order shown (1-based ids)
-    doc_chars: int = 0  # each document's text was cut to this many characters (0 = shown whole)
-    relevant: list[int] = Field(default_factory=list)  # positions (1-based) of supporting articles
-    prompt_id: str = ""
-    prompt_version: str = ""
-    style: str = "citations"
-    sampling_json: str = "{}"
-    dataset_version: str = ""
-    cached: bool = False
 
 
 def document_order(inst: Instance, seed: int, protocol: Protocol = OURS) -> list[Document]:
@@ -67,14 +40,8 @@ def render_documents(docs: Sequence[Document], max_chars: Optional[int] = None, 
 
 
 def require_endpoints(runner: "LLMRunner", names: Sequence[str], role: str) -> None:
-    """Models and judges must be configured by name: the LLM layer's fallback to the default
-    endpoint would otherwise put one model's answers under another model's name."""
-    from babelrag.errors import ConfigError
-
-    known = sorted(runner.settings.endpoints)
-    unknown = [n for n in names if n not in known]
-    if unknown:
-        raise ConfigError(f"{role} endpoint(s) {unknown} are not configured under llm.endpoints (have: {known})")
+    """Models and judges must be configured by name (``LLMSettings.require``)."""
+    runner.settings.require(list(names), role)
 
 
 def generate_answers(
@@ -117,7 +84,8 @@ def generate_answers(
         for inst, docs, res in zip(instances, orders, results):
             out.append(AnswerRecord(
                 id=f"{model}:{inst.id}", instance_id=inst.id, qa_id=inst.qa_id, setting=inst.setting,
-                language=inst.language, model=model, served_model=res.model or endpoint.model,
+                language=inst.language, model=model, question=inst.question, gold_answer=inst.answer,
+                served_model=res.model or endpoint.model,
                 answer=(res.value or "").strip() if res.ok else "", ok=res.ok, error=res.error or "",
                 doc_order=[d.article_id for d in docs], doc_chars=max_doc_chars or 0,
                 relevant=[k for k, d in enumerate(docs, start=1) if d.role == "supporting"],

@@ -89,7 +89,8 @@ def read_answers_file(path: str | Path, instances: list[Instance], dataset_versi
         style = obj.get("style", "citations")
         out.append(AnswerRecord(
             id=f"{obj['model']}:{inst.id}", instance_id=inst.id, qa_id=inst.qa_id, setting=inst.setting,
-            language=inst.language, model=obj["model"], served_model=obj["model"], answer=obj["answer"].strip(),
+            language=inst.language, model=obj["model"], question=inst.question, gold_answer=inst.answer,
+            served_model=obj["model"], answer=obj["answer"].strip(),
             doc_order=order if style != "closed-book" else [],
             relevant=[k for k, aid in enumerate(order, start=1) if docs[aid].role == "supporting"]
             if style != "closed-book" else [],

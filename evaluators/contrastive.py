@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from babelrag.errors import InputError
 from babelrag.evaluators.ragas import (
-    ContrastivePair,
+    PairPreference,
     Encoder,
     answer_relevance,
     context_relevance,
@@ -82,14 +82,14 @@ def compare_variants(
     sides = _sides(pairs)
     out: dict[str, ScoreResult] = {}
     for variant in variants:
-        built: list[ContrastivePair] = []
+        built: list[PairPreference] = []
         failed = 0
         if variant == "comparative":
             for p, c in zip(pairs, ragas_compare(runner, endpoint, criterion, pairs, seed=seed)):
                 if c is None:
                     failed += 1
                 else:
-                    built.append(ContrastivePair(str(p["pair_id"]), p["human"], choice=c))
+                    built.append(PairPreference(str(p["pair_id"]), p["human"], choice=c))
         else:
             if variant == "direct":
                 items: list[dict[str, Any]] = [{**s, "criterion": criterion.replace("_", " ")} for s in sides]
@@ -103,7 +103,7 @@ def compare_variants(
                 if math.isnan(a) or math.isnan(b):
                     failed += 1
                 else:
-                    built.append(ContrastivePair(str(p["pair_id"]), p["human"], score_a=a, score_b=b))
+                    built.append(PairPreference(str(p["pair_id"]), p["human"], score_a=a, score_b=b))
         res = forced_choice_agreement(built, rounds=rounds, seed=seed)
         res.metric = f"ragas.{criterion}.{variant}"
         res.counts["judge_failed"] = failed

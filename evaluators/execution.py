@@ -184,10 +184,7 @@ def evaluate_release(config: Any, release: Any, out_dir: Optional[Path] = None, 
     if not judges:
         raise ConfigError("scoring an answers file needs judges: list llm endpoint names under evaluate.judges "
                           "or pass --judge")
-    known = sorted(config.llm.endpoints)
-    unknown = [n for n in [*models, *judges] if n not in known]
-    if unknown:  # checked before any work; the LLM layer would silently fall back to the default
-        raise ConfigError(f"endpoint(s) {unknown} are not configured under llm.endpoints (have: {known})")
+    config.llm.require([*models, *judges], "model or judge")  # before any work
     prepared = prepare_metrics(settings)  # fail fast on an unknown metric or a bad model folder, before downloads
     source = resolve_release(getattr(release, "folder", release), configs=ev.configs)
     folder = source.path

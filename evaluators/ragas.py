@@ -123,8 +123,9 @@ Side = Literal["a", "b"]
 
 
 @dataclass(frozen=True)
-class ContrastivePair:
-    """A pair humans chose between; the metric gives scores for both sides or a direct choice."""
+class PairPreference:
+    """A metric's preference on one contrastive pair (``babelrag.records.ContrastivePair``) beside the humans'
+    choice: scores for both sides or a direct choice."""
 
     pair_id: str
     human: Side
@@ -142,7 +143,7 @@ class ContrastivePair:
         return "tie" if self.score_a == self.score_b else ("a" if self.score_a > self.score_b else "b")
 
 
-def forced_choice_agreement(pairs: Iterable[ContrastivePair], rounds: int = 1000, seed: int = 0) -> ScoreResult:
+def forced_choice_agreement(pairs: Iterable[PairPreference], rounds: int = 1000, seed: int = 0) -> ScoreResult:
     """Agreement (tie = 0.5) and Cohen's kappa between a metric's preferences and humans'."""
     rows = []
     for p in pairs:

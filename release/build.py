@@ -68,7 +68,7 @@ def corpus_stats(store: Any) -> dict[str, Any]:
     if store.manifest("ingest") is None or not path.exists():
         return {}
     table = pq.read_table(path, columns=["language", "published"]).to_pydict()
-    dates = sorted(d for d in table["published"] if d)
+    dates = sorted(str(d) for d in table["published"] if d)
     return {"articles": len(table["language"]), "languages": dict(Counter(table["language"])),
             "date_min": dates[0] if dates else "?", "date_max": dates[-1] if dates else "?"}
 
@@ -78,10 +78,10 @@ def write_parquet(path: Path, rows: list[dict[str, Any]]) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from babelrag.release.schema import instance_features
+    from babelrag.release.schema import arrow_rows, instance_features
 
     schema = instance_features().arrow_schema
-    table = pa.Table.from_pylist(rows, schema=schema)
+    table = pa.Table.from_pylist(arrow_rows(rows), schema=schema)
     path.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(table, path, compression="zstd")
 
@@ -105,7 +105,9 @@ def _provenance(qas: list[QAItem], released_qa: set[str]) -> dict[tuple[str, str
 def _annotation_summary(build_dir: Path) -> Optional[dict[str, Any]]:
     """What the card says about annotation: ``annotate/summary.json`` if a curator wrote one, else the
     per-project ``<project>.agreement.json`` files that ``babelrag annotate agreement`` writes there."""
-    folder = build_dir / "annotate"
+    from babelrag.store import BuildStore
+
+    folder = BuildStore(build_dir).annotate_dir
     path = folder / "summary.json"
     if path.exists():
         data = _read_json(path)
@@ -132,16 +134,12 @@ def _read_json(path: Path) -> Any:
 
 
 def _tracker(console: Any, desc: str) -> Any:
-    """A rich progress wrapper for long loops (identity without a console)."""
+    """``babelrag.console.track`` bound to a label, for long loops (None without a console)."""
     if console is None:
         return None
+    from babelrag.console import track
 
-    def track(items: Any, total: int) -> Any:
-        from rich.progress import track as rich_track
-
-        return rich_track(items, total=total, description=desc, console=console, transient=True)
-
-    return track
+    return lambda items, total: track(items, total, desc, console)
 
 
 def plan(config: Any, console: Any = None) -> tuple[list[Instance], dict[str, str], ValidationReport, list[QAItem]]:
@@ -169,7 +167,7 @@ def build_release(config: Any, out_root: Optional[Path] = None, console: Any = N
 
     from babelrag.stage import stages
     from babelrag.release import card, versioning
-    from babelrag.release.schema import SCHEMA_VERSION, instance_features, json_schemas
+    from babelrag.release.schema import SCHEMA_VERSION, arrow_rows, instance_features, json_schemas
     from babelrag.atomic import atomic_dir, atomic_write_text
     from babelrag.store import BuildStore
 
@@ -216,7 +214,7 @@ def build_release(config: Any, out_root: Optional[Path] = None, console: Any = N
         for cfg, splits in track(sorted(rows.items()), len(rows)):
             for split, split_rows in sorted(splits.items()):
                 write_parquet(layout.split_file(tmp, cfg, split), split_rows)
-            dd = datasets.DatasetDict({s: datasets.Dataset.from_list(r, features=features)
+            dd = datasets.DatasetDict({s: datasets.Dataset.from_list(arrow_rows(r), features=features)
                                        for s, r in sorted(splits.items())})
             dd.save_to_disk(str(tmp / layout.DISK_DIR / cfg))
         for name, schema in json_schemas().items():

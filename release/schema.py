@@ -9,7 +9,7 @@ from typing import Any
 
 from babelrag.records import Document, Instance
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"  # 2: documents.published and dates are date32 columns (were ISO strings)
 
 # XRAG's released field names, in its order (id, question, answer, en_question, en_answer, q_type,
 # a_type, crossdoc_type, articles = 2 supporting + 6 distracting, dates = one per article). The released
@@ -27,10 +27,9 @@ def instance_features() -> Any:
     return features_for(Instance)
 
 
-def document_features() -> Any:
-    from babelrag.arrow_features import features_for
-
-    return features_for(Document)
+def arrow_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Instance rows (JSON values) as Arrow takes them: dates as dates (date32 columns)."""
+    return [Instance.model_validate(row).model_dump() for row in rows]
 
 
 def json_schemas() -> dict[str, dict[str, Any]]:

@@ -1,7 +1,7 @@
 """Deterministic dev/test assignment and config grouping.
 
 A question goes to ``dev`` when ``sha256(f"{seed}|{key}")`` (first 12 hex digits as a fraction) is below
-``dev_fraction`` — the same rule as ``construct.instances.split_of`` — so the assignment depends only on
+``dev_fraction``, so the assignment depends only on
 the seed and the question, never on the order or on other questions: adding questions in a new version
 never moves old ones between splits. ``key`` is the smallest QA id among questions that share a supporting
 article, so every setting of a question *and* every question on the same article pair land in one split.

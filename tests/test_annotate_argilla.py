@@ -125,7 +125,8 @@ def test_push_creates_every_project_with_guidelines_distribution_and_suggestions
     positions = {rid: r.metadata["better_position"] for rid, r in fc.items()}
     assert set(positions.values()) == {"A", "B"}  # 6 seeded coins: both sides used (checked for seed 7)
     for rid, r in fc.items():
-        better = next(p for p in samples.contrastive_pairs(6) if p["id"] == rid)["better"]
+        pair = next(p for p in samples.contrastive_pairs(6) if p["id"] == rid)
+        better = pair["option_" + pair["better"]]
         assert r.fields["response_a" if positions[rid] == "A" else "response_b"] == better
 
 
@@ -226,12 +227,12 @@ def test_merge_applies_majority_corrections_with_provenance(env, pushed):
     merged, report = merge.merge_qa_verification(items, rows, min_submitted=2)
     by_id = {m.id: m for m in merged}
     assert by_id["qa2"].answer == "Lisbon had 102 delegates." and by_id["qa2"].verified  # same correction twice
-    assert json.loads(by_id["qa2"].filters_json)["human_verification"]["detail"]["original_answer"] == items[1].answer
+    assert by_id["qa2"].human_review.original_answer == items[1].answer
     assert report.unresolved == ["qa4"] and by_id["qa4"] == items[3]  # 1-1 ties stay for adjudication
     assert by_id["qa1"].verified and by_id["qa1"].answer == items[0].answer
-    hv = json.loads(by_id["qa1"].filters_json)["human_verification"]
-    assert hv["passed"] and [a["annotator"] for a in hv["detail"]["annotators"]] == ["ann1", "ann2"]
-    assert hv["detail"]["guideline"] == f"qa_verification@{projects.guideline('qa_verification').version}"
+    hv = by_id["qa1"].human_review
+    assert hv.passed and [a.annotator for a in hv.annotators] == ["ann1", "ann2"]
+    assert hv.guideline == f"qa_verification@{projects.guideline('qa_verification').version}"
     assert not by_id["qa3"].verified and by_id["qa3"].rejected_by == "human_verification"
     assert (report.merged, report.corrected, report.rejected, report.pending) == (3, 1, 1, 0)
 

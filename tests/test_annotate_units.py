@@ -170,8 +170,8 @@ def test_forced_choice_positions_are_seeded_recorded_and_balanced():
     assert 0.25 < a_share < 0.75
     for pair, rec in zip(pairs, recs):
         shown = rec.fields["response_a"] if rec.metadata["better_position"] == "A" else rec.fields["response_b"]
-        assert shown == pair["better"]
-        # judge said "better": the suggestion points at the better response's position
+        assert shown == pair["option_" + pair["better"]]
+        # the judge picked the better option: the suggestion points at the better response's position
         assert rec.suggestions[0].value == rec.metadata["better_position"]
     other = projects.forced_choice_records(pairs, seed=4)
     assert [r.metadata["better_position"] for r in other] != [r.metadata["better_position"] for r in recs]
@@ -303,9 +303,9 @@ def test_merge_waits_for_min_submitted_and_keeps_translation_provenance():
             for a in ("ann1", "ann2")]
     rows.append({**rows[0], "record_id": "qa2"})
     merged, report = merge.merge_translation(items, rows, "de", min_submitted=2)
-    tr = json.loads(merged[0].translations_json)["de"]
-    assert tr["question"] == "Frage?" and tr["machine_translated"] is False and tr["post_edited"] is True
-    assert tr["machine_translation"]["model"] == "mt-small" and len(tr["annotators"]) == 2
+    tr = merged[0].translation("de")
+    assert tr.question == "Frage?" and tr.machine_translated is False and tr.post_edited is True
+    assert tr.machine_translation.model == "mt-small" and len(tr.annotators) == 2
     assert merged[1] == items[1] and report.pending == 1 and report.merged == 1
 
 

@@ -166,7 +166,7 @@ def test_pairs_stage_with_openai_encoder_through_ctx_llm_survives_faults(tmp_pat
             llm_session.reset()
         faults = srv.count("embed") - srv.count("embed", "ok")
     assert faults > 0  # the server really failed some requests and the layer retried them
-    usage = report.stages[-1].llm_usage
+    usage = next(s for s in report.stages if s.stage == "index").llm_usage  # the articles are encoded there
     assert usage["succeeded"] == 6 and usage["retries"] >= faults
     store = BuildStore(cfg.build_dir)
     vs = VectorStore.lite(store.shared_dir("milvus"), "articles", 16)

@@ -1,4 +1,5 @@
 """Ingestion: readers (JSONL, HTML folder, WARC), filters, dedupe, title NER, per-reason skips."""
+import datetime as dt
 import io
 import json
 from pathlib import Path
@@ -72,14 +73,15 @@ def test_jsonl_filters_dedupe_and_title_entities(tmp_path):
     assert [a.id for a in arts] == ["a1", "a2", "a3"]
     by_id = {a.id: a for a in arts}
     assert by_id["a3"].language == "de" and by_id["a1"].language == "en"
-    assert by_id["a2"].published == "2026-03-05"
+    assert by_id["a2"].published == dt.date(2026, 3, 5)
     assert by_id["a1"].n_tokens == count_tokens(long)
     assert "berlin" in by_id["a1"].title_entities and "siemens" in by_id["a1"].title_entities
     assert by_id["a3"].title_entities == []  # no German model: no entities (never the English model) ...
     skipped = report.stages[0].skipped
     assert skipped == {"exact-duplicate": 1, "near-duplicate": 1, "too-short": 1, "missing-date": 1,
                        "before-date-window": 1, "language-not-configured": 2, "duplicate-id": 1,
-                       "bad-json": 1, "no-article-text": 1, "no-ner-model-de": 1}  # ... and counted
+                       "bad-json": 1, "no-article-text": 1}
+    assert report.stages[0].kept_with_note == {"no-ner-model-de": 1}  # ... kept, and counted apart
     assert report.stages[0].count_in == 13
 
 
@@ -118,7 +120,7 @@ def test_html_folder_with_url_map_and_canonical(tmp_path):
     report = Pipeline(config).run(until="ingest")
     arts = BuildStore(config.build_dir).read("ingest", Article)
     assert sorted(a.url for a in arts) == ["https://news.example/budget", "https://news.example/wet"]
-    assert {a.published for a in arts} == {"2026-03-03"}
+    assert {a.published for a in arts} == {dt.date(2026, 3, 3)}
     assert report.stages[0].skipped == {"no-article-text": 1, "no-url": 1}
 
 

@@ -178,7 +178,7 @@ def test_ingest_counts_titles_without_model_and_keeps_them(tmp_path):
     report = Pipeline(config).run(until="ingest")
     arts = {a.id: a for a in BuildStore(config.build_dir).read("ingest", Article)}
     assert arts["d1"].title_entities == [] and "paris" in arts["f1"].title_entities
-    assert report.stages[0].skipped == {"no-ner-model-de": 1}
+    assert report.stages[0].skipped == {} and report.stages[0].kept_with_note == {"no-ner-model-de": 1}
     assert BuildStore(config.build_dir).manifest("ingest").extra["ner_languages_without_model"] == ["de"]
 
 

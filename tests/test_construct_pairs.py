@@ -142,13 +142,13 @@ def test_pairs_stage_articles_mode_and_rerun_is_idempotent(corpus):
     dense = {(p.article_a, p.article_b) for p in pairs if p.method == "dense"}
     assert dense == {("d1", "e1"), ("d2", "e3")}
     extra = store.manifest("pairs").extra
-    assert extra["dense_queries"] == "articles" and extra["vector_cache"]["misses"] == 6
+    assert extra["dense_queries"] == "articles" and store.manifest("index").extra["vector_cache"]["misses"] == 6
     # forced re-run: vectors come from the cache and Milvus upserts do not duplicate rows
     Pipeline(config_from_dict({
         "project": {"build_dir": str(corpus / "b-articles"), "languages": ["en", "de"]},
         "corpus": {"inputs": [{"path": str(corpus / "c.jsonl"), "format": "jsonl"}], "min_tokens": 20},
-        "dense": {"min_score": 0.3, "queries": "articles"}})).run(until="pairs", force=["pairs"])
-    extra = store.manifest("pairs").extra
+        "dense": {"min_score": 0.3, "queries": "articles"}})).run(until="pairs", force=["index", "pairs"])
+    extra = store.manifest("index").extra
     assert extra["vector_cache"] == {"hits": 6, "misses": 0}
     from babelrag.construct.vectorstore import VectorStore
 
@@ -171,7 +171,7 @@ def test_rerun_on_a_smaller_corpus_prunes_stale_vectors(corpus, tmp_path):
     Pipeline(config_from_dict({**base, "corpus": {"inputs": [{"path": str(tmp_path / "small.jsonl"),
                                                               "format": "jsonl"}], "min_tokens": 20}})).run(until="pairs")
     store = BuildStore(build)
-    assert store.manifest("pairs").extra["vectors_pruned"] == 1
+    assert store.manifest("index").extra["vectors_pruned"] == 1
     dense = {(p.article_a, p.article_b) for p in store.read("pairs", ArticlePair) if p.method == "dense"}
     assert ("d1", "e2") in dense and not any("e1" in p for p in dense)
 

@@ -78,7 +78,10 @@ def test_relevance_verdicts_rationale_provenance_and_errors(tmp_path, server):
     prov = checked["eg:a1|a2"].provenance
     assert (prov.prompt_id, prov.prompt_version, prov.model, prov.endpoint) == (
         "construct.pair_relevance", "1", "scripted", "checker")
-    assert prov.config_hash == cfg.section_hash("relevance", "llm")
+    # the stage's output-relevant config: its sections and the endpoint it calls (never its limits)
+    from babelrag.stage import get_stage
+
+    assert prov.config_hash == Pipeline(cfg).config_hash(get_stage("relevance"))
     errors = store.read_errors("relevance")
     assert [e.item_id for e in errors] == ["eg:c1|c2"]
     stage = report.stages[-1]

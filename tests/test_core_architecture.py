@@ -45,7 +45,8 @@ def test_the_core_imports_no_stage_package():
 
 
 def test_every_build_stage_is_declared_with_its_sections():
-    assert stage_names() == ("ingest", "pairs", "relevance", "questions", "filters", "distractors", "instances")
+    assert stage_names() == ("ingest", "index", "pairs", "relevance", "questions", "filters", "distractors",
+                             "instances")
     schema = set(type(config_from_dict({})).model_fields)
     for name in stage_names():
         spec = get_stage(name)
@@ -60,8 +61,9 @@ def test_a_new_stage_joins_pipeline_config_and_cli(tmp_path, shout_stage):
     assert cfg.shout.suffix == "?"
     with pytest.raises(ConfigError, match="unknown key 'shout.sufix'"):
         config_from_dict({"shout": {"sufix": "?"}})
-    # the pipeline runs it in its declared place, after ingest
-    assert stage_names().index("shout") == stage_names().index("ingest") + 1
+    # the pipeline runs it in its declared place (order 15): after ingest (10), before pairs (20)
+    names = stage_names()
+    assert names.index("ingest") < names.index("shout") < names.index("pairs")
     seed_stage(tmp_path / "build", "ingest", [Article(id="a1", title="Port reopens", text="x", language="en",
                                                       published="2026-08-01")], Article)
     report = Pipeline(cfg).run(only=["shout"])
@@ -115,3 +117,58 @@ def test_a_new_metric_joins_registry_cli_and_leaderboard(tmp_path):
     data = json.loads(paths["json"].read_text())
     assert data["leaderboard"][0]["answer_words"] == 3.0
     assert data["metrics"]["m"]["answer_words"]["counts"] == {}
+
+
+@pytest.mark.parametrize("name", ["cache", "annotate", "_shared", ".partial", "run_report.json"])
+def test_a_stage_cannot_take_a_build_folder_name(name):
+    with pytest.raises(ConfigError, match="taken by the build folder's layout"):
+        add_stage(StageSpec(name, "m:f", "Article"))
+    assert name not in stage_names()
+
+
+def test_only_the_store_joins_build_folder_names_to_paths():
+    """The build layout (``babelrag/build_layout.py``) is spelled out in one module: no other module
+    writes ``build_dir / "annotate"`` or a ``".partial"`` path itself."""
+    from babelrag import build_layout
+
+    names = sorted(build_layout.RESERVED_NAMES)
+    offenders = []
+    for folder in ("babelrag", "construct", "annotate", "release", "evaluators"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            rel = path.relative_to(ROOT).as_posix()
+            if rel in ("babelrag/build_layout.py",):
+                continue
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div) \
+                        and isinstance(node.right, ast.Constant) and node.right.value in names:
+                    offenders.append(f"{rel}:{node.lineno}: / {node.right.value!r}")
+    assert offenders == []
+
+
+def test_a_new_question_filter_is_one_registered_module(tmp_path):
+    from babelrag.construct.filters import FILTER_REGISTRY
+    from babelrag.records import QAItem
+    from tests.helpers.qa_fixtures import corpus, qa
+
+    FILTER_REGISTRY.register_lazy("answer_words", "tests.helpers.tiny_filter:AnswerWordsFilter")
+    try:
+        with pytest.raises(ConfigError, match=r"unknown or built-in filter\(s\) \['nope'\].*answer_words"):
+            config_from_dict({"filters": {"extra": ["nope"]}})
+        build = tmp_path / "build"
+        seed_stage(build, "ingest", list(corpus().values()), Article)
+        items = [qa("q1", "a1", "a2"), qa("q2", "a1", "a2").model_copy(update={"answer": "three hundred new staff"})]
+        seed_stage(build, "questions", items, QAItem)
+        off = {k: False for k in ("well_formed", "named_entity", "near_duplicate", "needs_both_articles",
+                                  "needs_retrieval")}
+        cfg = config_from_dict({"project": {"build_dir": str(build)},
+                                "filters": {**off, "extra": ["answer_words"],
+                                            "options": {"answer_words": {"max_words": 3}}}})
+        report = Pipeline(cfg).run(only=["filters"])
+        out = {q.id: q for q in BuildStore(build).read("filters", QAItem)}
+        assert out["q1"].accepted and not out["q2"].accepted and out["q2"].rejected_by == "answer_words"
+        verdicts = {v.filter: v for v in out["q2"].filters}
+        assert (verdicts["answer_words"].status, verdicts["answer_words"].detail) == ("fail", "4 words")
+        assert verdicts["verbatim"].status == "not_run"  # order 25 runs before verbatim (30): never reached
+        assert report.stages[0].skipped == {"rejected:answer_words": 1}
+    finally:
+        FILTER_REGISTRY.forget("answer_words")

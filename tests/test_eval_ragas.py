@@ -7,7 +7,7 @@ from sklearn.metrics import cohen_kappa_score
 
 from babelrag.errors import InputError
 from babelrag.evaluators.ragas import (
-    ContrastivePair,
+    PairPreference,
     answer_relevance,
     context_relevance,
     direct_score,
@@ -74,11 +74,11 @@ def test_direct_score_scale():
 
 def test_forced_choice_agreement_and_kappa():
     pairs = [
-        ContrastivePair("p1", "a", score_a=0.9, score_b=0.2),  # agrees
-        ContrastivePair("p2", "b", score_a=0.9, score_b=0.2),  # disagrees
-        ContrastivePair("p3", "a", score_a=0.5, score_b=0.5),  # tie -> 0.5
-        ContrastivePair("p4", "b", choice="b"),  # comparative ranking: agrees
-        ContrastivePair("p5", "b", choice="tie"),
+        PairPreference("p1", "a", score_a=0.9, score_b=0.2),  # agrees
+        PairPreference("p2", "b", score_a=0.9, score_b=0.2),  # disagrees
+        PairPreference("p3", "a", score_a=0.5, score_b=0.5),  # tie -> 0.5
+        PairPreference("p4", "b", choice="b"),  # comparative ranking: agrees
+        PairPreference("p5", "b", choice="tie"),
     ]
     res = forced_choice_agreement(pairs, rounds=100)
     assert res.aggregate["agreement"].value == pytest.approx((1 + 0 + 0.5 + 1 + 0.5) / 5)
@@ -87,6 +87,6 @@ def test_forced_choice_agreement_and_kappa():
     assert res.aggregate["kappa"].value == pytest.approx(cohen_kappa_score(metric, human))
     assert res.counts["ties"] == 2
     with pytest.raises(InputError, match="p9"):
-        forced_choice_agreement([ContrastivePair("p9", "a", score_a=1.0)])
+        forced_choice_agreement([PairPreference("p9", "a", score_a=1.0)])
     with pytest.raises(InputError, match="human choice"):
-        forced_choice_agreement([ContrastivePair("p8", "x", choice="a")])
+        forced_choice_agreement([PairPreference("p8", "x", choice="a")])

@@ -4,8 +4,7 @@ from collections import Counter
 import pytest
 
 from babelrag.config import config_from_dict
-from babelrag.construct.instances import (Assembler, LeakageError, Skip, check_leakage, instance_id, parse_setting,
-                                          split_of)
+from babelrag.construct.instances import Assembler, LeakageError, Skip, check_leakage, instance_id, parse_setting
 from babelrag.leakage import split_leaks
 from babelrag.errors import ConfigError
 from babelrag.pipeline import Pipeline
@@ -121,7 +120,6 @@ def test_leakage_rules():
     leaks = split_leaks({"dev": [_inst(sup, id="i1")], "test": [_inst(sup, id="i2")]})
     assert [(leak.instance, leak.rule) for leak in leaks] == [("i1", "split_leak"), ("i2", "split_leak")]
     assert "question q is in splits ['dev', 'test']" in leaks[0].detail
-    assert {split_of(f"q{i}", 0.3, 7) for i in range(50)} == {"dev", "test"}
 
 
 def test_stage_builds_every_setting_and_records_leakage(tmp_path):
@@ -158,3 +156,17 @@ def test_stage_builds_every_setting_and_records_leakage(tmp_path):
     assert skipped["rejected-by-filters"] == 1
     assert skipped["mono:no-translation-es"] == 1  # q4 has no Spanish translation
     assert skipped["no-retrieval:no-translation-es"] == 1 and skipped["oracle:no-translation-es"] == 1
+
+
+def test_the_stored_pivot_rule_is_read_not_re_derived():
+    from babelrag.construct.instances import qa_languages
+
+    arts = corpus()
+    multi = qa("q", "d1", "a1")  # a de and an en article
+    assert qa_languages(multi, arts) == ("multi", "de")  # a record written before the rule was stored
+    assert qa_languages(multi.model_copy(update={"x_language": "de"}), arts) == ("multi", "de")
+    assert qa_languages(multi.model_copy(update={"x_language": ""}), arts) == ("mono", None)  # stored wins
+    with pytest.raises(Skip, match="missing-article"):
+        qa_languages(qa("q", "d1", "gone"), arts)
+    with pytest.raises(Skip, match="unsupported-language-pair"):
+        qa_languages(qa("q", "d1", "g1"), arts)  # two German articles, pivot en

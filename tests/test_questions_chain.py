@@ -3,7 +3,6 @@
 The scripted "model" answers every step like a small model does: sometimes a bare list instead of an
 object, other keys, "A1" instead of 1, prose instead of JSON (also after the repair re-ask).
 """
-import json
 import re
 
 import pytest
@@ -12,6 +11,7 @@ from babelrag.config import config_from_dict
 from babelrag.construct.chains.crossdoc import CrossDocChain, Job, infer_used, qa_id
 from babelrag.construct.chains.outputs import Attempt, CrossDocQuestion, QAPair, SimplePairs
 from babelrag.construct.questions import plan_jobs, translation_targets
+from babelrag.records import x_language
 from babelrag.llm.client import LLMRunner
 from babelrag.llm.settings import EndpointConfig, LLMSettings
 from babelrag.pipeline import Pipeline
@@ -108,9 +108,13 @@ def test_plan_jobs_cycles_types_orders_languages_and_honours_max_pairs():
     assert jobs[0].id == qa_id("p2", "aggregation", 0)
     # without a budget every usable pair is taken, in id order
     assert [j.pair_id for j in plan_jobs(pairs, arts, types, 1, "en", ["en", "de"], max_pairs=None)] == ["p1", "p2", "p5"]
-    assert translation_targets(("en", "en"), "en", ["de", "es"]) == ["de", "es"]
-    assert translation_targets(("de", "en"), "en", ["de", "es"]) == ["de"]
-    assert translation_targets(("zh", "en"), "en", ["de", "es"]) == []
+    assert translation_targets("", "en", ["de", "es"]) == ["de", "es"]
+    assert translation_targets("de", "en", ["de", "es"]) == ["de"]
+    assert translation_targets("zh", "en", ["de", "es"]) == []
+    # the pivot rule, stored once per question
+    assert (x_language(["en", "en"], "en"), x_language(["de", "en"], "en"), x_language(["en", "zh"], "en")) == \
+        ("", "de", "zh")
+    assert x_language(["de", "zh"], "en") is None and x_language(["de"], "en") is None
 
 
 def test_chain_on_good_and_malformed_replies(server):
@@ -162,16 +166,18 @@ def test_questions_stage_end_to_end(tmp_path, server):
                              (qa_id("p3", "comparison", 1), "summary:invalid_json"),
                              (qa_id("p6", "multi-hop", 0), "crossdoc:no-fact-from-each-article"),
                              (qa_id("p6", "set", 1), "crossdoc:no-fact-from-each-article")])
+    assert {i.pair_id: i.x_language for i in items} == {"p1": "", "p2": "de"}  # the pivot rule, stored
     en_en = next(i for i in items if i.pair_id == "p1")
-    tr = json.loads(en_en.translations_json)
-    assert tr["de"]["question"].startswith("[German]") and tr["de"]["machine_translated"] is True
-    assert tr["de"]["entities"] == {"Lumen Bank": "Lumen Bank"} and tr["de"]["missing_entities"] == []
-    assert "invalid_json" in tr["es"]["error"]  # kept visible, not dropped
-    x_en = json.loads(next(i for i in items if i.pair_id == "p2").translations_json)
-    assert set(x_en) == {"de"}  # X–en questions are translated into X only
+    tr = {t.language: t for t in en_en.translations}
+    assert tr["de"].question.startswith("[German]") and tr["de"].machine_translated is True
+    assert [(e.source, e.target) for e in tr["de"].entities] == [("Lumen Bank", "Lumen Bank")]
+    assert tr["de"].missing_entities == []
+    assert "invalid_json" in tr["es"].error and not tr["es"].usable  # kept visible, not dropped
+    x_en = next(i for i in items if i.pair_id == "p2").translations
+    assert [t.language for t in x_en] == ["de"]  # X–en questions are translated into X only
     st = report.stages[0]
     assert st.count_in == 8 and st.errors == 4
-    assert st.skipped == {"pair-not-relevant": 1, "translation-failed-es": 2}
+    assert st.skipped == {"pair-not-relevant": 1} and st.kept_with_note == {"translation-failed-es": 2}
     # a re-run is cached; a forced re-run answers from the LLM cache without new tokens
     assert Pipeline(cfg).run(only=["questions"]).stages[0].status == "cached"
     before = server.count("chat")
@@ -199,9 +205,10 @@ def test_translation_rejects_untranslated_and_drops_unused_entity_forms():
         item = QAItem(id="q", pair_id="p", article_ids=["a1", "a2"], q_type="set", answer="300",
                       question="How many staff will Lumen Bank hire in Porto?")
         tr = translate_qas(runner, [item], ["de", "zh"], stage="questions")["q"]
-    assert tr["zh"] == {"error": "untranslated: the reply repeats the English question"}
-    assert tr["de"]["entities"] == {"Porto": "Porto"}  # "Deutschland" is not in the translation: dropped
-    assert tr["de"]["missing_entities"] == []
+    assert tr["zh"].error == "untranslated: the reply repeats the English question" and not tr["zh"].question
+    # "Deutschland" is not in the translation: dropped
+    assert [(e.source, e.target) for e in tr["de"].entities] == [("Porto", "Porto")]
+    assert tr["de"].missing_entities == []
 
 
 def test_translation_left_in_english_is_an_error_not_a_release_failure():
@@ -223,8 +230,8 @@ def test_translation_left_in_english_is_an_error_not_a_release_failure():
                       question="How is Calloway Freight's port project going?",
                       answer="It is under consideration, but it faces challenges from the local council")
         tr = translate_qas(runner, [item], ["de", "es"], stage="questions")["q"]
-    assert tr["de"] == {"error": "wrong language: answer looks 'en', expected 'de'"}
-    assert tr["es"]["answer"].startswith("El proyecto")
+    assert tr["de"].error == "wrong language: answer looks 'en', expected 'de'" and not tr["de"].usable
+    assert tr["es"].answer.startswith("El proyecto")
 
 
 def test_crossdoc_question_drops_label_and_appended_answer():

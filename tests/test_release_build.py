@@ -40,7 +40,8 @@ def test_every_config_loads_with_load_dataset_like_from_the_hub(built):
         for split, n in splits.items():
             ds = dd[split]
             assert len(ds) == n
-            assert ds.features["documents"].feature["published"].dtype == "string"
+            assert ds.features["documents"].feature["published"].dtype == "date32"  # typed dates
+            assert ds.features["dates"].feature.dtype == "date32"
             assert ds["id"] == sorted(ds["id"])
             seen += ds["id"]
         # save_to_disk copy holds the same rows

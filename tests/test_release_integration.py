@@ -8,7 +8,7 @@ import json
 from babelrag.config import config_from_dict
 from babelrag.pipeline import Pipeline
 from babelrag.stage import get_stage
-from babelrag.records import Article, Distractor, DistractorSet, QAItem
+from babelrag.records import Article, Distractor, DistractorSet, QAItem, Translation
 from babelrag.store import BuildStore
 from tests.helpers.release_fixtures import make_records, write_stage
 
@@ -28,7 +28,7 @@ def test_real_instances_stage_to_release_and_exports(tmp_path):
             translations.setdefault(inst.qa_id, {})[inst.language] = {
                 "question": inst.question, "answer": inst.answer, "machine_translated": True}
     for qa in qas:
-        qa.translations_json = json.dumps(translations.get(qa.id, {}), ensure_ascii=False)
+        qa.translations = [Translation(language=lang, **tr) for lang, tr in sorted(translations.get(qa.id, {}).items())]
     dsets = []
     for k, qa in enumerate(qas):
         dsets.append(DistractorSet(id=f"ds-{qa.id}", qa_id=qa.id, distractors=[

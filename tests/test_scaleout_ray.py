@@ -165,7 +165,7 @@ def test_ray_encoding_gives_the_same_vectors_pairs_and_cache_as_local(ray_cluste
                  for a in store.read("ingest", Article)]).items()}
         finally:
             cache.close()
-        return config, {i: v.tobytes() for i, v in vectors.items()}, cached, store.manifest("pairs").extra
+        return config, {i: v.tobytes() for i, v in vectors.items()}, cached, store.manifest("index").extra
 
     local, local_vectors, local_cache, _ = build("local", processes=1)
     on_ray, ray_vectors, ray_cache, extra = build("ray", backend="ray", processes=2)
@@ -319,7 +319,7 @@ def test_distributed_setup_ray_workers_and_a_milvus_server_find_the_pairs_a_loca
     assert {("d1", "e1", "ev1"), ("d2", "e3", "ev2")} <= set(local)
     assert set(distributed) == set(local)
     assert all(distributed[k] == pytest.approx(v, abs=1e-5) for k, v in local.items())
-    assert store.manifest("pairs").extra["encode_workers"] == 2
+    assert store.manifest("index").extra["encode_workers"] == 2
     assert not (store.shared_dir("milvus") / "milvus.db").exists()  # nothing went to a Lite file
     vs = VectorStore(milvus_server, "ray_test", 384)
     try:

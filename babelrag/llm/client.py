@@ -564,5 +564,7 @@ def runner_from_config(config: Any) -> LLMRunner:
     if cache_dir is not None and not Path(cache_dir).is_absolute() and hasattr(config, "resolve"):
         cache_dir = config.resolve(str(cache_dir))
     if cache_dir is None:
-        cache_dir = Path(config.build_dir) / "cache" / "llm"
+        from babelrag.store import BuildStore
+
+        cache_dir = BuildStore(config.build_dir).llm_cache_dir
     return LLMRunner(settings, cache_dir)

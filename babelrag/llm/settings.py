@@ -12,6 +12,7 @@ from typing import Literal, Optional
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from babelrag.errors import ConfigError
+from babelrag.run_only import output_fields, run_only
 
 #: Name of the endpoint that stands for the embedded llama.cpp server when nothing is configured.
 LOCAL_ENDPOINT = "local"
@@ -24,26 +25,26 @@ class EndpointConfig(BaseModel):
 
     base_url: str
     model: str
-    api_key_env: Optional[str] = None  # NAME of the env var holding the key; None = no key needed
+    api_key_env: Optional[str] = run_only(None)  # NAME of the env var holding the key; None = no key needed
     json_mode: bool = True  # send response_format={"type": "json_object"} for structured chains
-    max_concurrency: int = Field(8, ge=1, le=1024)
-    rpm: Optional[int] = Field(None, ge=1)  # requests per minute; None = unlimited
-    tpm: Optional[int] = Field(None, ge=1)  # tokens per minute (prompt + completion); None = unlimited
-    timeout_s: float = Field(60.0, gt=0)
-    max_retries: int = Field(6, ge=0, le=50)
-    retry_backoff_s: float = Field(0.5, ge=0)  # first backoff; doubles per attempt, full jitter
-    retry_backoff_max_s: float = Field(30.0, ge=0)
+    max_concurrency: int = run_only(8, ge=1, le=1024)
+    rpm: Optional[int] = run_only(None, ge=1)  # requests per minute; None = unlimited
+    tpm: Optional[int] = run_only(None, ge=1)  # tokens per minute (prompt + completion); None = unlimited
+    timeout_s: float = run_only(60.0, gt=0)
+    max_retries: int = run_only(6, ge=0, le=50)
+    retry_backoff_s: float = run_only(0.5, ge=0)  # first backoff; doubles per attempt, full jitter
+    retry_backoff_max_s: float = run_only(30.0, ge=0)
     # openai: the openai SDK's AsyncOpenAI (default); openai-aiohttp: the SDK over its DefaultAioHttpClient
     # (a third less client CPU per request); aiohttp: babelrag's lean client speaking the same
     # protocol with the SDK's headers and timeouts, ~4x less client CPU per request, for endpoints
     # driven at high concurrency (vLLM with 64+ requests in flight)
-    transport: Literal["openai", "openai-aiohttp", "aiohttp"] = "openai"
+    transport: Literal["openai", "openai-aiohttp", "aiohttp"] = run_only("openai")
     # Who answers, for the response cache and stage fingerprints, when base_url does not say it: the
     # embedded server listens on a fresh port each run, so its URL changes while its model does not.
     # None = base_url identifies the endpoint.
     cache_namespace: Optional[str] = None
-    price_per_1k_input: float = Field(0.0, ge=0)
-    price_per_1k_output: float = Field(0.0, ge=0)
+    price_per_1k_input: float = run_only(0.0, ge=0)
+    price_per_1k_output: float = run_only(0.0, ge=0)
     # sampling defaults (a prompt file or a call may override them)
     temperature: Optional[float] = Field(0.0, ge=0, le=2)
     max_tokens: Optional[int] = Field(512, ge=1)
@@ -73,9 +74,10 @@ class EndpointConfig(BaseModel):
         return self.cache_namespace or self.base_url
 
     def fingerprint_dump(self) -> dict:
-        """The settings as stage fingerprints see them: ``base_url`` replaced by ``identity`` (a port
-        that changes per run is not a different model), ``cache_namespace`` folded into it."""
-        dumped = self.model_dump(mode="json")
+        """The settings that change what the model returns, as stage fingerprints see them: ``base_url``
+        replaced by ``identity`` (a port that changes per run is not a different model),
+        ``cache_namespace`` folded into it; run-only settings (limits, retries, prices, key) left out."""
+        dumped = self.model_dump(mode="json", include=set(output_fields(type(self))))
         dumped["base_url"] = self.identity
         dumped.pop("cache_namespace", None)
         return dumped
@@ -106,16 +108,16 @@ class LLMSettings(BaseModel):
 
     endpoints: dict[str, EndpointConfig] = Field(default_factory=dict)
     default_endpoint: Optional[str] = None
-    cache_dir: Optional[Path] = None  # None: <workdir>/cache/llm chosen by the caller
-    cache: bool = True  # False disables the disk cache (every call goes out)
-    progress: bool = True
+    cache_dir: Optional[Path] = run_only(None)  # None: <workdir>/cache/llm chosen by the caller
+    cache: bool = run_only(True)  # False disables the disk cache (every call goes out)
+    progress: bool = run_only(True)
     # embedded llama.cpp server (used only when no endpoint is configured)
-    local_port: int = Field(0, ge=0, le=65535)  # 0 = pick a free port
+    local_port: int = run_only(0, ge=0, le=65535)  # 0 = pick a free port
     local_n_ctx: int = Field(4096, ge=512, le=32768)
-    local_max_concurrency: int = Field(2, ge=1)
+    local_max_concurrency: int = run_only(2, ge=1)
     # CPU threads for the embedded model; None = every core (llama.cpp's own default is half of them,
     # which decodes ~1.7x slower on a 2-core machine)
-    local_n_threads: Optional[int] = Field(None, ge=1)
+    local_n_threads: Optional[int] = run_only(None, ge=1)
 
     @model_validator(mode="after")
     def _default_exists(self) -> "LLMSettings":
@@ -125,6 +127,14 @@ class LLMSettings(BaseModel):
                 f"{sorted(self.endpoints)}"
             )
         return self
+
+    def require(self, names: list[str], role: str) -> None:
+        """Models and judges are named endpoints: ``endpoint()``'s fallback to the default would otherwise
+        put one model's answers under another model's name. Checked before any work."""
+        known = sorted(self.endpoints)
+        unknown = [n for n in names if n not in known]
+        if unknown:
+            raise ConfigError(f"{role} endpoint(s) {unknown} are not configured under llm.endpoints (have: {known})")
 
     def endpoint(self, name: Optional[str] = None) -> tuple[str, EndpointConfig]:
         """Look up an endpoint by name.

@@ -289,9 +289,9 @@ def _write(ctx: StageContext, spool: Path, drop: np.ndarray, extractor: Any) -> 
         flush()
     failures = getattr(extractor.backend, "failures", 0)
     if failures:
-        ctx.skip("ner-failed (kept, no entities)", failures)
+        ctx.note("ner-failed (no entities)", failures)
     for lang, n in sorted(getattr(extractor.backend, "missing", {}).items()):
-        ctx.skip(f"no-ner-model-{lang}", n)  # kept, without model entities
+        ctx.note(f"no-ner-model-{lang}", n)  # kept, without model entities
 
 
 def _zero_message(ctx: StageContext, first_skip: dict[str, str]) -> str:

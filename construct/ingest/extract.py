@@ -15,28 +15,17 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from .html import (article_paragraphs, canonical_url, decode_html, lead_paragraphs, other_stories_text, page_title,
                    without_related, without_trailing_teasers)
+from .page import Page
 from .readers import RawArticle, Skip, parse_date, stable_id
 
 # the upper bound htmldate checks dates against when the fetch time is unknown: a fixed date, never the
 # clock, so the same page gives the same date on every day it is ingested
 LATEST_DATE = dt.date(2099, 12, 31)
 EARLIEST_DATE = dt.date(1995, 1, 1)
-
-
-@dataclass
-class Page:
-    """One HTML document waiting for extraction."""
-    body: bytes
-    url: str = ""             # from the URL map / WARC-Target-URI; '' = take the canonical link
-    where: str = ""           # file or file#record, for skips
-    source: str = ""          # input file the article came from
-    content_type: str = ""    # HTTP Content-Type header (WARC), carries the charset
-    fetched: dt.date | None = None  # WARC-Date: a page cannot be published after it was fetched
 
 
 def _quiet_libraries() -> None:

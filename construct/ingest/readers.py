@@ -12,12 +12,11 @@ import io
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Union
+from typing import Any, Union
 
 from babelrag.errors import InputError
 
-if TYPE_CHECKING:  # extract imports this module; the readers import it lazily
-    from .extract import Page
+from .page import Page
 
 
 @dataclass
@@ -111,8 +110,6 @@ def read_url_map(path: Path) -> dict[str, str]:
 def iter_html_pages(folder: Path, url_map: Path | None = None) -> Iterator[Union["Page", Skip]]:
     """Every ``*.html``/``*.htm`` file below ``folder`` as a ``Page`` (bytes; decoding and extraction
     happen in ``extract.extract_item``, possibly in a worker process)."""
-    from .extract import Page
-
     if not folder.is_dir():
         raise InputError(f"HTML corpus folder not found: {folder}")
     urls = read_url_map(url_map) if url_map else {}
@@ -177,8 +174,6 @@ def iter_warc_pages(path: Path) -> Iterator[Union["Page", Skip]]:
 def warc_page(record: Any, where: str, source: str) -> "Page":
     """One WARC response record -> ``Page``: payload bytes, target URI, HTTP Content-Type (charset)
     and WARC-Date (the fetch day bounds the publication date)."""
-    from .extract import Page
-
     body = record.content_stream().read()
     ctype = ""
     if record.http_headers is not None:

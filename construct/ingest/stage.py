@@ -43,6 +43,7 @@ class NerConfig(Section):
 # version 3: title entities normalised per language (acronyms, built-in aliases, fr/it elisions, zh name runs)
 STAGE = StageSpec(
     "ingest", "babelrag.construct.ingest:run", "Article", (), ("corpus", "project", "ner"), version="3",
+    changes=(("3", "title entities normalised per language; published is stored as a date (Arrow date32)"),),
     description="read WARC/HTML/JSONL, date window, length, language ID, dedupe, title NER",
     files=("corpus.inputs[].path", "corpus.inputs[].url_map", "ner.gazetteer", "ner.stanza_dir",
            "ner.spacy_model", "ner.spacy_models{}"),

@@ -5,10 +5,9 @@ without running its upstream stages.
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from babelrag.records import Article, Distractor, DistractorSet, QAItem, SimpleQA
+from babelrag.records import Article, Distractor, DistractorSet, QAItem, SimpleQA, Translation
 from babelrag.store import BuildStore, Manifest
 
 
@@ -45,7 +44,8 @@ def qa(id_: str, a: str, b: str, q_type: str = "comparison", translations: dict 
                   answer="300 staff.", summaries=["s1", "s2"],
                   selected=[SimpleQA(article_id=a, question="q", answer="x"),
                             SimpleQA(article_id=b, question="q", answer="y")],
-                  translations_json=json.dumps(translations or {}), accepted=accepted)
+                  translations=[Translation(language=lang, **tr) for lang, tr in sorted((translations or {}).items())],
+                  accepted=accepted)
 
 
 DE = {"de": {"question": "Wie viele Mitarbeiter stellt die Lumen Bank ein?", "answer": "300.",

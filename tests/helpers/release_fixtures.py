@@ -50,7 +50,8 @@ def article(aid: str, lang: str, published: str, title: str) -> Article:
 
 
 def doc(a: Article, role: str, kind: str) -> Document:
-    return Document(article_id=a.id, title=a.title, text=a.text, language=a.language, published=a.published,
+    return Document(article_id=a.id, title=a.title, text=a.text, language=a.language,
+                    published=a.published.isoformat(),
                     role=role, kind=kind)  # type: ignore[arg-type]
 
 
@@ -92,7 +93,7 @@ def make_records(verified: bool = True) -> tuple[list[Article], list[QAItem], li
                 question=Q[lang].format(**fill), answer=A[lang].format(**fill), en_question=Q["en"].format(**fill),
                 en_answer=A["en"].format(**fill), q_type="comparison", documents=[d.model_copy() for d in docs],
                 verified=verified,
-                machine_translated=lang != "en", dates=[s1.published, s2.published]))
+                machine_translated=lang != "en", dates=[s1.published.isoformat(), s2.published.isoformat()]))
     return articles, qas, instances
 
 

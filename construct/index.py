@@ -1,0 +1,73 @@
+"""Stage ``index``: every ingested article encoded once into the vector store; pairs and distractors read it.
+
+The encoder (``dense.encoder``), the store (``dense.milvus``: Milvus Lite under ``<build>/_shared/milvus``
+or a server) and the text embedded (``dense.passage_chars``) are this stage's fingerprint, and nothing
+else re-encodes the corpus: ``open_index`` gives a later stage the store and the small per-article entries
+(id, language, day). Each entry carries the index's identity (``IndexEntry.index``), so changing the
+encoder or the store changes this stage's output and re-runs the stages that read it. Vectors are cached
+by text (``_shared/vectors``), so a re-run after a crash or a store change encodes nothing twice.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from babelrag.config import Section
+from babelrag.errors import StageError
+from babelrag.records import IndexEntry
+from babelrag.run_only import run_only
+from babelrag.stage import StageSpec
+
+
+class IndexConfig(Section):
+    block_size: Optional[int] = run_only(None, ge=1)  # articles per encoding task and store upsert (None: 512)
+
+
+STAGE = StageSpec(
+    "index", "babelrag.construct.index:run", "IndexEntry", ("ingest",),
+    ("dense.encoder", "dense.milvus", "dense.passage_chars"),
+    description="encode every article once into the vector store (Milvus Lite or a server)",
+    files=("dense.encoder.name_or_path",),
+    llm_endpoints=(("dense.encoder.endpoint", (("dense.encoder.kind", "openai"),)),),
+    runtime_sections=("dense", "llm", "executor"), owns={"index": IndexConfig}, order=15)
+
+
+def run(ctx: Any) -> None:
+    from babelrag.construct.crosslingual import encoder_for, index_corpus
+
+    encoder = encoder_for(ctx)
+    try:
+        store, docs = index_corpus(ctx, encoder, block_size=ctx.config.index.block_size)
+    finally:
+        encoder.cache.close()
+    ctx.count_in = len(docs)
+    key = ctx.fingerprint[:16]  # encoder, store, model files and corpus: a new index changes this output
+    out = ctx.output(shard_size=5000)
+    for doc in docs.values():
+        if not out.has(doc.id):
+            out.add(IndexEntry(id=doc.id, language=doc.language, day=doc.day, index=key))
+    if store is not None:
+        ctx.extra.update(dim=store.dim, store=store.uri, collection=store.collection, rows=store.count())
+        store.close()
+
+
+def open_index(ctx: Any) -> tuple[Any, dict[str, Any]]:
+    """The index stage's store and entries (``Doc``: id, language, day by id); (None, {}) for an empty
+    corpus. The caller closes the store."""
+    from babelrag.construct.crosslingual import Doc
+    from babelrag.construct.vectorstore import store_from_config
+
+    docs = {e.id: Doc(e.id, e.language, e.day) for e in ctx.iter_read("index", IndexEntry)}
+    if not docs:
+        return None, docs
+    manifest = ctx.store.require("index")
+    dim = manifest.extra.get("dim")
+    if not dim:
+        raise StageError(f"the index stage's manifest ({ctx.store.stage_dir('index')}) has no vector size; "
+                         "re-run it: babelrag construct index --force")
+    store = store_from_config(ctx, int(dim))
+    if store.count() < len(docs):
+        held = store.count()
+        store.close()
+        raise StageError(f"the vector store at {store.uri} ({store.collection}) holds {held} of the index's "
+                         f"{len(docs)} articles (removed since?); re-run: babelrag construct index --force")
+    return store, docs
