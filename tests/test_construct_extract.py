@@ -521,3 +521,25 @@ def test_h1_without_the_prefix_of_the_metadata_headline():
         "Brexit: May’s deal defeated by 230 votes"
     labelled = f'<html>{head}<body><div class="kicker">Brexit</div>{h1}</body></html>'
     assert page_title(lxml_html.fromstring(labelled), "https://example.org/a") == "May’s deal defeated by 230 votes"
+
+
+def test_hidden_separator_ends_an_unmarked_kicker_and_comments_and_dateline_date_the_page():
+    """energiezukunft.eu (trafilatura's eval set): ``<h1><span class="text-lightgreen fake-h5">Kicker</span>
+    <span class="invisible">: </span><span class="headline">Headline</span></h1>`` - no kicker class, only the
+    hidden ": " tells the kicker from the headline; no date in the markup, readers' comments dated
+    02.12.2022, the text opening with its dateline "29.11.2022 – " and citing an older day ("ab dem 1.9.2022")."""
+    from babelrag.construct.ingest.extract import parse_tree, publication_date
+    from babelrag.construct.ingest.html import _heading_texts
+
+    name = "energiezukunft.eu-bioenergie.html"
+    html = decode_html((RESIDUALS / "pages" / name).read_bytes())[0]
+    assert '<span class="invisible">: </span>' in html and 'class="comment-date" title="02.12.2022' in html
+    assert "29.11.2022 – Mehrfach" in html and "ab dem 1.9.2022" in html
+    h1 = parse_tree(html).xpath("//h1")[0]
+    assert _heading_texts(h1) == ["Bundesregierung drosselt Bioenergie, Branche protestiert",
+                                  "Strompreisbremse – Erlösabschöpfung",
+                                  "Strompreisbremse – Erlösabschöpfung: Bundesregierung drosselt Bioenergie, Branche protestiert"]
+    art, exp = residual(name)
+    assert art.title == exp["title"] and art.published == dt.date(2022, 11, 29)
+    assert not art.text.startswith("Strompreisbremse")  # trafilatura's first line, the <h1> with its kicker
+    assert publication_date(html, exp["url"]) == dt.date(2022, 11, 29)

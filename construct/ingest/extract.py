@@ -18,8 +18,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from .html import (article_paragraphs, canonical_url, decode_html, lead_paragraphs, other_stories_text, page_title,
-                   without_related, without_trailing_teasers)
+from .html import (article_paragraphs, canonical_url, dateline_day, decode_html, lead_paragraphs, other_stories_text,
+                   page_title, without_related, without_trailing_teasers)
 from .readers import RawArticle, Skip, parse_date, stable_id
 
 # the upper bound htmldate checks dates against when the fetch time is unknown: a fixed date, never the
@@ -86,11 +86,17 @@ def _same_article_longer(fuller: str, text: str, paragraphs: list[str]) -> bool:
     return added_chars > 0 and sum(len(line) for line in added if len(line) >= 80 and line in page) >= 0.6 * added_chars
 
 
+# what a kicker leaves before the headline on the ``<h1>``'s line: ``Strompreisbremse – Erlösabschöpfung: ``
+_KICKER_LINE = re.compile(r".{2,60}?(?::|\s[-–—|]) ?")
+
+
 def without_headline(text: str, title: str) -> str:
-    """trafilatura keeps the ``<h1>`` as the first line; the article text starts after the headline."""
+    """trafilatura keeps the ``<h1>`` as the first line, with its kicker when it has one ("Kicker: Headline");
+    the article text starts after the headline."""
     lines = text.split("\n")
     key = " ".join(title.split())
-    while lines and key and " ".join(lines[0].split()) == key:
+    while lines and key and ((first := " ".join(lines[0].split())) == key
+                             or first.endswith(key) and _KICKER_LINE.fullmatch(first[: -len(key)])):
         lines.pop(0)
     return "\n".join(lines).strip()
 
@@ -138,6 +144,9 @@ def publication_date(html: str, url: str, latest: dt.date | None = None, tree=No
             found = None
         if found:
             break
+        day = dateline_day(document) if tree is not None else None
+        if day is not None and EARLIEST_DATE <= day <= latest:
+            return day  # the text's own dateline, before a search of the text that takes its oldest date
     return parse_date(found)
 
 

@@ -8,6 +8,7 @@ as UTF-8 whatever its charset, broke on relative or entity-encoded canonical lin
 from __future__ import annotations
 
 import codecs
+import datetime as dt
 import html as htmllib
 import json
 import re
@@ -172,6 +173,7 @@ _KICKER = re.compile(r"kicker|dachzeile|topline|overline|eyebrow|roofline|roof-l
 # parts a reader never sees: screen-reader separators (``<span class="offscreen">: </span>``) and the like
 _HIDDEN = re.compile(r"visually-?hidden|vis-?hidden|sr-only|screen-?reader|off-?screen|invisible|a11y-hidden|"
                      r"(?:^|\s)(?:u-|is-)?hidden(?:\s|$)", re.IGNORECASE)
+_HIDDEN_SEPARATOR = re.compile(r"[\s:|｜：–—·•/-]+")
 # a headline ends with no separator; ``: Headline`` is what is left of ``Kicker<hidden>: </hidden>Headline``
 _EDGE_SEPARATORS = re.compile(r"^[\s:|｜：–—·•/-]+|[\s:|｜：–—·•/-]+$")
 # a photo credit after the headline: ``（写真＝ロイター）``, ``(Foto: dpa)``, ``(Photo: Reuters)``
@@ -190,23 +192,34 @@ def _marks(node) -> str:
 def _heading_texts(h1) -> list[str]:
     """An ``<h1>``'s readings, best first: without its kicker/roof line (``<span class="dachzeile">``),
     the kicker/roof line alone (some pages put the headline itself in a ``topline`` span), and the
-    whole heading; hidden parts (screen-reader separators) never count."""
+    whole heading; hidden parts never count, except that a hidden separator ends the kicker (and stays
+    in the whole heading)."""
     bare: list[str] = []
     kicker: list[str] = []
     whole: list[str] = []
+    separator: list[str] = []
 
     def walk(node, in_kicker: bool) -> None:
         (kicker if in_kicker else bare).append(node.text or "")
         whole.append(node.text or "")
         for child in node:
-            if isinstance(child.tag, str) and child.tag not in ("script", "style", "noscript", "template") \
-                    and not _HIDDEN.search(_marks(child)):
+            if not isinstance(child.tag, str) or child.tag in ("script", "style", "noscript", "template"):
+                pass
+            elif not _HIDDEN.search(_marks(child)):
                 walk(child, in_kicker or bool(_KICKER.search(_marks(child))))
+            elif _HIDDEN_SEPARATOR.fullmatch(child.text_content()):
+                # ``<span>Kicker</span><span class="invisible">: </span><span>Headline</span>``: what a
+                # screen reader hears before the separator is the kicker, whatever its class
+                kicker.extend(bare)
+                bare.clear()
+                separator.append(child.text_content().strip())
             tail = child.tail or ""
             (kicker if in_kicker else bare).append(tail)
             whole.append(tail)
 
     walk(h1, False)
+    if separator:  # "Kicker: Headline", as a screen reader reads it
+        whole = [_clean_title(" ".join(kicker)) + (" " if separator[-1] in "-–—|" else "") + separator[-1], *bare]
     out = []
     for parts in (bare, kicker, whole):
         text = _clean_title(" ".join(parts))
@@ -459,6 +472,9 @@ _RELATED_WORD = re.compile(r"related\w*|relacionad\w*|correlat\w*|teasers|recomm
                            r"nextarticle|weitere\w*|lireaussi|voiraussi|leggianche", re.IGNORECASE)
 
 
+# readers' comments: their dates are the days the comments were written
+_COMMENT_WORD = re.compile(r"comments?|commentlist|commentaires?|comentarios?|kommentare?|disqus\w*", re.IGNORECASE)
+
 # a day in a teaser: 2018/6/18, 18.06.2018, 2018-06-18
 _DAY = re.compile(r"\d{1,4}\s?[./-]\s?\d{1,2}\s?[./-]\s?\d{1,4}")
 
@@ -476,17 +492,18 @@ def _story_list(el) -> bool:
 
 # a cheap first look: a class/id that holds none of these can hold none of the words
 _HINTS = {_RELATED_WORD: re.compile(r"relat|relacion|correlat|teaser|recommend|recirc|more|also|read|popular|trend|"
-                                    r"outbrain|taboola|next|weitere|aussi|anche", re.IGNORECASE)}
+                                    r"outbrain|taboola|next|weitere|aussi|anche", re.IGNORECASE),
+          _COMMENT_WORD: re.compile(r"comm|coment|kommentar|disqus", re.IGNORECASE)}
 
 
 def without_related(tree):
-    """``tree`` with lists of dated links to other stories and blocks of other stories (related/teasers/
-    recommended classes holding two or more links) removed, never a block around the headline. Changes
-    ``tree`` in place."""
+    """``tree`` with lists of dated links to other stories, blocks of other stories (related/teasers/
+    recommended classes holding two or more links) and readers' comments (comment classes) removed, never
+    a block around the headline. Changes ``tree`` in place."""
     keep = {a for h1 in tree.iter("h1") for a in h1.iterancestors()}
-    blocks = "//ul | //ol | //div[@class or @id] | //section[@class or @id] | //aside[@class or @id]"
+    blocks = "//ul | //ol | //div[@class or @id] | //section[@class or @id] | //aside[@class or @id] | //span[@class]"
     doomed = [el for el in tree.xpath(blocks) if el not in keep
-              and (_story_list(el)
+              and (_story_list(el) or _has_word(el, _COMMENT_WORD)
                    or (_has_word(el, _RELATED_WORD) and len(el.xpath(".//a[@href]")) >= 2))]
     gone = set(doomed)
     for el in doomed:
@@ -526,3 +543,24 @@ def without_trailing_teasers(text: str, teasers: str) -> str:
     if kept and len(lines[kept - 1]) < 40 and not lines[kept - 1].rstrip().endswith((".", "!", "?", "\u201d", '"')):
         kept -= 1  # the list's own heading
     return "\n".join(lines[:kept]).strip()
+
+
+# a dateline opening the article's text: ``29.11.2022 – Mehrfach …``, ``2022-11-29: …``
+_DATELINE = re.compile(r"\s*(?:(?P<d>\d{1,2})\.\s?(?P<m>\d{1,2})\.\s?(?P<y>\d{4})|(?P<iy>\d{4})-(?P<im>\d{2})-(?P<id>\d{2}))"
+                       r"\s*[–—:|-]\s")
+
+
+def dateline_day(tree) -> dt.date | None:
+    """The day a dateline states at the start of one of the first three paragraphs after the ``<h1>``;
+    None when there is none. A page without a date in its markup states it there, and the text's other
+    dates (a deadline, a past event) must not win over it."""
+    h1 = next(tree.iter("h1"), None)
+    paragraphs = h1.xpath("following::p") if h1 is not None else []
+    for p in paragraphs[:3]:
+        m = _DATELINE.match(p.text_content())
+        if m:
+            try:
+                return dt.date(int(m["y"] or m["iy"]), int(m["m"] or m["im"]), int(m["d"] or m["id"]))
+            except ValueError:
+                return None
+    return None
