@@ -543,3 +543,17 @@ def test_hidden_separator_ends_an_unmarked_kicker_and_comments_and_dateline_date
     assert art.title == exp["title"] and art.published == dt.date(2022, 11, 29)
     assert not art.text.startswith("Strompreisbremse")  # trafilatura's first line, the <h1> with its kicker
     assert publication_date(html, exp["url"]) == dt.date(2022, 11, 29)
+
+
+def test_h1_with_its_own_roof_line_is_not_given_the_metadata_prefix():
+    """mdr.de (trafilatura's eval set): og:title "Corona-Lockerungen: Autohäuser …", the <h1> a dachzeile
+    "Nach Corona-Lockerungen" and the headline span: the prefix is the page's label, shown in other words in
+    the <h1>'s roof line; trafilatura's first lines (the <h1> with its roof line, a hidden "Hauptinhalt"
+    heading) are no article text."""
+    name = "mdr.de-autohaeuser.html"
+    html = decode_html((RESIDUALS / "pages" / name).read_bytes())[0]
+    assert 'content="Corona-Lockerungen: Autohäuser' in html and '<span class="dachzeile ">Nach Corona-Lockerungen' in html
+    assert '<h2 class="conHeadline hidden">Hauptinhalt</h2>' in html
+    art, exp = residual(name)
+    assert art.title == "Autohäuser rechnen mit langsamem Anlaufen des Geschäfts"
+    assert art.text.startswith("Thüringens Autohäuser rechnen")

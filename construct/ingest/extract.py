@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .html import (article_paragraphs, canonical_url, dateline_day, decode_html, lead_paragraphs, other_stories_text,
-                   page_title, without_related, without_trailing_teasers)
+                   page_title, without_hidden_lines, without_related, without_trailing_teasers)
 from .readers import RawArticle, Skip, parse_date, stable_id
 
 # the upper bound htmldate checks dates against when the fetch time is unknown: a fixed date, never the
@@ -86,8 +86,9 @@ def _same_article_longer(fuller: str, text: str, paragraphs: list[str]) -> bool:
     return added_chars > 0 and sum(len(line) for line in added if len(line) >= 80 and line in page) >= 0.6 * added_chars
 
 
-# what a kicker leaves before the headline on the ``<h1>``'s line: ``Strompreisbremse – Erlösabschöpfung: ``
-_KICKER_LINE = re.compile(r".{2,60}?(?::|\s[-–—|]) ?")
+# what a kicker leaves before the headline on the ``<h1>``'s line: ``Strompreisbremse – Erlösabschöpfung: ``,
+# ``Nach Corona-Lockerungen `` (a dachzeile span and the headline span, no separator)
+_KICKER_LINE = re.compile(r".{2,60}?(?::|\s[-–—|])? ")
 
 
 def without_headline(text: str, title: str) -> str:
@@ -189,7 +190,8 @@ def article_from_html(body: bytes | str, url: str = "", content_type: str = "", 
     if not text:
         return Skip("no-article-text", where, url)
     title = headline(html, url, tree)
-    text = with_lead(tree, without_headline(text, title), title)
+    text = without_headline(text, title)
+    text = with_lead(tree, without_hidden_lines(text, tree) if tree is not None else text, title)
     if tree is not None:  # teasers of other stories that the extractor appended to the article
         text = without_trailing_teasers(text, other_stories_text(tree))
     if not text:

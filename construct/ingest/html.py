@@ -257,20 +257,22 @@ def _is_logo_heading(h1, site: set[str], sections: set[str] = frozenset()) -> bo
 _PREFIX_SEPARATOR = re.compile(r"^(.{2,40}?)\s*(?::|\s[-–—]\s)\s*$")
 
 
-def _with_unseen_prefix(h1: str, metas: list[str], tree) -> str:
+def _with_unseen_prefix(h1: str, metas: list[str], tree, kicker: str = "") -> str:
     """``Prefix: <h1>`` from the first metadata title when its prefix is shown nowhere on the page.
 
     A prefix that the page shows as its own element (a kicker ``div.keyword`` "Chronik", a section label)
-    is a label, and the ``<h1>`` is the headline; a prefix found only in the metadata is part of the
-    headline that the ``<h1>`` shortened ("Brexit: …")."""
+    or in the ``<h1>``'s own kicker (``<span class="dachzeile">Nach Corona-Lockerungen</span>`` for
+    "Corona-Lockerungen: …") is a label, and the ``<h1>`` is the headline; a prefix found only in the
+    metadata is part of the headline that the ``<h1>`` shortened ("Brexit: …")."""
     if not metas or not metas[0].endswith(h1) or metas[0] == h1:
         return h1
     m = _PREFIX_SEPARATOR.match(metas[0][: -len(h1)])
     if not m:
         return h1
     prefix = _norm_key(m.group(1))
-    shown = any(_norm_key(text) == prefix
-                for text in tree.xpath("//*[not(self::title or self::script or self::style)]/text()"))
+    words = lambda text: " " + " ".join(re.findall(r"\w+", text.lower())) + " "  # noqa: E731
+    shown = (bool(kicker) and words(m.group(1)) in words(kicker)) or any(
+        _norm_key(text) == prefix for text in tree.xpath("//*[not(self::title or self::script or self::style)]/text()"))
     return h1 if shown or not prefix else metas[0]
 
 
@@ -310,7 +312,8 @@ def page_title(tree, url: str) -> str:
         for h in texts:
             hk = _norm_key(h)
             if len(hk) >= 3 and any(hk == mk or (hk in mk and len(hk) >= 0.3 * len(mk)) for mk in meta_keys):
-                return _with_unseen_prefix(h, stripped[:1], tree)
+                kicker = texts[1] if h == texts[0] and len(texts) == 3 else ""  # bare, kicker, whole
+                return _with_unseen_prefix(h, stripped[:1], tree, kicker)
     if stripped:
         first = stripped[0]
         # a metadata title cut short (an unescaped quote ended the attribute) is a prefix of a longer one
@@ -494,6 +497,17 @@ def _story_list(el) -> bool:
 _HINTS = {_RELATED_WORD: re.compile(r"relat|relacion|correlat|teaser|recommend|recirc|more|also|read|popular|trend|"
                                     r"outbrain|taboola|next|weitere|aussi|anche", re.IGNORECASE),
           _COMMENT_WORD: re.compile(r"comm|coment|kommentar|disqus", re.IGNORECASE)}
+
+
+def without_hidden_lines(text: str, tree) -> str:
+    """``text`` without the lines at its start that are hidden elements of the page: a screen-reader
+    heading ``<h2 class="conHeadline hidden">Hauptinhalt</h2>`` ("main content") between the ``<h1>`` and
+    the article, which trafilatura keeps as the text's first line."""
+    hidden = {" ".join(el.text_content().split()) for el in tree.xpath("//*[@class]") if _HIDDEN.search(el.get("class"))}
+    lines = text.split("\n")
+    while lines and 0 < len(key := " ".join(lines[0].split())) <= 80 and key in hidden:
+        lines.pop(0)
+    return "\n".join(lines).strip()
 
 
 def without_related(tree):
