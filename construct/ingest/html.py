@@ -254,28 +254,6 @@ def _is_logo_heading(h1, site: set[str], sections: set[str] = frozenset()) -> bo
     return bool(text) and (_is_site_part(text, site) or _norm_key(text) in sections)
 
 
-_PREFIX_SEPARATOR = re.compile(r"^(.{2,40}?)\s*(?::|\s[-–—]\s)\s*$")
-
-
-def _with_unseen_prefix(h1: str, metas: list[str], tree, kicker: str = "") -> str:
-    """``Prefix: <h1>`` from the first metadata title when its prefix is shown nowhere on the page.
-
-    A prefix that the page shows as its own element (a kicker ``div.keyword`` "Chronik", a section label)
-    or in the ``<h1>``'s own kicker (``<span class="dachzeile">Nach Corona-Lockerungen</span>`` for
-    "Corona-Lockerungen: …") is a label, and the ``<h1>`` is the headline; a prefix found only in the
-    metadata is part of the headline that the ``<h1>`` shortened ("Brexit: …")."""
-    if not metas or not metas[0].endswith(h1) or metas[0] == h1:
-        return h1
-    m = _PREFIX_SEPARATOR.match(metas[0][: -len(h1)])
-    if not m:
-        return h1
-    prefix = _norm_key(m.group(1))
-    words = lambda text: " " + " ".join(re.findall(r"\w+", text.lower())) + " "  # noqa: E731
-    shown = (bool(kicker) and words(m.group(1)) in words(kicker)) or any(
-        _norm_key(text) == prefix for text in tree.xpath("//*[not(self::title or self::script or self::style)]/text()"))
-    return h1 if shown or not prefix else metas[0]
-
-
 def _strip_cjk_colon_site(title: str, site: set[str]) -> str:
     """``見出し ：日本経済新聞`` -> ``見出し``: a fullwidth colon before the site's name (only then: ``特集：…``
     keeps its colon)."""
@@ -312,8 +290,9 @@ def page_title(tree, url: str) -> str:
         for h in texts:
             hk = _norm_key(h)
             if len(hk) >= 3 and any(hk == mk or (hk in mk and len(hk) >= 0.3 * len(mk)) for mk in meta_keys):
-                kicker = texts[1] if h == texts[0] and len(texts) == 3 else ""  # bare, kicker, whole
-                return _with_unseen_prefix(h, stripped[:1], tree, kicker)
+                # the <h1> even when the metadata title puts a label before it ("Wahl: <h1>", "News - <h1>",
+                # "Pressemitteilung: <h1>"): the page shows the <h1> as its headline
+                return h
     if stripped:
         first = stripped[0]
         # a metadata title cut short (an unescaped quote ended the attribute) is a prefix of a longer one
