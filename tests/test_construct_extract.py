@@ -561,3 +561,17 @@ def test_h1_with_its_own_roof_line_is_not_given_the_metadata_prefix():
     art, exp = residual(name)
     assert art.title == "Autohäuser rechnen mit langsamem Anlaufen des Geschäfts"
     assert art.text.startswith("Thüringens Autohäuser rechnen")
+
+
+def test_lead_recovery_skips_an_ad_slot_and_the_body_in_summary_marked_fields():
+    """diaadia.com.pa (trafilatura's eval set): Drupal marks the body field ``field--type-text-with-summary``;
+    a mobile copy of that field holds only an ad slot (a googletag script and the label "COMERCIAL - …"), the
+    other one is the body. Neither is a lead: ad slots inside a block are left out of its text, and a block
+    that holds the body is no lead; the <h5 class="sumario_node"> teaser is."""
+    name = "diaadia.com.pa-ulpiano.html"
+    html = decode_html((RESIDUALS / "pages" / name).read_bytes())[0]
+    assert html.count("field--type-text-with-summary") >= 2 and "googletag.display('div-gpt-ad" in html
+    art, exp = residual(name)
+    first, second = art.text.split("\n")[:2]
+    assert first == exp["lead"] and second.startswith("Ay, papá; al parecer El Mechi Blanco")
+    assert art.text.count("Ay, papá") == 1  # the body once

@@ -342,14 +342,15 @@ def _is_noise(node) -> bool:
             or _has_word(node, _NOISE_WORD))
 
 
-def _visible_text(node) -> str:
-    """The text a reader sees: without ``<script>``/``<style>``/form children (their code is text to lxml)."""
+def _visible_text(node, without_noise: bool = False) -> str:
+    """The text a reader sees: without ``<script>``/``<style>``/form children (their code is text to lxml);
+    ``without_noise``: without ad slots, pop-ups and sign-up boxes inside ``node`` either."""
     parts: list[str] = []
 
     def walk(el) -> None:
         parts.append(el.text or "")
         for child in el:
-            if isinstance(child.tag, str) and child.tag not in _UNSEEN_TAGS:
+            if isinstance(child.tag, str) and child.tag not in _UNSEEN_TAGS and not (without_noise and _is_noise(child)):
                 walk(child)
             parts.append(child.tail or "")
 
@@ -408,11 +409,12 @@ def lead_paragraphs(tree, main_text: str, title: str = "") -> list[str]:
     start = max(a for a in anchors if a < body_at)
     window = elements[start + 1:body_at]
     inside = set(window)
+    body = set(elements[body_at].iterancestors())  # the blocks holding the body are not its lead
     teaser = _unmarked_teaser(elements[start])
     have = norm(main_text)
     found: list[str] = []
     for el in window:
-        if el.tag in ("script", "style", "a", "nav", "figure", "figcaption", "button") or _is_noise(el):
+        if el.tag in ("script", "style", "a", "nav", "figure", "figcaption", "button") or el in body or _is_noise(el):
             continue
         ancestors = list(el.iterancestors())
         if any(a in inside and _is_noise(a) for a in ancestors):
@@ -421,7 +423,7 @@ def lead_paragraphs(tree, main_text: str, title: str = "") -> list[str]:
         in_header = el.tag in ("h2", "p") and any(a.tag in ("header", "hgroup") for a in ancestors)
         if not (marked or in_header or el is teaser):
             continue
-        text = _visible_text(el)
+        text = _visible_text(el, without_noise=True)
         if not 30 <= len(text) <= 1500 or text in have or any(text in f or f in text for f in found):
             continue
         found.append(text)
