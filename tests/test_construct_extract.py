@@ -575,3 +575,14 @@ def test_lead_recovery_skips_an_ad_slot_and_the_body_in_summary_marked_fields():
     first, second = art.text.split("\n")[:2]
     assert first == exp["lead"] and second.startswith("Ay, papá; al parecer El Mechi Blanco")
     assert art.text.count("Ay, papá") == 1  # the body once
+
+
+def test_lead_recovery_skips_an_ad_slot_whose_class_says_leader():
+    """CNET (readability's test pages): ``<div class="ad-leader-top">`` with a console.log/googletag script
+    between the <h1> and the body; the lead is the ``<p class="article-dek">`` under the <h1>."""
+    name = "cnet.com-twitter-lite.html"
+    html = decode_html((RESIDUALS / "pages" / name).read_bytes())[0]
+    assert 'class="ad-leader-top"' in html and 'console.log("ADS: queuing leader-top-' in html
+    art, exp = residual(name)
+    assert art.text.split("\n")[0] == exp["lead"]
+    assert "console" not in art.text and "leader" not in art.text
