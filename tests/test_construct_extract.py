@@ -586,3 +586,20 @@ def test_lead_recovery_skips_an_ad_slot_whose_class_says_leader():
     art, exp = residual(name)
     assert art.text.split("\n")[0] == exp["lead"]
     assert "console" not in art.text and "leader" not in art.text
+
+
+def test_precision_fallback_on_a_page_without_paragraphs():
+    """Google's security blog (trafilatura's eval set): the post sits in a Blogger ``text/template`` script,
+    no article <p> outside it; favor_precision keeps only the date line. A precise text too short to be an
+    article is a reason to run the default extraction, which is taken when what it adds is long prose."""
+    from babelrag.construct.ingest.extract import _trafilatura
+
+    name = "security.googleblog.com-protection.html"
+    html = decode_html((RESIDUALS / "pages" / name).read_bytes())[0]
+    exp = RESIDUAL_ROWS[name]
+    assert _trafilatura(html, exp["url"], precision=True) == "May 19, 2020"
+    art, _ = residual(name)
+    text = norm(art.text)
+    assert len(text) > 3000 and "May 19, 2020" not in text
+    for segment in ("This protocol is designed so that Google cannot", "billions of users are incredibly diverse, with"):
+        assert segment in text  # trafilatura's annotated 'with' segments

@@ -64,26 +64,34 @@ def main_text(html: str, url: str, tree=None) -> str:
     if tree is None or not text:
         return text
     paragraphs = article_paragraphs(tree)
-    if len(text) < 0.5 * sum(len(p) for p in paragraphs):
+    # a page without <p> paragraphs (text in <div>s and <br>s) can't be measured: there only a precise
+    # text too short to be an article (a date line, a browser warning) is a reason to look further
+    if len(text) < (0.5 * sum(len(p) for p in paragraphs) if paragraphs else _NO_ARTICLE_CHARS):
         fuller = _trafilatura(html, url, precision=False)
         if len(fuller) >= 2 * len(text) and _same_article_longer(fuller, text, paragraphs):
             return fuller
     return text
 
 
+_NO_ARTICLE_CHARS = 200
+
+
 def _same_article_longer(fuller: str, text: str, paragraphs: list[str]) -> bool:
-    """``fuller`` holds most lines of ``text`` (the same article, not another block) and what it adds is
-    mostly the page's article paragraphs (``html.article_paragraphs``), not form labels and link lists."""
+    """``fuller`` holds most of ``text`` (by characters: the same article, not another block; a precise
+    text too short to be an article holds nothing to compare) and what it adds is mostly the page's article
+    paragraphs (``html.article_paragraphs``), or, on a page without ``<p>`` paragraphs, long lines of prose
+    - not form labels and link lists."""
     norm = lambda line: " ".join(line.split())  # noqa: E731
     have = norm(fuller)
     lines = [norm(line) for line in text.split("\n") if len(line.strip()) >= 20]
-    if not lines or sum(line in have for line in lines) < 0.8 * len(lines):
+    if len(text) >= _NO_ARTICLE_CHARS and sum(len(line) for line in lines if line in have) < 0.8 * sum(map(len, lines)):
         return False
     known = {norm(line) for line in text.split("\n")}
     added = [line for line in map(norm, fuller.split("\n")) if line and line not in known]
     page = "\n".join(paragraphs)
     added_chars = sum(len(line) for line in added)
-    return added_chars > 0 and sum(len(line) for line in added if len(line) >= 80 and line in page) >= 0.6 * added_chars
+    return added_chars > 0 and sum(len(line) for line in added
+                                   if len(line) >= 80 and (line in page or not paragraphs)) >= 0.6 * added_chars
 
 
 # what a kicker leaves before the headline on the ``<h1>``'s line: ``Strompreisbremse – Erlösabschöpfung: ``,
