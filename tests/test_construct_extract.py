@@ -603,3 +603,17 @@ def test_precision_fallback_on_a_page_without_paragraphs():
     assert len(text) > 3000 and "May 19, 2020" not in text
     for segment in ("This protocol is designed so that Google cannot", "billions of users are incredibly diverse, with"):
         assert segment in text  # trafilatura's annotated 'with' segments
+
+
+def test_lead_recovery_skips_a_pop_up_inside_the_article_header():
+    """New York Post (htmldate's eval set): an e-mail confirmation modal (role=dialog, aria-modal) inside the
+    article <header>, between the <h1> and the body; its paragraph is in the header but is no teaser."""
+    name = "nypost.com-haley.html"
+    from babelrag.construct.ingest.extract import parse_tree
+
+    tree = parse_tree(decode_html((RESIDUALS / "pages" / name).read_bytes())[0])
+    notice = tree.xpath('//p[contains(., "Thanks for contacting us")]')[0]
+    assert any(a.tag == "header" and a.get("class") == "article-header" for a in notice.iterancestors())
+    assert any(a.get("role") == "dialog" for a in notice.iterancestors())
+    art, exp = residual(name)
+    assert art.text.startswith(exp["lead"]) and "Thanks for contacting us" not in art.text
