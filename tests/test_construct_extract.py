@@ -424,9 +424,10 @@ def test_unmarked_teaser_right_after_the_h1_is_kept(name, teaser):
 
 
 def test_hidden_separator_and_topline_readings_of_the_h1():
-    """Inline markup in the shapes news sites use (no public page with an off-screen separator or a
-    headline held in the topline span was found for the fixture set): hidden parts never reach the title,
-    and a headline held in the kicker/topline span is found when the metadata name it."""
+    """Inline markup in the shapes news sites use (the hidden separator is also on a public page, the
+    energiezukunft test below; no public page with the headline held in the topline span was found):
+    hidden parts never reach the title, and a headline held in the kicker/topline span is found when the
+    metadata name it."""
     from lxml import html as lxml_html
 
     from babelrag.construct.ingest.html import page_title
@@ -451,7 +452,8 @@ def test_hidden_separator_and_topline_readings_of_the_h1():
 def test_lead_recovery_skips_ad_slots_script_text_and_pop_ups():
     """Inline markup in the shapes that lead recovery took before: an ad slot whose class holds "lead"
     (leaderboard) or "intro" with only <script> code as text, a newsletter pop-up inside the article
-    <header>; the marked teaser between them is still taken, its own <script> child left out."""
+    <header>; the marked teaser between them is still taken, its own <script> child left out. (Public
+    pages: the CNET, diaadia and New York Post tests below.)"""
     from lxml import html as lxml_html
 
     from babelrag.construct.ingest.html import lead_paragraphs
