@@ -17,8 +17,8 @@ import logging
 import re
 from typing import Any
 
-from .html import (article_paragraphs, canonical_url, decode_html, lead_paragraphs, other_stories_text, page_title,
-                   without_related, without_trailing_teasers)
+from .html import (article_paragraphs, canonical_url, dateline_day, decode_html, lead_paragraphs, other_stories_text,
+                   page_title, without_hidden_lines, without_related, without_trailing_teasers)
 from .page import Page
 from .readers import RawArticle, Skip, parse_date, stable_id
 
@@ -53,33 +53,48 @@ def main_text(html: str, url: str, tree=None) -> str:
     if tree is None or not text:
         return text
     paragraphs = article_paragraphs(tree)
-    if len(text) < 0.5 * sum(len(p) for p in paragraphs):
+    # a page without <p> paragraphs (text in <div>s and <br>s) can't be measured: there only a precise
+    # text too short to be an article (a date line, a browser warning) is a reason to look further
+    if len(text) < (0.5 * sum(len(p) for p in paragraphs) if paragraphs else _NO_ARTICLE_CHARS):
         fuller = _trafilatura(html, url, precision=False)
         if len(fuller) >= 2 * len(text) and _same_article_longer(fuller, text, paragraphs):
             return fuller
     return text
 
 
+_NO_ARTICLE_CHARS = 200
+
+
 def _same_article_longer(fuller: str, text: str, paragraphs: list[str]) -> bool:
-    """``fuller`` holds most lines of ``text`` (the same article, not another block) and what it adds is
-    mostly the page's article paragraphs (``html.article_paragraphs``), not form labels and link lists."""
+    """``fuller`` holds most of ``text`` (by characters: the same article, not another block; a precise
+    text too short to be an article holds nothing to compare) and what it adds is mostly the page's article
+    paragraphs (``html.article_paragraphs``), or, on a page without ``<p>`` paragraphs, long lines of prose
+    - not form labels and link lists."""
     norm = lambda line: " ".join(line.split())  # noqa: E731
     have = norm(fuller)
     lines = [norm(line) for line in text.split("\n") if len(line.strip()) >= 20]
-    if not lines or sum(line in have for line in lines) < 0.8 * len(lines):
+    if len(text) >= _NO_ARTICLE_CHARS and sum(len(line) for line in lines if line in have) < 0.8 * sum(map(len, lines)):
         return False
     known = {norm(line) for line in text.split("\n")}
     added = [line for line in map(norm, fuller.split("\n")) if line and line not in known]
     page = "\n".join(paragraphs)
     added_chars = sum(len(line) for line in added)
-    return added_chars > 0 and sum(len(line) for line in added if len(line) >= 80 and line in page) >= 0.6 * added_chars
+    return added_chars > 0 and sum(len(line) for line in added
+                                   if len(line) >= 80 and (line in page or not paragraphs)) >= 0.6 * added_chars
+
+
+# what a kicker leaves before the headline on the ``<h1>``'s line: ``Strompreisbremse – Erlösabschöpfung: ``,
+# ``Nach Corona-Lockerungen `` (a dachzeile span and the headline span, no separator)
+_KICKER_LINE = re.compile(r".{2,60}?(?::|\s[-–—|])? ")
 
 
 def without_headline(text: str, title: str) -> str:
-    """trafilatura keeps the ``<h1>`` as the first line; the article text starts after the headline."""
+    """trafilatura keeps the ``<h1>`` as the first line, with its kicker when it has one ("Kicker: Headline");
+    the article text starts after the headline."""
     lines = text.split("\n")
     key = " ".join(title.split())
-    while lines and key and " ".join(lines[0].split()) == key:
+    while lines and key and ((first := " ".join(lines[0].split())) == key
+                             or first.endswith(key) and _KICKER_LINE.fullmatch(first[: -len(key)])):
         lines.pop(0)
     return "\n".join(lines).strip()
 
@@ -127,6 +142,9 @@ def publication_date(html: str, url: str, latest: dt.date | None = None, tree=No
             found = None
         if found:
             break
+        day = dateline_day(document) if tree is not None else None
+        if day is not None and EARLIEST_DATE <= day <= latest:
+            return day  # the text's own dateline, before a search of the text that takes its oldest date
     return parse_date(found)
 
 
@@ -169,7 +187,8 @@ def article_from_html(body: bytes | str, url: str = "", content_type: str = "", 
     if not text:
         return Skip("no-article-text", where, url)
     title = headline(html, url, tree)
-    text = with_lead(tree, without_headline(text, title), title)
+    text = without_headline(text, title)
+    text = with_lead(tree, without_hidden_lines(text, tree) if tree is not None else text, title)
     if tree is not None:  # teasers of other stories that the extractor appended to the article
         text = without_trailing_teasers(text, other_stories_text(tree))
     if not text:

@@ -8,6 +8,7 @@ as UTF-8 whatever its charset, broke on relative or entity-encoded canonical lin
 from __future__ import annotations
 
 import codecs
+import datetime as dt
 import html as htmllib
 import json
 import re
@@ -172,6 +173,7 @@ _KICKER = re.compile(r"kicker|dachzeile|topline|overline|eyebrow|roofline|roof-l
 # parts a reader never sees: screen-reader separators (``<span class="offscreen">: </span>``) and the like
 _HIDDEN = re.compile(r"visually-?hidden|vis-?hidden|sr-only|screen-?reader|off-?screen|invisible|a11y-hidden|"
                      r"(?:^|\s)(?:u-|is-)?hidden(?:\s|$)", re.IGNORECASE)
+_HIDDEN_SEPARATOR = re.compile(r"[\s:|｜：–—·•/-]+")
 # a headline ends with no separator; ``: Headline`` is what is left of ``Kicker<hidden>: </hidden>Headline``
 _EDGE_SEPARATORS = re.compile(r"^[\s:|｜：–—·•/-]+|[\s:|｜：–—·•/-]+$")
 # a photo credit after the headline: ``（写真＝ロイター）``, ``(Foto: dpa)``, ``(Photo: Reuters)``
@@ -190,23 +192,34 @@ def _marks(node) -> str:
 def _heading_texts(h1) -> list[str]:
     """An ``<h1>``'s readings, best first: without its kicker/roof line (``<span class="dachzeile">``),
     the kicker/roof line alone (some pages put the headline itself in a ``topline`` span), and the
-    whole heading; hidden parts (screen-reader separators) never count."""
+    whole heading; hidden parts never count, except that a hidden separator ends the kicker (and stays
+    in the whole heading)."""
     bare: list[str] = []
     kicker: list[str] = []
     whole: list[str] = []
+    separator: list[str] = []
 
     def walk(node, in_kicker: bool) -> None:
         (kicker if in_kicker else bare).append(node.text or "")
         whole.append(node.text or "")
         for child in node:
-            if isinstance(child.tag, str) and child.tag not in ("script", "style", "noscript", "template") \
-                    and not _HIDDEN.search(_marks(child)):
+            if not isinstance(child.tag, str) or child.tag in ("script", "style", "noscript", "template"):
+                pass
+            elif not _HIDDEN.search(_marks(child)):
                 walk(child, in_kicker or bool(_KICKER.search(_marks(child))))
+            elif _HIDDEN_SEPARATOR.fullmatch(child.text_content()):
+                # ``<span>Kicker</span><span class="invisible">: </span><span>Headline</span>``: what a
+                # screen reader hears before the separator is the kicker, whatever its class
+                kicker.extend(bare)
+                bare.clear()
+                separator.append(child.text_content().strip())
             tail = child.tail or ""
             (kicker if in_kicker else bare).append(tail)
             whole.append(tail)
 
     walk(h1, False)
+    if separator:  # "Kicker: Headline", as a screen reader reads it
+        whole = [_clean_title(" ".join(kicker)) + (" " if separator[-1] in "-–—|" else "") + separator[-1], *bare]
     out = []
     for parts in (bare, kicker, whole):
         text = _clean_title(" ".join(parts))
@@ -239,26 +252,6 @@ def _is_logo_heading(h1, site: set[str], sections: set[str] = frozenset()) -> bo
         return True
     text = _heading_text(h1)
     return bool(text) and (_is_site_part(text, site) or _norm_key(text) in sections)
-
-
-_PREFIX_SEPARATOR = re.compile(r"^(.{2,40}?)\s*(?::|\s[-–—]\s)\s*$")
-
-
-def _with_unseen_prefix(h1: str, metas: list[str], tree) -> str:
-    """``Prefix: <h1>`` from the first metadata title when its prefix is shown nowhere on the page.
-
-    A prefix that the page shows as its own element (a kicker ``div.keyword`` "Chronik", a section label)
-    is a label, and the ``<h1>`` is the headline; a prefix found only in the metadata is part of the
-    headline that the ``<h1>`` shortened ("Brexit: …")."""
-    if not metas or not metas[0].endswith(h1) or metas[0] == h1:
-        return h1
-    m = _PREFIX_SEPARATOR.match(metas[0][: -len(h1)])
-    if not m:
-        return h1
-    prefix = _norm_key(m.group(1))
-    shown = any(_norm_key(text) == prefix
-                for text in tree.xpath("//*[not(self::title or self::script or self::style)]/text()"))
-    return h1 if shown or not prefix else metas[0]
 
 
 def _strip_cjk_colon_site(title: str, site: set[str]) -> str:
@@ -297,7 +290,9 @@ def page_title(tree, url: str) -> str:
         for h in texts:
             hk = _norm_key(h)
             if len(hk) >= 3 and any(hk == mk or (hk in mk and len(hk) >= 0.3 * len(mk)) for mk in meta_keys):
-                return _with_unseen_prefix(h, stripped[:1], tree)
+                # the <h1> even when the metadata title puts a label before it ("Wahl: <h1>", "News - <h1>",
+                # "Pressemitteilung: <h1>"): the page shows the <h1> as its headline
+                return h
     if stripped:
         first = stripped[0]
         # a metadata title cut short (an unescaped quote ended the attribute) is a prefix of a longer one
@@ -347,14 +342,15 @@ def _is_noise(node) -> bool:
             or _has_word(node, _NOISE_WORD))
 
 
-def _visible_text(node) -> str:
-    """The text a reader sees: without ``<script>``/``<style>``/form children (their code is text to lxml)."""
+def _visible_text(node, without_noise: bool = False) -> str:
+    """The text a reader sees: without ``<script>``/``<style>``/form children (their code is text to lxml);
+    ``without_noise``: without ad slots, pop-ups and sign-up boxes inside ``node`` either."""
     parts: list[str] = []
 
     def walk(el) -> None:
         parts.append(el.text or "")
         for child in el:
-            if isinstance(child.tag, str) and child.tag not in _UNSEEN_TAGS:
+            if isinstance(child.tag, str) and child.tag not in _UNSEEN_TAGS and not (without_noise and _is_noise(child)):
                 walk(child)
             parts.append(child.tail or "")
 
@@ -413,11 +409,12 @@ def lead_paragraphs(tree, main_text: str, title: str = "") -> list[str]:
     start = max(a for a in anchors if a < body_at)
     window = elements[start + 1:body_at]
     inside = set(window)
+    body = set(elements[body_at].iterancestors())  # the blocks holding the body are not its lead
     teaser = _unmarked_teaser(elements[start])
     have = norm(main_text)
     found: list[str] = []
     for el in window:
-        if el.tag in ("script", "style", "a", "nav", "figure", "figcaption", "button") or _is_noise(el):
+        if el.tag in ("script", "style", "a", "nav", "figure", "figcaption", "button") or el in body or _is_noise(el):
             continue
         ancestors = list(el.iterancestors())
         if any(a in inside and _is_noise(a) for a in ancestors):
@@ -426,7 +423,7 @@ def lead_paragraphs(tree, main_text: str, title: str = "") -> list[str]:
         in_header = el.tag in ("h2", "p") and any(a.tag in ("header", "hgroup") for a in ancestors)
         if not (marked or in_header or el is teaser):
             continue
-        text = _visible_text(el)
+        text = _visible_text(el, without_noise=True)
         if not 30 <= len(text) <= 1500 or text in have or any(text in f or f in text for f in found):
             continue
         found.append(text)
@@ -459,6 +456,9 @@ _RELATED_WORD = re.compile(r"related\w*|relacionad\w*|correlat\w*|teasers|recomm
                            r"nextarticle|weitere\w*|lireaussi|voiraussi|leggianche", re.IGNORECASE)
 
 
+# readers' comments: their dates are the days the comments were written
+_COMMENT_WORD = re.compile(r"comments?|commentlist|commentaires?|comentarios?|kommentare?|disqus\w*", re.IGNORECASE)
+
 # a day in a teaser: 2018/6/18, 18.06.2018, 2018-06-18
 _DAY = re.compile(r"\d{1,4}\s?[./-]\s?\d{1,2}\s?[./-]\s?\d{1,4}")
 
@@ -476,17 +476,29 @@ def _story_list(el) -> bool:
 
 # a cheap first look: a class/id that holds none of these can hold none of the words
 _HINTS = {_RELATED_WORD: re.compile(r"relat|relacion|correlat|teaser|recommend|recirc|more|also|read|popular|trend|"
-                                    r"outbrain|taboola|next|weitere|aussi|anche", re.IGNORECASE)}
+                                    r"outbrain|taboola|next|weitere|aussi|anche", re.IGNORECASE),
+          _COMMENT_WORD: re.compile(r"comm|coment|kommentar|disqus", re.IGNORECASE)}
+
+
+def without_hidden_lines(text: str, tree) -> str:
+    """``text`` without the lines at its start that are hidden elements of the page: a screen-reader
+    heading ``<h2 class="conHeadline hidden">Hauptinhalt</h2>`` ("main content") between the ``<h1>`` and
+    the article, which trafilatura keeps as the text's first line."""
+    hidden = {" ".join(el.text_content().split()) for el in tree.xpath("//*[@class]") if _HIDDEN.search(el.get("class"))}
+    lines = text.split("\n")
+    while lines and 0 < len(key := " ".join(lines[0].split())) <= 80 and key in hidden:
+        lines.pop(0)
+    return "\n".join(lines).strip()
 
 
 def without_related(tree):
-    """``tree`` with lists of dated links to other stories and blocks of other stories (related/teasers/
-    recommended classes holding two or more links) removed, never a block around the headline. Changes
-    ``tree`` in place."""
+    """``tree`` with lists of dated links to other stories, blocks of other stories (related/teasers/
+    recommended classes holding two or more links) and readers' comments (comment classes) removed, never
+    a block around the headline. Changes ``tree`` in place."""
     keep = {a for h1 in tree.iter("h1") for a in h1.iterancestors()}
-    blocks = "//ul | //ol | //div[@class or @id] | //section[@class or @id] | //aside[@class or @id]"
+    blocks = "//ul | //ol | //div[@class or @id] | //section[@class or @id] | //aside[@class or @id] | //span[@class]"
     doomed = [el for el in tree.xpath(blocks) if el not in keep
-              and (_story_list(el)
+              and (_story_list(el) or _has_word(el, _COMMENT_WORD)
                    or (_has_word(el, _RELATED_WORD) and len(el.xpath(".//a[@href]")) >= 2))]
     gone = set(doomed)
     for el in doomed:
@@ -526,3 +538,24 @@ def without_trailing_teasers(text: str, teasers: str) -> str:
     if kept and len(lines[kept - 1]) < 40 and not lines[kept - 1].rstrip().endswith((".", "!", "?", "\u201d", '"')):
         kept -= 1  # the list's own heading
     return "\n".join(lines[:kept]).strip()
+
+
+# a dateline opening the article's text: ``29.11.2022 – Mehrfach …``, ``2022-11-29: …``
+_DATELINE = re.compile(r"\s*(?:(?P<d>\d{1,2})\.\s?(?P<m>\d{1,2})\.\s?(?P<y>\d{4})|(?P<iy>\d{4})-(?P<im>\d{2})-(?P<id>\d{2}))"
+                       r"\s*[–—:|-]\s")
+
+
+def dateline_day(tree) -> dt.date | None:
+    """The day a dateline states at the start of one of the first three paragraphs after the ``<h1>``;
+    None when there is none. A page without a date in its markup states it there, and the text's other
+    dates (a deadline, a past event) must not win over it."""
+    h1 = next(tree.iter("h1"), None)
+    paragraphs = h1.xpath("following::p") if h1 is not None else []
+    for p in paragraphs[:3]:
+        m = _DATELINE.match(p.text_content())
+        if m:
+            try:
+                return dt.date(int(m["y"] or m["iy"]), int(m["m"] or m["im"]), int(m["d"] or m["id"]))
+            except ValueError:
+                return None
+    return None
