@@ -1,6 +1,6 @@
 """A name -> class registry whose entries are import paths until first use (the shape of the metric
-registry, ``evaluators/registry.py``), for the other pluggable parts: release export formats and report
-views. Listing names imports nothing; ``get`` imports the module, whose class registers itself with the
+registry, ``evaluators/registry.py``), for every pluggable part: metrics, encoders, question filters,
+release export formats, report views and annotation projects. Listing names imports nothing; ``get`` imports the module, whose class registers itself with the
 registry's ``register`` decorator (checked against the declared path, so a typo cannot create a second,
 undiscoverable entry). Plug-ins declare theirs with ``register_lazy``, or, for a registry made with an
 entry-point ``group``, under that group in their own pyproject (read on first listing).
@@ -17,8 +17,11 @@ T = TypeVar("T")
 
 
 class LazyRegistry(Generic[T]):
-    def __init__(self, kind: str, table: dict[str, str], hint: str = "", group: str = "") -> None:
+    def __init__(self, kind: str, table: dict[str, str], hint: str = "", group: str = "", key: str = "name",
+                 instantiate: bool = True) -> None:
         self.kind = kind  # "export format", "report view": used in error messages
+        self.key = key  # the class attribute that names an entry ("name"; encoders: "kind")
+        self.instantiate = instantiate  # entries are instances of the registered classes, or the classes
         self._lazy = dict(table)  # name -> "module:Class"
         self._loaded: dict[str, T] = {}
         self.hint = hint
@@ -26,12 +29,13 @@ class LazyRegistry(Generic[T]):
         self._entry_points_read = not group
 
     def register(self, cls: type) -> type:
-        """Class decorator: make an instance of ``cls`` the entry for ``cls.name``."""
+        """Class decorator: make ``cls`` (an instance of it, with ``instantiate``) the entry for its name."""
+        name = getattr(cls, self.key)
         here = f"{cls.__module__}:{cls.__qualname__}"
-        target = self._lazy.setdefault(cls.name, here)
+        target = self._lazy.setdefault(name, here)
         if target != here:
-            raise ConfigError(f"{self.kind} {cls.name!r} is declared as {target} but {here} registers it")
-        self._loaded[cls.name] = cls()
+            raise ConfigError(f"{self.kind} {name!r} is declared as {target} but {here} registers it")
+        self._loaded[name] = cls() if self.instantiate else cls
         return cls
 
     def register_lazy(self, name: str, target: str) -> None:
@@ -55,7 +59,7 @@ class LazyRegistry(Generic[T]):
             raise ConfigError(f"unknown {self.kind} {name!r}; known: {', '.join(self.names())}{self.hint}")
         module_name, attr = target.split(":", 1)
         cls = getattr(importlib.import_module(module_name), attr, None)
-        if cls is not None and name not in self._loaded and getattr(cls, "name", None) == name:
+        if cls is not None and name not in self._loaded and getattr(cls, self.key, None) == name:
             # the module was imported before (its @register ran then) and the entry was forgotten since
             # (a test's clean-up): register the same class again rather than call it unregistered
             self.register(cls)

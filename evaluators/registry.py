@@ -7,11 +7,11 @@ second, undiscoverable metric. Plug-ins declare theirs with ``register_lazy``.
 """
 from __future__ import annotations
 
-import importlib
 from collections.abc import Iterable
 
 from babelrag.errors import ConfigError
 from babelrag.evaluators.metric import Metric
+from babelrag.lazy_registry import LazyRegistry
 
 _PKG = "babelrag.evaluators"
 
@@ -25,53 +25,18 @@ _LAZY: dict[str, str] = {
     "mirage": f"{_PKG}.mirage:MirageMetric",
 }
 ALWAYS = ("xrag",)  # scored in every run: the leaderboard is ordered by its accuracy
-_LOADED: dict[str, Metric] = {}
-
-
-def register(cls: type[Metric]) -> type[Metric]:
-    """Class decorator: make ``cls`` the metric for ``cls.name`` (declared in the table, or a plug-in)."""
-    here = f"{cls.__module__}:{cls.__qualname__}"
-    target = _LAZY.setdefault(cls.name, here)
-    if target != here:
-        raise ConfigError(f"metric {cls.name!r} is declared as {target} but {here} registers it")
-    _LOADED[cls.name] = cls()
-    return cls
-
-
-def register_lazy(name: str, target: str) -> None:
-    """Declare a metric by import path without importing it (for plug-ins)."""
-    if ":" not in target:
-        raise ConfigError(f"metric target must look like 'module:Class', got {target!r}")
-    if name in _LAZY and _LAZY[name] != target:
-        raise ConfigError(f"metric {name!r} is already declared as {_LAZY[name]}")
-    _LAZY[name] = target
-
-
-def names() -> list[str]:
-    """Every declared metric name, in scoring order (no imports happen)."""
-    return list(_LAZY)
-
-
-def get(name: str) -> Metric:
-    """The metric called ``name``, importing its module on first use."""
-    if name in _LOADED:
-        return _LOADED[name]
-    target = _LAZY.get(name)
-    if target is None:
-        raise ConfigError(f"unknown metric {name!r}; known metrics: {', '.join(names())} "
-                          "(`babelrag evaluate metrics` lists them)")
-    module_name, attr = target.split(":", 1)
-    cls = getattr(importlib.import_module(module_name), attr, None)
-    if cls is None or name not in _LOADED:
-        raise ConfigError(f"metric {name!r}: {module_name}.{attr} is missing or not registered with @register")
-    return _LOADED[name]
+METRICS: LazyRegistry[Metric] = LazyRegistry("metric", _LAZY, hint=" (`babelrag evaluate metrics` lists them)")
+register = METRICS.register  # class decorator: the metric for ``cls.name``, checked against the table
+register_lazy = METRICS.register_lazy  # declare a plug-in metric by import path
+names = METRICS.names  # every declared metric name, in scoring order (no imports happen)
+get = METRICS.get  # the metric called ``name``, importing its module on first use
 
 
 def resolve(requested: Iterable[str]) -> list[Metric]:
     """The metrics of a run, in registry order, with the always-on ones; unknown names fail here, before
     any answer is generated."""
     wanted = set(requested) | set(ALWAYS)
-    unknown = sorted(wanted - set(_LAZY))
+    unknown = sorted(wanted - set(names()))
     if unknown:
         raise ConfigError(f"evaluate.metrics: unknown {unknown}; known metrics: {', '.join(names())}")
     return [get(n) for n in names() if n in wanted]
