@@ -49,14 +49,17 @@ def phase(server: ArgillaServer, client, settings: AnnotateSettings, prefix: str
     dataset_id = str(ps.find_dataset(client, s, "answer_judgement").id)
     for a in team:  # figures are per phase
         a.submits, a.queue, a.acknowledged, a.errors = [], [], [], []
-    start = threading.Barrier(len(team) + 1)
+    start = threading.Barrier(len(team) + 1, timeout=120)  # a sign-in that fails breaks it: no hang
     stop_box: dict[str, float] = {}  # the deadline, set once every annotator has signed in
     go = threading.Event()
     threads = [threading.Thread(target=_annotator_thread, args=(server.url, dataset_id, a, start, go, stop_box))
                for a in team]
     for t in threads:
         t.start()
-    start.wait()
+    try:
+        start.wait()
+    except threading.BrokenBarrierError:
+        raise SystemExit(f"not every annotator signed in: {[e for a in team for e in a.errors][:3]}") from None
     t0 = time.perf_counter()
     stop_box["at"] = t0 + seconds
     go.set()
@@ -82,11 +85,19 @@ def phase(server: ArgillaServer, client, settings: AnnotateSettings, prefix: str
 def _annotator_thread(url: str, dataset_id: str, who: Annotator, start: threading.Barrier, go: threading.Event,
                       stop_box: dict) -> None:
     with httpx.Client(base_url=url, timeout=60) as http:
-        token = http.post("/api/v1/token", data={"username": who.username, "password": who.password}).json()
-        http.headers["Authorization"] = f"Bearer {token['access_token']}"
+        try:
+            token = http.post("/api/v1/token", data={"username": who.username, "password": who.password}).json()
+            http.headers["Authorization"] = f"Bearer {token['access_token']}"
+        except (httpx.HTTPError, KeyError, ValueError) as exc:  # the others must not wait for this one
+            who.errors.append(f"sign-in: {exc!r}")
+            start.abort()
+            return
         start.wait()
         go.wait()
-        _loop(http, dataset_id, who, stop_box["at"])
+        try:
+            _loop(http, dataset_id, who, stop_box["at"])
+        except httpx.HTTPError as exc:  # counted, so a dead client is not reported as a lost response
+            who.errors.append(f"request: {exc!r}")
 
 
 def _loop(http: httpx.Client, dataset_id: str, who: Annotator, stop_at: float) -> None:

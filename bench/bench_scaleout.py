@@ -261,6 +261,8 @@ def main() -> None:
     task(items[0])  # imports trafilatura/htmldate here too: local-1 is not charged for them
     ingest: dict[str, tuple[float, list[Any]]] = {}
     best(ingest, "local-1", lambda: list(LocalExecutor(1, args.chunk).map(task, items)))
+    if not args.driver_only:  # before the driver runs below start Arrow's threads and load the NER models
+        best(ingest, f"local-{n}", lambda: list(LocalExecutor(n, args.chunk).map(task, items)))
     import tempfile
 
     worker = len(items) / ingest["local-1"][0]
@@ -271,7 +273,6 @@ def main() -> None:
     amdahl(f"title NER in the workers (+{ner_s * 1000:.1f} ms per article there)", 1 / (1 / worker + ner_s), after)
     if args.driver_only:
         return
-    best(ingest, f"local-{n}", lambda: list(LocalExecutor(n, args.chunk).map(task, items)))
     texts = passages(args.articles)
     blocks = [texts[s:s + args.block] for s in range(0, len(texts), args.block)]
     encode = EncodeTexts(args.encoder, None, 32)

@@ -44,8 +44,9 @@ def run(
 
     console = make_console(stderr=True)
     cfg = load_config(config)
+    # resolving a device imports torch: only when a cross-encoder runs (an answers-file run loads no model)
     placement = CrossEncoderSpec.placement_options(cross_encoder_device, cross_encoder_precision,
-                                                   cross_encoder_batch_size)
+                                                   cross_encoder_batch_size) if (reranker or nli) else {}
     settings = EvalSettings.from_config(
         cfg, rounds=rounds,
         reranker=CrossEncoderSpec(str(reranker), reranker_backend, **placement) if reranker else None,  # type: ignore[arg-type]

@@ -253,3 +253,32 @@ def test_a_push_to_several_datasets_checks_them_all_before_writing_any(shared_ho
     out = " ".join(res.output.split())
     assert "multi-translation-de" in out and "2 records: 2 new, 0 updated, 0 already there" in out
     assert "multi-translation-fr" in out and "2 records: 0 new, 1 updated, 1 already there" in out
+
+
+def test_an_owner_whose_creation_failed_is_created_on_the_next_start(tmp_path, monkeypatch):
+    """The credentials are stored before the owner is created (a failure must not lose them); the next start
+    must still create the owner instead of serving an API key of a user that does not exist."""
+    from babelrag.errors import StageError
+
+    settings = ServerSettings(home=tmp_path / "home", port=0)
+    real_run = ArgillaServer._run
+
+    def failing_owner(self, python, args, what, *rest, **kw):
+        if args[:1] == ["create-owner"]:
+            raise StageError("argilla-server owner user creation failed (injected)")
+        return real_run(self, python, args, what, *rest, **kw)
+
+    monkeypatch.setattr(ArgillaServer, "_run", failing_owner)
+    with pytest.raises(StageError, match="injected"):
+        ArgillaServer(settings).start()
+    assert json.loads((tmp_path / "home" / "credentials.json").read_text()).get("owner_created") is None
+    monkeypatch.setattr(ArgillaServer, "_run", real_run)
+    server = ArgillaServer(settings).start()
+    try:
+        import httpx
+
+        me = httpx.get(f"{server.url}/api/v1/me", headers={"X-Argilla-Api-Key": server.api_key}, timeout=30)
+        assert me.status_code == 200 and me.json()["role"] == "owner", me.text
+        assert server.credentials["owner_created"] is True
+    finally:
+        server.stop()

@@ -179,7 +179,7 @@ class ArgillaServer:
                 self._run(python, ["database", "migrate"], "database migrate")
                 marker.touch(mode=0o600)
             self.timings["migrate_s"] = time.perf_counter() - t1
-            if fresh or not self.credentials:
+            if fresh or not self.credentials.get("owner_created"):  # also after a start that failed there
                 self._ensure_owner(python)
             self._spawn("server", [str(python), str(LAUNCHER), "start", "--host", self.settings.host,
                                    "--port", str(self.port), "--no-access-log"])
@@ -208,6 +208,7 @@ class ArgillaServer:
             {"BABELRAG_OWNER_USERNAME": creds["username"], "BABELRAG_OWNER_PASSWORD": creds["password"],
              "BABELRAG_OWNER_API_KEY": creds["api_key"]},
         )  # the launcher passes them to Argilla's CLI in-process; Argilla skips an existing username
+        _write_private(self.home / "credentials.json", {**creds, "owner_created": True})
 
     def _wait_ready(self, timeout: float) -> None:
         import httpx
