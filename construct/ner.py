@@ -75,9 +75,13 @@ def normalise_entity(text: str, aliases: dict[str, str] | None = None, language:
         if key.startswith(art) and len(key) > len(art) + 2:
             key = key[len(art):]
     if language in ELISION_LANGUAGES:
-        key = _ELISION.sub("", key)
-        if key in _ELIDED_ONLY or key.split(" ")[0] in _ELIDED_ONLY - {"la", "le", "les", "a"}:
+        stripped = _ELISION.sub("", key)
+        # what an elision leaves ("il" of "qu'il", "en" of "s'en"), alone or leading: no entity. Only after an
+        # elision: "Il Messaggero", "En Marche" and "Est Républicain" are names
+        if stripped in _ELIDED_ONLY or (stripped != key and
+                                        stripped.split(" ")[0] in _ELIDED_ONLY - {"la", "le", "les", "a"}):
             return ""
+        key = stripped
     if _SPACED_LETTERS.match(key):  # "u s" (from "U.S.") is the acronym "us"
         key = key.replace(" ", "")
     if language in BUILTIN_ALIASES:

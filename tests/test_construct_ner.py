@@ -45,6 +45,11 @@ def test_forms_of_one_entity_share_a_key(lang, forms, key):
 def test_french_elided_words_are_no_entities_and_other_languages_keep_apostrophes():
     assert [normalise_entity(m, None, "fr") for m in ("qu", "Qu'il", "s'en", "l'on")] == ["", "", "", ""]
     assert normalise_entity("La Rochelle", None, "fr") == "la rochelle"
+    # a leading "Il"/"En"/"Est" without an elision is part of a name, not what an elision left
+    assert [normalise_entity(m, None, "it") for m in ("Il Messaggero", "Il Sole 24 Ore")] == [
+        "il messaggero", "il sole 24 ore"]
+    assert [normalise_entity(m, None, "fr") for m in ("En Marche", "Est Républicain", "qu'il parle")] == [
+        "en marche", "est républicain", ""]
     assert normalise_entity("D'Angelo", None, "en") == "d'angelo"  # English names keep their apostrophe
     ex = EntityExtractor(_Fixed([["Qu'il", "l'Assemblée nationale", "qu"]]))
     assert ex(["Qu'il parle devant l'Assemblée nationale"], ["fr"]) == [["assemblée nationale"]]
