@@ -180,6 +180,9 @@ def test_bge_m3_max_length_truncates_and_precision_applies(tmp_path):
     full = _bge(folder, device="cpu")
     assert next(full.model.parameters()).dtype == torch.float32
     assert np.allclose(bf16.encode([EN, DE]), full.encode([EN, DE]), atol=0.05)  # bf16 keeps ~3 digits
+    # the vector cache keys on the encoder's name: precision and token limit are in it where not the defaults
+    assert full.name == f"bge-m3:{folder}" and short.name == f"bge-m3:{folder}:max8"
+    assert bf16.name == f"bge-m3:{folder}:bf16"
 
 
 # ---------------------------------------------------------------- the encoder registry

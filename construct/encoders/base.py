@@ -31,6 +31,13 @@ def l2_normalise(x: np.ndarray) -> np.ndarray:
     return x / np.maximum(norms, 1e-12)
 
 
+def vector_identity(model: str, precision: str, max_length: int) -> str:
+    """The name a torch encoder's vectors are cached under: the model, plus the precision and token limit
+    where they differ from fp32 / 512 (both change the vectors; caches written with the defaults stay valid)."""
+    return ":".join([model, *(v for v, default in ((precision, "fp32"), (f"max{max_length}", "max512"))
+                              if v != default)])
+
+
 @dataclass(frozen=True)
 class EncoderEnv:
     """What ``from_config`` gets besides the settings: the one device this instance runs on, its

@@ -8,7 +8,7 @@ import numpy as np
 
 from babelrag.errors import ConfigError
 
-from .base import Encoder, EncoderEnv, Kind
+from .base import Encoder, EncoderEnv, Kind, vector_identity
 from babelrag.devices import torch_dtype
 from .registry import register
 
@@ -73,7 +73,7 @@ class SentenceTransformerEncoder(Encoder):
         self.precision = precision
         own = self.model.max_seq_length
         self.model.max_seq_length = min(max_length, own) if own else max_length  # never past the model's own
-        self.name = f"st:{name_or_path}"
+        self.name = vector_identity(f"st:{name_or_path}", precision, max_length)
         dim = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
         self.dim = int(dim() or 0)
         self.device = device
@@ -116,7 +116,7 @@ class BGEM3Encoder(Encoder):
         self.tokenizer = flag.tokenizer
         self.model = flag.model.to(device=device, dtype=torch_dtype(precision)).eval()
         self.precision = precision
-        self.name = f"bge-m3:{name_or_path}"
+        self.name = vector_identity(f"bge-m3:{name_or_path}", precision, max_length)
         self.device = device
         self.max_length = max_length
         self.set_batch_size(batch_size)
