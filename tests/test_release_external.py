@@ -1,4 +1,5 @@
 """GaRAGe and XRAG loaders on fixtures written to the published schemas (sources: tests/fixtures/external/README.md)."""
+import datetime as dt
 import json
 import os
 import re
@@ -239,6 +240,25 @@ def test_beir_convert_export_round_trip_and_our_exports_come_back_as_instances(t
             (inst.question, inst.answer, inst.q_type, inst.setting, inst.dates)
         assert sorted(d.article_id for d in got.documents if d.role == "supporting") == \
             sorted(d.article_id for d in inst.documents if d.role == "supporting")
+
+
+def test_beir_corpus_dates_in_datetime_and_text_forms_are_read_as_dates(tmp_path):
+    """BEIR has no date field of its own: a corpus that carries ``published`` may write it as a datetime or in
+    words; both are the same day in the converted release (it used to fail deep inside the parquet writer)."""
+    from babelrag.release.export import beir_files, write_files
+
+    insts = [i for i in load_xrag(FIX / "xrag.jsonl")]
+    write_files(tmp_path / "ours", beir_files({"test": insts}))
+    corpus = tmp_path / "ours" / "corpus.jsonl"
+    rows = [json.loads(line) for line in corpus.read_text(encoding="utf-8").splitlines()]
+    forms = [lambda d: d + "T10:00:00Z", lambda d: dt.date.fromisoformat(d).strftime("%B %d, %Y")]
+    for k, row in enumerate(rows):
+        if row.get("published"):
+            row["published"] = forms[k % 2](row["published"])
+    corpus.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    convert_external(tmp_path / "ours", "beir", tmp_path / "rel")
+    again = {i.id: i for i in load_instances(tmp_path / "rel")}
+    assert {i.id: i.dates for i in insts} == {k: again[k].dates for k in (i.id for i in insts)}
 
 
 def test_evaluate_runs_on_a_converted_garage_folder(tmp_path):

@@ -13,7 +13,7 @@ from typing import Any, Optional
 
 from babelrag.errors import InputError
 from babelrag.records import Document
-from babelrag.release.loaders import Problems, read_jsonl
+from babelrag.release.loaders import Problems, iso_date, read_jsonl
 
 MAPPING_FILES = {"irrelevant": "irrelevant.json", "seemingly_relevant": "seemingly_relevant.json",
                  "related": "related.json"}
@@ -45,7 +45,7 @@ class BeirSet:
         copy has its own corpus id) and ``machine_translated``."""
         c = self.corpus[cid]
         return Document(article_id=str(c.get("article_id") or cid), title=c.get("title", ""), text=c["text"],
-                        language=c.get("language", "und"), published=c.get("published", ""), role=role,
+                        language=c.get("language", "und"), published=iso_date(c.get("published", "")), role=role,
                         kind=kind, machine_translated=bool(c.get("machine_translated", False)))  # type: ignore[arg-type]
 
 
