@@ -295,7 +295,7 @@ def agreement(
     rec_path = out / f"{project}.records.jsonl"
     records = read_responses(rec_path) if rec_path.exists() else None
     vs = suggestion_agreement(responses, records or [], project, settings.project(project).min_submitted or 1,
-                              read_suggested(out, project))
+                              read_suggested(default_out, project))  # push writes it there (no --out)
     if vs:
         table = Table(title=f"Pipeline's answers vs human majority, per suggestion mode: {project}")
         for col in ("dataset", "question", "mode", "agent", "items", "raw", "cohen"):

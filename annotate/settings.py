@@ -99,11 +99,11 @@ class AnnotateSettings(_Strict):
 
     @model_validator(mode="after")
     def _check(self) -> "AnnotateSettings":
-        from .registry import names
+        from .registry import names as project_names
 
-        unknown = sorted(set(self.projects) - set(names()))
+        unknown = sorted(set(self.projects) - set(project_names()))
         if unknown:
-            raise ValueError(f"annotate.projects: unknown project(s) {unknown}; known: {', '.join(names())}")
+            raise ValueError(f"annotate.projects: unknown project(s) {unknown}; known: {', '.join(project_names())}")
         names = [u.username for u in self.users]
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
