@@ -112,6 +112,8 @@ def push(
         highlighter = _highlighter(settings, default_out.parent)
     batches = [(lang, build_records(project, rows, settings, lang, source_articles, highlighter))
                for lang in languages]
+    for reason, n in pt.skipped(rows).items():
+        _console().print(f"{project}: skipped {n} input record(s): {reason}")
     raise_problems([p for _, records in batches for p in check_input(records, spec(project))], str(input))
     rg_client, target = _client(settings)
     with argilla_errors(target.url, f"push {project}"):  # every dataset checked before the first write

@@ -40,5 +40,11 @@ class ProjectType:
     guidelines_file: ClassVar[Optional[Path]] = None  # default: annotate/guidelines/<name>.md
 
     def build(self, rows: list, ctx: BuildContext) -> list["ProjectRecord"]:
-        """The records to annotate, one per input row (validate rows with ``babelrag.rows.parse``)."""
+        """The records to annotate, one per input row (validate rows with ``babelrag.rows.parse``), less the
+        rows ``skipped`` counts."""
         raise NotImplementedError
+
+    def skipped(self, rows: list) -> dict[str, int]:
+        """Rows that ``build`` leaves out on purpose, counted by reason (push prints them): input that holds
+        nothing to annotate, as opposed to bad input, which fails the push."""
+        return {}

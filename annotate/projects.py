@@ -371,6 +371,8 @@ def answer_judgement_records(answers: Iterable[ModelAnswer | dict]) -> list[Proj
     """Records from ``evaluate run``'s answers.jsonl."""
     out = []
     for ans in parse(ModelAnswer, list(answers), "answer_judgement input"):
+        if not ans.ok:  # a failed model call has no answer to judge (counted by the project type's `skipped`)
+            continue
         suggestions = [Suggestion("verdict", ans.judge_verdict, "judge-panel")] if ans.judge_verdict else []
         out.append(
             ProjectRecord(

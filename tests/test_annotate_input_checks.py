@@ -105,3 +105,20 @@ def test_cli_push_of_bad_input_exits_2_with_every_problem_before_connecting(tmp_
                            "--input", str(latin)], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
     assert done.returncode == 2 and f"{latin}:2: not UTF-8" in done.stderr and "Traceback" not in done.stderr
 
+
+
+def test_a_failed_model_call_in_answers_jsonl_is_a_counted_skip_not_an_input_error():
+    """evaluate run writes a failed call as ok: false with an empty answer: nothing to judge, so push leaves it
+    out and says how many, while the other answers pass the checks (an empty answer of an ok call still fails)."""
+    from babelrag.annotate import registry
+
+    rows = samples.model_answers(3)
+    rows[1].update(answer="", ok=False, error="http 404")
+    recs = projects.build_records("answer_judgement", rows, AnnotateSettings())
+    assert [r.id for r in recs] == ["ans1", "ans3"]
+    assert ic.check_input(recs, projects.spec("answer_judgement")) == []
+    assert registry.get("answer_judgement").skipped(rows) == {"model call failed (ok: false), nothing to judge": 1}
+    rows[1]["ok"] = True
+    problems = ic.check_input(projects.build_records("answer_judgement", rows, AnnotateSettings()),
+                              projects.spec("answer_judgement"))
+    assert [p.record_id for p in problems] == ["ans2"]

@@ -15,3 +15,11 @@ class AnswerJudgement(ProjectType):
 
     def build(self, rows: list, ctx: BuildContext) -> list[projects.ProjectRecord]:
         return projects.answer_judgement_records(rows)
+
+    def skipped(self, rows: list) -> dict[str, int]:
+        failed = sum(1 for r in rows if not _ok(r))
+        return {"model call failed (ok: false), nothing to judge": failed} if failed else {}
+
+
+def _ok(row: object) -> bool:
+    return bool(row.get("ok", True) if isinstance(row, dict) else getattr(row, "ok", True))
