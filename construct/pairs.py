@@ -14,7 +14,7 @@ from pydantic import Field
 from babelrag.config import Section
 from babelrag.construct.encoders.settings import EncoderConfig  # dense.encoder (kind: a registered encoder)
 from babelrag.pipeline import StageContext
-from babelrag.records import Article, ArticlePair
+from babelrag.records import EPOCH, Article, ArticlePair
 from babelrag.stage import StageSpec
 
 
@@ -69,14 +69,6 @@ STAGE = StageSpec(
     llm_endpoints=(("dense.encoder.endpoint", (("dense.enabled", True), ("dense.encoder.kind", "openai"))),),
     runtime_sections=("llm", "executor"), owns={"pairs": PairsConfig, "dense": DenseConfig}, order=20)
 
-EPOCH = dt.date(1970, 1, 1)
-
-
-def day_number(published: dt.date | str) -> int:
-    day = published if isinstance(published, dt.date) else dt.date.fromisoformat(published[:10])
-    return (day - EPOCH).days
-
-
 PAIR_ID_PREFIX = {"entity_graph": "eg", "dense": "xl", "hybrid": "hy"}
 
 
@@ -95,7 +87,7 @@ class LanguageSlice:
 
     def add(self, art: Article) -> None:
         self.ids.append(art.id)
-        self.days.append(day_number(art.published))
+        self.days.append(art.day)
         self.entities.append([self.vocab.setdefault(e, len(self.vocab)) for e in art.title_entities])
 
 
@@ -112,7 +104,7 @@ def entity_graph_pairs(ctx: StageContext, slices: dict[str, LanguageSlice]) -> l
         mined = mine_pairs(days, Incidence.from_lists(sl.entities, len(sl.vocab)), k=cfg.min_shared_entities,
                            max_days=cfg.max_days_apart, hub_policy=cfg.hub_policy, hub_max=cfg.hub_max_articles,
                            max_pairs=cfg.max_pairs)
-        names = {v: k for k, v in sl.vocab.items()}
+        names = _names(sl)
         if len(mined.hubs):
             hubs_report[lang] = sorted(names[h] for h in mined.hubs.tolist())[:50]
         for i, j, s, score, d in zip(mined.i.tolist(), mined.j.tolist(), mined.shared.tolist(),
@@ -140,7 +132,7 @@ def export_graph(ctx: StageContext, slices: dict[str, LanguageSlice], pairs: lis
     ids, ents, attrs = [], [], []
     total = sum(len(s.ids) for s in slices.values())
     for lang, sl in slices.items():
-        names = {v: k for k, v in sl.vocab.items()}
+        names = _names(sl)
         for aid, day, e in zip(sl.ids, sl.days, sl.entities):
             if total > max_articles and aid not in paired:
                 continue
@@ -191,4 +183,4 @@ def run(ctx: StageContext) -> None:
             out.add(p)
 
 
-__all__ = ["run", "day_number", "pair_id", "LanguageSlice", "entity_graph_pairs", "EPOCH"]
+__all__ = ["run", "pair_id", "LanguageSlice", "entity_graph_pairs", "EPOCH"]

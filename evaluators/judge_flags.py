@@ -7,14 +7,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
+from babelrag.llm.local import MODEL_ALIAS
+
 # served model names of judges too small to judge (the embedded default, babelrag/llm/local.py)
-WEAK_MODELS = {"qwen2.5-coder-0.5b-instruct": "the embedded 0.5B model"}
+WEAK_MODELS = {MODEL_ALIAS: "the embedded 0.5B model"}
 
 
 def _identity(endpoint: Any) -> Optional[tuple[str, str]]:
-    if endpoint is None:
-        return None
-    return (getattr(endpoint, "cache_namespace", None) or getattr(endpoint, "base_url", ""), endpoint.model)
+    """(server, served model): two endpoint names for one model are one judge."""
+    return None if endpoint is None else (endpoint.identity, endpoint.model)
 
 
 def judging_flags(models: Sequence[str], judges: Sequence[str], endpoints: Mapping[str, Any]) -> dict[str, Any]:
