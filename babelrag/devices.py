@@ -84,19 +84,13 @@ def torch_dtype(precision: str) -> Any:
 
 
 def is_out_of_memory(exc: BaseException) -> bool:
-    """torch's OOM error (CUDA, and what recent torch raises elsewhere), or MPS/CPU allocators' messages."""
-    oom_type = _oom_type()
-    if oom_type is not None and isinstance(exc, oom_type):
-        return True
-    return isinstance(exc, (RuntimeError, MemoryError)) and (
-        isinstance(exc, MemoryError) or "out of memory" in str(exc).lower())
-
-
-def _oom_type() -> Any:
+    """torch's OOM error (CUDA, and what recent torch raises elsewhere), Python's ``MemoryError``, or a
+    ``RuntimeError`` that says so (the MPS and CPU allocators, older torch)."""
     import sys
 
     torch = sys.modules.get("torch")  # no OOM error can come from torch when torch was never imported
-    return getattr(torch, "OutOfMemoryError", None) if torch is not None else None
+    kinds = (MemoryError, getattr(torch, "OutOfMemoryError", MemoryError))
+    return isinstance(exc, kinds) or (isinstance(exc, RuntimeError) and "out of memory" in str(exc).lower())
 
 
 def free_cached_memory(device: str) -> None:

@@ -67,6 +67,8 @@ def encoder_for(ctx: StageContext) -> Any:
 def index_corpus(ctx: StageContext, encoder: Any, block_size: int | None = None) -> tuple[Any, dict[str, Doc]]:
     """Embed every ingested article (cached by text hash) and upsert it into Milvus (the index stage,
     ``construct/index.py``, runs it; pairs and distractors read the result with ``index.open_index``).
+    The caller closes the store returned; on an error it is closed here (a Milvus Lite file stays locked
+    while open).
 
     Only small per-article metadata stays in memory; vectors live in Milvus (and the vector cache).
     With ``executor.backend: ray`` the encoder runs on the cluster's workers, blocks of articles in
@@ -86,16 +88,21 @@ def index_corpus(ctx: StageContext, encoder: Any, block_size: int | None = None)
             blocks.append(block)
             yield [passage(a, chars) for a in block]
 
-    for vecs in encoder.encode_stream(passages(), "passage", encoding_map(ctx)):
-        block = blocks.popleft()
-        if store is None:
-            store = store_from_config(ctx, vecs.shape[1])
-        store.upsert([a.id for a in block], vecs, [a.language for a in block],
-                     [a.day for a in block], [a.title for a in block], [a.source for a in block])
-        for a in block:
-            docs[a.id] = Doc(a.id, a.language, a.day)
-    if store is not None and store.count() > len(docs):
-        ctx.extra["vectors_pruned"] = store.prune(set(docs))  # stale rows from an earlier corpus
+    try:
+        for vecs in encoder.encode_stream(passages(), "passage", encoding_map(ctx)):
+            block = blocks.popleft()
+            if store is None:
+                store = store_from_config(ctx, vecs.shape[1])
+            store.upsert([a.id for a in block], vecs, [a.language for a in block],
+                         [a.day for a in block], [a.title for a in block], [a.source for a in block])
+            for a in block:
+                docs[a.id] = Doc(a.id, a.language, a.day)
+        if store is not None and store.count() > len(docs):
+            ctx.extra["vectors_pruned"] = store.prune(set(docs))  # stale rows from an earlier corpus
+    except BaseException:
+        if store is not None:  # the caller closes it on success; on an error nobody else has it
+            store.close()
+        raise
     ctx.extra["encoder"] = encoder.name
     ctx.extra["encoder_placement"] = encoder.placement()  # devices, precision, batch size, OOM back-offs
     ctx.extra["vector_cache"] = {"hits": encoder.hits, "misses": encoder.misses}
@@ -128,32 +135,31 @@ def dense_pairs(ctx: StageContext, same_language: list[str] | None = None,
     pivot = ctx.config.project.pivot_language
     from babelrag.construct.index import open_index
 
-    encoder = encoder_for(ctx)  # for the queries; the articles are in the index stage's store
-    ctx.extra["encoder"] = encoder.name
+    store, docs = open_index(ctx)  # checked before any encoder loads
+    if store is None:
+        return []
     try:
-        store, docs = open_index(ctx)
-        if store is None:
-            return []
-        try:
-            events_path = ctx.config.resolve(cfg.events_file) if cfg.events_file else None
-            if cfg.queries == "events" and events_path is not None:
-                events = load_events(events_path, languages)
-                ctx.extra["dense_queries"] = f"events ({len(events)} from {events_path.name})"
-                note(ctx, f"dense: {len(events)} event descriptions from {events_path.name} were the queries")
+        # the encoder whose vectors are searched; events mode builds it again below, for the queries
+        ctx.extra["encoder"] = ctx.store.require("index").extra.get("encoder")
+        events_path = ctx.config.resolve(cfg.events_file) if cfg.events_file else None
+        if cfg.queries == "events" and events_path is not None:
+            events = load_events(events_path, languages)
+            ctx.extra["dense_queries"] = f"events ({len(events)} from {events_path.name})"
+            note(ctx, f"dense: {len(events)} event descriptions from {events_path.name} were the queries")
+            with encoder_for(ctx) as encoder:  # only the queries need one; closed before the stage goes on
+                ctx.extra["encoder"] = encoder.name
                 pairs = event_pairs(ctx, store, encoder, events, docs, languages, pivot)
-            else:
-                ctx.extra["dense_queries"] = ("articles (dense.events_file not set)" if cfg.queries == "events"
-                                              else "articles")
-                pairs = article_pairs(ctx, store, docs, pivot)
-            if same_language:
-                from babelrag.construct.samelang import hybrid_pairs
+        else:
+            ctx.extra["dense_queries"] = ("articles (dense.events_file not set)" if cfg.queries == "events"
+                                          else "articles")
+            pairs = article_pairs(ctx, store, docs, pivot)  # the article vectors are in the store
+        if same_language:
+            from babelrag.construct.samelang import hybrid_pairs
 
-                pairs += hybrid_pairs(ctx, store, docs, same_language, entities or {})
-            return pairs
-        finally:
-            store.close()
+            pairs += hybrid_pairs(ctx, store, docs, same_language, entities or {})
+        return pairs
     finally:
-        encoder.cache.close()
+        store.close()
 
 
 def _make_pair(x: Doc, en: Doc, score: float, event_id: str = "") -> ArticlePair:

@@ -16,6 +16,7 @@ answer the question from (judged against the gold answer) is dropped.
 from __future__ import annotations
 
 import random
+from contextlib import ExitStack
 from typing import Any, Optional
 
 from pydantic import Field, field_validator
@@ -215,17 +216,17 @@ def run(ctx: Any) -> None:
     todo = [q for q in qas if not out.has(q.id)]
     if not todo:
         return
-    encoder = encoder_for(ctx)  # for the questions; the articles are in the index stage's store
-    store, docs = open_index(ctx)
+    store, docs = open_index(ctx)  # checked before the encoder loads
     if store is None:
-        encoder.cache.close()
         ctx.skip("empty-corpus", len(todo))
         return
-    finder = CandidateFinder(store, encoder, {i: doc.day for i, doc in docs.items()},
-                             {i: doc.language for i, doc in docs.items()}, pool=max(3 * d.per_language, 10),
-                             seed=ctx.seed, exclude_nearest=d.per_language)
     stats = {"kinds": {k: 0 for k in KINDS}, "borrowed": 0, "llm_rejected": 0, "short": 0}
-    try:
+    with ExitStack() as held:  # the store and the encoder (a device pool's workers) close with the stage
+        held.callback(store.close)
+        encoder = held.enter_context(encoder_for(ctx))  # for the questions; the articles are in the store
+        finder = CandidateFinder(store, encoder, {i: doc.day for i, doc in docs.items()},
+                                 {i: doc.language for i, doc in docs.items()}, pool=max(3 * d.per_language, 10),
+                                 seed=ctx.seed, exclude_nearest=d.per_language)
         for qa in ctx.progress(todo, total=len(todo), desc="questions"):
             missing = [a for a in qa.article_ids if a not in articles]
             if missing:
@@ -258,6 +259,4 @@ def run(ctx: Any) -> None:
                 ctx.error(qa.id, "leakage", f"candidates {leak} break the supporting/date rule (index out of date?)")
                 continue
             out.add(DistractorSet(id=qa.id, qa_id=qa.id, distractors=chosen))
-    finally:
-        store.close()
     ctx.extra["distractors"] = stats

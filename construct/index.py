@@ -34,20 +34,20 @@ STAGE = StageSpec(
 def run(ctx: Any) -> None:
     from babelrag.construct.crosslingual import encoder_for, index_corpus
 
-    encoder = encoder_for(ctx)
-    try:
+    with encoder_for(ctx) as encoder:  # closed here: a device pool's workers end with this stage
         store, docs = index_corpus(ctx, encoder, block_size=ctx.config.index.block_size)
+    try:
+        ctx.count_in = len(docs)
+        key = ctx.fingerprint[:16]  # encoder, store, model files and corpus: a new index changes this output
+        out = ctx.output(shard_size=5000)
+        for doc in docs.values():
+            if not out.has(doc.id):
+                out.add(IndexEntry(id=doc.id, language=doc.language, day=doc.day, index=key))
+        if store is not None:
+            ctx.extra.update(dim=store.dim, store=store.uri, collection=store.collection, rows=store.count())
     finally:
-        encoder.cache.close()
-    ctx.count_in = len(docs)
-    key = ctx.fingerprint[:16]  # encoder, store, model files and corpus: a new index changes this output
-    out = ctx.output(shard_size=5000)
-    for doc in docs.values():
-        if not out.has(doc.id):
-            out.add(IndexEntry(id=doc.id, language=doc.language, day=doc.day, index=key))
-    if store is not None:
-        ctx.extra.update(dim=store.dim, store=store.uri, collection=store.collection, rows=store.count())
-        store.close()
+        if store is not None:
+            store.close()
 
 
 def open_index(ctx: Any) -> tuple[Any, dict[str, Any]]:

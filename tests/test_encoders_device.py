@@ -2,13 +2,16 @@
 device resolution against an injected view of what torch reports, OOM back-off against a real torch
 module that raises torch's out-of-memory error, a tiny BGE-M3 through the real FlagEmbedding model,
 the encoder registry, and one worker process per device."""
+from collections.abc import Callable
 from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
 import pytest
 
 from babelrag.batching import BatchSize, encode_sorted, length_order
-from babelrag.devices import TorchView, resolve_devices, resolve_precision
+from babelrag.construct.encoders.base import Encoder, Kind, l2_normalise
+from babelrag.devices import TorchView, is_out_of_memory, resolve_devices, resolve_precision
 from babelrag.errors import ConfigError
 
 from tests.test_construct_encoders import DE, EN, OTHER, _tiny_bge_m3
@@ -80,21 +83,23 @@ def test_config_takes_device_precision_batch_auto_and_max_length():
 
 
 class OOMAbove:
-    """A real torch module whose forward raises torch's OutOfMemoryError for batches above ``limit``."""
+    """A real torch module whose forward raises torch's OutOfMemoryError for batches whose ``cost``
+    (texts, unless given) is above ``limit``."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, cost: Callable[[list[str]], int] = len) -> None:
         import torch
 
         torch.manual_seed(0)
         self.net = torch.nn.Sequential(torch.nn.EmbeddingBag(64, 8), torch.nn.Linear(8, 8))
         self.limit = limit
+        self.cost = cost
         self.sizes: list[int] = []
 
     def __call__(self, texts: list[str]) -> np.ndarray:
         import torch
 
         self.sizes.append(len(texts))
-        if len(texts) > self.limit:
+        if self.cost(texts) > self.limit:
             raise torch.OutOfMemoryError(f"CUDA out of memory. Tried to allocate {len(texts)} GiB")
         ids = [torch.tensor([ord(c) % 64 for c in t]) for t in texts]
         offsets = torch.tensor([0] + [len(i) for i in ids[:-1]]).cumsum(0)
@@ -110,10 +115,50 @@ def test_auto_batch_size_backs_off_on_torch_oom_and_gives_the_same_vectors():
     batch = BatchSize.from_setting("auto", "cpu")
     assert batch.size == 32
     got = encode_sorted(TEXTS, [len(t) for t in TEXTS], model, batch)
-    assert batch.size == 4 and batch.backoffs == 3  # 32 -> 16 -> 8 -> 4, then every batch fits
-    assert model.sizes[:4] == [32, 16, 8, 4] and max(model.sizes[4:]) == 4
+    # 32 -> 16 -> 8 -> 4 fits; after 8 batches that fit, 8 is tried again on shorter texts (this model's
+    # limit is a count, not tokens), fails, and the rest runs at 4
+    assert model.sizes == [32, 16, 8] + [4] * 8 + [8, 4, 4]
+    assert (batch.size, batch.backoffs, batch.growths) == (4, 4, 1)
     want = np.concatenate([model([t]) for t in TEXTS])  # one at a time, input order
     assert np.allclose(got, want, atol=1e-6)
+
+
+def _words(texts: list[str]) -> int:
+    return sum(len(t.split()) for t in texts)
+
+
+class TokenBoundEncoder(Encoder):
+    """An encoder (``batch_size: auto``) whose batches run out of memory above ``limit`` tokens in all
+    (words here, which are also the lengths it sorts by, as BGE-M3's token counts are)."""
+
+    def __init__(self, limit: int) -> None:
+        self.model = OOMAbove(limit, cost=_words)
+        self.set_batch_size("auto")
+
+    def _prepare(self, texts: list[str], kind: Kind) -> tuple[list[Any], list[int]]:
+        return texts, [len(t.split()) for t in texts]
+
+    def _encode_batch(self, texts: list[str], kind: Kind) -> np.ndarray:
+        return self.model(texts)
+
+
+def test_auto_batch_size_grows_back_after_a_long_outlier_and_gives_the_same_vectors():
+    outlier = " ".join(["long"] * 60)
+    texts = [f"short text {i}" for i in range(100)] + [outlier] + [f"short text {i}" for i in range(100, 200)]
+    enc = TokenBoundEncoder(limit=100)
+    got = enc.encode(texts)
+    sizes = list(enc.model.sizes)
+    want = l2_normalise(np.concatenate([enc.model([t]) for t in texts]))  # one at a time, input order
+    assert np.allclose(got, want, atol=1e-6)
+    # with the outlier (60 tokens) 32 and 16 texts are over 100 tokens, 8 fit (81); the 3-token texts
+    # that follow double the size after 8 batches in a row, twice, back to auto's 32
+    assert sizes == [32, 16] + [8] * 8 + [16] * 8 + [9]
+    assert {k: enc.placement()[k] for k in ("batch_size", "oom_backoffs", "batch_growths")} == {
+        "batch_size": 32, "oom_backoffs": 2, "batch_growths": 2}
+    # the next call with the outlier starts below the size that ran out of memory: no OOM again
+    enc.model.sizes.clear()
+    assert np.allclose(enc.encode(texts), want, atol=1e-6)
+    assert enc.model.sizes[0] == 8 and enc.placement()["oom_backoffs"] == 2
 
 
 def test_a_fixed_batch_size_that_runs_out_of_memory_is_a_config_error_naming_the_setting():
@@ -132,6 +177,12 @@ def test_other_errors_are_not_taken_for_out_of_memory():
     with pytest.raises(ValueError, match="a bug"):
         encode_sorted(TEXTS, [len(t) for t in TEXTS], broken, batch)
     assert batch.size == 32
+    import torch
+
+    assert is_out_of_memory(torch.OutOfMemoryError()) and is_out_of_memory(MemoryError())
+    assert is_out_of_memory(RuntimeError("MPS backend out of memory (MPS allocated: 8 GiB)"))
+    assert not is_out_of_memory(RuntimeError("expected scalar type Float")) and not is_out_of_memory(
+        ValueError("out of memory"))
 
 
 def test_length_order_is_longest_first_and_stable():
@@ -174,7 +225,7 @@ def test_bge_m3_max_length_truncates_and_precision_applies(tmp_path):
     import torch
 
     assert bf16.placement() == {"devices": ["cpu"], "precision": "bf16", "batch_size": 32, "batch_auto": True,
-                                "oom_backoffs": 0}
+                                "oom_backoffs": 0, "batch_growths": 0}
 
     assert next(bf16.model.parameters()).dtype == torch.bfloat16
     full = _bge(folder, device="cpu")

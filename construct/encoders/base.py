@@ -104,9 +104,20 @@ class Encoder(ABC):
 
     def placement(self) -> dict[str, Any]:
         """Where and how it ran, for the run report: devices, precision, the batch size in the end and
-        how often ``auto`` backed off on out-of-memory."""
+        how often ``auto`` backed off on out-of-memory (and grew back after it)."""
         return {"devices": [self.device], "precision": self.precision, "batch_size": self.batch.size,
-                "batch_auto": self.batch.auto, "oom_backoffs": self.batch.backoffs}
+                "batch_auto": self.batch.auto, "oom_backoffs": self.batch.backoffs,
+                "batch_growths": self.batch.growths}
+
+    def close(self) -> None:
+        """Release what outlives a call (worker processes, files), so that a stage's workers are gone
+        before the next stage starts its own; an in-process encoder holds nothing of the kind."""
+
+    def __enter__(self) -> "Encoder":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
 
 
 class VectorCache:
@@ -160,6 +171,13 @@ class CachedEncoder(Encoder):
 
     def placement(self) -> dict[str, Any]:
         return self.inner.placement()
+
+    def close(self) -> None:
+        """The inner encoder (a device pool's workers) and the cache file."""
+        try:
+            self.inner.close()
+        finally:
+            self.cache.close()
 
     def encode(self, texts: Sequence[str], kind: Kind = "passage",
                progress: Callable[[Iterable[Any], int], Iterable[Any]] | None = None) -> np.ndarray:
