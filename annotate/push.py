@@ -178,9 +178,9 @@ def plan_push(rg_client, settings: AnnotateSettings, project: str, records: list
         _check_dataset_fields(dataset, records)
     held = server_records(rg_client, str(dataset.id)) if dataset is not None else {}
     existing = {rid: h.content for rid, h in held.items()}
-    problems += existing_problems(records, existing, update)
-    raise_problems(problems, source, name)
     todo = changed(records, existing)
+    problems += existing_problems(todo, existing, update)  # only the changed ones can be problems
+    raise_problems(problems, source, name)
     stale = {r.id: (held[r.id].argilla_id, ids) for r in todo
              if r.id in held and (ids := stale_suggestions(r, held[r.id]))}
     return PushPlan(project, name, workspace, dataset, records, todo, sum(1 for r in todo if r.id in existing), stale)
