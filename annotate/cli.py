@@ -114,10 +114,12 @@ def push(
                for lang in languages]
     for reason, n in pt.skipped(rows).items():
         _console().print(f"{project}: skipped {n} input record(s): {reason}")
+    # checked once, every language's records, before connecting (plan_push is told so: checked=True)
     raise_problems([p for _, records in batches for p in check_input(records, spec(project))], str(input))
     rg_client, target = _client(settings)
     with argilla_errors(target.url, f"push {project}"):  # every dataset checked before the first write
-        plans = [plan_push(rg_client, settings, project, records, lang, update, str(input)) for lang, records in batches]
+        plans = [plan_push(rg_client, settings, project, records, lang, update, str(input), checked=True)
+                 for lang, records in batches]
     for plan in plans:
         with argilla_errors(target.url, f"push {project}"):
             result = run_push(rg_client, settings, plan)

@@ -15,7 +15,8 @@ from typing import Any, Iterable, Mapping, Optional
 
 from babelrag.errors import InputError
 
-from .projects import ProjectRecord, ProjectSpec
+from .projects import ProjectRecord, ProjectSpec, shown_fields  # noqa: F401 - shown_fields: re-exported
+from .stored import Content, changed
 
 # Lone UTF-16 surrogates cannot be encoded as UTF-8 (JSON to the server fails mid-push).
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -107,20 +108,16 @@ def check_input(records: list[ProjectRecord], spec: ProjectSpec) -> list[Problem
     return out
 
 
-def existing_problems(records: list[ProjectRecord], existing: Mapping[str, Mapping[str, str]],
+def existing_problems(records: list[ProjectRecord], existing: Mapping[str, Content],
                       update: bool) -> list[Problem]:
-    """Records whose id is already in the dataset with other content: replaced only with ``--update``.
-    Identical ones are not problems: they landed in an earlier (possibly interrupted) push."""
+    """Records whose id is already in the dataset with other content (fields, metadata or suggestions):
+    replaced only with ``--update``. Identical ones are not problems: they landed in an earlier (possibly
+    interrupted) push."""
     if update:
         return []
     return [Problem(r.id, "id", "already in the dataset with different content; pass --update to replace it "
                                 "(its annotators' responses are kept)")
-            for r in records if r.id in existing and shown_fields(r) != dict(existing[r.id])]
-
-
-def shown_fields(record: ProjectRecord) -> dict[str, str]:
-    """The fields as the server stores them (empty ones are not sent)."""
-    return {k: v for k, v in record.fields.items() if v not in (None, "")}
+            for r in changed(records, existing) if r.id in existing]
 
 
 def raise_problems(problems: list[Problem], source: str, dataset: Optional[str] = None) -> None:

@@ -462,14 +462,24 @@ def to_argilla_settings(project: str, settings: AnnotateSettings, client=None):
     )
 
 
+def shown_fields(record: ProjectRecord) -> dict[str, str]:
+    """The fields as the server stores them (empty ones are not sent)."""
+    return {k: v for k, v in record.fields.items() if v not in (None, "")}
+
+
+def shown_metadata(record: ProjectRecord) -> dict[str, Any]:
+    """The metadata as the server stores it (empty values are not sent)."""
+    return {k: v for k, v in record.metadata.items() if v not in (None, "")}
+
+
 def to_argilla_records(records: list[ProjectRecord]):
     import argilla as rg
 
     return [
         rg.Record(
             id=r.id,
-            fields={k: v for k, v in r.fields.items() if v not in (None, "")},
-            metadata={k: v for k, v in r.metadata.items() if v not in (None, "")},
+            fields=shown_fields(r),
+            metadata=shown_metadata(r),
             suggestions=[rg.Suggestion(question_name=s.question, value=s.value, agent=s.agent or None, score=s.score)
                          for s in r.suggestions],
         )

@@ -38,15 +38,21 @@ def _get(rg_client, url: str, **params: Any) -> Any:
     return resp.json()
 
 
-def _records(rg_client, dataset_id: str) -> Iterator[dict]:
+def _records(rg_client, dataset_id: str, include: str = "responses,suggestions") -> Iterator[dict]:
+    """Every record of a dataset, page by page, with the relationships ``include`` names (a push, which
+    only compares records, leaves the responses out)."""
     offset = 0
     while True:
-        page = _get(rg_client, f"/api/v1/datasets/{dataset_id}/records", include="responses,suggestions",
-                    offset=offset, limit=PAGE)
+        page = _get(rg_client, f"/api/v1/datasets/{dataset_id}/records", include=include, offset=offset, limit=PAGE)
         yield from page["items"]
         offset += len(page["items"])
         if not page["items"] or offset >= page["total"]:
             return
+
+
+def question_names(rg_client, dataset_id: str) -> dict[str, str]:
+    """Question id -> name (records name their suggestions' and responses' questions by id)."""
+    return {q["id"]: q["name"] for q in _get(rg_client, f"/api/v1/datasets/{dataset_id}/questions")["items"]}
 
 
 def usernames(rg_client) -> dict[str, str]:
@@ -58,7 +64,7 @@ def fetch_rows(rg_client, settings: AnnotateSettings, project: str) -> tuple[lis
     names = usernames(rg_client)
     responses, records = [], []
     for ds in project_datasets(rg_client, settings, project):
-        questions = {q["id"]: q["name"] for q in _get(rg_client, f"/api/v1/datasets/{ds.id}/questions")["items"]}
+        questions = question_names(rg_client, str(ds.id))
         for rec in _records(rg_client, str(ds.id)):
             sugs = rec.get("suggestions", [])
             suggestions = {questions.get(s["question_id"], s["question_id"]): s["value"] for s in sugs}

@@ -3,7 +3,8 @@
 Target: ``ARGILLA_API_URL``/``ARGILLA_API_KEY`` (a hosted Argilla) if set, else the local server
 started by ``babelrag annotate serve`` from the same home dir. Records are keyed by the build's record
 id: pushing the same records twice sends nothing the second time and keeps existing responses; a
-record whose content changed is replaced only with ``--update``.
+record whose content changed (fields, metadata or suggestions: ``stored``) is replaced only with
+``--update``, keeping its responses.
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import os
 import secrets
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
@@ -20,6 +21,7 @@ from babelrag.errors import InputError, StageError
 
 from .settings import AnnotateSettings
 from .projects import ProjectRecord, spec, to_argilla_records, to_argilla_settings
+from .stored import changed, delete_suggestions, server_records, stale_suggestions
 
 
 @dataclass(frozen=True)
@@ -144,17 +146,11 @@ def get_dataset(rg_client, name: str, workspace: str):
     return _quiet(lambda: rg_client.datasets(name=name, workspace=ws))
 
 
-def existing_fields(rg_client, dataset) -> dict[str, dict[str, str]]:
-    """External id -> fields of every record already in ``dataset``."""
-    from .pull import _records
-
-    return {rec["external_id"] or rec["id"]: rec.get("fields") or {} for rec in _records(rg_client, str(dataset.id))}
-
-
 @dataclass
 class PushPlan:
     """What a push will do, decided before anything is written: the dataset (None: to be created), the
-    records to send, and how many of them replace changed records / were already there."""
+    records to send, how many of them replace changed records, and per replaced record (by external id)
+    its Argilla id and the ids of its suggestions the new content no longer has (deleted after the send)."""
 
     project: str
     name: str
@@ -163,33 +159,39 @@ class PushPlan:
     records: list[ProjectRecord]
     todo: list[ProjectRecord]
     updated: int
+    stale: dict[str, tuple[str, list[str]]] = field(default_factory=dict)
 
 
 def plan_push(rg_client, settings: AnnotateSettings, project: str, records: list[ProjectRecord], suffix: str = "",
-              update: bool = False, source: str = "input") -> PushPlan:
+              update: bool = False, source: str = "input", checked: bool = False) -> PushPlan:
     """Check the whole input, against the dataset too if it exists (reads only): every problem is raised
     together by record id (``input_checks``), before anything is written. Records already in the
-    dataset with the same fields are left out (a re-run after a failed push resumes); with other fields
-    they are an error unless ``update``."""
-    from .input_checks import check_input, existing_problems, raise_problems, shown_fields
+    dataset with the same content (fields, metadata, suggestions) are left out (a re-run after a failed
+    push resumes); with other content they are an error unless ``update``. ``checked``: the caller ran
+    ``check_input`` on these records already (the CLI checks every language's records before connecting)."""
+    from .input_checks import check_input, existing_problems, raise_problems
 
     name, workspace = settings.dataset_name(project, suffix), settings.project(project).workspace or settings.workspace
-    problems = check_input(records, spec(project))
+    problems = [] if checked else check_input(records, spec(project))
     dataset = get_dataset(rg_client, name, workspace)
     if dataset is not None:
         _check_dataset_fields(dataset, records)
-    existing = existing_fields(rg_client, dataset) if dataset is not None else {}
-    problems += existing_problems(records, existing, update)
+    held = server_records(rg_client, str(dataset.id)) if dataset is not None else {}
+    existing = {rid: h.content for rid, h in held.items()}
+    todo = changed(records, existing)
+    problems += existing_problems(todo, existing, update)  # only the changed ones can be problems
     raise_problems(problems, source, name)
-    todo = [r for r in records if r.id not in existing or shown_fields(r) != dict(existing[r.id])]
-    return PushPlan(project, name, workspace, dataset, records, todo, sum(1 for r in todo if r.id in existing))
+    stale = {r.id: (held[r.id].argilla_id, ids) for r in todo
+             if r.id in held and (ids := stale_suggestions(r, held[r.id]))}
+    return PushPlan(project, name, workspace, dataset, records, todo, sum(1 for r in todo if r.id in existing), stale)
 
 
 def run_push(rg_client, settings: AnnotateSettings, plan: PushPlan, batch_size: int = 256,
              after_batch: Optional[Callable[[int, list[str]], None]] = None) -> PushResult:
-    """Create users, workspaces and the dataset if needed, then send the plan's records in batches. A
-    failure after some batches landed raises ``PartialPush`` naming them. ``after_batch(n, landed_ids)``
-    runs after each batch (progress; tests use it to interrupt a push)."""
+    """Create users, workspaces and the dataset if needed, then send the plan's records in batches (and
+    delete the suggestions replaced records no longer have). A failure after some batches landed raises
+    ``PartialPush`` naming them. ``after_batch(n, landed_ids)`` runs after each batch (progress; tests use
+    it to interrupt a push)."""
     import argilla as rg
 
     t0 = time.perf_counter()
@@ -204,6 +206,9 @@ def run_push(rg_client, settings: AnnotateSettings, plan: PushPlan, batch_size: 
         batch = plan.todo[start:start + step]
         try:
             dataset.records.log(to_argilla_records(batch), batch_size=len(batch))
+            for r in batch:
+                if r.id in plan.stale:
+                    delete_suggestions(rg_client, *plan.stale[r.id])
         except Exception as exc:  # noqa: BLE001 - SDK and HTTP errors alike: report what landed first
             raise PartialPush(_partial_message(plan.name, landed, len(plan.todo), exc), landed) from None
         landed += [r.id for r in batch]

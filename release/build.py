@@ -73,17 +73,34 @@ def corpus_stats(store: Any) -> dict[str, Any]:
             "date_min": dates[0] if dates else "?", "date_max": dates[-1] if dates else "?"}
 
 
-def write_parquet(path: Path, rows: list[dict[str, Any]]) -> None:
-    """Deterministic parquet (same rows + library versions => same bytes) with datasets features."""
+def instance_table(rows: list[dict[str, Any]]) -> Any:
+    """Instance rows as one Arrow table with the release features (in its schema metadata): the one
+    conversion of a split's rows, shared by its parquet file and its ``save_to_disk`` copy."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     from babelrag.release.schema import arrow_rows, instance_features
 
-    schema = instance_features().arrow_schema
-    table = pa.Table.from_pylist(arrow_rows(rows), schema=schema)
+    return pa.Table.from_pylist(arrow_rows(rows), schema=instance_features().arrow_schema)
+
+
+def write_table(path: Path, table: Any) -> None:
+    """Deterministic parquet (same rows + library versions => same bytes) with datasets features."""
+    import pyarrow.parquet as pq
+
     path.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(table, path, compression="zstd")
+
+
+def write_parquet(path: Path, rows: list[dict[str, Any]]) -> None:
+    write_table(path, instance_table(rows))
+
+
+def table_dataset(table: Any, features: Any) -> Any:
+    """A ``datasets.Dataset`` over ``table``'s columns (no per-row conversion); column by column, as
+    ``Dataset.from_list`` builds its table, so the saved copy (fingerprint included) is the same."""
+    import datasets
+
+    return datasets.Dataset.from_dict({c: table.column(c) for c in table.column_names}, features=features)
 
 
 def group_instances(instances: list[Instance], split_of_qa: dict[str, str]) -> dict[str, dict[str, list[Instance]]]:
@@ -167,7 +184,7 @@ def build_release(config: Any, out_root: Optional[Path] = None, console: Any = N
 
     from babelrag.stage import stages
     from babelrag.release import card, versioning
-    from babelrag.release.schema import SCHEMA_VERSION, arrow_rows, instance_features, json_schemas
+    from babelrag.release.schema import SCHEMA_VERSION, instance_features, json_schemas
     from babelrag.atomic import atomic_dir, atomic_write_text
     from babelrag.store import BuildStore
 
@@ -212,10 +229,10 @@ def build_release(config: Any, out_root: Optional[Path] = None, console: Any = N
         features = instance_features()
         track = _tracker(console, "release: writing configs") or (lambda items, total: items)
         for cfg, splits in track(sorted(rows.items()), len(rows)):
-            for split, split_rows in sorted(splits.items()):
-                write_parquet(layout.split_file(tmp, cfg, split), split_rows)
-            dd = datasets.DatasetDict({s: datasets.Dataset.from_list(arrow_rows(r), features=features)
-                                       for s, r in sorted(splits.items())})
+            tables = {split: instance_table(split_rows) for split, split_rows in sorted(splits.items())}
+            for split, table in tables.items():
+                write_table(layout.split_file(tmp, cfg, split), table)
+            dd = datasets.DatasetDict({s: table_dataset(t, features) for s, t in tables.items()})
             dd.save_to_disk(str(tmp / layout.DISK_DIR / cfg))
         for name, schema in json_schemas().items():
             atomic_write_text(tmp / layout.SCHEMA_DIR / f"{name}.schema.json",

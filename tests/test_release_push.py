@@ -97,3 +97,74 @@ def test_refused_token(folder):
 def test_not_a_release_folder(tmp_path):
     proc, _ = push(tmp_path, HF_HUB_OFFLINE="0")
     assert_one_line_error(proc, "is not a release folder")
+
+
+class _FakeHub(BaseHTTPRequestHandler):
+    """Just enough of the Hub API for ``upload_folder``: every file regular (inline), commits recorded."""
+
+    committed: list = []
+
+    def _json(self, status: int, obj) -> None:
+        import json
+
+        body = json.dumps(obj).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_POST(self):
+        import json
+
+        data = self.rfile.read(int(self.headers.get("content-length") or 0))
+        endpoint = f"http://127.0.0.1:{self.server.server_address[1]}"
+        if self.path.startswith("/api/repos/create"):
+            self._json(200, {"url": f"{endpoint}/datasets/org/demo-bench", "name": "org/demo-bench"})
+        elif self.path.startswith("/api/validate-yaml"):
+            self._json(200, {})
+        elif "/preupload/" in self.path:
+            files = json.loads(data)["files"]
+            self._json(200, {"files": [{"path": f["path"], "uploadMode": "regular", "shouldIgnore": False}
+                                       for f in files]})
+        elif "/commit/" in self.path:
+            lines = [json.loads(line) for line in data.decode().splitlines() if line.strip()]
+            _FakeHub.committed.append(sorted(x["value"]["path"] for x in lines if x["key"] in ("file", "lfsFile")))
+            self._json(200, {"commitUrl": f"{endpoint}/datasets/org/demo-bench/commit/{'a' * 40}",
+                             "commitOid": "a" * 40})
+        else:
+            self._json(404, {"error": f"not in the fake hub: {self.path}"})
+
+    def log_message(self, *args):
+        pass
+
+
+def test_dry_run_lists_exactly_what_upload_folder_sends_hidden_and_git_files_included(folder, tmp_path):
+    import shutil
+
+    copy = tmp_path / "rel"
+    shutil.copytree(folder, copy)
+    extra = [".hidden", "data/.notes.txt", "data/mono-de/.DS_Store", ".git/config", "data/.git/HEAD",
+             ".cache/huggingface/upload.lock", "schema/.cache/huggingface/x", "disk/mono-de/.x", "data/mono-de/ok.txt"]
+    for rel in extra:
+        (copy / rel).parent.mkdir(parents=True, exist_ok=True)
+        (copy / rel).write_text("x\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "HF_TOKEN": ""}
+    dry = subprocess.run([sys.executable, "-m", "babelrag.cli", "release", "push", str(copy), "--repo",
+                          "org/demo-bench", "--dry-run"], env=env, capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert dry.returncode == 0, dry.stderr
+    listing = dry.stdout.split("\n\n--- README.md ---")[0].splitlines()[1:]
+    listed = sorted(line.split()[-1] for line in listing)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _FakeHub)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    _FakeHub.committed.clear()
+    try:
+        proc, _ = push(copy, HF_HUB_OFFLINE="0", HF_ENDPOINT=f"http://127.0.0.1:{server.server_address[1]}")
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert proc.returncode == 0, proc.stderr
+    assert _FakeHub.committed == [listed]  # the dry run is what upload_folder sent, file for file
+    assert "data/mono-de/ok.txt" in listed and "README.md" in listed
+    assert not [p for p in listed if p.startswith(("disk/", ".")) or "/." in p]  # no hidden file at any depth
