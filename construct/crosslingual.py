@@ -127,9 +127,11 @@ def encoding_map(ctx: StageContext) -> Callable[[Iterable[list[str]]], Iterator[
 
 
 def dense_pairs(ctx: StageContext, same_language: list[str] | None = None,
-                entities: dict[str, set[str]] | None = None) -> list[ArticlePair]:
+                entities: dict[str, set[str]] | None = None,
+                graph_pairs: list[ArticlePair] | None = None) -> tuple[list[ArticlePair], list[ArticlePair]]:
     """Cross-language pairs, plus the hybrid same-language pairs of ``same_language`` (construct/samelang.py)
-    while the article vectors are at hand."""
+    while the article vectors are at hand; second, the ``graph_pairs`` (entity-graph pairs of those languages)
+    that pass the hybrid score."""
     cfg = ctx.config.dense
     languages = list(ctx.config.project.languages)
     pivot = ctx.config.project.pivot_language
@@ -137,7 +139,7 @@ def dense_pairs(ctx: StageContext, same_language: list[str] | None = None,
 
     store, docs = open_index(ctx)  # checked before any encoder loads
     if store is None:
-        return []
+        return [], list(graph_pairs or [])
     try:
         # the encoder whose vectors are searched; events mode builds it again below, for the queries
         ctx.extra["encoder"] = ctx.store.require("index").extra.get("encoder")
@@ -153,11 +155,13 @@ def dense_pairs(ctx: StageContext, same_language: list[str] | None = None,
             ctx.extra["dense_queries"] = ("articles (dense.events_file not set)" if cfg.queries == "events"
                                           else "articles")
             pairs = article_pairs(ctx, store, docs, pivot)  # the article vectors are in the store
+        kept_graph = list(graph_pairs or [])
         if same_language:
             from babelrag.construct.samelang import hybrid_pairs
 
-            pairs += hybrid_pairs(ctx, store, docs, same_language, entities or {})
-        return pairs
+            hybrid, kept_graph = hybrid_pairs(ctx, store, docs, same_language, entities or {}, graph_pairs)
+            pairs += hybrid
+        return pairs, kept_graph
     finally:
         store.close()
 

@@ -30,8 +30,9 @@ class PairsConfig(Section):
     graphml: bool = True
     # same-language pairs from dense similarity + shared entities (construct/samelang.py): languages whose
     # titles mostly have no entities (no NER model), every language, or none
-    same_language_dense: Literal["no-entities", "all", "off"] = "no-entities"
+    same_language_dense: Literal["no-entities", "all", "off"] = "all"
     hybrid_min_score: Optional[float] = Field(None, ge=-1.0, le=3.0)  # None = the encoder kind's default
+    hybrid_neighbours: int = Field(10, ge=1)  # an article's density: mean cosine of this many nearest neighbours
     hybrid_entity_bonus: float = Field(0.05, ge=0.0)  # added to the cosine per shared title entity (at most 2)
 
 
@@ -168,9 +169,11 @@ def run(ctx: StageContext) -> None:
             names = _names(slices[lang])
             sl = slices[lang]
             entities.update((aid, {names[e] for e in ents}) for aid, ents in zip(sl.ids, sl.entities))
-        dense = dense_pairs(ctx, same_language=same, entities=entities)
+        gated = [p for p in pairs if p.language_a in same]  # must pass the hybrid score too (samelang.py)
+        dense, kept_graph = dense_pairs(ctx, same_language=same, entities=entities, graph_pairs=gated)
         ctx.extra["dense_pairs"] = sum(p.method == "dense" for p in dense)
-        pairs.extend(dense)
+        pairs = [p for p in pairs if p.language_a not in same] + kept_graph + dense
+        ctx.extra["entity_graph_pairs_kept"] = sum(p.method == "entity_graph" for p in pairs)
     out = ctx.output(shard_size=5000)
     seen: set[tuple[str, str]] = set()
     for p in pairs:

@@ -108,20 +108,25 @@ def test_warc_copy_ingests_to_the_same_articles(tmp_path):
 
 def test_languages_without_ner_get_hybrid_same_language_pairs(tmp_path):
     """No gazetteer: de/es/ar titles get no entities, so the entity graph finds nothing there; the hybrid
-    (same-language dense similarity + shared entities, construct/samelang.py) pairs them. The sample's planted
-    same-language truth (12 pairs per language) is the reference; en/zh keep their entity-graph pairs only."""
+    (CSLS-scaled same-language dense similarity + shared entities, construct/samelang.py) pairs them. The sample's
+    planted same-language truth (12 pairs per language) is the reference. By default (``all``) en/zh get hybrid
+    pairs too and their entity-graph pairs must pass the same score; ``no-entities`` keeps the hybrid to de/es/ar."""
     report, store = build(tmp_path, "hybrid")
     arts = {a.id: a.language for a in store.read("ingest", Article)}
-    pairs = store.read("pairs", ArticlePair)
-    assert {p.language_a for p in pairs if p.method == "hybrid"} == {"de", "es", "ar"}
+    pairs = [p for p in store.read("pairs", ArticlePair) if p.language_a == p.language_b]
+    assert {"de", "es", "ar"} <= {p.language_a for p in pairs if p.method == "hybrid"}
     want = truth("same_language")
-    for lang in ("de", "es", "ar"):
-        got = {(p.article_a, p.article_b) for p in pairs if p.method == "hybrid" and p.language_a == lang}
+    for lang in ("de", "es", "ar", "en", "zh"):
+        got = {(p.article_a, p.article_b) for p in pairs if p.language_a == lang}
         recall, precision = score(got, {p for p in want if arts.get(p[0]) == lang})
         assert recall >= 0.9 and precision >= 0.8, (lang, recall, precision)
     extra = store.manifest("pairs").extra["hybrid_pairs"]
-    assert set(extra["languages"]) == {"de", "es", "ar"} and extra["min_score"] == 0.7
+    assert set(extra["languages"]) == {"de", "es", "ar", "en", "zh"} and extra["min_score"] == 0.21
+    assert extra["score"] == "csls" and extra["neighbours"] == 10
     assert "hybrid) pairs: ar" in report.stages[-1].note
+
+    _, store = build(tmp_path / "no-entities", "hybrid", pairs={"same_language_dense": "no-entities"})
+    assert {p.language_a for p in store.read("pairs", ArticlePair) if p.method == "hybrid"} == {"de", "es", "ar"}
 
 
 def test_hybrid_languages_follow_the_mode():

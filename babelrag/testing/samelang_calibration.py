@@ -1,0 +1,172 @@
+"""Same-language pair mining measured on real news: one language at a time, same-event reports by different outlets.
+
+The set (``tests/fixtures/ntrex_samelang``, source and licence in its README) holds all 123 WMT19 newstest2019
+documents (NTREX-128) in nine languages: the English originals and professional translations into de, fr, es,
+zh, ar, ru, it, pt. Inside one language no document is a translation of another, so a correct same-language pair
+joins two outlets' reports of one event. Events (hand labels at document level) are split by a fixed seed into a
+calibration half and a held-out half.
+
+Pairs are mined by the pairs stage itself (ingest with its NER, index, pairs) on the whole multilingual corpus,
+with ``pairs.hybrid_min_score`` at -1 so every mutual hybrid candidate comes back with its score and any
+threshold can be applied afterwards: exactly what the stage keeps at that threshold. Entity-graph pairs are kept
+as the stage keeps them. Used by ``bench/bench_samelang_pairs.py`` and ``tests/test_samelang_calibration.py``.
+"""
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass
+from pathlib import Path
+
+from babelrag.testing.pair_calibration import HALVES
+
+NTREX_SAMELANG = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "ntrex_samelang"
+
+
+@dataclass(frozen=True)
+class MinedPair:
+    a: str
+    b: str
+    language: str
+    method: str  # entity_graph | hybrid
+    score: float
+
+
+@dataclass(frozen=True)
+class SameLanguageSet:
+    articles: Path
+    language: dict[str, str]  # article id -> language
+    outlet: dict[str, str]  # article id -> source_domain
+    event: dict[str, str]  # article id -> event id
+    topic: dict[str, str]  # event id -> running story ("" if none)
+    half: dict[str, str]  # event id -> "calibration" | "held-out"
+
+    @property
+    def languages(self) -> list[str]:
+        return sorted(set(self.language.values()))
+
+    def articles_of(self, language: str, half: str) -> list[str]:
+        return sorted(a for a, lang in self.language.items() if lang == language and self.half[self.event[a]] == half)
+
+    def independent(self, a: str, b: str) -> bool:
+        return self.event[a] == self.event[b] and self.outlet[a] != self.outlet[b]
+
+    def same_outlet_twin(self, a: str, b: str) -> bool:
+        """Same event, same outlet (two Reuters pieces on the quake): neither right nor wrong here."""
+        return self.event[a] == self.event[b] and self.outlet[a] == self.outlet[b]
+
+    def has_counterpart(self, article: str) -> bool:
+        """Another outlet's report of its event exists in its language."""
+        lang = self.language[article]
+        return any(self.independent(article, b) for b, lb in self.language.items() if lb == lang and b != article)
+
+
+def load_set(root: Path = NTREX_SAMELANG) -> SameLanguageSet:
+    rows = [json.loads(line) for line in (root / "articles.jsonl").read_text(encoding="utf-8").splitlines() if line]
+    labels = json.loads((root / "events.json").read_text(encoding="utf-8"))
+    doc_event = {d: e["event"] for e in labels["events"] for d in e["docs"]}
+    missing = sorted({r["ntrex_doc"] for r in rows} - set(doc_event))
+    if missing:
+        raise ValueError(f"{root / 'events.json'}: no event label for documents {missing[:5]}")
+    return SameLanguageSet(
+        articles=root / "articles.jsonl",
+        language={r["id"]: r["language"] for r in rows},
+        outlet={r["id"]: r["source_domain"] for r in rows},
+        event={r["id"]: doc_event[r["ntrex_doc"]] for r in rows},
+        topic={e["event"]: e.get("topic", "") for e in labels["events"]},
+        half=split_events(labels["events"], labels["split_seed"]))
+
+
+def split_events(events: list[dict], seed: int) -> dict[str, str]:
+    """Halve the events so both halves hold about as many articles with a counterpart: events of several
+    documents (they carry the recall), largest first (ties in a seeded order), each to the half with fewer
+    documents so far; single-document events (they only test precision) alternate in a seeded order."""
+    rng = random.Random(seed)
+    half: dict[str, str] = {}
+    several = sorted(events, key=lambda e: e["event"])
+    rng.shuffle(several)
+    several = sorted((e for e in several if len(e["docs"]) > 1), key=lambda e: -len(e["docs"]))
+    size = {h: 0 for h in HALVES}
+    for i, e in enumerate(several):
+        h = min(HALVES, key=lambda h: (size[h], HALVES.index(h) != i % 2))
+        half[e["event"]] = h
+        size[h] += len(e["docs"])
+    single = sorted(e["event"] for e in events if len(e["docs"]) == 1)
+    rng.shuffle(single)
+    for i, ev in enumerate(single):
+        half[ev] = HALVES[i % 2]
+    return half
+
+
+def mine_pairs(build_dir: Path, data: SameLanguageSet, encoder: str, hybrid_min_score: float | None = None,
+               same_language_dense: str | None = None) -> list[MinedPair]:
+    """Every same-language pair the pairs stage keeps on the whole set (entity graph and hybrid) at
+    ``pairs.hybrid_min_score`` (``None``: the encoder kind's default). Re-running with another threshold in the
+    same ``build_dir`` re-runs the pairs stage only (ingest and index are fingerprinted without it)."""
+    from babelrag.config import config_from_dict
+    from babelrag.pipeline import Pipeline
+    from babelrag.records import ArticlePair
+    from babelrag.store import BuildStore
+
+    pairs_cfg: dict = {"hybrid_min_score": hybrid_min_score, "graphml": False}
+    if same_language_dense is not None:
+        pairs_cfg["same_language_dense"] = same_language_dense
+    cfg = config_from_dict({
+        "project": {"build_dir": str(build_dir), "languages": data.languages, "pivot_language": "en"},
+        # leads of 4 sentences; the documents carry no date of their own (all 28 Sep - 1 Oct 2018)
+        "corpus": {"inputs": [{"path": str(data.articles), "format": "jsonl"}], "min_tokens": 10},
+        "dense": {"encoder": {"kind": encoder}},
+        "pairs": pairs_cfg,
+    })
+    Pipeline(cfg).run(until="pairs")
+    return [MinedPair(p.article_a, p.article_b, p.language_a, p.method, float(p.score))
+            for p in BuildStore(cfg.build_dir).read("pairs", ArticlePair) if p.language_a == p.language_b]
+
+
+@dataclass(frozen=True)
+class Score:
+    language: str
+    threshold: float
+    pairs: int
+    correct: int
+    same_topic: int  # wrong pairs whose two events belong to one running story
+    recall_hits: int  # articles with another outlet's same-event report that got a correct pair
+    recall_of: int  # articles with another outlet's same-event report
+    by_method: tuple[tuple[str, int, int], ...] = ()  # (method, pairs, correct)
+
+    @property
+    def precision(self) -> float:
+        return self.correct / self.pairs if self.pairs else 1.0
+
+    @property
+    def recall(self) -> float:
+        return self.recall_hits / self.recall_of if self.recall_of else 0.0
+
+
+def score(pairs: list[MinedPair], data: SameLanguageSet, half: str, language: str | None = None,
+          threshold: float = float("nan")) -> Score:
+    """The pairs (of ``language``; all languages pooled if None) that touch an article of ``half``; same-outlet
+    twins are not scored. ``threshold`` only labels the score."""
+    languages = [language] if language else data.languages
+    members = {a for lang in languages for a in data.articles_of(lang, half)}
+    kept = [p for p in pairs if p.language in languages and (p.a in members or p.b in members)
+            and not data.same_outlet_twin(p.a, p.b)]
+    right = [p for p in kept if data.event[p.a] == data.event[p.b]]
+    wrong = [p for p in kept if data.event[p.a] != data.event[p.b]]
+    same_topic = sum(1 for p in wrong if data.topic[data.event[p.a]]
+                     and data.topic[data.event[p.a]] == data.topic[data.event[p.b]])
+    want = {a for a in members if data.has_counterpart(a)}
+    hits = {a for p in right for a in (p.a, p.b)} & want
+    methods = sorted({p.method for p in kept})
+    by_method = tuple((m, sum(p.method == m for p in kept), sum(p.method == m for p in right)) for m in methods)
+    return Score(language or "all", threshold, len(kept), len(right), same_topic, len(hits), len(want), by_method)
+
+
+def choose_threshold(scores: list[Score], min_precision: float = 0.8) -> Score:
+    """The calibration rule, on pooled scores of the calibration half: the highest article recall among
+    thresholds whose pairs are at least ``min_precision`` correct (ties: the lower threshold); if none reaches
+    it, the most precise."""
+    ok = [s for s in scores if s.pairs and s.precision >= min_precision]
+    if ok:
+        return max(ok, key=lambda s: (s.recall, -s.threshold))
+    return max(scores, key=lambda s: (s.precision, s.recall, -s.threshold))
