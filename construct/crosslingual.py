@@ -376,21 +376,24 @@ def report_candidates(ctx: StageContext, scores: list[float], threshold: float) 
 
 
 def _hits_in_window(store: Any, queries: list[Doc], languages: list[str], docs: dict[str, Doc],
-                    cfg: Any) -> dict[str, list[tuple[str, float]]]:
-    """For each query article: its hits in ``languages`` within max_days_apart and above min_score, best first."""
+                    cfg: Any, top_k: int | None = None,
+                    min_score: float | None = None) -> dict[str, list[tuple[str, float]]]:
+    """For each query article: its hits in ``languages`` within max_days_apart and above ``min_score``
+    (default ``cfg.min_score``), best first; ``top_k`` hits searched (default max(cfg.top_k, 20))."""
     import numpy as np
 
     if not queries:
         return {}
+    floor = cfg.min_score if min_score is None else min_score
     vecs = store.vectors([q.id for q in queries])
     lo = min(q.day for q in queries) - cfg.max_days_apart
     hi = max(q.day for q in queries) + cfg.max_days_apart
-    results = store.search(np.stack([vecs[q.id] for q in queries]), top_k=max(cfg.top_k, 20),
+    results = store.search(np.stack([vecs[q.id] for q in queries]), top_k=top_k or max(cfg.top_k, 20),
                            languages=languages, published_from=lo, published_to=hi)
     out: dict[str, list[tuple[str, float]]] = {}
     for q, hits in zip(queries, results):
         for h in hits:  # best first
-            if h.score < cfg.min_score:
+            if h.score < floor:
                 break
             if abs(h.published - q.day) <= cfg.max_days_apart and h.id in docs:
                 out.setdefault(q.id, []).append((h.id, h.score))

@@ -61,19 +61,13 @@ def csls(cos: float, density_a: float, density_b: float) -> float:
 
 def neighbours(store: Any, queries: list[Any], lang: str, docs: dict[str, Any], dense: Any,
                k: int) -> dict[str, list[tuple[str, float]]]:
-    """Each query's same-language neighbours within ``dense.max_days_apart``, best first, itself left out."""
-    import numpy as np
+    """Each query's same-language neighbours within ``dense.max_days_apart``, best first, itself left out (no
+    score floor: the density needs the k nearest whatever their cosine)."""
+    from babelrag.construct.crosslingual import _hits_in_window
 
-    if not queries:
-        return {}
-    vecs = store.vectors([q.id for q in queries])
-    lo = min(q.day for q in queries) - dense.max_days_apart
-    hi = max(q.day for q in queries) + dense.max_days_apart
-    results = store.search(np.stack([vecs[q.id] for q in queries]), top_k=max(k, dense.top_k, 20) + 1,
-                           languages=[lang], published_from=lo, published_to=hi)
-    return {q.id: [(h.id, h.score) for h in hits
-                   if h.id != q.id and h.id in docs and abs(h.published - q.day) <= dense.max_days_apart]
-            for q, hits in zip(queries, results)}
+    found = _hits_in_window(store, queries, [lang], docs, dense, top_k=max(k, dense.top_k, 20) + 1,
+                            min_score=float("-inf"))
+    return {q.id: [(i, c) for i, c in found.get(q.id, []) if i != q.id] for q in queries}
 
 
 def hybrid_pairs(ctx: StageContext, store: Any, docs: dict[str, Any], languages: Iterable[str],

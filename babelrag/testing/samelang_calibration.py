@@ -18,7 +18,8 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
-from babelrag.testing.pair_calibration import HALVES
+from babelrag.testing import pair_calibration
+from babelrag.testing.pair_calibration import HALVES, choose_threshold
 
 NTREX_SAMELANG = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "ntrex_samelang"
 
@@ -33,13 +34,9 @@ class MinedPair:
 
 
 @dataclass(frozen=True)
-class SameLanguageSet:
-    articles: Path
-    language: dict[str, str]  # article id -> language
-    outlet: dict[str, str]  # article id -> source_domain
-    event: dict[str, str]  # article id -> event id
-    topic: dict[str, str]  # event id -> running story ("" if none)
-    half: dict[str, str]  # event id -> "calibration" | "held-out"
+class SameLanguageSet(pair_calibration.LabelledSet):
+    """The labelled set's fields (article -> language, outlet, event; event -> topic, half), every language's
+    articles scored against their own language."""
 
     @property
     def languages(self) -> list[str]:
@@ -47,13 +44,6 @@ class SameLanguageSet:
 
     def articles_of(self, language: str, half: str) -> list[str]:
         return sorted(a for a, lang in self.language.items() if lang == language and self.half[self.event[a]] == half)
-
-    def independent(self, a: str, b: str) -> bool:
-        return self.event[a] == self.event[b] and self.outlet[a] != self.outlet[b]
-
-    def same_outlet_twin(self, a: str, b: str) -> bool:
-        """Same event, same outlet (two Reuters pieces on the quake): neither right nor wrong here."""
-        return self.event[a] == self.event[b] and self.outlet[a] == self.outlet[b]
 
     def has_counterpart(self, article: str) -> bool:
         """Another outlet's report of its event exists in its language."""
@@ -124,23 +114,9 @@ def mine_pairs(build_dir: Path, data: SameLanguageSet, encoder: str, hybrid_min_
 
 
 @dataclass(frozen=True)
-class Score:
-    language: str
-    threshold: float
-    pairs: int
-    correct: int
-    same_topic: int  # wrong pairs whose two events belong to one running story
-    recall_hits: int  # articles with another outlet's same-event report that got a correct pair
-    recall_of: int  # articles with another outlet's same-event report
+class Score(pair_calibration.Score):
+    language: str = "all"
     by_method: tuple[tuple[str, int, int], ...] = ()  # (method, pairs, correct)
-
-    @property
-    def precision(self) -> float:
-        return self.correct / self.pairs if self.pairs else 1.0
-
-    @property
-    def recall(self) -> float:
-        return self.recall_hits / self.recall_of if self.recall_of else 0.0
 
 
 def score(pairs: list[MinedPair], data: SameLanguageSet, half: str, language: str | None = None,
@@ -159,14 +135,8 @@ def score(pairs: list[MinedPair], data: SameLanguageSet, half: str, language: st
     hits = {a for p in right for a in (p.a, p.b)} & want
     methods = sorted({p.method for p in kept})
     by_method = tuple((m, sum(p.method == m for p in kept), sum(p.method == m for p in right)) for m in methods)
-    return Score(language or "all", threshold, len(kept), len(right), same_topic, len(hits), len(want), by_method)
+    return Score(threshold, len(kept), len(right), same_topic, len(hits), len(want), language or "all", by_method)
 
 
-def choose_threshold(scores: list[Score], min_precision: float = 0.8) -> Score:
-    """The calibration rule, on pooled scores of the calibration half: the highest article recall among
-    thresholds whose pairs are at least ``min_precision`` correct (ties: the lower threshold); if none reaches
-    it, the most precise."""
-    ok = [s for s in scores if s.pairs and s.precision >= min_precision]
-    if ok:
-        return max(ok, key=lambda s: (s.recall, -s.threshold))
-    return max(scores, key=lambda s: (s.precision, s.recall, -s.threshold))
+__all__ = ["MinedPair", "SameLanguageSet", "Score", "load_set", "split_events", "mine_pairs", "score",
+           "choose_threshold", "NTREX_SAMELANG"]
