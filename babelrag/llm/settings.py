@@ -146,7 +146,8 @@ class LLMSettings(BaseModel):
         if not self.endpoints:
             raise ConfigError(
                 "no LLM endpoint configured: add llm.endpoints in the config, or use the embedded "
-                "model (babelrag llm serve / babelrag.llm.local.ensure_endpoints)"
+                "model (run `babelrag llm serve` and point llm.endpoints at it, or wrap the run in "
+                "babelrag.llm.local.embedded_endpoint)"
             )
         if name is not None and name in self.endpoints:
             return name, self.endpoints[name]
