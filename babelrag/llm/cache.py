@@ -45,6 +45,19 @@ def cache_key(*, base_url: str, model: str, kind: str, payload: Any, params: dic
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
+
+def _retry_locked(op, attempts: int = 100, pause: float = 0.05):
+    """Run ``op``, retrying while SQLite says the file is locked. Switching a new file to WAL needs a moment of
+    exclusive access and answers "database is locked" at once, without the busy timeout, when another
+    process opens the same new cache file at that instant (two workers starting together)."""
+    for attempt in range(attempts):
+        try:
+            return op()
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or attempt == attempts - 1:
+                raise
+            time.sleep(pause)
+
 class ResponseCache:
     """Key -> (raw, usage). Thread-safe; one connection per thread; safe with other processes."""
 
@@ -58,7 +71,7 @@ class ResponseCache:
         self._all_lock = threading.Lock()
         try:
             self.dir.mkdir(parents=True, exist_ok=True)
-            self._conn().execute(_SCHEMA)
+            _retry_locked(lambda: self._conn().execute(_SCHEMA))
         except (OSError, sqlite3.Error) as exc:
             raise StageError(
                 f"LLM cache {self.path} cannot be opened ({exc}); fix the permissions or delete the "
@@ -70,7 +83,7 @@ class ResponseCache:
         if conn is None:
             # one connection per thread; check_same_thread=False only so close() can close them all
             conn = sqlite3.connect(self.path, timeout=60, isolation_level=None, check_same_thread=False)
-            conn.execute("PRAGMA journal_mode=WAL")
+            _retry_locked(lambda: conn.execute("PRAGMA journal_mode=WAL"))
             conn.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable against process kill
             conn.execute("PRAGMA busy_timeout=60000")
             self._local.conn = conn

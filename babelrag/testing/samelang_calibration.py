@@ -7,9 +7,10 @@ joins two outlets' reports of one event. Events (hand labels at document level) 
 calibration half and a held-out half.
 
 Pairs are mined by the pairs stage itself (ingest with its NER, index, pairs) on the whole multilingual corpus,
-with ``pairs.hybrid_min_score`` at -1 so every mutual hybrid candidate comes back with its score and any
-threshold can be applied afterwards: exactly what the stage keeps at that threshold. Entity-graph pairs are kept
-as the stage keeps them. Used by ``bench/bench_samelang_pairs.py`` and ``tests/test_samelang_calibration.py``.
+once per ``pairs.hybrid_min_score`` to score (the ingest and index stages run once, the pairs stage per
+threshold): exactly what the stage keeps, entity-graph pairs after the hybrid's gate included. Used by
+``bench/bench_samelang_pairs.py`` and ``tests/test_samelang_calibration.py``; ``cross_language_set`` makes
+one-language-per-document X-English sets from it for the cross-language defaults (``bench_dense_threshold``).
 """
 from __future__ import annotations
 
@@ -138,5 +139,45 @@ def score(pairs: list[MinedPair], data: SameLanguageSet, half: str, language: st
     return Score(threshold, len(kept), len(right), same_topic, len(hits), len(want), language or "all", by_method)
 
 
+def cross_language_set(data: SameLanguageSet, language: str, out_dir: Path, seed: int = 27) -> "pair_calibration.LabelledSet":
+    """A cross-language set from the nine-language one: every document once, in ``language`` or in English.
+
+    Each multi-report event's documents alternate between the two in a seeded order (per language, so each
+    language puts other documents on the English side), as do the single-report events, so no article is a
+    translation of another and a correct X-English pair joins two outlets' reports. Events whose documents were
+    in the calibration half of ``tests/fixtures/ntrex_events`` (which chose ``dense.min_pair_similarity``) are
+    the ``calibration`` half here; all others are ``held-out``: a test of the cross-language defaults on data
+    that chose nothing."""
+    rows = [json.loads(line) for line in data.articles.read_text(encoding="utf-8").splitlines() if line]
+    by_doc = {(r["ntrex_doc"], r["language"]): r for r in rows}
+    xl = pair_calibration.load_set()
+    calibration_docs = {a.split("-", 1)[1] for a, ev in xl.event.items() if xl.half[ev] == "calibration"}
+    docs_of: dict[str, list[str]] = {}
+    for (doc, lang), r in sorted(by_doc.items()):
+        if lang == "en":
+            docs_of.setdefault(data.event[r["id"]], []).append(doc)
+    rng = random.Random(f"{seed}-{language}")
+    chosen: dict[str, str] = {}
+    singles = []
+    for event in sorted(docs_of):
+        docs = sorted(docs_of[event])
+        if len(docs) == 1:
+            singles.append(docs[0])
+            continue
+        rng.shuffle(docs)
+        chosen.update((d, language if i % 2 == 0 else "en") for i, d in enumerate(docs))
+    rng.shuffle(singles)
+    chosen.update((d, language if i % 2 == 0 else "en") for i, d in enumerate(singles))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"ntrex-{language}-en.jsonl"
+    picked = [by_doc[(doc, lang)] for doc, lang in sorted(chosen.items())]
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in picked), encoding="utf-8")
+    half = {event: ("calibration" if set(docs) & calibration_docs else "held-out") for event, docs in docs_of.items()}
+    return pair_calibration.LabelledSet(
+        articles=path, language={r["id"]: r["language"] for r in picked},
+        outlet={r["id"]: r["source_domain"] for r in picked}, event={r["id"]: data.event[r["id"]] for r in picked},
+        topic=data.topic, half=half)
+
+
 __all__ = ["MinedPair", "SameLanguageSet", "Score", "load_set", "split_events", "mine_pairs", "score",
-           "choose_threshold", "NTREX_SAMELANG"]
+           "choose_threshold", "cross_language_set", "NTREX_SAMELANG"]
