@@ -108,3 +108,22 @@ def test_score_counts_per_language_and_pooled_and_skips_same_outlet_twins():
     lo, hi = score(pairs, data, "calibration", threshold=0.1), score(pairs[:1], data, "calibration", threshold=0.3)
     assert choose_threshold([lo, hi]).threshold == 0.3  # only the second reaches 80 %
     assert choose_threshold([lo]).threshold == 0.1  # none does: the most precise
+
+
+def test_cross_language_sets_hold_every_document_once_and_hold_out_what_chose_nothing(tmp_path, data):
+    from babelrag.testing import pair_calibration
+    from babelrag.testing.samelang_calibration import cross_language_set
+
+    xl = pair_calibration.load_set()
+    chose = {a.split("-", 1)[1] for a, ev in xl.event.items() if xl.half[ev] == "calibration"}
+    picked = {}
+    for lang in ("de", "ar"):
+        s = cross_language_set(data, lang, tmp_path / lang)
+        rows = [json.loads(line) for line in s.articles.read_text(encoding="utf-8").splitlines()]
+        docs = [r["ntrex_doc"] for r in rows]
+        assert len(docs) == len(set(docs)) == 123 and {r["language"] for r in rows} == {lang, "en"}
+        picked[lang] = {r["ntrex_doc"]: r["language"] for r in rows}
+        for q in s.queries("held-out"):  # held-out queries: no document of their event chose the threshold
+            assert not {a.split("-", 1)[1] for a in s.event if s.event[a] == s.event[q]} & chose
+        assert sum(map(s.has_counterpart, s.queries("held-out"))) == 8
+    assert picked["de"] != picked["ar"]  # each language puts other documents on the English side
