@@ -68,7 +68,9 @@ STAGE = StageSpec(
     description="related article pairs: entity graph + dense hybrid (same language), dense retrieval (cross-language)",
     files=("dense.events_file", "dense.encoder.name_or_path"),
     llm_endpoints=(("dense.encoder.endpoint", (("dense.enabled", True), ("dense.encoder.kind", "openai"))),),
-    runtime_sections=("llm", "executor"), owns={"pairs": PairsConfig, "dense": DenseConfig}, order=20)
+    runtime_sections=("llm", "executor"), owns={"pairs": PairsConfig, "dense": DenseConfig}, order=20,
+    version="2", changes=(("2", "same-language hybrid pairs score a CSLS-scaled cosine, in every language by "
+                                "default; entity-graph pairs of those languages must pass the same score"),))
 
 PAIR_ID_PREFIX = {"entity_graph": "eg", "dense": "xl", "hybrid": "hy"}
 

