@@ -4,12 +4,13 @@ Every pair is written back with ``relevant`` (the verdict), ``rationale`` and ``
 endpoint, prompt id/version, config hash); later stages use only ``relevant is True`` pairs. A pair whose
 reply cannot be parsed after the LLM layer's retries and repair becomes an ErrorRecord (never a silent
 "not relevant"). With ``relevance.enabled: false`` pairs pass through unchecked (``relevant`` None).
-``relevance.max_pairs`` checks only that many pairs, chosen as ``questions.max_pairs`` chooses them
+``relevance.criterion`` says what related means: ``story`` (default; the same event, its follow-up or the same
+developing story) or ``event`` (the same specific happening only). ``relevance.max_pairs`` checks only that many pairs, chosen as ``questions.max_pairs`` chooses them
 (round-robin over language combinations); the others are counted and go no further.
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Literal, Optional
 
 from pydantic import BaseModel, Field
 
@@ -30,17 +31,22 @@ class RelevanceConfig(Section):
     # the rest are counted as over-max-pairs and go no further. None = every candidate pair.
     max_pairs: Optional[int] = Field(None, ge=1)
     excerpt_chars: int = Field(1200, ge=200)  # article text shown to the judge is cut here (at a word)
+    # what "related" means: the same story (XRAG's topical relevance: the same event, its follow-up or the same
+    # developing story) or the same specific event (another event of one story is not related)
+    criterion: Literal["story", "event"] = "story"
 
 
 STAGE = StageSpec(
     "relevance", "babelrag.construct.relevance:run", "ArticlePair", ("ingest", "pairs"), ("relevance", "project"),
-    version="2", changes=(("2", "provenance hashes only its own settings and the endpoint it calls"),),
+    version="3", changes=(("2", "provenance hashes only its own settings and the endpoint it calls"),
+                          ("3", "relevance.criterion: the same story (as before) or the same specific event")),
     description="LLM topical-relevance check of each pair", uses_llm=True,
     llm_endpoints=(("relevance.endpoint", (("relevance.enabled", True),)),), runtime_sections=("llm",),
-    prompts=("babelrag.construct.relevance:relevance.yaml",),
+    prompts=("babelrag.construct.relevance:relevance.yaml", "babelrag.construct.relevance:relevance_event.yaml"),
     owns={"relevance": RelevanceConfig}, order=30)
 
 EXCERPT_CHARS = 1200
+PROMPT_FILES = {"story": "relevance.yaml", "event": "relevance_event.yaml"}  # by relevance.criterion
 BATCH = 64
 
 
@@ -73,7 +79,7 @@ def run(ctx: StageContext) -> None:
         return
     needed = {p.article_a for p in pairs} | {p.article_b for p in pairs}
     articles = ctx.read_ids("ingest", Article, needed)
-    prompt = Prompt.beside(__file__, "relevance.yaml")
+    prompt = Prompt.beside(__file__, PROMPT_FILES[cfg.criterion])
     config_hash = ctx.config_hash
     if cfg.max_pairs is not None:
         from babelrag.construct.pair_selection import select_pairs

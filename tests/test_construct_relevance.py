@@ -112,3 +112,34 @@ def test_max_pairs_checks_only_the_budget_and_counts_the_rest(tmp_path):
     assert len(asked) == 1
     text_a = asked[0].split("Text: ")[1].split("\n\nArticle B")[0]
     assert 150 < len(text_a) <= 202 and text_a.endswith(" …")  # cut at a word near excerpt_chars
+
+
+def test_criterion_event_asks_for_the_same_event_and_rechecks_the_pairs(tmp_path):
+    """``relevance.criterion: event`` renders the same-event prompt (its id in the provenance); the scripted judge
+    answers by the question it is asked, as a model would: a same-story pair is related under ``story`` and not
+    under ``event``. Switching the criterion re-runs the stage (the section is in its fingerprint)."""
+    def judge(body):
+        msg = body["messages"][-1]["content"]
+        if "Article A" not in msg or "Valencia" in msg:
+            return json.dumps({"related": False, "rationale": "Different stories."})
+        same_event = msg.rstrip().endswith("report the same specific event?")
+        airbus = "Airbus" in msg
+        return json.dumps({"related": airbus or not same_event,
+                           "rationale": "same order" if airbus else "one story, another event"})
+
+    with ScriptedServer(judge) as srv:
+        verdicts = {}
+        for criterion in ("story", "event"):
+            cfg = _config(tmp_path, srv, {"criterion": criterion})
+            llm_session.reset()
+            try:
+                report = Pipeline(cfg).run(until="relevance")
+            finally:
+                llm_session.reset()
+            assert report.stages[-1].status == "ran", criterion
+            checked = BuildStore(cfg.build_dir).read("relevance", ArticlePair)
+            verdicts[criterion] = {p.id: p.relevant for p in checked}
+            assert {p.provenance.prompt_id for p in checked} == {
+                "story": {"construct.pair_relevance"}, "event": {"construct.pair_same_event"}}[criterion]
+    assert verdicts["story"]["eg:a1|a2"] and verdicts["event"]["eg:a1|a2"]
+    assert verdicts["story"]["eg:b1|b2"] is True and verdicts["event"]["eg:b1|b2"] is False
