@@ -113,11 +113,17 @@ def existing_problems(records: list[ProjectRecord], existing: Mapping[str, Conte
     """Records whose id is already in the dataset with other content (fields, metadata or suggestions):
     replaced only with ``--update``. Identical ones are not problems: they landed in an earlier (possibly
     interrupted) push."""
+    return conflicts(changed(records, existing), existing, update)
+
+
+def conflicts(todo: list[ProjectRecord], existing: Mapping[str, Content], update: bool) -> list[Problem]:
+    """Of the records whose content differs from the dataset's (``stored.changed``), those already in it: a
+    problem unless ``update``. For a caller that has ``todo`` already (a push)."""
     if update:
         return []
     return [Problem(r.id, "id", "already in the dataset with different content; pass --update to replace it "
                                 "(its annotators' responses are kept)")
-            for r in changed(records, existing) if r.id in existing]
+            for r in todo if r.id in existing]
 
 
 def raise_problems(problems: list[Problem], source: str, dataset: Optional[str] = None) -> None:

@@ -169,7 +169,7 @@ def plan_push(rg_client, settings: AnnotateSettings, project: str, records: list
     dataset with the same content (fields, metadata, suggestions) are left out (a re-run after a failed
     push resumes); with other content they are an error unless ``update``. ``checked``: the caller ran
     ``check_input`` on these records already (the CLI checks every language's records before connecting)."""
-    from .input_checks import check_input, existing_problems, raise_problems
+    from .input_checks import check_input, conflicts, raise_problems
 
     name, workspace = settings.dataset_name(project, suffix), settings.project(project).workspace or settings.workspace
     problems = [] if checked else check_input(records, spec(project))
@@ -179,7 +179,7 @@ def plan_push(rg_client, settings: AnnotateSettings, project: str, records: list
     held = server_records(rg_client, str(dataset.id)) if dataset is not None else {}
     existing = {rid: h.content for rid, h in held.items()}
     todo = changed(records, existing)
-    problems += existing_problems(todo, existing, update)  # only the changed ones can be problems
+    problems += conflicts(todo, existing, update)  # only the changed ones can be problems
     raise_problems(problems, source, name)
     stale = {r.id: (held[r.id].argilla_id, ids) for r in todo
              if r.id in held and (ids := stale_suggestions(r, held[r.id]))}

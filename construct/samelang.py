@@ -105,9 +105,7 @@ def hybrid_pairs(ctx: StageContext, store: Any, docs: dict[str, Any], languages:
 
     def scored(a: str, b: str, cos: float, density: dict[str, float]) -> tuple[float, list[str]]:
         shared = sorted(entities.get(a, set()) & entities.get(b, set()))
-        background = density.get(a, density.get(b, 0.0))  # an article outside the language's window search
-        return (csls(cos, density.get(a, background), density.get(b, background))
-                + cfg.hybrid_entity_bonus * min(len(shared), 2)), shared
+        return csls(cos, density[a], density[b]) + cfg.hybrid_entity_bonus * min(len(shared), 2), shared
 
     for lang in languages:
         ids = sorted((d for d, doc in docs.items() if doc.language == lang), key=lambda i: (docs[i].day, i))

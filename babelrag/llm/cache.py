@@ -45,7 +45,6 @@ def cache_key(*, base_url: str, model: str, kind: str, payload: Any, params: dic
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
-
 def _retry_locked(op, attempts: int = 100, pause: float = 0.05):
     """Run ``op``, retrying while SQLite says the file is locked. Switching a new file to WAL needs a moment of
     exclusive access and answers "database is locked" at once, without the busy timeout, when another
@@ -57,6 +56,7 @@ def _retry_locked(op, attempts: int = 100, pause: float = 0.05):
             if "locked" not in str(exc) or attempt == attempts - 1:
                 raise
             time.sleep(pause)
+
 
 class ResponseCache:
     """Key -> (raw, usage). Thread-safe; one connection per thread; safe with other processes."""

@@ -73,13 +73,9 @@ def split_events(events: list[dict], language: dict[str, str], seed: int) -> dic
     return half
 
 
-def mine_pairs(build_dir: Path, data: LabelledSet, encoder: str, mutual_margin: float | None = None,
-               min_pair_similarity: float | None = -1.0) -> list[tuple[str, str, float]]:
-    """(non-English id, English id, cosine) of every dense pair the pairs stage mines; by default with no
-    threshold (-1). ``None`` leaves a setting at the stage's own default (the encoder kind's calibrated one)."""
-    dense = {"encoder": {"kind": encoder}, "min_pair_similarity": min_pair_similarity}
-    if mutual_margin is not None:
-        dense["mutual_margin"] = mutual_margin
+def run_pairs_stage(build_dir: Path, data: LabelledSet, dense: dict, pairs: dict) -> list:
+    """The pairs stage (after ingest and index) on the labelled set with these ``dense`` / ``pairs``
+    settings; its ArticlePairs. In the same ``build_dir`` only the stages whose settings changed re-run."""
     from babelrag.config import config_from_dict
     from babelrag.pipeline import Pipeline
     from babelrag.records import ArticlePair
@@ -87,15 +83,25 @@ def mine_pairs(build_dir: Path, data: LabelledSet, encoder: str, mutual_margin: 
 
     cfg = config_from_dict({
         "project": {"build_dir": str(build_dir), "languages": sorted(set(data.language.values()))},
-        # leads of 2-5 sentences; the documents carry no date of their own (all 28 Sep - 1 Oct 2018)
+        # NTREX leads; the documents carry no date of their own (all 28 Sep - 1 Oct 2018)
         "corpus": {"inputs": [{"path": str(data.articles), "format": "jsonl"}], "min_tokens": 10},
         "dense": dense,
-        "pairs": {"same_language_dense": "off"},
+        "pairs": pairs,
     })
     Pipeline(cfg).run(until="pairs")
+    return BuildStore(cfg.build_dir).read("pairs", ArticlePair)
+
+
+def mine_pairs(build_dir: Path, data: LabelledSet, encoder: str, mutual_margin: float | None = None,
+               min_pair_similarity: float | None = -1.0) -> list[tuple[str, str, float]]:
+    """(non-English id, English id, cosine) of every dense pair the pairs stage mines; by default with no
+    threshold (-1). ``None`` leaves a setting at the stage's own default (the encoder kind's calibrated one)."""
+    dense = {"encoder": {"kind": encoder}, "min_pair_similarity": min_pair_similarity}
+    if mutual_margin is not None:
+        dense["mutual_margin"] = mutual_margin
     lang = data.language
     out = []
-    for p in BuildStore(cfg.build_dir).read("pairs", ArticlePair):
+    for p in run_pairs_stage(build_dir, data, dense, {"same_language_dense": "off"}):
         if p.method != "dense":
             continue
         x, en = (p.article_a, p.article_b) if lang[p.article_b] == "en" else (p.article_b, p.article_a)

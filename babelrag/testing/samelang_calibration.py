@@ -94,24 +94,12 @@ def mine_pairs(build_dir: Path, data: SameLanguageSet, encoder: str, hybrid_min_
     """Every same-language pair the pairs stage keeps on the whole set (entity graph and hybrid) at
     ``pairs.hybrid_min_score`` (``None``: the encoder kind's default). Re-running with another threshold in the
     same ``build_dir`` re-runs the pairs stage only (ingest and index are fingerprinted without it)."""
-    from babelrag.config import config_from_dict
-    from babelrag.pipeline import Pipeline
-    from babelrag.records import ArticlePair
-    from babelrag.store import BuildStore
-
     pairs_cfg: dict = {"hybrid_min_score": hybrid_min_score, "graphml": False}
     if same_language_dense is not None:
         pairs_cfg["same_language_dense"] = same_language_dense
-    cfg = config_from_dict({
-        "project": {"build_dir": str(build_dir), "languages": data.languages, "pivot_language": "en"},
-        # leads of 4 sentences; the documents carry no date of their own (all 28 Sep - 1 Oct 2018)
-        "corpus": {"inputs": [{"path": str(data.articles), "format": "jsonl"}], "min_tokens": 10},
-        "dense": {"encoder": {"kind": encoder}},
-        "pairs": pairs_cfg,
-    })
-    Pipeline(cfg).run(until="pairs")
     return [MinedPair(p.article_a, p.article_b, p.language_a, p.method, float(p.score))
-            for p in BuildStore(cfg.build_dir).read("pairs", ArticlePair) if p.language_a == p.language_b]
+            for p in pair_calibration.run_pairs_stage(build_dir, data, {"encoder": {"kind": encoder}}, pairs_cfg)
+            if p.language_a == p.language_b]
 
 
 @dataclass(frozen=True)
