@@ -25,13 +25,17 @@ FILES = {"en": "src.eng", "de": "ref.deu", "fr": "ref.fra", "es": "ref.spa", "zh
 DATE = "2018-09-30 00:00:00"  # the documents carry no date; all are from 28 Sep - 1 Oct 2018
 
 
+class NtrexInputError(Exception):
+    """The NTREX checkout is not what this script reads (exit 2, nothing written)."""
+
+
 def read_documents(ntrex: Path, suffix: str, doc_ids: list[str]) -> dict[str, list[str]]:
     path = ntrex / "NTREX-128" / f"newstest2019-{suffix}.txt"
     if not path.is_file():
-        raise SystemExit(f"{path}: missing; pass the root of an NTREX checkout (it holds NTREX-128/ and DOCUMENT_IDS.tsv)")
+        raise NtrexInputError(f"{path}: missing; pass the root of an NTREX checkout (it holds NTREX-128/ and DOCUMENT_IDS.tsv)")
     lines = path.read_text(encoding="utf-8").splitlines()
     if len(lines) != len(doc_ids):
-        raise SystemExit(f"{path}: {len(lines)} lines, but DOCUMENT_IDS.tsv has {len(doc_ids)}; "
+        raise NtrexInputError(f"{path}: {len(lines)} lines, but DOCUMENT_IDS.tsv has {len(doc_ids)}; "
                          "use the commit named in this script's docstring")
     docs: dict[str, list[str]] = {}
     for doc, line in zip(doc_ids, lines):
@@ -42,7 +46,7 @@ def read_documents(ntrex: Path, suffix: str, doc_ids: list[str]) -> dict[str, li
 def build(ntrex: Path, lead_lines: int) -> list[dict]:
     ids_file = ntrex / "DOCUMENT_IDS.tsv"
     if not ids_file.is_file():
-        raise SystemExit(f"{ids_file}: missing; pass the root of an NTREX checkout")
+        raise NtrexInputError(f"{ids_file}: missing; pass the root of an NTREX checkout")
     doc_ids = [line.strip() for line in ids_file.read_text(encoding="utf-8").splitlines()]
     order = list(dict.fromkeys(doc_ids))
     rows = []
@@ -62,7 +66,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--lead-lines", type=int, default=4)
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args(argv)
-    rows = build(args.ntrex, args.lead_lines)
+    try:
+        rows = build(args.ntrex, args.lead_lines)
+    except NtrexInputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     tmp = args.out.with_suffix(".tmp")
     tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
     tmp.replace(args.out)

@@ -130,3 +130,42 @@ def test_cross_language_sets_hold_every_document_once_and_hold_out_what_chose_no
             assert not {a.split("-", 1)[1] for a in s.event if s.event[a] == s.event[q]} & chose
         assert sum(map(s.has_counterpart, s.queries("held-out"))) == 8
     assert picked["de"] != picked["ar"]  # each language puts other documents on the English side
+
+
+def _builder():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "scripts" / "build_ntrex_samelang.py"
+    spec = importlib.util.spec_from_file_location("build_ntrex_samelang", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_builder_reads_an_ntrex_layout_and_refuses_a_wrong_one_before_writing(tmp_path, capsys):
+    """NTREX-128's layout: DOCUMENT_IDS.tsv (the document id of every line) and one line-aligned file per
+    language under NTREX-128/. A missing file or a file of another length: exit 2, the file named, nothing
+    written."""
+    builder = _builder()
+    root = tmp_path / "NTREX"
+    (root / "NTREX-128").mkdir(parents=True)
+    ids = ["bbc.1", "bbc.1", "bbc.1", "cnn.2", "cnn.2"]
+    (root / "DOCUMENT_IDS.tsv").write_text("\n".join(ids) + "\n", encoding="utf-8")
+    out = tmp_path / "articles.jsonl"
+    assert builder.main([str(root), "--out", str(out)]) == 2
+    assert "newstest2019-src.eng.txt: missing" in capsys.readouterr().err and not out.exists()
+    for lang, suffix in builder.FILES.items():
+        lines = [f"{lang} title 1", f"{lang} lead 1a", f"{lang} lead 1b", f"{lang} title 2", f"{lang} lead 2"]
+        (root / "NTREX-128" / f"newstest2019-{suffix}.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (root / "NTREX-128" / "newstest2019-ref.rus.txt").write_text("one line\n", encoding="utf-8")
+    assert builder.main([str(root), "--out", str(out)]) == 2
+    assert "newstest2019-ref.rus.txt: 1 lines, but DOCUMENT_IDS.tsv has 5" in capsys.readouterr().err
+    assert not out.exists()
+    (root / "NTREX-128" / "newstest2019-ref.rus.txt").write_text("\n".join(["t1", "l1", "l1b", "t2", "l2"]) + "\n")
+    assert builder.main([str(root), "--out", str(out)]) == 0
+    rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert len(rows) == 2 * len(builder.FILES)
+    de = {r["ntrex_doc"]: r for r in rows if r["language"] == "de"}
+    assert de["bbc.1"]["title"] == "de title 1" and de["bbc.1"]["maintext"] == "de lead 1a\nde lead 1b"
+    assert (de["cnn.2"]["id"], de["cnn.2"]["source_domain"], de["cnn.2"]["ntrex_doc_index"]) == ("de-cnn.2", "cnn", 2)
