@@ -133,7 +133,8 @@ def encoding_map(ctx: StageContext) -> Callable[[Iterable[list[str]]], Iterator[
 
 def dense_pairs(ctx: StageContext, same_language: list[str] | None = None,
                 entities: dict[str, set[str]] | None = None,
-                graph_pairs: list[ArticlePair] | None = None) -> tuple[list[ArticlePair], list[ArticlePair]]:
+                graph_pairs: list[ArticlePair] | None = None,
+                titles: dict[str, str] | None = None) -> tuple[list[ArticlePair], list[ArticlePair]]:
     """Cross-language pairs, plus the hybrid same-language pairs of ``same_language`` (construct/samelang.py)
     while the article vectors are at hand; second, the ``graph_pairs`` (entity-graph pairs of those languages)
     that pass the hybrid score."""
@@ -164,7 +165,7 @@ def dense_pairs(ctx: StageContext, same_language: list[str] | None = None,
         if same_language:
             from babelrag.construct.samelang import hybrid_pairs
 
-            hybrid, kept_graph = hybrid_pairs(ctx, store, docs, same_language, entities or {}, graph_pairs)
+            hybrid, kept_graph = hybrid_pairs(ctx, store, docs, same_language, entities or {}, graph_pairs, titles)
             pairs += hybrid
         return pairs, kept_graph
     finally:

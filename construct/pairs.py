@@ -31,8 +31,12 @@ class PairsConfig(Section):
     # same-language pairs from dense similarity + shared entities (construct/samelang.py): languages whose
     # titles mostly have no entities (no NER model), every language, or none
     same_language_dense: Literal["no-entities", "all", "off"] = "all"
-    hybrid_min_score: Optional[float] = Field(None, ge=-1.0, le=3.0)  # None = the encoder kind's default
-    hybrid_neighbours: int = Field(10, ge=1)  # an article's density: mean cosine of this many nearest neighbours
+    # the score: passage = CSLS-scaled cosine of the indexed passages; title = cosine of the two titles
+    # (embedded by the index's encoder): more articles paired on real news, weaker in Arabic
+    # (construct/samelang.py; docs/construct.md has both measured)
+    hybrid_score: Literal["passage", "title"] = "passage"
+    hybrid_min_score: Optional[float] = Field(None, ge=-1.0, le=3.0)  # None = the default of score and encoder
+    hybrid_neighbours: int = Field(10, ge=1)  # passage score: an article's density, mean cosine of its k nearest
     hybrid_entity_bonus: float = Field(0.05, ge=0.0)  # added to the cosine per shared title entity (at most 2)
 
 
@@ -81,17 +85,19 @@ def pair_id(method: str, a: str, b: str) -> str:
 
 @dataclass
 class LanguageSlice:
-    """Compact per-language view of the corpus for mining (ids, days, entity ids)."""
+    """Compact per-language view of the corpus for mining (ids, days, entity ids, titles)."""
 
     ids: list[str] = field(default_factory=list)
     days: list[int] = field(default_factory=list)
     entities: list[list[int]] = field(default_factory=list)
     vocab: dict[str, int] = field(default_factory=dict)
+    titles: list[str] = field(default_factory=list)
 
     def add(self, art: Article) -> None:
         self.ids.append(art.id)
         self.days.append(art.day)
         self.entities.append([self.vocab.setdefault(e, len(self.vocab)) for e in art.title_entities])
+        self.titles.append(art.title)
 
 
 def entity_graph_pairs(ctx: StageContext, slices: dict[str, LanguageSlice]) -> list[ArticlePair]:
@@ -165,12 +171,15 @@ def run(ctx: StageContext) -> None:
         share = {lang: sum(1 for e in sl.entities if e) / max(1, len(sl.ids)) for lang, sl in slices.items()}
         same = hybrid_languages(ctx.config.pairs.same_language_dense, share)
         entities: dict[str, set[str]] = {}
+        titles: dict[str, str] = {}
         for lang in same:
             names = _names(slices[lang])
             sl = slices[lang]
             entities.update((aid, {names[e] for e in ents}) for aid, ents in zip(sl.ids, sl.entities))
+            titles.update(zip(sl.ids, sl.titles))
         gated = [p for p in pairs if p.language_a in same]  # must pass the hybrid score too (samelang.py)
-        dense, kept_graph = dense_pairs(ctx, same_language=same, entities=entities, graph_pairs=gated)
+        dense, kept_graph = dense_pairs(ctx, same_language=same, entities=entities, graph_pairs=gated,
+                                        titles=titles)
         ctx.extra["dense_pairs"] = sum(p.method == "dense" for p in dense)
         pairs = [p for p in pairs if p.language_a not in same] + kept_graph + dense
         ctx.extra["entity_graph_pairs_kept"] = sum(p.method == "entity_graph" for p in pairs)

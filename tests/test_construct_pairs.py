@@ -267,8 +267,9 @@ def test_per_encoder_pair_threshold_defaults():
 
 
 def test_articles_mode_builds_no_query_encoder_and_events_mode_builds_it_after_the_index_check(corpus):
-    """Articles mode reads every vector from the index's store: the pairs stage constructs no encoder.
-    Events mode builds one for the event descriptions, only once the index is known to be there."""
+    """Articles mode reads every vector from the index's store: with the passage hybrid score (default) the
+    pairs stage constructs no encoder, with the title score one, for the titles. Events mode builds one for the
+    event descriptions, only once the index is known to be there."""
     from babelrag.construct.vectorstore import VectorStore
     from babelrag.errors import StageError
     from tests.helpers.tiny_encoder import BUILT
@@ -283,6 +284,11 @@ def test_articles_mode_builds_no_query_encoder_and_events_mode_builds_it_after_t
     assert report.stages[-1].status == "ran" and BUILT["letter-hash"] == built
     store = BuildStore(corpus / "b-lazy")
     assert store.manifest("pairs").extra["encoder"] == "letter-hash-1"  # whose vectors were searched
+    titles = {**raw, "pairs": {"hybrid_score": "title"}}
+    Pipeline(config_from_dict(titles)).run(only=["pairs"])
+    assert BUILT["letter-hash"] == built + 1  # the titles' encoder
+    assert store.manifest("pairs").extra["hybrid_pairs"]["score"] == "title cosine"
+    built += 1
     events = {**raw, "dense": {**raw["dense"], "queries": "events", "events_file": str(corpus / "events.jsonl")}}
     vs = VectorStore.lite(store.shared_dir("milvus"), "articles", 16)
     vs.client.drop_collection("articles")  # the index's rows are gone

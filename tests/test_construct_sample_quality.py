@@ -122,7 +122,7 @@ def test_languages_without_ner_get_hybrid_same_language_pairs(tmp_path):
         assert recall >= 0.9 and precision >= 0.8, (lang, recall, precision)
     extra = store.manifest("pairs").extra["hybrid_pairs"]
     assert set(extra["languages"]) == {"de", "es", "ar", "en", "zh"} and extra["min_score"] == 0.21
-    assert extra["score"] == "csls" and extra["neighbours"] == 10
+    assert extra["score"] == "passage csls" and extra["neighbours"] == 10
     assert "hybrid) pairs: ar" in report.stages[-1].note
 
     _, store = build(tmp_path / "no-entities", "hybrid", pairs={"same_language_dense": "no-entities"})

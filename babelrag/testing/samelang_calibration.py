@@ -90,13 +90,15 @@ def split_events(events: list[dict], seed: int) -> dict[str, str]:
 
 
 def mine_pairs(build_dir: Path, data: SameLanguageSet, encoder: str, hybrid_min_score: float | None = None,
-               same_language_dense: str | None = None) -> list[MinedPair]:
+               same_language_dense: str | None = None, hybrid_score: str | None = None) -> list[MinedPair]:
     """Every same-language pair the pairs stage keeps on the whole set (entity graph and hybrid) at
     ``pairs.hybrid_min_score`` (``None``: the encoder kind's default). Re-running with another threshold in the
     same ``build_dir`` re-runs the pairs stage only (ingest and index are fingerprinted without it)."""
     pairs_cfg: dict = {"hybrid_min_score": hybrid_min_score, "graphml": False}
     if same_language_dense is not None:
         pairs_cfg["same_language_dense"] = same_language_dense
+    if hybrid_score is not None:
+        pairs_cfg["hybrid_score"] = hybrid_score
     return [MinedPair(p.article_a, p.article_b, p.language_a, p.method, float(p.score))
             for p in pair_calibration.run_pairs_stage(build_dir, data, {"encoder": {"kind": encoder}}, pairs_cfg)
             if p.language_a == p.language_b]
