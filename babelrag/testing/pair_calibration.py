@@ -73,9 +73,12 @@ def split_events(events: list[dict], language: dict[str, str], seed: int) -> dic
     return half
 
 
-def run_pairs_stage(build_dir: Path, data: LabelledSet, dense: dict, pairs: dict) -> list:
+def run_pairs_stage(build_dir: Path, data: LabelledSet, dense: dict, pairs: dict, until: str = "pairs",
+                    sections: dict | None = None) -> list:
     """The pairs stage (after ingest and index) on the labelled set with these ``dense`` / ``pairs``
-    settings; its ArticlePairs. In the same ``build_dir`` only the stages whose settings changed re-run."""
+    settings; its ArticlePairs. ``until="relevance"`` runs the LLM check too (``sections`` holds its
+    ``relevance`` and ``llm`` settings) and returns the pairs it checked, each with its verdict. In the same
+    ``build_dir`` only the stages whose settings changed re-run."""
     from babelrag.config import config_from_dict
     from babelrag.pipeline import Pipeline
     from babelrag.records import ArticlePair
@@ -87,9 +90,10 @@ def run_pairs_stage(build_dir: Path, data: LabelledSet, dense: dict, pairs: dict
         "corpus": {"inputs": [{"path": str(data.articles), "format": "jsonl"}], "min_tokens": 10},
         "dense": dense,
         "pairs": pairs,
+        **(sections or {}),
     })
-    Pipeline(cfg).run(until="pairs")
-    return BuildStore(cfg.build_dir).read("pairs", ArticlePair)
+    Pipeline(cfg).run(until=until)
+    return BuildStore(cfg.build_dir).read(until, ArticlePair)
 
 
 def mine_pairs(build_dir: Path, data: LabelledSet, encoder: str, mutual_margin: float | None = None,
