@@ -135,7 +135,7 @@ def heldout_languages_table(kind: str, languages: list[str]) -> None:
     bound is the threshold chosen on these held-out sets themselves: whether any threshold of the stage's
     cosine could meet the bar there."""
     from babelrag.construct.crosslingual import DEFAULT_PAIR_SIMILARITY
-    from babelrag.testing.pair_calibration import Score, mine_pairs, score
+    from babelrag.testing.pair_calibration import Score, mine_pairs, pooled, score
     from babelrag.testing.samelang_calibration import cross_language_set
     from babelrag.testing.samelang_calibration import load_set as load_nine
 
@@ -152,16 +152,14 @@ def heldout_languages_table(kind: str, languages: list[str]) -> None:
             s = score(pairs, data, "held-out", default)
             print(f"  {lang:>8} {s.pairs:6d} {s.correct:7d} {s.same_topic:10d}  {s.recall_hits:4d}/{s.recall_of}")
 
-    def pooled(t: float) -> Score:
-        ss = [score(pairs, data, "held-out", t) for data, pairs in mined]
-        return Score(t, *(sum(getattr(s, f) for s in ss) for f in ("pairs", "correct", "same_topic", "recall_hits",
-                                                                   "recall_of")))
+    def held_out(t: float) -> Score:
+        return pooled([score(pairs, data, "held-out", t) for data, pairs in mined], t)
 
-    total = pooled(default)
+    total = held_out(default)
     print(f"  {'pooled':>8} {total.pairs:6d} {total.correct:7d} {total.same_topic:10d}  "
           f"{total.recall_hits:4d}/{total.recall_of}: precision {total.precision:.1%}, article recall "
           f"{total.recall:.1%} (bar: >= 80 % and >= 60 %)")
-    curve = [pooled(float(t)) for t in NTREX_GRID[kind]]
+    curve = [held_out(float(t)) for t in NTREX_GRID[kind]]
     best = max((s for s in curve if s.pairs and s.precision >= 0.8), key=lambda s: s.recall, default=None)
     at_recall = max((s for s in curve if s.recall >= 0.6), key=lambda s: s.precision, default=None)
     print("  upper bound, threshold chosen on these held-out sets: "

@@ -39,13 +39,6 @@ def line(label: str, before, after, unanswered: int | str = "") -> str:
             f"{after.precision:5.2f} {after.same_topic:4d} {after.recall_hits:3d}/{after.recall_of:<3d} | {unanswered}")
 
 
-def pooled(scores: list):
-    from babelrag.testing.pair_calibration import Score
-
-    return Score(float("nan"), *(sum(getattr(s, f) for s in scores)
-                                 for f in ("pairs", "correct", "same_topic", "recall_hits", "recall_of")))
-
-
 @contextlib.contextmanager
 def llm_settings(endpoint: str | None, model: str | None, api_key_env: str | None):
     """The ``llm`` section: the given endpoint, or the embedded local model started for the run."""
@@ -64,7 +57,7 @@ def llm_settings(endpoint: str | None, model: str | None, api_key_env: str | Non
 
 def main(argv: list[str] | None = None) -> int:
     from babelrag.testing import pair_relevance
-    from babelrag.testing.pair_calibration import HALVES
+    from babelrag.testing.pair_calibration import HALVES, pooled
     from babelrag.testing.samelang_calibration import cross_language_set, load_set
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -85,19 +85,17 @@ def pair_id(method: str, a: str, b: str) -> str:
 
 @dataclass
 class LanguageSlice:
-    """Compact per-language view of the corpus for mining (ids, days, entity ids, titles)."""
+    """Compact per-language view of the corpus for mining (ids, days, entity ids)."""
 
     ids: list[str] = field(default_factory=list)
     days: list[int] = field(default_factory=list)
     entities: list[list[int]] = field(default_factory=list)
     vocab: dict[str, int] = field(default_factory=dict)
-    titles: list[str] = field(default_factory=list)
 
     def add(self, art: Article) -> None:
         self.ids.append(art.id)
         self.days.append(art.day)
         self.entities.append([self.vocab.setdefault(e, len(self.vocab)) for e in art.title_entities])
-        self.titles.append(art.title)
 
 
 def entity_graph_pairs(ctx: StageContext, slices: dict[str, LanguageSlice]) -> list[ArticlePair]:
@@ -157,9 +155,13 @@ def export_graph(ctx: StageContext, slices: dict[str, LanguageSlice], pairs: lis
 
 def run(ctx: StageContext) -> None:
     slices: dict[str, LanguageSlice] = {}
+    titles: dict[str, str] = {}  # what the hybrid's title score embeds; only kept when it is the score
+    keep_titles = ctx.config.dense.enabled and ctx.config.pairs.hybrid_score == "title"
     for art in ctx.iter_read("ingest", Article):
         ctx.count_in += 1
         slices.setdefault(art.language, LanguageSlice()).add(art)
+        if keep_titles:
+            titles[art.id] = art.title
         if not art.title_entities:
             ctx.note("no-title-entities")  # still a dense-retrieval candidate
     pairs = entity_graph_pairs(ctx, slices)
@@ -171,12 +173,10 @@ def run(ctx: StageContext) -> None:
         share = {lang: sum(1 for e in sl.entities if e) / max(1, len(sl.ids)) for lang, sl in slices.items()}
         same = hybrid_languages(ctx.config.pairs.same_language_dense, share)
         entities: dict[str, set[str]] = {}
-        titles: dict[str, str] = {}
         for lang in same:
             names = _names(slices[lang])
             sl = slices[lang]
             entities.update((aid, {names[e] for e in ents}) for aid, ents in zip(sl.ids, sl.entities))
-            titles.update(zip(sl.ids, sl.titles))
         gated = [p for p in pairs if p.language_a in same]  # must pass the hybrid score too (samelang.py)
         dense, kept_graph = dense_pairs(ctx, same_language=same, entities=entities, graph_pairs=gated,
                                         titles=titles)

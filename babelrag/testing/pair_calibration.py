@@ -131,6 +131,12 @@ class Score:
         return self.recall_hits / self.recall_of if self.recall_of else 0.0
 
 
+def pooled(scores: list[Score], threshold: float = float("nan")) -> Score:
+    """Several sets' scores summed (pairs, correct, same-topic, articles): one figure over all of them."""
+    return Score(threshold, *(sum(getattr(s, f) for s in scores)
+                              for f in ("pairs", "correct", "same_topic", "recall_hits", "recall_of")))
+
+
 def score(pairs: list[tuple[str, str, float]], data: LabelledSet, half: str, threshold: float) -> Score:
     queries = set(data.queries(half))
     kept = [(x, en) for x, en, s in pairs

@@ -46,15 +46,16 @@ def one_language(data: samelang_calibration.SameLanguageSet, language: str,
 def _checked(build_dir: Path, data: Any, encoder: str, pairs_cfg: dict, relevance: dict, llm: dict,
              dense: dict | None = None) -> tuple[list, list]:
     from babelrag import llm_session
+    from babelrag.records import ArticlePair
+    from babelrag.store import BuildStore
 
     dense_cfg = {"encoder": {"kind": encoder}, **(dense or {})}
-    mined = pair_calibration.run_pairs_stage(build_dir, data, dense_cfg, pairs_cfg)
     try:
         checked = pair_calibration.run_pairs_stage(build_dir, data, dense_cfg, pairs_cfg, until="relevance",
                                                    sections={"relevance": relevance, "llm": llm})
     finally:
         llm_session.reset()  # the next set starts with fresh clients and counters
-    return mined, checked
+    return BuildStore(build_dir).read("pairs", ArticlePair), checked
 
 
 def same_language(build_dir: Path, data: samelang_calibration.SameLanguageSet, encoder: str, relevance: dict,
@@ -92,7 +93,7 @@ def cross_language(build_dir: Path, data: pair_calibration.LabelledSet, encoder:
 
 
 def scores(result: Checked, data: Any) -> dict[str, tuple]:
-    """(before, after) per half and both halves pooled; same-language or cross-language by the set's type."""
+    """(before, after) per half; same-language or cross-language scores by the set's type."""
     out = {}
     for half in HALVES:
         if isinstance(data, samelang_calibration.SameLanguageSet):
