@@ -74,6 +74,11 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     languages = (args.languages or (SAMELANG if args.which == "samelang" else CROSSLANG)).split(",")
     nine = load_set()
+    unknown = sorted(set(languages) - set(nine.languages))
+    if unknown or (args.which == "crosslang" and "en" in languages):
+        ap.error(f"--languages: {', '.join(unknown) or 'en'} not in the NTREX set's "
+                 f"{'languages' if args.which == 'samelang' else 'X-English sets'} ({', '.join(nine.languages)}; "
+                 "crosslang pairs each with English)")
     relevance = {"criterion": args.criterion, "excerpt_chars": args.excerpt_chars}
     print(f"set {args.which}, languages {', '.join(languages)}, encoder {args.encoder}, criterion {args.criterion}, "
           f"endpoint {args.endpoint or 'embedded'}")
