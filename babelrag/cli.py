@@ -6,6 +6,7 @@ what it needs when it runs. User errors (BabelragError) print one line and exit 
 from __future__ import annotations
 
 import sys
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, Optional
 
@@ -103,11 +104,28 @@ def init(path: Path = typer.Argument(Path("babelrag.yaml"), help="Where to write
 def run(config: Path = ConfigOpt,
         until: Optional[str] = typer.Option(None, help="Stop after this stage."),
         force: list[str] = typer.Option([], "--force", help="Redo this stage even if unchanged (repeatable)."),
+        embedded: bool = typer.Option(False, "--embedded", help="Start the packaged local model for this run "
+                                      "(as llm.embedded: true); for trying the pipeline, not for real builds."),
+        profile: Optional[str] = typer.Option(None, help="Budget profile: 'small' sets the caps `babelrag demo` "
+                                              "runs with (4 pairs to questions, short article excerpts)."),
+        max_pairs: Optional[int] = typer.Option(None, help="How many related pairs become questions (twice as many "
+                                                "are relevance-checked); wins over the profile's."),
         ) -> None:
     """Run the build pipeline (skips stages whose inputs and config are unchanged)."""
+    from babelrag.config import load_config
+    from babelrag.llm.local import with_embedded_model
     from babelrag.pipeline import run_pipeline
+    from babelrag.run_profiles import EMBEDDED_MODEL_DEFAULTS, run_overrides
 
-    run_pipeline(_load(config), until=until, force=force, console=_console())
+    overrides = run_overrides(profile, max_pairs)
+    if embedded:
+        overrides = {**overrides, "llm": {**overrides.get("llm", {}), "embedded": True}}
+    loaded = load_config(config, overrides)
+    if loaded.llm.embedded:  # the embedded model's defaults (the YAML's own values win over them)
+        loaded = load_config(config, overrides, defaults=EMBEDDED_MODEL_DEFAULTS)
+    console = _console()
+    with with_embedded_model(loaded, console) if loaded.llm.embedded else nullcontext(loaded) as ready:
+        run_pipeline(ready, until=until, force=force, console=console)
 
 
 @construct_app.command("contrastive")

@@ -135,8 +135,10 @@ def format_validation_error(err: ValidationError, source: str) -> str:
     return "\n".join(lines)
 
 
-def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Config:
-    """Read and validate a YAML config; errors are ConfigError with one line per problem."""
+def load_config(path: str | Path, overrides: dict[str, Any] | None = None,
+                defaults: dict[str, Any] | None = None) -> Config:
+    """Read and validate a YAML config; errors are ConfigError with one line per problem. ``overrides`` win
+    over the file (command-line flags); the file wins over ``defaults`` (a mode's own defaults)."""
     import yaml
 
     path = Path(path)
@@ -152,8 +154,10 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Co
         raise ConfigError(f"{path}: not valid YAML{where}: {getattr(exc, 'problem', exc)}") from None
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: expected a mapping of sections (project:, corpus:, ...), got {type(raw).__name__}")
+    if defaults:
+        raw = deep_merge(defaults, raw)
     if overrides:
-        raw = _deep_merge(raw, overrides)
+        raw = deep_merge(raw, overrides)
     return config_from_dict(raw, source=str(path), base_dir=path.parent)
 
 
@@ -166,11 +170,11 @@ def config_from_dict(raw: dict[str, Any], source: str = "<config>", base_dir: Pa
     return config
 
 
-def _deep_merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+def deep_merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
     out = dict(base)
     for key, value in extra.items():
         if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = _deep_merge(out[key], value)
+            out[key] = deep_merge(out[key], value)
         else:
             out[key] = value
     return out

@@ -9,15 +9,15 @@ run says which and why, and the demo stops there — it never fabricates output.
 """
 from __future__ import annotations
 
-import contextlib
 import time
-from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from babelrag.config import Config, config_from_dict
+from babelrag.config import Config, config_from_dict, deep_merge
 from babelrag.errors import BabelragError, StageError
+from babelrag.llm.local import with_embedded_model
+from babelrag.run_profiles import EMBEDDED_MODEL_DEFAULTS, run_overrides
 
 
 def sample_corpus_dir() -> Path:
@@ -61,13 +61,6 @@ def corpus_settings(corpus: str) -> dict[str, Any]:
     }
 
 
-# The filters whose verdict is the LLM's own judgement (does one article alone answer it? does the model know
-# it without documents?). The 0.5B embedded model's verdicts there are noise, and with it they reject nearly
-# every question, so the demo turns them off when it runs on that model (and says so); with --endpoint they
-# stay on. The other filters (well-formed, named entity, near-duplicate, verbatim) run either way.
-EMBEDDED_MODEL_FILTERS = {"needs_both_articles": False, "needs_retrieval": False}
-
-
 def demo_config(build_dir: Path, endpoint: str | None, model: str | None, max_pairs: int,
                 corpus: str = "wikinews") -> Config:
     chosen = corpus_settings(corpus)
@@ -79,17 +72,14 @@ def demo_config(build_dir: Path, endpoint: str | None, model: str | None, max_pa
     raw = {
         "project": {"name": "babelrag-demo", "build_dir": str(build_dir / "build"), "seed": 13,
                     **chosen.pop("project", {})},
-        # Every call to the embedded CPU model costs seconds (~40 prompt tokens/s on 2 cores): check only
-        # twice the pairs the questions stage will use (same choice), and show the model shorter texts.
-        "relevance": {"max_pairs": 2 * max_pairs, "excerpt_chars": 800},
-        "questions": {"max_pairs": max_pairs, "max_article_chars": 2000, **chosen.pop("questions", {})},
-        "filters": {"max_article_chars": 1500, **({} if endpoint else EMBEDDED_MODEL_FILTERS)},
-        "instances": {"mono_distracting": 2, "multi_distracting_per_language": 1, "translate_max_chars": 600},
         "release": {"out_dir": str(build_dir / "release"), "name": "babelrag-demo", "allow_unverified": True},
-        "evaluate": {"out_dir": str(build_dir / "eval"), "max_document_chars": 600},
+        "evaluate": {"out_dir": str(build_dir / "eval")},
         "llm": llm,
-        **chosen,
     }
+    raw = deep_merge(raw, run_overrides("small", max_pairs))
+    raw = deep_merge(raw, chosen)
+    if not endpoint:
+        raw = deep_merge(raw, EMBEDDED_MODEL_DEFAULTS)
     return config_from_dict(raw, source="<demo>", base_dir=build_dir)
 
 
@@ -97,25 +87,6 @@ def _has_env_key() -> bool:
     import os
 
     return bool(os.environ.get("BABELRAG_DEMO_API_KEY"))
-
-
-@contextlib.contextmanager
-def llm_available(config: Config, console: Any) -> Iterator[Config]:
-    """Yield a config whose LLM endpoints work: the configured ones, or the embedded local server."""
-    if config.llm.endpoints:
-        yield config
-        return
-    try:
-        from babelrag.llm.local import embedded_endpoint
-    except ImportError as exc:
-        raise StageError(f"no endpoint given and the embedded local model is unavailable: {exc}") from None
-    if console is not None:
-        console.print("[bold]starting the embedded local model[/] (Qwen2.5-Coder-0.5B via llama.cpp; "
-                      "for trying the pipeline only — pass --endpoint for real builds)")
-        console.print("the LLM-judged filters (needs both articles, needs retrieval) are off for this model: "
-                      "its verdicts there are noise; with --endpoint they run")
-    with embedded_endpoint(config.llm) as settings:
-        yield config.model_copy(update={"llm": settings})
 
 
 def run_demo(build_dir: Path, endpoint: str | None, model: str | None, max_pairs: int, console: Any,
@@ -127,7 +98,7 @@ def run_demo(build_dir: Path, endpoint: str | None, model: str | None, max_pairs
     config = demo_config(build_dir, endpoint, model, max_pairs, corpus)
     started = time.time()
     steps: list[tuple[str, str]] = []
-    with llm_available(config, console) as config:
+    with with_embedded_model(config, console) as config:
         try:
             run_pipeline(config, console=console)
             steps.append(("build", "ok"))

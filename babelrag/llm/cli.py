@@ -13,17 +13,20 @@ app = typer.Typer(help="Embedded local model server and endpoint checks.", no_ar
 def serve(port: int = typer.Option(8080, help="Port on 127.0.0.1 (0 = any free port)."),
           n_ctx: int = typer.Option(4096, help="Context window (tokens)."),
           n_threads: Optional[int] = typer.Option(None, help="CPU threads for llama.cpp (default: every core)."),
+          max_concurrency: int = typer.Option(2, help="Requests at a time the printed config block allows "
+                                                    "(more than the CPU model serves only queues and times out)."),
           ) -> None:
     """Serve the embedded Qwen2.5-Coder-0.5B model (OpenAI API) until Ctrl-C. For trying the pipeline only."""
     import time
 
-    from babelrag.llm.local import MODEL_ALIAS, LocalLLMServer
+    from babelrag.llm.local import MODEL_ALIAS, LocalLLMServer, endpoint_block
 
     srv = LocalLLMServer(port=port, n_ctx=n_ctx, n_threads=n_threads)
     typer.echo("assembling the model and starting llama.cpp ...")
     with srv:
         typer.echo(f"serving {MODEL_ALIAS} at {srv.base_url}  (log: {srv.log_path})")
-        typer.echo(f"config:  llm: {{endpoints: {{generator: {{base_url: {srv.base_url}, model: {MODEL_ALIAS}}}}}}}")
+        typer.echo("paste into your config (the settings `babelrag run --embedded` uses):")
+        typer.echo(endpoint_block(srv.endpoint_config(max_concurrency=max_concurrency)))
         try:
             while srv.proc is not None and srv.proc.poll() is None:
                 time.sleep(1)

