@@ -1,9 +1,9 @@
 """Stage ``questions``: cross-document Q&A from related article pairs, then machine translation.
 
 Reads the ``relevance`` stage (pairs whose ``relevant`` is not False), keeps en–en and X–en pairs, writes
-``questions.per_pair`` questions per pair with types cycling through ``questions.types`` (so every type is
-requested across the corpus), runs the chain in ``chains/crossdoc.py`` (question and answer in English
-first), then translates each question/answer: en–en questions into every target language, X–en questions
+``questions.per_pair`` questions per pair, each pair's types picked by a stable hash of its id (``pair_types``:
+raising a cap never changes what an earlier pair is asked; every type is requested across the corpus), runs the
+chain in ``chains/crossdoc.py`` (question and answer in English first), then translates each question/answer: en–en questions into every target language, X–en questions
 into X. Chain failures become ErrorRecords; a failed translation stays visible in ``translations`` (``error``).
 """
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import Any, Literal, Optional
 from pydantic import Field
 
 from babelrag.config import Section
+from babelrag.hashing import stable_hash
 from babelrag.run_only import run_only
 from babelrag.construct.chains.crossdoc import CrossDocChain, Job, qa_id
 from babelrag.construct.pair_selection import select_pairs
@@ -39,7 +40,9 @@ class QuestionsConfig(Section):
 
 STAGE = StageSpec(
     "questions", "babelrag.construct.questions:run", "QAItem", ("ingest", "relevance"), ("questions", "project"),
-    version="2", changes=(("2", "translations are typed nested records (QAItem.translations)"),),
+    version="3", changes=(("2", "translations are typed nested records (QAItem.translations)"),
+                          ("3", "each pair's question types come from a stable hash of its id instead of cycling "
+                                "over the job list: raising a cap no longer changes the type earlier pairs get")),
     description="summary -> simple Q&A -> cross-document Q&A -> translation", uses_llm=True,
     llm_endpoints=(("questions.endpoint", ()),), runtime_sections=("llm",),
     prompts=tuple(f"babelrag.construct.questions:chains/prompts/{p}.yaml"
@@ -49,17 +52,23 @@ STAGE = StageSpec(
 
 def plan_jobs(pairs: list[ArticlePair], articles: dict[str, Article], types: list[str], per_pair: int,
               pivot: str, languages: list[str], max_pairs: int | None, skip: Any = lambda *a: None) -> list[Job]:
-    """Deterministic job list: the X article first, types cycling over jobs in pair-id order.
+    """Deterministic job list: the X article first, each pair's types from ``pair_types``.
 
     ``max_pairs`` takes pairs round-robin over language combinations (de–en, en–en, zh–en, ...; each in id
     order), so a small budget still covers monolingual and cross-lingual questions."""
     chosen = select_pairs(pairs, articles, pivot, languages, max_pairs, skip)
-    jobs: list[Job] = []
-    for pair, a, b in chosen:
-        for k in range(per_pair):
-            q_type = types[len(jobs) % len(types)]
-            jobs.append(Job(qa_id(pair.id, q_type, k), pair.id, a, b, q_type))
-    return jobs
+    return [Job(qa_id(pair.id, q_type, k), pair.id, a, b, q_type)
+            for pair, a, b in chosen for k, q_type in enumerate(pair_types(pair.id, types, per_pair))]
+
+
+def pair_types(pair_id: str, types: list[str], per_pair: int) -> list[str]:
+    """The question types one pair is asked for: ``per_pair`` consecutive types from an offset that a stable
+    hash of the pair id picks. A pair's types never depend on which other pairs are in the plan, so raising a
+    cap (more pairs) asks every earlier pair the same questions again (answered from the cache) and only adds
+    new ones; cycling over the job list shifted every later pair's type when a pair was added before it. Over a
+    corpus the offsets spread evenly, so every type is requested."""
+    offset = int(stable_hash(pair_id)[:8], 16)
+    return [types[(offset + k) % len(types)] for k in range(per_pair)]
 
 
 def translation_targets(x: str, pivot: str, targets: list[str]) -> list[str]:

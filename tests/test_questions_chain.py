@@ -4,13 +4,14 @@ The scripted "model" answers every step like a small model does: sometimes a bar
 object, other keys, "A1" instead of 1, prose instead of JSON (also after the repair re-ask).
 """
 import re
+from collections import Counter
 
 import pytest
 
 from babelrag.config import config_from_dict
 from babelrag.construct.chains.crossdoc import CrossDocChain, Job, infer_used, qa_id
 from babelrag.construct.chains.outputs import Attempt, CrossDocQuestion, QAPair, SimplePairs
-from babelrag.construct.questions import plan_jobs, translation_targets
+from babelrag.construct.questions import pair_types, plan_jobs, translation_targets
 from babelrag.records import x_language
 from babelrag.llm.client import LLMRunner
 from babelrag.llm.settings import EndpointConfig, LLMSettings
@@ -88,7 +89,7 @@ def test_infer_used_picks_the_overlapping_fact():
     assert infer_used("What is the weather on Mars?", pairs) == []
 
 
-def test_plan_jobs_cycles_types_orders_languages_and_honours_max_pairs():
+def test_plan_jobs_types_by_pair_orders_languages_and_honours_max_pairs():
     # max_pairs=2 takes one pair per language combination (de–en: p2; en–en: p5, because p1 shares
     # article a1 with p2 and p5 shares nothing with it)
     arts = corpus()
@@ -101,11 +102,11 @@ def test_plan_jobs_cycles_types_orders_languages_and_honours_max_pairs():
     types = ["aggregation", "comparison", "multi-hop", "set"]
     jobs = plan_jobs(pairs, arts, types, 2, "en", ["en", "de"], max_pairs=2,
                      skip=lambda reason, n=1: skipped.extend([reason] * n))
-    assert [(j.pair_id, j.q_type) for j in jobs] == [("p2", "aggregation"), ("p2", "comparison"),
-                                                     ("p5", "multi-hop"), ("p5", "set")]
+    assert [j.pair_id for j in jobs] == ["p2", "p2", "p5", "p5"]
+    assert [j.q_type for j in jobs] == pair_types("p2", types, 2) + pair_types("p5", types, 2)
     assert (jobs[0].a.id, jobs[0].b.id) == ("d1", "a1")  # the X article first, English second
     assert sorted(skipped) == ["over-max-pairs", "pair-not-relevant", "unsupported-language-pair"]
-    assert jobs[0].id == qa_id("p2", "aggregation", 0)
+    assert jobs[0].id == qa_id("p2", jobs[0].q_type, 0)
     # without a budget every usable pair is taken, in id order
     assert [j.pair_id for j in plan_jobs(pairs, arts, types, 1, "en", ["en", "de"], max_pairs=None)] == ["p1", "p2", "p5"]
     assert translation_targets("", "en", ["de", "es"]) == ["de", "es"]
@@ -159,13 +160,14 @@ def test_questions_stage_end_to_end(tmp_path, server):
     report = Pipeline(cfg).run(only=["questions"])
     store = BuildStore(build)
     items = store.read("questions", QAItem)
-    assert sorted((i.pair_id, i.q_type) for i in items) == [("p1", "aggregation"), ("p1", "comparison"),
-                                                           ("p2", "multi-hop"), ("p2", "set")]
+    types = ["aggregation", "comparison", "multi-hop", "set"]
+    assert sorted((i.pair_id, i.q_type) for i in items) == sorted(
+        (p, t) for p in ("p1", "p2") for t in pair_types(p, types, 2))
     errors = sorted((e.item_id, e.reason) for e in store.read_errors("questions"))
-    assert errors == sorted([(qa_id("p3", "aggregation", 0), "summary:invalid_json"),
-                             (qa_id("p3", "comparison", 1), "summary:invalid_json"),
-                             (qa_id("p6", "multi-hop", 0), "crossdoc:no-fact-from-each-article"),
-                             (qa_id("p6", "set", 1), "crossdoc:no-fact-from-each-article")])
+    assert errors == sorted([(qa_id("p3", t, k), "summary:invalid_json")
+                             for k, t in enumerate(pair_types("p3", types, 2))] +
+                            [(qa_id("p6", t, k), "crossdoc:no-fact-from-each-article")
+                             for k, t in enumerate(pair_types("p6", types, 2))])
     assert {i.pair_id: i.x_language for i in items} == {"p1": "", "p2": "de"}  # the pivot rule, stored
     en_en = next(i for i in items if i.pair_id == "p1")
     tr = {t.language: t for t in en_en.translations}
@@ -256,3 +258,37 @@ def test_pair_budget_spreads_over_stories():
     chosen = [p.id for p, _, _ in select_pairs(pairs, arts, "en", ["en"], 3)]
     assert chosen == ["p1", "p4", "p5"]  # one per story, not p1-p3 (all "storm")
     assert [p.id for p, _, _ in select_pairs(pairs, arts, "en", ["en"], 4)] == ["p1", "p2", "p4", "p5"]
+
+
+def test_pair_types_are_consecutive_spread_and_independent_of_the_other_pairs():
+    types = ["aggregation", "comparison", "multi-hop", "set"]
+    got = pair_types("p2", types, 3)
+    start = types.index(got[0])
+    assert got == [types[(start + k) % 4] for k in range(3)]  # per_pair > 1: distinct consecutive types
+    firsts = Counter(pair_types(f"hy:a{i}|b{i}", types, 1)[0] for i in range(400))
+    assert set(firsts) == set(types) and min(firsts.values()) > 60  # every type requested, roughly evenly
+
+
+def test_raising_the_pair_budget_never_changes_the_questions_already_asked():
+    """A curator's build: raising caps lowered the yield from 8 to 3 instances because question types cycled
+    over the job list, so one more pair sorted before the good one changed the type the good one was asked
+    for (and its cached question was no longer used). Every job of a smaller budget must stay in a larger one."""
+    arts = {}
+    pairs = []
+    for i in range(12):
+        x, e = art(f"x{i}", "de", "2026-08-20"), art(f"e{i}", "en", "2026-08-20")
+        arts[x.id], arts[e.id] = x, e
+        pairs.append(ArticlePair(id=f"p{i:02d}", article_a=x.id, article_b=e.id, language_a="de", language_b="en",
+                                 method="dense", relevant=True))
+    types = ["aggregation", "comparison", "multi-hop", "set"]
+    small = {(j.id, j.q_type) for j in plan_jobs(pairs, arts, types, 1, "en", ["en", "de"], max_pairs=3)}
+    for budget in (4, 7, 12, None):
+        larger = {(j.id, j.q_type) for j in plan_jobs(pairs, arts, types, 1, "en", ["en", "de"], max_pairs=budget)}
+        assert small <= larger, budget
+    # a pair that sorts first joins the plan: the others keep their questions
+    newcomer = ArticlePair(id="p00a", article_a="x0", article_b="e1", language_a="de", language_b="en",
+                           method="dense", relevant=True)
+    before = {(j.id, j.q_type) for j in plan_jobs(pairs, arts, types, 1, "en", ["en", "de"], max_pairs=None)}
+    after = {(j.id, j.q_type) for j in plan_jobs([newcomer, *pairs], arts, types, 1, "en", ["en", "de"],
+                                                 max_pairs=None)}
+    assert before <= after and len(after) == len(before) + 1
