@@ -168,7 +168,11 @@ def construct_status(config: Path = ConfigOpt) -> None:
         state = "current" if pipe.is_current(spec) else "stale"
         when = _dt.datetime.fromtimestamp(m.finished_at).isoformat(timespec="seconds")
         table.add_row(spec.name, state, str(m.counts.get("out", 0)), str(m.counts.get("errors", 0)), when)
-    _console().print(table)
+    console = _console()
+    console.print(table)
+    from babelrag.funnel import build_funnel
+
+    console.print(build_funnel(pipe.store).render())
 
 
 @app.command()

@@ -21,6 +21,7 @@ from pydantic import BaseModel
 
 from babelrag.config import Config
 from babelrag.errors import StageError
+from babelrag.funnel import Funnel, build_funnel
 from babelrag.records import ErrorRecord
 from babelrag.hashing import ContentHasher, stable_hash
 from babelrag.shards import ShardWriter
@@ -97,9 +98,13 @@ class RunReport:
     """Counts in/out/skipped per stage, time and LLM usage; printed at the end and saved as JSON."""
 
     stages: list[StageReport] = field(default_factory=list)
+    funnel: Funnel | None = None  # where the articles went, per language (filled when the run ends)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"stages": [s.__dict__ for s in self.stages]}
+        out: dict[str, Any] = {"stages": [s.__dict__ for s in self.stages]}
+        if self.funnel is not None:
+            out["funnel"] = self.funnel.to_dict()
+        return out
 
     def render(self) -> Any:
         from rich.table import Table
@@ -108,7 +113,9 @@ class RunReport:
         numeric = ("in", "out", "errors", "seconds", "llm calls", "tokens in/out", "cost")
         for col in ("stage", "status", "in", "out", "errors", "skipped", "kept with note", "seconds", "llm calls",
                     "tokens in/out", "cost", "note"):
-            table.add_column(col, justify="right" if col in numeric else "left")
+            # reasons and notes wrap instead of being cut ("dense-below-min-pai…" told the curator nothing)
+            table.add_column(col, justify="right" if col in numeric else "left",
+                             overflow="fold" if col in ("skipped", "kept with note", "note") else "ellipsis")
         for s in self.stages:
             skipped = ", ".join(f"{k}={v}" for k, v in sorted(s.skipped.items())) or "-"
             noted = ", ".join(f"{k}={v}" for k, v in sorted(s.kept_with_note.items())) or "-"
@@ -118,7 +125,11 @@ class RunReport:
             cost = f"{u.get('cost', 0.0):.4f}" if u.get("cost") else "-"
             table.add_row(s.stage, s.status, str(s.count_in), str(s.count_out), str(s.errors), skipped, noted,
                           f"{s.seconds:.1f}", calls if u else "-", tokens, cost, s.note)
-        return table
+        if self.funnel is None:
+            return table
+        from rich.console import Group
+
+        return Group(table, self.funnel.render())
 
 
 class DeclaredConfig:
@@ -414,6 +425,7 @@ def run_pipeline(config: Config, until: str | None = None, only: Iterable[str] |
         return pipe.run(until=until, only=only, force=force)
     finally:
         if pipe.report.stages:
+            pipe.report.funnel = build_funnel(pipe.store)
             if console is not None:
                 console.print(pipe.report.render())
             pipe.store.root.mkdir(parents=True, exist_ok=True)

@@ -379,3 +379,27 @@ def test_two_scripted_models_on_the_demo_release(demo, tmp_path):
     data = json.loads((out / "results.json").read_text())
     assert_good_beats_weak(data, load_instances(release, split=data["run"]["split"]), "babelrag-demo")
     assert (out / "report.html").exists()
+
+
+def test_demo_run_report_says_where_every_article_went(demo):
+    """The funnel of a real pipeline run (issue 38 item 3): its counts agree with the stages' own records."""
+    from collections import Counter
+
+    from babelrag.records import Article, Instance, QAItem
+    from babelrag.store import BuildStore
+
+    tmp, _, res = demo
+    report = json.loads((tmp / "build" / "run_report.json").read_text())
+    funnel = {row["language"]: row for row in report["funnel"]["languages"]}
+    store = BuildStore(tmp / "build")
+    assert {k: v["articles"] for k, v in funnel.items()} == dict(Counter(a.language for a in store.read("ingest", Article)))
+    assert {k: v["instances"] for k, v in funnel.items() if v["instances"]} == \
+        dict(Counter(i.language for i in store.read("instances", Instance)))
+    accepted = [q for q in store.read("filters", QAItem) if q.accepted]
+    assert sum(v["accepted"] for v in funnel.values()) >= len(accepted) > 0
+    for row in funnel.values():
+        assert row["articles"] >= row["paired"] >= row["relevant"] and row["questions"] >= row["accepted"], row
+    for stage in ("ingest", "pairs", "relevance"):
+        assert report["funnel"]["drops"].get(stage, {}) == {
+            k: v for k, v in store.manifest(stage).counts["skipped"].items() if v}
+    assert "where the articles went" in res.output
