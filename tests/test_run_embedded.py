@@ -112,3 +112,23 @@ def test_run_embedded_starts_the_packaged_model_for_the_run_and_stops_it(tmp_pat
     assert usage["items"] == 2 and usage["succeeded"] == 2, usage  # --max-pairs 1: two pairs checked
     assert usage["endpoints"] == ["local"], usage  # by the packaged model
     assert set(_llama_pids()) - before == set()  # the model is stopped when the run ends
+
+
+def test_a_curators_run_embedded_small_builds_what_the_demo_builds(tmp_path):
+    """Issue 38's bar: a newcomer's `run --embedded --profile small` on the demo's corpus yields what `demo` does.
+    Every build stage's fingerprint (its config, prompts, files and endpoint identity) equals the demo's, so the
+    two builds are the same records, accepted questions included."""
+    from babelrag.demo import wikinews_corpus_dir
+    from babelrag.pipeline import Pipeline
+    from babelrag.stage import stages
+
+    wikinews = wikinews_corpus_dir()
+    cfg = _write(tmp_path / "babelrag.yaml", {  # what a curator writes for these 4 languages and this corpus
+        "project": {"build_dir": str(tmp_path / "mine"), "languages": ["en", "fr", "es", "zh"]},
+        "corpus": {"inputs": [{"path": str(wikinews / "articles.jsonl"), "format": "jsonl"}], "min_tokens": 100},
+        "questions": {"target_languages": ["fr", "es", "zh"]}})
+    overrides = {**run_overrides("small", None), "llm": {"embedded": True}}
+    mine = load_config(cfg, overrides, defaults=EMBEDDED_MODEL_DEFAULTS)
+    demo = demo_config(tmp_path / "demo", None, None, 4)
+    for spec in stages():
+        assert Pipeline(mine).fingerprint(spec)[0] == Pipeline(demo).fingerprint(spec)[0], spec.name
