@@ -15,9 +15,10 @@ from collections.abc import Sequence
 from typing import Annotated, Any, Literal, Optional
 
 from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, SerializationInfo,
-                      model_validator)
+                      StringConstraints, model_validator)
 
 QuestionType = Literal["aggregation", "comparison", "multi-hop", "set"]
+InstanceType = Annotated[str, StringConstraints(min_length=1)]  # a QuestionType, or an external benchmark's category
 QUESTION_TYPES: tuple[str, ...] = ("aggregation", "comparison", "multi-hop", "set")
 
 DocumentRole = Literal["supporting", "distractor"]
@@ -299,7 +300,10 @@ class Instance(Record):
     answer: str
     en_question: str
     en_answer: str
-    q_type: QuestionType
+    # one of our four types (QuestionType) for a babelrag build; a converted external benchmark keeps its own
+    # category here (GaRAGe: "Simple", "Simple w. condition", "Post-processing heavy", ...), so none of its
+    # records is left out for having another category
+    q_type: InstanceType
     documents: list[Document] = Field(default_factory=list)
     verified: bool = False
     machine_translated: bool = False

@@ -32,7 +32,7 @@ from babelrag.errors import InputError
 from babelrag.evaluators.citations import prf
 from babelrag.evaluators.metric import Column, Metric, MetricRun
 from babelrag.evaluators.registry import register
-from babelrag.evaluators.results import ScoreResult, make_result
+from babelrag.evaluators.results import ScoreResult, make_result, summarise
 
 NAN = float("nan")
 SCORE_KEYS = (
@@ -56,6 +56,7 @@ class GarageItem:
     sentence_support: Optional[Sequence[Sequence[str]]] = field(default_factory=tuple)  # None: not judged
     relevant: Sequence[str] = field(default_factory=tuple)
     cited: Sequence[str] = field(default_factory=tuple)
+    category: str = ""  # the question's complexity (the instance's q_type): GaRAGe reports per complexity
 
     @classmethod
     def from_record(cls, record: Any, response: Optional[str] = None, deflected: Optional[bool] = None,
@@ -72,12 +73,12 @@ class GarageItem:
         parsed = parse_citations(text, len(record.passages))
         return cls(query_id=record.sample_id, requires_deflection=record.requires_deflection, deflected=deflected,
                    eligible=eligible, sentence_support=sentence_support, relevant=tuple(record.attribution_ids),
-                   cited=tuple(f"cite_{m}" for m in parsed.ordered))
+                   cited=tuple(f"cite_{m}" for m in parsed.ordered), category=record.category)
 
 
 def score_item(it: GarageItem) -> dict[str, Any]:
     row: dict[str, Any] = {"query_id": it.query_id, "requires_deflection": it.requires_deflection,
-                           "deflected": it.deflected}
+                           "deflected": it.deflected, **({"category": it.category} if it.category else {})}
     known = it.deflected is not None
     row["deflection_tp"] = float(it.deflected) if it.requires_deflection and known else NAN
     row["deflection_fp"] = float(it.deflected) if not it.requires_deflection and known else NAN
@@ -139,7 +140,21 @@ def score_garage(items: Iterable[Any], rounds: int = 1000, seed: int = 0) -> Sco
     for key in ("deflection_tp", "deflection_fp"):
         res.counts.pop(f"{key}_undefined", None)
     res.counts["deflection_unjudged"] = sum(r["deflected"] is None for r in rows)
+    add_per_category(res, rows, rounds=rounds, seed=seed)
     return res
+
+
+def add_per_category(res: ScoreResult, rows: list[dict[str, Any]], rounds: int, seed: int) -> None:
+    """GaRAGe's paper reports its metrics per question complexity: each key again over each category's items,
+    as ``<key> [<category>]``, with ``items [<category>]`` in the counts (only when the items carry one)."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        if row.get("category"):
+            groups.setdefault(row["category"], []).append(row)
+    for category, group in sorted(groups.items()):
+        agg, _ = summarise(group, SCORE_KEYS, rounds=rounds, seed=seed)
+        res.aggregate.update({f"{key} [{category}]": est for key, est in agg.items()})
+        res.counts[f"items [{category}]"] = len(group)
 
 
 @register
@@ -169,6 +184,7 @@ class GarageMetric(Metric):
                 "relevant": [str(k) for k in a.relevant], "requires_deflection": not a.relevant,
                 # out-of-range citations stay: they are wrong citations, not nothing
                 "cited": [str(c) for c in parse_citations(a.answer, n).ordered],
+                "category": inst.q_type,  # per-complexity figures for a converted GaRAGe release
             })
         return score_garage(garage_judgements(run.runner, run.judge, records),
                             rounds=run.settings.rounds, seed=run.settings.seed)

@@ -203,6 +203,7 @@ def garage_judgements(
             # an unjudged response counts every sentence as unsupported
             sentence_support=sup if sup is not None else [[] for _ in split_sentences(r["response"])],
             relevant=list(r.get("relevant", ())), cited=list(r.get("cited", ())),
+            category=str(r.get("category") or ""),
         ))
     return out
 

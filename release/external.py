@@ -10,9 +10,9 @@ Layout written (the same ``data/`` layout and ``release.json`` as ``release buil
 
 ``release export FOLDER --format <the same format>`` writes ``source/`` back after loading it with the
 same strict loader, so convert + export keeps every field of every record (JSON-equal to the input).
-Records that are no babelrag instance (a GaRAGe question whose complexity is not one of our four question
-types; a BEIR query without babelrag metadata) are counted with their reason, kept in ``source/`` and
-exported back — never dropped silently.
+Every GaRAGe record becomes an instance (its ``q_type`` carries GaRAGe's own complexity where it is none of our
+four question types). Records that are no babelrag instance (a BEIR query without babelrag metadata) are
+counted with their reason, kept in ``source/`` and exported back — never dropped silently.
 """
 from __future__ import annotations
 
@@ -71,7 +71,7 @@ def _split_of(path: Path, split: Optional[str]) -> str:
 
 def convert_garage(path: Path, split: Optional[str] = None, **_: Any) -> Converted:
     from babelrag.release.loaders import is_no_date
-    from babelrag.release.loaders.garage import COMPLEXITY_TO_QTYPE, load_garage
+    from babelrag.release.loaders.garage import load_garage
 
     records = load_garage(path)
     out = Converted(instances={}, source_files={"garage.jsonl": _jsonl([r.to_published() for r in records])},
@@ -79,10 +79,6 @@ def convert_garage(path: Path, split: Optional[str] = None, **_: Any) -> Convert
     insts = []
     for rec in records:
         inst = rec.to_instance()
-        if inst is None:
-            out.skipped[f"question_complexity {rec.question_complexity!r} is none of "
-                        f"{'/'.join(COMPLEXITY_TO_QTYPE)}"] += 1
-            continue
         for passage in rec.passages:
             if not passage.published:
                 reason = ("passages with no date (N/A, not defined, empty; published left empty)"

@@ -53,6 +53,7 @@ PROVIDERS = ("web", "ent")
 PASSAGE_KEYS = ("age", "date", "provider")
 COMPLEXITY_TO_QTYPE = {"set": "set", "comparison": "comparison", "aggregation": "aggregation",
                        "multi-hop": "multi-hop"}
+UNSPECIFIED = "unspecified"  # the instance type of a record without question_complexity
 CITE_MARKER = re.compile(r"\[\s*cite_(\d+)\s*\]")
 
 
@@ -137,17 +138,23 @@ class GarageRecord(BaseModel):
         """No passage answers the question: a model should say the grounding is insufficient."""
         return not self.attribution_ids
 
-    def to_instance(self) -> Optional[Instance]:
-        """As an Instance when the complexity is one of our four question types, else None."""
-        q_type = COMPLEXITY_TO_QTYPE.get((self.question_complexity or "").strip().lower())
-        if q_type is None:
-            return None
+    @property
+    def category(self) -> str:
+        """The instance type: one of our four question types where GaRAGe's complexity is one (Set, Comparison,
+        Aggregation, Multi-hop), else GaRAGe's own complexity verbatim ("Simple", "Simple w. condition",
+        "Post-processing heavy"; "unspecified" when the record has none)."""
+        complexity = (self.question_complexity or "").strip()
+        return COMPLEXITY_TO_QTYPE.get(complexity.lower()) or complexity or UNSPECIFIED
+
+    def to_instance(self) -> Instance:
+        """Every record is an Instance; its ``q_type`` is ``category`` (GaRAGe's metrics are reported per
+        complexity from it)."""
         docs = [Document(article_id=f"{self.sample_id}#{p.cite_id}", title="", text=p.text, language="en",
                          published=p.published, role="supporting" if p.correct == ANSWERS else "distractor",
                          kind=p.kind()) for p in self.passages]  # type: ignore[arg-type]
         return Instance(id=self.sample_id, qa_id=self.sample_id, setting="garage", language="en",
                         question=self.question, answer=self.answer_generate, en_question=self.question,
-                        en_answer=self.answer_generate, q_type=q_type, documents=docs, verified=True,  # type: ignore[arg-type]
+                        en_answer=self.answer_generate, q_type=self.category, documents=docs, verified=True,
                         dates=[d.published for d in docs if d.role == "supporting"])
 
     def to_published(self) -> dict[str, Any]:
