@@ -28,6 +28,9 @@ class PairsConfig(Section):
     hub_max_articles: int = Field(200, ge=2)
     max_pairs: Optional[int] = None
     graphml: bool = True
+    # where same-language pairs are mined: the pivot language only (the questions use pivot–pivot and X–pivot
+    # pairs; an X–X pair would only be counted away at relevance), or every language (analysis, calibration)
+    same_language_in: Literal["pivot", "all"] = "pivot"
     # same-language pairs from dense similarity + shared entities (construct/samelang.py): languages whose
     # titles mostly have no entities (no NER model), every language, or none
     same_language_dense: Literal["no-entities", "all", "off"] = "all"
@@ -73,8 +76,11 @@ STAGE = StageSpec(
     files=("dense.events_file", "dense.encoder.name_or_path"),
     llm_endpoints=(("dense.encoder.endpoint", (("dense.enabled", True), ("dense.encoder.kind", "openai"))),),
     runtime_sections=("llm", "executor"), owns={"pairs": PairsConfig, "dense": DenseConfig}, order=20,
-    version="2", changes=(("2", "same-language hybrid pairs score a CSLS-scaled cosine, in every language by "
-                                "default; entity-graph pairs of those languages must pass the same score"),))
+    version="3", changes=(("2", "same-language hybrid pairs score a CSLS-scaled cosine, in every language by "
+                                "default; entity-graph pairs of those languages must pass the same score"),
+                          ("3", "same-language pairs are mined in the pivot language only by default "
+                                "(pairs.same_language_in: all for every language): no question setting uses X–X "
+                                "pairs")))
 
 PAIR_ID_PREFIX = {"entity_graph": "eg", "dense": "xl", "hybrid": "hy"}
 
@@ -153,6 +159,21 @@ def export_graph(ctx: StageContext, slices: dict[str, LanguageSlice], pairs: lis
                             "scope": "all articles" if total <= max_articles else "paired articles only"}
 
 
+def same_language_scope(ctx: StageContext, languages: list[str]) -> set[str]:
+    """The languages same-language pairs are mined in (``pairs.same_language_in``), said up front: a curator
+    should not learn at relevance that de–de pairs were mined for nothing."""
+    pivot = ctx.config.project.pivot_language
+    scope = set(languages) if ctx.config.pairs.same_language_in == "all" else {pivot} & set(languages)
+    left_out = [lang for lang in languages if lang not in scope]
+    ctx.extra["same_language_mined_in"] = sorted(scope)
+    if left_out and ctx.console is not None:
+        ctx.console.print(f"pairs: same-language pairs mined in {', '.join(sorted(scope)) or 'no language'} only; "
+                          f"{', '.join(left_out)} articles pair across languages with {pivot} (the question "
+                          f"settings use {pivot}–{pivot} and X–{pivot} pairs; pairs.same_language_in: all mines "
+                          f"every language)")
+    return scope
+
+
 def run(ctx: StageContext) -> None:
     slices: dict[str, LanguageSlice] = {}
     titles: dict[str, str] = {}  # what the hybrid's title score embeds; only kept when it is the score
@@ -164,14 +185,15 @@ def run(ctx: StageContext) -> None:
             titles[art.id] = art.title
         if not art.title_entities:
             ctx.note("no-title-entities")  # still a dense-retrieval candidate
-    pairs = entity_graph_pairs(ctx, slices)
+    mine_in = same_language_scope(ctx, sorted(slices))
+    pairs = entity_graph_pairs(ctx, {lang: sl for lang, sl in slices.items() if lang in mine_in})
     ctx.extra["entity_graph_pairs"] = len(pairs)
     if ctx.config.dense.enabled:
         from babelrag.construct.crosslingual import dense_pairs
         from babelrag.construct.samelang import hybrid_languages
 
         share = {lang: sum(1 for e in sl.entities if e) / max(1, len(sl.ids)) for lang, sl in slices.items()}
-        same = hybrid_languages(ctx.config.pairs.same_language_dense, share)
+        same = [lang for lang in hybrid_languages(ctx.config.pairs.same_language_dense, share) if lang in mine_in]
         entities: dict[str, set[str]] = {}
         for lang in same:
             names = _names(slices[lang])

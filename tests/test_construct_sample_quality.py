@@ -31,7 +31,8 @@ def score(got, want):
 def build(tmp, name, **sections):
     raw = {"project": {"build_dir": str(tmp / name)},
            "corpus": {"inputs": [{"path": str(SAMPLE / "articles.jsonl"), "format": "jsonl"}]},
-           "dense": {"events_file": str(SAMPLE / "events.jsonl"), "min_pair_similarity": SAMPLE_PAIR_SIMILARITY}}
+           "dense": {"events_file": str(SAMPLE / "events.jsonl"), "min_pair_similarity": SAMPLE_PAIR_SIMILARITY},
+           "pairs": {"same_language_in": "all"}}  # the sample's same-language quality in every language
     for key, value in sections.items():
         raw.setdefault(key, {}).update(value)
     cfg = config_from_dict(raw)
@@ -156,3 +157,26 @@ def test_mutual_margin_keeps_pairs_of_events_with_several_articles_per_language(
     strict, default = results[0.0], results[0.05]
     assert strict[0] < 0.3 and strict[2] < 0.7, strict  # recall, precision, X articles with a true pair
     assert default[0] >= 0.7 and default[1] >= 0.85 and default[2] >= 0.95, default
+
+
+def test_same_language_pairs_are_mined_only_where_a_question_setting_uses_them(full, tmp_path):
+    """Default ``pairs.same_language_in: pivot``: no de–de/es–es/… pairs (no question type uses them; a curator
+    learnt it only from relevance's unsupported-language-pair count), the same English and cross-language
+    pairs as mining every language, and the scope in the manifest."""
+    import shutil
+
+    _, store = full
+    build_dir = tmp_path / "default"
+    shutil.copytree(store.root, build_dir)  # ingest and index are reused: only the pairs stage re-runs
+    raw = {"project": {"build_dir": str(build_dir)},
+           "corpus": {"inputs": [{"path": str(SAMPLE / "articles.jsonl"), "format": "jsonl"}]},
+           "dense": {"events_file": str(SAMPLE / "events.jsonl"), "min_pair_similarity": SAMPLE_PAIR_SIMILARITY},
+           "ner": {"gazetteer": str(SAMPLE / "entities.jsonl")}}
+    report = Pipeline(config_from_dict(raw)).run(until="pairs")
+    assert [s.status for s in report.stages[:2]] == ["cached", "cached"]
+    scoped = BuildStore(build_dir)
+    every = {(p.article_a, p.article_b, p.language_a, p.language_b) for p in store.read("pairs", ArticlePair)}
+    mined = {(p.article_a, p.article_b, p.language_a, p.language_b) for p in scoped.read("pairs", ArticlePair)}
+    assert any(a == b != "en" for *_, a, b in every)  # mining every language does find X–X pairs here
+    assert mined == {p for p in every if p[2] != p[3] or p[2] == "en"}
+    assert scoped.manifest("pairs").extra["same_language_mined_in"] == ["en"]

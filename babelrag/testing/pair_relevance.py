@@ -61,7 +61,7 @@ def _checked(build_dir: Path, data: Any, encoder: str, pairs_cfg: dict, relevanc
 def same_language(build_dir: Path, data: samelang_calibration.SameLanguageSet, encoder: str, relevance: dict,
                   llm: dict, pairs: dict | None = None) -> Checked:
     """Same-language pairs of a one-language set (``one_language``) before and after the check."""
-    pairs_cfg = {"graphml": False, **(pairs or {})}
+    pairs_cfg = {"graphml": False, "same_language_in": "all", **(pairs or {})}
     mined, checked = _checked(build_dir, data, encoder, pairs_cfg, relevance, llm)
 
     def as_mined(ps: list) -> list[samelang_calibration.MinedPair]:

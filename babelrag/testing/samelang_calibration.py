@@ -94,7 +94,7 @@ def mine_pairs(build_dir: Path, data: SameLanguageSet, encoder: str, hybrid_min_
     """Every same-language pair the pairs stage keeps on the whole set (entity graph and hybrid) at
     ``pairs.hybrid_min_score`` (``None``: the encoder kind's default). Re-running with another threshold in the
     same ``build_dir`` re-runs the pairs stage only (ingest and index are fingerprinted without it)."""
-    pairs_cfg: dict = {"hybrid_min_score": hybrid_min_score, "graphml": False}
+    pairs_cfg: dict = {"hybrid_min_score": hybrid_min_score, "graphml": False, "same_language_in": "all"}
     if same_language_dense is not None:
         pairs_cfg["same_language_dense"] = same_language_dense
     if hybrid_score is not None:
