@@ -31,12 +31,14 @@ class BadLine:
 
 
 def iter_jsonl(path: Path, error: type[BabelragError] = InputError, keep_bad: bool = False,
-               on_encoding: Optional[Callable[[Path, Encoding], None]] = None) -> Iterator[tuple[int, Any]]:
+               on_encoding: Optional[Callable[[Path, Encoding], None]] = None,
+               surrogates: bool = True) -> Iterator[tuple[int, Any]]:
     """(line number, object) for each non-blank line, decoded by ``text_input.TextLines`` (UTF-8 with or
     without a byte-order mark, UTF-16 with one, a detected legacy encoding; an undecodable file raises
     ``error`` naming file, line and byte). A line that is not a JSON object, or holds a lone UTF-16
     surrogate (``"\\ud800"``: no UTF-8 writer can store it), raises ``error`` naming file and line, or
-    with ``keep_bad`` is yielded as a ``BadLine`` for the caller to count."""
+    with ``keep_bad`` is yielded as a ``BadLine`` for the caller to count. ``surrogates=False`` leaves
+    surrogates to a caller that checks every record and reports them together (annotate push)."""
     for lineno, line in TextLines(path, error, on_encoding):
         if not line.strip():
             continue
@@ -46,7 +48,7 @@ def iter_jsonl(path: Path, error: type[BabelragError] = InputError, keep_bad: bo
         except json.JSONDecodeError as exc:
             detail = f"not valid JSON ({exc.msg} at column {exc.colno})"
         kind = "bad-json"
-        if not detail and _SURROGATE_ESCAPE.search(line):
+        if not detail and surrogates and _SURROGATE_ESCAPE.search(line):
             detail, kind = lone_surrogate(row), "lone-surrogate"
         if not detail:
             yield lineno, row
@@ -59,10 +61,11 @@ def iter_jsonl(path: Path, error: type[BabelragError] = InputError, keep_bad: bo
 def lone_surrogate(value: Any, where: str = "") -> str:
     """'' or what names the first string (key or value) holding half of a UTF-16 surrogate pair."""
     if isinstance(value, str):
-        for ch in value:
-            if "\ud800" <= ch <= "\udfff":
-                return (f"{where or 'value'} holds a lone surrogate \\u{ord(ch):04x} (half of a UTF-16 pair, "
-                        f"not a character)")
+        try:
+            value.encode("utf-8")  # fails on surrogates only
+        except UnicodeEncodeError as exc:
+            return (f"{where or 'value'} holds a lone surrogate \\u{ord(value[exc.start]):04x} (half of a UTF-16 "
+                    f"pair, not a character)")
         return ""
     if isinstance(value, dict):
         for key, item in value.items():
@@ -78,8 +81,9 @@ def lone_surrogate(value: Any, where: str = "") -> str:
     return ""
 
 
-def read_rows(path: Path) -> list[dict]:
-    """Rows of a .jsonl or .parquet file; a missing, empty or malformed file raises InputError."""
+def read_rows(path: Path, surrogates: bool = True) -> list[dict]:
+    """Rows of a .jsonl or .parquet file; a missing, empty or malformed file raises InputError (a JSONL line
+    holding a lone surrogate too, unless ``surrogates=False``: the caller checks every record itself)."""
     path = Path(path)
     if not path.exists():
         raise InputError(f"{path}: no such file")
@@ -91,7 +95,7 @@ def read_rows(path: Path) -> list[dict]:
         except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for unreadable files
             raise InputError(f"{path}: not a readable parquet file ({exc})") from None
     else:
-        rows = [row for _, row in iter_jsonl(path)]
+        rows = [row for _, row in iter_jsonl(path, surrogates=surrogates)]
     if not rows:
         raise InputError(f"{path}: no records")
     return rows
