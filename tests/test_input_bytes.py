@@ -7,6 +7,7 @@ GaRAGe / XRAG record shapes from tests/fixtures/external.
 import codecs
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -253,3 +254,36 @@ def test_answers_file_with_a_lone_surrogate_or_wrong_types_exits_2_naming_each_l
     assert f"{answers}:3: field 'answer' must be a string" in message
     assert f"{answers}:4: field 'instance_id' must be a string" in message
     assert not (tmp_path / "o").exists()
+
+
+def test_release_convert_of_a_beir_folder_names_a_mistyped_corpus_field_by_line(tmp_path):
+    beir = Path(__file__).parent / "fixtures" / "release" / "beir"
+    shutil.copytree(beir, tmp_path / "beir")
+    corpus = tmp_path / "beir" / "corpus.jsonl"
+    rows = [json.loads(line) for line in corpus.read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows[1]["title"] = 42
+    corpus.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    res = _cli("release", "convert", tmp_path / "beir", "--format", "beir", "--out", tmp_path / "rel")
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert f"{corpus}:2: corpus 'd2': title must be a string, got int" in " ".join(res.stderr.split())
+    assert not (tmp_path / "rel").exists()
+
+
+def test_events_and_gazetteer_files_are_decoded_and_their_field_types_checked(tmp_path):
+    from babelrag.construct.crosslingual import load_events
+    from babelrag.construct.ner import Gazetteer
+    from babelrag.errors import ConfigError
+
+    events = tmp_path / "events.jsonl"
+    lines = [{"event_id": "e1", "en": "Earthquake hits Sulawesi", "de": "Erdbeben auf Sulawesi erschüttert Palu"}]
+    events.write_bytes(encode_lines(lines, "utf-16"))  # saved by a Windows editor
+    assert load_events(events, ["en", "de"])[0]["de"] == "Erdbeben auf Sulawesi erschüttert Palu"
+    events.write_bytes(encode_lines([*lines, {"event_id": "e2", "en": "Rally", "de": ["Kundgebung"]}], "utf-8"))
+    with pytest.raises(InputError, match=r"events.jsonl:2: the description in 'de' must be a string, got list"):
+        load_events(events, ["en", "de"])
+    gazetteer = tmp_path / "gazetteer.jsonl"
+    gazetteer.write_bytes(encode_lines([{"name": "Müller", "aliases": ["Thomas Müller"]}], "cp1252"))
+    assert Gazetteer.load(gazetteer).find("Thomas Müller trifft") != []
+    gazetteer.write_text(json.dumps({"name": "Palu", "aliases": 3}) + "\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"gazetteer.jsonl:1: expected .* with string names"):
+        Gazetteer.load(gazetteer)
