@@ -287,3 +287,12 @@ def test_events_and_gazetteer_files_are_decoded_and_their_field_types_checked(tm
     gazetteer.write_text(json.dumps({"name": "Palu", "aliases": 3}) + "\n", encoding="utf-8")
     with pytest.raises(ConfigError, match=r"gazetteer.jsonl:1: expected .* with string names"):
         Gazetteer.load(gazetteer)
+
+
+def test_a_config_saved_in_latin1_or_with_a_bom_loads(tmp_path):
+    from babelrag.config import load_config
+
+    text = "project:\n  name: Réseau d'actualités\n  build_dir: build\n"
+    for name, data in (("latin1.yaml", text.encode("latin-1")), ("bom.yaml", codecs.BOM_UTF8 + text.encode())):
+        (tmp_path / name).write_bytes(data)
+        assert load_config(tmp_path / name).project.name == "Réseau d'actualités"
