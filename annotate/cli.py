@@ -102,7 +102,7 @@ def push(
 
     settings, default_out = _load(config)
     pt = get(project)
-    rows = read_rows(input)
+    rows = read_rows(input, surrogates=False)  # check_input names them by record id, with every other problem
     languages = [language] if language else (settings.project(project).languages if pt.per_language else [""])
     if not languages:
         raise InputError(f"{project}: give --language or list annotate.projects.{project}.languages in the config")

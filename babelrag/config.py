@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from babelrag.errors import ConfigError
 from babelrag.llm.settings import LLMSettings
 from babelrag.run_only import output_values, run_only
+from babelrag.text_input import read_text
 
 SUPPORTED_LANGUAGES = ("en", "de", "es", "zh", "ar", "fr", "it", "pt", "ru", "ja", "ko", "hi", "ro", "tr", "nl")
 
@@ -145,8 +146,8 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None,
     if not path.exists():
         raise ConfigError(f"config file not found: {path} (create one with `babelrag init {path}`)")
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except (OSError, UnicodeDecodeError) as exc:
+        raw = yaml.safe_load(read_text(path, ConfigError)) or {}  # UTF-8 (BOM or not), UTF-16 with a BOM, detected
+    except OSError as exc:
         raise ConfigError(f"cannot read config {path}: {exc}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)

@@ -6,58 +6,84 @@ annotation exports, reviewed records, event lists, gazetteers.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Optional, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from babelrag.errors import BabelragError, InputError
+from babelrag.text_input import Encoding, TextLines
 
 M = TypeVar("M", bound=BaseModel)
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")  # a JSON escape of a UTF-16 surrogate half
 
 
 @dataclass(frozen=True)
 class BadLine:
-    """A line of a JSONL file that is not a JSON object (what ``iter_jsonl(..., keep_bad=True)`` yields)."""
+    """A line of a JSONL file that is not a JSON object (what ``iter_jsonl(..., keep_bad=True)`` yields).
+    ``kind``: "bad-json" or "lone-surrogate" (the reason a counting caller files it under)."""
 
     detail: str
+    kind: str = "bad-json"
 
 
 def iter_jsonl(path: Path, error: type[BabelragError] = InputError, keep_bad: bool = False,
-               errors: str = "strict") -> Iterator[tuple[int, Any]]:
-    """(line number, object) for each non-blank line. A line that is not UTF-8 (with ``errors="strict"``)
-    or not a JSON object raises ``error`` naming file and line, or with ``keep_bad`` is yielded as a
-    ``BadLine`` for the caller to count. Lines are decoded one at a time, so the error names the line."""
-    with Path(path).open("rb") as fh:
-        for lineno, raw in enumerate(fh, 1):
-            try:
-                line = raw.decode("utf-8", errors=errors)
-            except UnicodeDecodeError as exc:
-                detail = (f"not UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1}); re-save the file as "
-                          "UTF-8, e.g. `iconv -f latin1 -t utf-8 IN > OUT` for a Latin-1 file")
-                if keep_bad:
-                    yield lineno, BadLine(detail)
-                    continue
-                raise error(f"{path}:{lineno}: {detail}") from None
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-                detail = "" if isinstance(row, dict) else f"expected a JSON object, got {type(row).__name__}"
-            except json.JSONDecodeError as exc:
-                detail = f"not valid JSON ({exc.msg} at column {exc.colno})"
-            if not detail:
-                yield lineno, row
-            elif keep_bad:
-                yield lineno, BadLine(detail)
-            else:
-                raise error(f"{path}:{lineno}: {detail}; fix or remove the line")
+               on_encoding: Optional[Callable[[Path, Encoding], None]] = None,
+               surrogates: bool = True) -> Iterator[tuple[int, Any]]:
+    """(line number, object) for each non-blank line, decoded by ``text_input.TextLines`` (UTF-8 with or
+    without a byte-order mark, UTF-16 with one, a detected legacy encoding; an undecodable file raises
+    ``error`` naming file, line and byte). A line that is not a JSON object, or holds a lone UTF-16
+    surrogate (``"\\ud800"``: no UTF-8 writer can store it), raises ``error`` naming file and line, or
+    with ``keep_bad`` is yielded as a ``BadLine`` for the caller to count. ``surrogates=False`` leaves
+    surrogates to a caller that checks every record and reports them together (annotate push)."""
+    for lineno, line in TextLines(path, error, on_encoding):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            detail = "" if isinstance(row, dict) else f"expected a JSON object, got {type(row).__name__}"
+        except json.JSONDecodeError as exc:
+            detail = f"not valid JSON ({exc.msg} at column {exc.colno})"
+        kind = "bad-json"
+        if not detail and surrogates and _SURROGATE_ESCAPE.search(line):
+            detail, kind = lone_surrogate(row), "lone-surrogate"
+        if not detail:
+            yield lineno, row
+        elif keep_bad:
+            yield lineno, BadLine(detail, kind)
+        else:
+            raise error(f"{path}:{lineno}: {detail}; fix or remove the line")
 
 
-def read_rows(path: Path) -> list[dict]:
-    """Rows of a .jsonl or .parquet file; a missing, empty or malformed file raises InputError."""
+def lone_surrogate(value: Any, where: str = "") -> str:
+    """'' or what names the first string (key or value) holding half of a UTF-16 surrogate pair."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")  # fails on surrogates only
+        except UnicodeEncodeError as exc:
+            return (f"{where or 'value'} holds a lone surrogate \\u{ord(value[exc.start]):04x} (half of a UTF-16 "
+                    f"pair, not a character)")
+        return ""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            name = f"{where}.{key}" if where else f"field {key!r}"
+            found = lone_surrogate(key, f"a key in {where or 'the record'}") or lone_surrogate(item, name)
+            if found:
+                return found
+    elif isinstance(value, list):
+        for k, item in enumerate(value):
+            found = lone_surrogate(item, f"{where or 'value'}[{k}]")
+            if found:
+                return found
+    return ""
+
+
+def read_rows(path: Path, surrogates: bool = True) -> list[dict]:
+    """Rows of a .jsonl or .parquet file; a missing, empty or malformed file raises InputError (a JSONL line
+    holding a lone surrogate too, unless ``surrogates=False``: the caller checks every record itself)."""
     path = Path(path)
     if not path.exists():
         raise InputError(f"{path}: no such file")
@@ -69,7 +95,7 @@ def read_rows(path: Path) -> list[dict]:
         except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for unreadable files
             raise InputError(f"{path}: not a readable parquet file ({exc})") from None
     else:
-        rows = [row for _, row in iter_jsonl(path)]
+        rows = [row for _, row in iter_jsonl(path, surrogates=surrogates)]
     if not rows:
         raise InputError(f"{path}: no records")
     return rows

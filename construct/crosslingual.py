@@ -47,6 +47,10 @@ def load_events(path: Path, languages: list[str]) -> list[dict[str, str]]:
     for lineno, data in iter_jsonl(path):
         if not any(isinstance(data.get(lang), str) for lang in languages):
             raise InputError(f"{path}:{lineno}: expected an object with a description in one of {languages}")
+        wrong = [lang for lang in languages if data.get(lang) is not None and not isinstance(data[lang], str)]
+        if wrong:
+            raise InputError(f"{path}:{lineno}: the description in {wrong[0]!r} must be a string, got "
+                             f"{type(data[wrong[0]]).__name__}")
         data.setdefault("event_id", f"event-{lineno}")
         events.append(data)
     if not events:

@@ -398,15 +398,17 @@ class Gazetteer:
             raise ConfigError(f"ner.gazetteer file not found: {path}")
         mapping: dict[str, str] = {}
         for lineno, data in iter_jsonl(path, error=ConfigError):
-            names = data.get("names")
-            if isinstance(names, dict) and names:
+            names, aliases = data.get("names"), data.get("aliases", [])
+            if isinstance(names, dict) and names and all(isinstance(v, str) for v in names.values()):
                 canonical = names.get("en") or next(iter(names.values()))
                 forms = list(names.values())
-            elif data.get("name"):
+            elif isinstance(data.get("name"), str) and data["name"] and isinstance(aliases, list) \
+                    and all(isinstance(a, str) for a in aliases):
                 canonical = data["name"]
-                forms = [data["name"], *data.get("aliases", [])]
+                forms = [data["name"], *aliases]
             else:
-                raise ConfigError(f"{path}:{lineno}: expected {{'names': {{lang: name}}}} or {{'name': .., 'aliases': [..]}}")
+                raise ConfigError(f"{path}:{lineno}: expected {{'names': {{lang: name}}}} or {{'name': .., "
+                                  f"'aliases': [..]}} with string names")
             key = normalise_entity(canonical)
             for form in forms:
                 if isinstance(form, str) and form.strip():

@@ -19,26 +19,30 @@ from babelrag.annotate import input_checks as ic
 from babelrag.annotate import projects, samples, stored
 from babelrag.annotate.settings import AnnotateSettings
 from babelrag.errors import InputError
-from babelrag.rows import BadLine, iter_jsonl, read_rows
+from babelrag.rows import iter_jsonl, read_rows
 
 
-def _latin1_file(tmp_path: Path) -> Path:
-    path = tmp_path / "latin1.jsonl"
-    good = json.dumps(samples.model_answers(1)[0]) + "\n"
+def _mixed_file(tmp_path: Path) -> Path:
+    """Line 1 in UTF-8 (non-ASCII), line 2 appended by a Latin-1 tool: no one encoding reads both."""
+    path = tmp_path / "mixed.jsonl"
+    good = json.dumps({**samples.model_answers(1)[0], "answer": "Zürich"}, ensure_ascii=False) + "\n"
     bad = json.dumps({**samples.model_answers(2)[1], "answer": "café"}, ensure_ascii=False) + "\n"
     path.write_bytes(good.encode("utf-8") + bad.encode("latin-1"))
     return path
 
 
-def test_a_latin1_jsonl_names_file_line_and_the_fix(tmp_path):
-    path = _latin1_file(tmp_path)
+def test_a_file_mixing_encodings_names_file_line_and_byte_and_a_latin1_file_is_decoded(tmp_path):
+    path = _mixed_file(tmp_path)
     with pytest.raises(InputError) as err:
         read_rows(path)
     msg = str(err.value)
-    assert f"{path}:2: not UTF-8 (byte 0xe9" in msg and "iconv -f latin1 -t utf-8" in msg
-    kept = list(iter_jsonl(path, keep_bad=True))  # readers that count bad lines get one, not a traceback
-    assert kept[0][0] == 1 and isinstance(kept[1][1], BadLine) and "not UTF-8" in kept[1][1].detail
-    assert [n for n, _ in iter_jsonl(path, errors="replace")] == [1, 2]  # lenient readers keep their choice
+    assert f"{path}:2: byte 0xe9 at column" in msg and "is not UTF-8, although line 1 is" in msg
+    with pytest.raises(InputError):  # the whole file is refused: a counting reader too gets no half-decoded rows
+        list(iter_jsonl(path, keep_bad=True))
+    latin = tmp_path / "latin1.jsonl"
+    latin.write_bytes("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in samples.model_answers(2))
+                      .replace("Lisbon", "Lisboa (Portugal, capitale économique)").encode("latin-1"))
+    assert any("économique" in str(r) for r in read_rows(latin))  # detected (windows-1252) and decoded
 
 
 def _bad_answers() -> list[dict]:
@@ -109,10 +113,11 @@ def test_cli_push_of_bad_input_exits_2_with_every_problem_before_connecting(tmp_
     assert "Traceback" not in done.stderr
     for rid in ("ans1", "ans2", "ans3", "ans5"):
         assert f"record {rid}:" in done.stderr
-    latin = _latin1_file(tmp_path)
+    mixed = _mixed_file(tmp_path)
     done = subprocess.run([sys.executable, "-m", "babelrag.cli", "annotate", "push", "answer_judgement",
-                           "--input", str(latin)], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
-    assert done.returncode == 2 and f"{latin}:2: not UTF-8" in done.stderr and "Traceback" not in done.stderr
+                           "--input", str(mixed)], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    assert done.returncode == 2 and f"{mixed}:2: byte 0xe9" in " ".join(done.stderr.split())
+    assert "Traceback" not in done.stderr
 
 
 

@@ -30,6 +30,8 @@ from .readers import RawArticle, Skip, iter_input
 
 NER_BATCH = 256
 N_PERM = 64  # MinHash functions per article
+# skips that mean a damaged input line (not a filter): the run report names the first one's file:line
+DAMAGED_LINE_REASONS = ("bad-json", "bad-field", "lone-surrogate")
 
 
 @dataclass
@@ -162,6 +164,12 @@ def run(ctx: StageContext) -> None:
         ctx.skip(reason)
         first_skip.setdefault(reason, f"{where} {detail}".strip())
 
+    encodings: dict[str, str] = {}
+
+    def heard_encoding(path: Path, encoding: Any) -> None:
+        encodings[str(path)] = encoding.describe()
+        warn(ctx, f"{path} is not plain UTF-8: read as {encoding.describe()}")
+
     ctx.extra["extract_processes"] = executor.processes
     ctx.extra["ner_in_workers"] = task.ner is not None
     inputs = _inputs(ctx)
@@ -170,7 +178,8 @@ def run(ctx: StageContext) -> None:
             if done.done or index < done.inputs_done:
                 continue
             consumed = done.consumed if index == done.inputs_done else 0
-            prepared = executor.map(task, islice(iter_input(path, fmt, url_map), consumed, None))
+            items = iter_input(path, fmt, url_map, on_encoding=heard_encoding)
+            prepared = executor.map(task, islice(items, consumed, None))
             for item in ctx.progress(prepared, desc=f"reading {path.name}"):
                 ctx.count_in += 1
                 consumed += 1
@@ -189,6 +198,7 @@ def run(ctx: StageContext) -> None:
         spool.checkpoint(len(inputs), 0, ctx.count_in, ctx.skipped, first_skip, done=True)
     finally:
         spool.close()
+    _report_input_damage(ctx, first_skip, encodings)
     h, sigs = spool.arrays()
     n = len(h)
     if n == 0:
@@ -204,6 +214,18 @@ def run(ctx: StageContext) -> None:
     _write(ctx, spool.path, drop, extractor)
     ctx.extra["languages"] = languages
     ctx.extra["ner_backend"] = cfg.ner.backend
+
+
+def _report_input_damage(ctx: StageContext, first_skip: dict[str, str], encodings: dict[str, str]) -> None:
+    """Run-report notes for damaged input lines (count and the first one's file:line) and for input files
+    read in another encoding than UTF-8, so a bad corpus is visible, not only counted."""
+    notes = [f"{reason}: {ctx.skipped[reason]} input line(s) skipped, first {first_skip.get(reason, '?')}"
+             for reason in DAMAGED_LINE_REASONS if ctx.skipped.get(reason)]
+    notes += [f"{path} read as {how}" for path, how in sorted(encodings.items())]
+    if encodings:
+        ctx.extra["input_encodings"] = encodings
+    if notes:
+        ctx.extra["notes"] = [*ctx.extra.get("notes", []), *notes]
 
 
 def _filter(art: RawArticle, corpus: Any, languages: list[str], lid: LanguageIdentifier,

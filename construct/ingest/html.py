@@ -15,6 +15,8 @@ import re
 from functools import lru_cache
 from urllib.parse import urljoin, urlsplit
 
+from babelrag.text_input import codec_name as _codec
+
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([-\w:.]+)""", re.IGNORECASE)
 _HEADER_CHARSET = re.compile(r"""charset\s*=\s*["']?\s*([-\w:.]+)""", re.IGNORECASE)
 _CANONICAL = re.compile(r"""<link\b[^>]*\brel\s*=\s*["']?canonical["']?[^>]*>""", re.IGNORECASE)
@@ -22,20 +24,6 @@ _CANONICAL = re.compile(r"""<link\b[^>]*\brel\s*=\s*["']?canonical["']?[^>]*>"""
 _HREF = re.compile(r"""(?:^|\s)href\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))""", re.IGNORECASE)
 _TEMPLATE = re.compile(r"\{\{|\}\}|\{%|%\}|\$\{")
 _TITLE_SEPARATORS = re.compile(r"\s+(?:[|–—·•»>:]|-|::|/)\s+|\s*[|｜]\s*")
-# WHATWG: these labels mean windows-1252 in HTML (iso-8859-1 pages use 0x80-0x9f for curly quotes etc.)
-_LATIN1_LABELS = {"iso-8859-1", "iso8859-1", "latin1", "latin-1", "us-ascii", "ascii", "l1", "cp819"}
-
-
-def _codec(label: str | None) -> str | None:
-    if not label:
-        return None
-    label = label.strip().strip("\"'").lower()
-    if label in _LATIN1_LABELS:
-        return "cp1252"
-    try:
-        return codecs.lookup(label).name
-    except LookupError:
-        return None
 
 
 def charset_from_content_type(content_type: str | None) -> str | None:

@@ -9,12 +9,13 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import io
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Union
 
 from babelrag.errors import InputError
+from babelrag.text_input import Encoding, TextLines
 
 from .page import Page
 
@@ -38,6 +39,7 @@ class Skip:
 
 
 Item = Union[RawArticle, Skip]
+OnEncoding = Callable[[Path, Encoding], None]
 
 def parse_date(value: Any) -> dt.date | None:
     """news-please writes ``2026-03-01 10:00:00``; accept ISO dates/datetimes, return None otherwise."""
@@ -58,14 +60,41 @@ def stable_id(*parts: str) -> str:
     return hashlib.sha1("\x1f".join(parts).encode("utf-8")).hexdigest()[:16]
 
 
-def _article_from_fields(data: dict[str, Any], source: str, fallback_url: str = "") -> Item:
+# news-please fields read here and the JSON types they may have (null everywhere means "not given")
+_STRING_FIELDS = ("title", "maintext", "text", "url", "language", "date_publish", "published")
+
+
+def field_type_problem(data: dict[str, Any]) -> str:
+    """'' or what is wrong with the types of the fields read (a number or list where text belongs)."""
+    for name in _STRING_FIELDS:
+        value = data.get(name)
+        if value is not None and not isinstance(value, str):
+            return f"field {name!r} must be a string or null, got {type(value).__name__} {json_preview(value)}"
+    rid = data.get("id")
+    if rid is not None and (isinstance(rid, bool) or not isinstance(rid, (str, int))):
+        return f"field 'id' must be a string or an integer, got {type(rid).__name__} {json_preview(rid)}"
+    return ""
+
+
+def json_preview(value: Any, chars: int = 40) -> str:
+    import json
+
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= chars else text[:chars] + "..."
+
+
+def _article_from_fields(data: dict[str, Any], source: str, where: str = "", fallback_url: str = "") -> Item:
+    where = where or source
+    problem = field_type_problem(data)
+    if problem:
+        return Skip("bad-field", where, problem)
     title = (data.get("title") or "").strip()
     text = (data.get("maintext") or data.get("text") or "").strip()
     url = data.get("url") or fallback_url or ""
     if not text:
-        return Skip("no-article-text", source, url or title[:80])
+        return Skip("no-article-text", where, url or title[:80])
     if not title:
-        return Skip("no-title", source, url)
+        return Skip("no-title", where, url)
     published = parse_date(data.get("date_publish") or data.get("published"))
     art_id = str(data.get("id") or "").strip() or stable_id(url, title)
     lang = data.get("language")
@@ -73,16 +102,18 @@ def _article_from_fields(data: dict[str, Any], source: str, fallback_url: str = 
                       source=source, declared_language=str(lang) if lang else None)
 
 
-def read_jsonl(path: Path) -> Iterator[Item]:
-    """One JSON object per line with news-please fields (id, title, maintext, language, date_publish, url)."""
+def read_jsonl(path: Path, on_encoding: OnEncoding | None = None) -> Iterator[Item]:
+    """One JSON object per line with news-please fields (id, title, maintext, language, date_publish, url).
+    A line that is not a JSON object, holds a lone surrogate or a wrongly typed field is a counted skip
+    naming file:line; a file that cannot be decoded is refused (``text_input``)."""
     from babelrag.rows import BadLine, iter_jsonl
 
     try:
-        for lineno, data in iter_jsonl(path, keep_bad=True, errors="replace"):
+        for lineno, data in iter_jsonl(path, keep_bad=True, on_encoding=on_encoding):
             if isinstance(data, BadLine):
-                yield Skip("bad-json", f"{path}:{lineno}", data.detail)
+                yield Skip(data.kind, f"{path}:{lineno}", data.detail)
                 continue
-            yield _article_from_fields(data, str(path))
+            yield _article_from_fields(data, str(path), f"{path}:{lineno}")
     except OSError as exc:
         raise InputError(f"cannot open corpus file {path}: {exc}") from None
 
@@ -91,10 +122,10 @@ def read_url_map(path: Path) -> dict[str, str]:
     """TSV ``file<TAB>url`` (a header line ``file<TAB>url`` is allowed)."""
     mapping: dict[str, str] = {}
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = list(TextLines(path))
     except OSError as exc:
         raise InputError(f"cannot read URL map {path}: {exc}") from None
-    for lineno, line in enumerate(lines, 1):
+    for lineno, line in lines:
         if not line.strip() or line.startswith("#"):
             continue
         parts = line.split("\t")
@@ -190,16 +221,18 @@ def read_warc(path: Path) -> Iterator[Item]:
         yield extract_item(item)
 
 
-def iter_input(path: Path, fmt: str, url_map: Path | None = None) -> Iterator[Any]:
-    """Items before extraction: ``RawArticle``/``Skip`` for JSON lines, ``Page``/``Skip`` for HTML and WARC."""
+def iter_input(path: Path, fmt: str, url_map: Path | None = None,
+               on_encoding: OnEncoding | None = None) -> Iterator[Any]:
+    """Items before extraction: ``RawArticle``/``Skip`` for JSON lines, ``Page``/``Skip`` for HTML and WARC.
+    ``on_encoding(file, encoding)`` hears of each JSONL file read in another encoding than plain UTF-8."""
     if fmt == "jsonl":
         if not path.exists():
             raise InputError(f"corpus file not found: {path} (check corpus.inputs[].path)")
         if path.is_dir():
             for child in sorted(path.glob("*.jsonl")):
-                yield from read_jsonl(child)
+                yield from read_jsonl(child, on_encoding)
             return
-        yield from read_jsonl(path)
+        yield from read_jsonl(path, on_encoding)
     elif fmt == "html":
         yield from iter_html_pages(path, url_map)
     elif fmt == "warc":

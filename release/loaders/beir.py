@@ -14,7 +14,9 @@ from typing import Any, Optional
 from babelrag.errors import InputError
 from babelrag.records import Document
 from babelrag.release.loaders import Problems, iso_date, read_jsonl
+from babelrag.text_input import read_text
 
+_OPTIONAL_STRINGS = ("title", "language", "published", "article_id")  # read into Documents when present
 MAPPING_FILES = {"irrelevant": "irrelevant.json", "seemingly_relevant": "seemingly_relevant.json",
                  "related": "related.json"}
 
@@ -58,6 +60,8 @@ def _records(path: Path, what: str) -> dict[str, dict[str, Any]]:
             problems.add(f"{line}", f"{what} record needs a string _id, got {rid!r}")
         elif not isinstance(obj.get("text"), str) or not obj["text"].strip():
             problems.add(f"{line}", f"{what} {rid!r}: text must be a non-empty string")
+        elif wrong := [k for k in _OPTIONAL_STRINGS if obj.get(k) is not None and not isinstance(obj[k], str)]:
+            problems.add(f"{line}", f"{what} {rid!r}: {wrong[0]} must be a string, got {type(obj[wrong[0]]).__name__}")
         elif rid in out:
             problems.add(f"{line}", f"{what} {rid!r}: duplicate _id")
         else:
@@ -78,7 +82,7 @@ def load_beir(folder: str | Path, split: str = "test") -> BeirSet:
         raise InputError(f"{qrels_path}: file not found (splits here: {', '.join(have) or 'none'})")
     problems = Problems(str(qrels_path))
     qrels: dict[str, dict[str, int]] = {}
-    lines = qrels_path.read_text(encoding="utf-8").splitlines()
+    lines = read_text(qrels_path).splitlines()
     if not lines or lines[0].split("\t") != ["query-id", "corpus-id", "score"]:
         problems.add("1", "header must be 'query-id<TAB>corpus-id<TAB>score'")
     for n, line in enumerate(lines[1:], 2):
@@ -108,7 +112,7 @@ def load_beir(folder: str | Path, split: str = "test") -> BeirSet:
             continue
         problems = Problems(str(path))
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = json.loads(read_text(path))
         except json.JSONDecodeError as exc:
             raise InputError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
         if not isinstance(data, dict):
