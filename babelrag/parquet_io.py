@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from babelrag.atomic import atomic_path
+from babelrag.errors import InputError
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -147,3 +148,17 @@ def iter_column(path: Path, column: str) -> Iterator[str]:
     with pq.ParquetFile(path, pre_buffer=False) as parquet:
         for batch in parquet.iter_batches(batch_size=8192, columns=[column]):
             yield from batch.column(0).to_pylist()
+
+
+def read_rows(path: Path) -> list[dict[str, Any]]:
+    """Every row of a parquet file as a dict. A damaged file (truncated, empty, not parquet) is an
+    InputError naming it, never an ``ArrowInvalid`` traceback."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        return pq.read_table(path).to_pylist()
+    except (pa.ArrowException, OSError) as exc:
+        size = path.stat().st_size if path.exists() else 0
+        raise InputError(f"{path}: damaged parquet file ({size} bytes; {str(exc).splitlines()[0]}); rebuild the "
+                         "release or download it again") from None
