@@ -125,3 +125,30 @@ def test_failed_answer_calls_count_as_unanswered_exit_3_and_a_plain_rerun_retrie
                                                   (test[0].question, test[1].question)}
     out = strict_load(tmp_path / "o" / "results.json")
     assert out["warnings"] == [] and out["coverage"]["weak"] == {"answered": 4, "instances": 4}
+
+
+def test_garage_and_ragas_count_an_unanswered_instance_as_wrong_without_a_judge(server, tmp_path):
+    from babelrag.evaluators.answers_file import answer_record
+    from babelrag.evaluators.execution import run_evaluation
+    from babelrag.evaluators.settings import EvalSettings
+    from tests.test_eval_runner import _instances, _runner
+
+    instances = _instances()  # 6 answerable instances, the supporting articles first in the release order
+    answers = [answer_record(inst, model, GOLD[inst.language] + "[1][2]", "citations", "")
+               for model in ("full", "part") for inst in instances if model == "full" or inst.id in ("i0de", "i0zh")]
+    before = server.count("chat")
+    paths = run_evaluation(_runner(server, tmp_path), instances, [], ["judge-1"], tmp_path / "eval",
+                           EvalSettings(rounds=20, metrics=("xrag", "garage", "ragas")), answers=answers)
+    data = json.loads(paths["json"].read_text())
+    row = {r["model"]: r for r in data["leaderboard"]}
+    assert [r["model"] for r in data["leaderboard"]] == ["full", "part"]
+    assert (row["full"]["eligibility"], row["full"]["raf"], row["full"]["faithfulness"]) == (1.0, 1.0, 1.0)
+    for key in ("accuracy", "eligibility", "factuality", "raf", "faithfulness"):
+        assert row["part"][key] == pytest.approx(2 / 6) and row["part"][f"{key}_n"] == 6, key
+    assert row["part"]["context_relevance"] == pytest.approx(row["full"]["context_relevance"] * 2 / 6)
+    garage = data["metrics"]["part"]["garage"]
+    assert garage["aggregate"]["deflection_fp"]["value"] == pytest.approx(4 / 6)  # declined answerable questions
+    assert garage["counts"]["unanswered"] == 4 and data["metrics"]["part"]["ragas"]["counts"]["unanswered"] == 4
+    # 7 judge prompts per distinct answer: part's 2 answers are full's (from the cache), its 4 missing ones are
+    # never sent to a judge
+    assert server.count("chat") - before == 6 * 7
