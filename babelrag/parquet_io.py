@@ -150,15 +150,13 @@ def iter_column(path: Path, column: str) -> Iterator[str]:
             yield from batch.column(0).to_pylist()
 
 
-def read_rows(path: Path) -> list[dict[str, Any]]:
+def read_rows(path: Path, fix: str = "write it again or restore it from its source") -> list[dict[str, Any]]:
     """Every row of a parquet file as a dict. A damaged file (truncated, empty, not parquet) is an
-    InputError naming it, never an ``ArrowInvalid`` traceback."""
-    import pyarrow as pa
+    InputError naming it, its size and ``fix``, never an ``ArrowInvalid`` traceback."""
     import pyarrow.parquet as pq
 
     try:
         return pq.read_table(path).to_pylist()
-    except (pa.ArrowException, OSError) as exc:
-        size = path.stat().st_size if path.exists() else 0
-        raise InputError(f"{path}: damaged parquet file ({size} bytes; {str(exc).splitlines()[0]}); rebuild the "
-                         "release or download it again") from None
+    except Exception as exc:  # noqa: BLE001 - pyarrow raises several types (ArrowInvalid, OSError, ...)
+        size = Path(path).stat().st_size if Path(path).exists() else 0
+        raise InputError(f"{path}: damaged parquet file ({size} bytes; {str(exc).splitlines()[0]}); {fix}") from None

@@ -78,7 +78,7 @@ def load_instances(path: str | Path, configs: Sequence[str] = (), split: Optiona
         if not files:
             raise InputError(f"{path} holds no parquet files; is it a babelrag release folder?")
         for f in files:
-            for n, row in enumerate(read_rows(f)):
+            for n, row in enumerate(read_rows(f, layout.REPAIR)):
                 rows.append((f"{f}:row {n}", row))
     keep = set(Instance.model_fields)
     seen: dict[str, Instance] = {}

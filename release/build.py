@@ -263,7 +263,7 @@ def read_release_rows(folder: Path) -> tuple[list[dict[str, Any]], list[str], li
                          "`babelrag release build`")
     rows, splits, configs = [], [], []
     for config, split, path in layout.data_files(folder):
-        for row in read_rows(path):
+        for row in read_rows(path, layout.REPAIR):
             rows.append(row)
             splits.append(split)
             configs.append(config)

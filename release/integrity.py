@@ -95,7 +95,7 @@ def check_folder(folder: Path) -> FolderContents:
         if len(parts) != 3 or not rel.endswith(".parquet"):
             continue  # not a config/split file: named as extra above, not read
         try:
-            rows = read_rows(path)
+            rows = read_rows(path, layout.REPAIR)
         except InputError as exc:
             out.problems.append(FileProblem(rel, str(exc).removeprefix(f"{path}: ")))
             continue
