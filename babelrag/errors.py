@@ -18,3 +18,10 @@ class InputError(BabelragError):
 
 class StageError(BabelragError):
     """A stage cannot run (missing upstream output, missing optional dependency, ...)."""
+
+
+class IncompleteRunError(BabelragError):
+    """The run finished but some calls failed (their items are counted, not hidden): what was written is
+    true but incomplete. A plain re-run retries exactly the failed calls; cached successes are not re-sent."""
+
+    exit_code = 3

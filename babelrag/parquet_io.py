@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from babelrag.atomic import atomic_path
+from babelrag.errors import InputError
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -147,3 +148,15 @@ def iter_column(path: Path, column: str) -> Iterator[str]:
     with pq.ParquetFile(path, pre_buffer=False) as parquet:
         for batch in parquet.iter_batches(batch_size=8192, columns=[column]):
             yield from batch.column(0).to_pylist()
+
+
+def read_rows(path: Path, fix: str = "write it again or restore it from its source") -> list[dict[str, Any]]:
+    """Every row of a parquet file as a dict. A damaged file (truncated, empty, not parquet) is an
+    InputError naming it, its size and ``fix``, never an ``ArrowInvalid`` traceback."""
+    import pyarrow.parquet as pq
+
+    try:
+        return pq.read_table(path).to_pylist()
+    except Exception as exc:  # noqa: BLE001 - pyarrow raises several types (ArrowInvalid, OSError, ...)
+        size = Path(path).stat().st_size if Path(path).exists() else 0
+        raise InputError(f"{path}: damaged parquet file ({size} bytes; {str(exc).splitlines()[0]}); {fix}") from None

@@ -15,6 +15,7 @@ from typing import Any, Optional, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from babelrag.errors import BabelragError, InputError
+from babelrag.parquet_io import read_rows as read_parquet_rows
 from babelrag.text_input import Encoding, TextLines
 
 M = TypeVar("M", bound=BaseModel)
@@ -88,12 +89,7 @@ def read_rows(path: Path, surrogates: bool = True) -> list[dict]:
     if not path.exists():
         raise InputError(f"{path}: no such file")
     if path.suffix == ".parquet":
-        import pyarrow.parquet as pq
-
-        try:
-            rows = pq.read_table(path).to_pylist()
-        except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for unreadable files
-            raise InputError(f"{path}: not a readable parquet file ({exc})") from None
+        rows = read_parquet_rows(path)
     else:
         rows = [row for _, row in iter_jsonl(path, surrogates=surrogates)]
     if not rows:

@@ -15,18 +15,20 @@ field, a document id the instance does not have, a repeated (model, instance) pa
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 from babelrag.errors import InputError
-from babelrag.records import Instance
+from babelrag.records import AnswerRecord, Instance
 
 REQUIRED = ("instance_id", "model", "answer")
 OPTIONAL = ("doc_order", "style")
 STYLES = ("citations", "articles", "closed-book")
 MAX_PROBLEMS = 20
 SOURCE = "answers-file"  # the prompt id recorded for answers made elsewhere
+UNANSWERED = "not in the answers file"  # the error of an instance a system of the file did not answer
 
 
 def _problems(obj: Any, by_id: Mapping[str, Instance]) -> list[str]:
@@ -59,9 +61,36 @@ def _problems(obj: Any, by_id: Mapping[str, Instance]) -> list[str]:
     return issues
 
 
-def read_answers_file(path: str | Path, instances: list[Instance], dataset_version: str = "") -> list[Any]:
+def answer_record(inst: Instance, model: str, answer: str, style: str, dataset_version: str,
+                  doc_order: Optional[list[str]] = None, ok: bool = True, error: str = "") -> AnswerRecord:
+    """The answer record of one line (``doc_order`` default: the release's order of the documents)."""
+    docs = {d.article_id: d for d in inst.documents}
+    order = doc_order or [d.article_id for d in inst.documents]
+    return AnswerRecord(
+        id=f"{model}:{inst.id}", instance_id=inst.id, qa_id=inst.qa_id, setting=inst.setting,
+        language=inst.language, model=model, question=inst.question, gold_answer=inst.answer,
+        served_model=model, answer=answer, ok=ok, error=error,
+        doc_order=order if style != "closed-book" else [],
+        relevant=[k for k, aid in enumerate(order, start=1) if docs[aid].role == "supporting"]
+        if style != "closed-book" else [],
+        prompt_id=SOURCE, style=style, dataset_version=dataset_version)
+
+
+def unanswered_records(answers: Sequence[AnswerRecord], instances: Sequence[Instance]) -> list[AnswerRecord]:
+    """A record (``ok`` False, empty answer) for every instance a model of the file did not answer: scored
+    as wrong (``coverage``), never left out. Its style is the one the model's lines use most."""
+    given: dict[str, set[str]] = defaultdict(set)
+    styles: dict[str, Counter] = defaultdict(Counter)
+    for a in answers:
+        given[a.model].add(a.instance_id)
+        styles[a.model][a.style] += 1
+    return [answer_record(inst, model, "", styles[model].most_common(1)[0][0], answers[0].dataset_version,
+                          ok=False, error=UNANSWERED)
+            for model in sorted(given) for inst in instances if inst.id not in given[model]]
+
+
+def read_answers_file(path: str | Path, instances: list[Instance], dataset_version: str = "") -> list[AnswerRecord]:
     """The answers of ``path`` as AnswerRecords for ``instances``; one InputError lists every problem."""
-    from babelrag.evaluators.answers import AnswerRecord
     from babelrag.rows import BadLine, iter_jsonl
 
     path = Path(path)
@@ -83,18 +112,8 @@ def read_answers_file(path: str | Path, instances: list[Instance], dataset_versi
             problems.append(f"{path}:{n}: " + "; ".join(issues))
             continue
         seen[key] = n
-        inst = by_id[obj["instance_id"]]
-        docs = {d.article_id: d for d in inst.documents}
-        order = obj.get("doc_order") or [d.article_id for d in inst.documents]
-        style = obj.get("style", "citations")
-        out.append(AnswerRecord(
-            id=f"{obj['model']}:{inst.id}", instance_id=inst.id, qa_id=inst.qa_id, setting=inst.setting,
-            language=inst.language, model=obj["model"], question=inst.question, gold_answer=inst.answer,
-            served_model=obj["model"], answer=obj["answer"].strip(),
-            doc_order=order if style != "closed-book" else [],
-            relevant=[k for k, aid in enumerate(order, start=1) if docs[aid].role == "supporting"]
-            if style != "closed-book" else [],
-            prompt_id=SOURCE, style=style, dataset_version=dataset_version))
+        out.append(answer_record(by_id[obj["instance_id"]], obj["model"], obj["answer"].strip(),
+                                 obj.get("style", "citations"), dataset_version, obj.get("doc_order")))
     if problems:
         more = f"\n... and {len(problems) - MAX_PROBLEMS} more" if len(problems) > MAX_PROBLEMS else ""
         raise InputError(f"{len(problems)} invalid answer line(s) in {path}:\n" + "\n".join(problems[:MAX_PROBLEMS])

@@ -255,10 +255,15 @@ class CitationsMetric(Metric):
     description = "citation precision, recall, F1, distinct citations, answer length (RAGE)"
     columns = _prf_columns("citation")
     scorer = staticmethod(score_citations)
+    scores_unanswered = True  # an unanswered instance is an empty answer: it cites nothing (recall 0)
 
     def score(self, run: MetricRun, model: str, answers: Sequence[Any]) -> Optional[ScoreResult]:
         items = _citing(answers)
-        return self.scorer(items, rounds=run.settings.rounds, seed=run.settings.seed) if items else None
+        if not items:
+            return None
+        res = self.scorer(items, rounds=run.settings.rounds, seed=run.settings.seed)
+        res.counts["unanswered"] = sum(not a.ok for a in answers if a.style == "citations")
+        return res
 
 
 @register

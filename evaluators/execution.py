@@ -1,7 +1,9 @@
 """Metric execution: every registered metric the run asks for, over every model's answers, then the report.
 
-Items whose generation failed (after the LLM layer's retries) are not scored as wrong answers: they are
-counted per model as ``generation_failed`` and left out, because they measure the endpoint, not the model.
+Every model is scored on every instance of the split (``coverage``): an instance it did not answer — missing
+from an ``--answers`` file, or whose generation failed after the LLM layer's retries — counts as wrong in
+its scores, the leaderboard shows its coverage (answered / total) and results.json warns. Failed generations
+also end the run with exit 3 once the report is written (``failures``): a plain re-run retries them.
 Items where every judge failed count as ``no_verdict`` (see ``xrag``). ``evaluate_release`` is what
 ``babelrag evaluate run`` and the demo call: release (folder, .jsonl or Hub id) -> answers -> report.
 """
@@ -15,7 +17,9 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from babelrag.errors import ConfigError, InputError
 from babelrag.evaluators.answers import AnswerRecord, generate_answers, require_endpoints, write_answers
-from babelrag.evaluators.failures import check_failures
+from babelrag.evaluators.answers_file import UNANSWERED, unanswered_records
+from babelrag.evaluators.coverage import coverage, coverage_warnings
+from babelrag.evaluators.failures import check_failures, incomplete
 from babelrag.evaluators.settings import EvalSettings
 from babelrag.records import Instance
 from babelrag.stats import Estimate
@@ -73,21 +77,28 @@ def evaluate_answers(runner: "LLMRunner", instances: Sequence[Instance], answers
     for a in answers:
         per_model[a.model].append(a)
     ok = {m: [a for a in recs if a.ok] for m, recs in sorted(per_model.items())}
-    ev = Evaluation({}, {}, {}, {}, {m: {"answers": len(per_model[m]), "generation_failed": len(per_model[m]) - len(o)}
-                                     for m, o in ok.items()})
-    scored = {m: o for m, o in ok.items() if o}
+    ev = Evaluation({}, {}, {}, {}, {m: _answer_counts(per_model[m], len(by_id)) for m in ok})
+    scored = {m: per_model[m] for m, o in ok.items() if o}
     for metric in metrics:
         results = {}
         for model, recs in scored.items():
-            res = metric.score(run, model, recs)
+            res = metric.score(run, model, recs if metric.scores_unanswered else ok[model])
             if res is None:
                 continue
             results[model] = res
             ev.results.setdefault(model, {})[metric.name] = res
             ev.scores.setdefault(model, {}).update(metric.leaderboard(res))
             metric.views(run, model, res, ev)
-        metric.compare(run, results, scored, ev)
+        metric.compare(run, results, scored if metric.scores_unanswered else {m: ok[m] for m in scored}, ev)
     return ev
+
+
+def _answer_counts(records: Sequence[AnswerRecord], instances: int) -> dict[str, int]:
+    """Per model: instances scored, answered, unanswered; calls made and failed (generated answers)."""
+    answered = sum(a.ok for a in records)
+    placeholders = sum(not a.ok and a.error == UNANSWERED for a in records)
+    return {"instances": instances, "answered": answered, "unanswered": instances - answered,
+            "answers": len(records) - placeholders, "generation_failed": len(records) - answered - placeholders}
 
 
 def run_evaluation(runner: "LLMRunner", instances: Sequence[Instance], models: Sequence[str], judges: Sequence[str],
@@ -108,18 +119,24 @@ def run_evaluation(runner: "LLMRunner", instances: Sequence[Instance], models: S
         raise InputError("no judges: list llm endpoint names under evaluate.judges")
     prepared = prepared or prepare_metrics(settings)
     out = Path(out_dir)
-    warnings: list[str] = []
+    generated = answers is None
+    model_endpoints: dict[str, str] = {}
     if answers is None:
         answers = generate_answers(runner, instances, models, style=settings.style, seed=settings.seed,
                                    dataset_version=settings.dataset_revision, max_doc_chars=settings.max_doc_chars,
                                    protocol=settings.protocol)
         answers_path = write_answers(out / "answers.jsonl", answers)
-        endpoints = {m: f"{ep.base_url} model {ep.model}" for m in models for ep in [runner.settings.endpoint(m)[1]]}
-        warnings = check_failures(answers, endpoints)  # raises when a model produced no answer at all
+        model_endpoints = {m: f"{ep.base_url} model {ep.model}" for m in models
+                           for ep in [runner.settings.endpoint(m)[1]]}
+        warnings = check_failures(answers, model_endpoints)  # raises when a model produced no answer at all
         served = {m: runner.settings.endpoint(m)[1].model for m in models}
     else:
         answers_path = write_answers(out / "answers.jsonl", answers)
+        answers = [*answers, *unanswered_records(answers, instances)]  # scored as wrong, not left out
         served = {m: f"answers file {answers_source}".strip() for m in models}
+    covered = coverage(answers, len(instances))
+    if not generated:
+        warnings = coverage_warnings(covered)
     for line in warnings:
         if console is not None:
             console.print(f"[yellow]warning:[/] {line}")
@@ -141,13 +158,18 @@ def run_evaluation(runner: "LLMRunner", instances: Sequence[Instance], models: S
         title=f"babelrag evaluation: {settings.dataset or 'benchmark'}", info=info, scores=ev.scores,
         sort_by="accuracy", accuracy_by_language=ev.accuracy_by_language, wrong_language=ev.wrong_language,
         bradley_terry=ev.bradley_terry,
-        breakdown=ev.breakdown,
+        breakdown=ev.breakdown, coverage={m: (c.answered, c.total) for m, c in covered.items()},
+        answers=answers,
         extra={"counts": ev.counts, "warnings": warnings, "judging": judging,
                **({"notice": settings.notice} if settings.notice else {}), **ev.extra,
                "metrics": {m: {k: r.to_dict() for k, r in res.items()} for m, res in ev.results.items()}},
         columns={c.name: f"{metric.name}: {metric.description}" for metric in prepared[0] for c in metric.columns},
     ))
     paths["answers"] = answers_path
+    failed = incomplete(answers, model_endpoints, str(paths["html"])) if generated else None
+    if failed is not None:
+        failed.paths = paths  # type: ignore[attr-defined]  # the report is written: callers may still read it
+        raise failed
     return paths
 
 

@@ -1,10 +1,11 @@
-"""Answer-generation failures: a run that produced no answer must fail loudly, a partly failing model warns.
+"""Answer-generation failures: a run that produced no answer must fail loudly, a partly failing one says so.
 
-A failed generation measures the endpoint, not the model (see ``execution``), so metrics leave it out. But
-when *every* answer of a model failed (wrong URL, 404, refused key) there is nothing to score, and a
-report saying "no results" with exit code 0 hides that; the run stops with an error naming the endpoint
-and the first error instead. Above ``WARN_SHARE`` failed answers a model's numbers rest on a subset, which
-the run says per model (console and results.json ``warnings``).
+When *every* answer of a model failed (wrong URL, 404, refused key) there is nothing to score, and a report
+saying "no results" with exit code 0 hides that; the run stops with an error naming the endpoint and the
+first error instead. When only some failed, the failed instances are unanswered: they count as wrong in
+the model's scores (``coverage``), every failing model is warned about (console and results.json
+``warnings``), the report is written, and the run ends with ``IncompleteRunError`` (exit 3): a plain re-run
+retries exactly the failed calls, the answers that succeeded come from the LLM cache.
 """
 from __future__ import annotations
 
@@ -13,9 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from babelrag.errors import BabelragError
+from babelrag.errors import BabelragError, IncompleteRunError
 
-WARN_SHARE = 0.1  # warn when more than this share of a model's answers failed
 
 
 class GenerationFailed(BabelragError):
@@ -52,15 +52,28 @@ def model_failures(answers: Sequence[Any], endpoints: Mapping[str, str]) -> list
     return [ModelFailures(m, endpoints.get(m, "?"), total[m], failed[m], first.get(m, "")) for m in sorted(total)]
 
 
-def check_failures(answers: Sequence[Any], endpoints: Mapping[str, str],
-                   warn_share: float = WARN_SHARE) -> list[str]:
-    """Raise GenerationFailed when a model produced no answer at all; else the warning lines of the models
-    whose failure share is above ``warn_share``."""
+def check_failures(answers: Sequence[Any], endpoints: Mapping[str, str]) -> list[str]:
+    """Raise GenerationFailed when a model produced no answer at all; else one warning line per model
+    with failed answers."""
     per_model = model_failures(answers, endpoints)
     dead = [f for f in per_model if f.answers and f.failed == f.answers]
     if dead:
         raise GenerationFailed("no answer could be produced: " + "; ".join(f.line() for f in dead)
                                + ". Check the endpoint's base_url, model name and key (answers.jsonl lists "
                                  "every error)")
-    return [f.line() + f" ({f.share:.0%}; scores rest on the other answers)" for f in per_model
-            if f.share > warn_share]
+    return [f.line() + f" ({f.share:.0%}; they count as unanswered, i.e. wrong, in its scores)" for f in per_model
+            if f.failed]
+
+
+def incomplete(answers: Sequence[Any], endpoints: Mapping[str, str], report: str) -> IncompleteRunError | None:
+    """The error that ends a run whose report is written but some of whose answer calls failed; None if
+    every call succeeded."""
+    failing = [f for f in model_failures(answers, endpoints) if f.failed]
+    if not failing:
+        return None
+    failed = sum(f.failed for f in failing)
+    return IncompleteRunError(
+        f"incomplete: {failed} answer call(s) failed (" + "; ".join(f"{f.model}: {f.failed} of {f.answers}"
+                                                                  for f in failing)
+        + f"); they are scored as unanswered (wrong) in the report {report}. A plain re-run retries exactly "
+          "the failed calls (answers that succeeded come from the LLM cache)")

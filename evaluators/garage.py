@@ -166,8 +166,12 @@ class GarageMetric(Metric):
     description = "eligibility, factuality, relevance-aware factuality, deflection, attribution (GaRAGe)"
     prompts = ("garage_deflection", "garage_eligibility", "garage_support")
     columns = (Column("eligibility", "eligibility"), Column("factuality", "factuality"), Column("raf", "raf"))
+    scores_unanswered = True
 
     def score(self, run: MetricRun, model: str, answers: Sequence[Any]) -> Optional[ScoreResult]:
+        """The judges see the answered responses; an unanswered instance is scored as wrong without a judge:
+        ineligible, unfactual, and its deflection wrong both ways (declining an answerable question, not
+        deflecting one that needs it)."""
         from babelrag.evaluators.answers import passages_shown
         from babelrag.evaluators.citations import parse_citations, strip_citations
         from babelrag.evaluators.judges import garage_judgements
@@ -176,7 +180,10 @@ class GarageMetric(Metric):
         if not shown:
             return None
         records = []
-        for a in shown:
+        missing = [GarageItem(query_id=a.id, requires_deflection=not a.relevant, deflected=bool(a.relevant),
+                              eligible=False, sentence_support=[], relevant=[str(k) for k in a.relevant])
+                   for a in shown if not a.ok]
+        for a in (a for a in shown if a.ok):
             inst, n = run.instances[a.instance_id], len(a.doc_order)
             records.append({
                 "query_id": a.id, "question": inst.question, "gold": inst.answer,
@@ -186,5 +193,7 @@ class GarageMetric(Metric):
                 "cited": [str(c) for c in parse_citations(a.answer, n).ordered],
                 "category": inst.q_type,  # per-complexity figures for a converted GaRAGe release
             })
-        return score_garage(garage_judgements(run.runner, run.judge, records),
-                            rounds=run.settings.rounds, seed=run.settings.seed)
+        res = score_garage([*garage_judgements(run.runner, run.judge, records), *missing],
+                           rounds=run.settings.rounds, seed=run.settings.seed)
+        res.counts["unanswered"] = len(missing)
+        return res

@@ -50,6 +50,10 @@ class Metric:
     description: ClassVar[str] = ""
     prompts: ClassVar[tuple[str, ...]] = ()  # prompt files it renders: evaluators/prompts/<id>.yaml
     columns: ClassVar[tuple[Column, ...]] = ()
+    # True: ``score`` gets every instance's record and scores the unanswered ones (``ok`` False: missing from
+    # an answers file, or a failed generation) as wrong without calling a model (``coverage``). False (a
+    # plug-in that does not know about them): it gets the answered records only.
+    scores_unanswered: ClassVar[bool] = False
 
     def prepare(self, settings: "EvalSettings") -> dict[str, Any]:
         """Check settings and load what the metric needs before any LLM call (fail fast); the returned
@@ -57,7 +61,8 @@ class Metric:
         return {}
 
     def score(self, run: MetricRun, model: str, answers: Sequence["AnswerRecord"]) -> Optional["ScoreResult"]:
-        """Score one model's generated answers; None when there is nothing to score (e.g. no answer cites)."""
+        """Score one model's answers (with ``scores_unanswered``: also its unanswered instances, as wrong);
+        None when there is nothing to score (e.g. no answer cites)."""
         raise NotImplementedError
 
     def views(self, run: MetricRun, model: str, result: "ScoreResult", evaluation: "Evaluation") -> None:

@@ -182,6 +182,22 @@ def all_matchups(answers: Mapping[str, Mapping[str, str]]) -> list[Matchup]:
     return out
 
 
+def forfeits(answers: Mapping[str, Mapping[str, str]], queries: Iterable[str]) -> list[Battle]:
+    """Battles no judge is asked about: on a query only one of two models answered, the answer beats the
+    missing one in both orders (two battles, as a judged matchup gives); none answered: no battle."""
+    models = sorted(answers)
+    queries = sorted(queries)
+    out = []
+    for x in range(len(models)):
+        for y in range(x + 1, len(models)):
+            a, b = models[x], models[y]
+            for qid in queries:
+                has_a, has_b = qid in answers[a], qid in answers[b]
+                if has_a != has_b:
+                    out += [Battle(a, b, "model_a" if has_a else "model_b")] * 2
+    return out
+
+
 @dataclass
 class JudgedBattles:
     battles: list[Battle]
@@ -332,6 +348,7 @@ class MirageMetric(Metric):
     ``support``, used because no NLI model works offline by default)."""
 
     name = "mirage"
+    scores_unanswered = True
     description = "heuristic features, pairwise LLM judge, Bradley-Terry ratings, surrogate (MIRAGE-Bench)"
     prompts = ("mirage_fluency", "mirage_overlap", "mirage_pairwise", "garage_support")
     columns = (Column("bt_rating"),)
@@ -351,32 +368,43 @@ class MirageMetric(Metric):
 
         by_id, judge, settings = run.instances, run.judge, run.settings
         reranker, nli = run.shared.get("reranker"), run.shared.get("nli")
+        # heuristics need no model: an unanswered instance is scored as the empty answer (0 everywhere)
         res = score_heuristics([HeuristicItem(a.instance_id, a.answer, by_id[a.instance_id].answer, a.language,
                                               len(a.doc_order), a.relevant) for a in answers],
                                languages=run.languages, rounds=settings.rounds, seed=settings.seed)
-        ids = [a.id for a in answers]
+        rows = {a.id: row for a, row in zip(answers, res.items)}
+        for a in answers:
+            rows[a.id]["answered"] = a.ok
+        answered = [a for a in answers if a.ok]
+        ids = [a.id for a in answered]
         fluency = scores_1_to_5(run.runner, judge, "mirage_fluency",
-                                [{"answer": a.answer, "language": a.language} for a in answers], ids)
+                                [{"answer": a.answer, "language": a.language} for a in answered], ids)
         overlap = scores_1_to_5(run.runner, judge, "mirage_overlap", [
             {"question": by_id[a.instance_id].question, "reference": by_id[a.instance_id].answer, "answer": a.answer}
-            for a in answers], ids)
+            for a in answered], ids)
         support = sentence_support(run.runner, judge, [
             {"query_id": a.id, "response": strip_citations(a.answer), "passages": passages_shown(by_id[a.instance_id], a)}
-            for a in answers], stage="eval.mirage.support")
-        for row, f, o, sup in zip(res.items, fluency, overlap, support):
-            row["fluency"], row["answer_overlap"], row["support"] = f, o, support_share(sup)
-        if reranker is not None:
+            for a in answered], stage="eval.mirage.support")
+        for a, f, o, sup in zip(answered, fluency, overlap, support):
+            rows[a.id].update(fluency=f, answer_overlap=o, support=support_share(sup))
+        for a in answers:
+            if not a.ok:  # the judges' worst: fluency and overlap 1 of 5, nothing supported
+                rows[a.id].update(fluency=1.0, answer_overlap=1.0, support=0.0)
+        if reranker is not None:  # the reranker scores the empty answer like any other
             scores = reranker_scores(reranker, [by_id[a.instance_id].question for a in answers],
                                      [strip_citations(a.answer) for a in answers])
             for row, sc in zip(res.items, scores):
                 row["reranker_score"] = sc
         if nli is not None:
             shares = nli_support(nli, [{"response": strip_citations(a.answer),
-                                        "passages": passages_shown(by_id[a.instance_id], a)} for a in answers])
-            for row, sh in zip(res.items, shares):
-                row["support_nli"] = sh
+                                        "passages": passages_shown(by_id[a.instance_id], a)} for a in answered])
+            for a, sh in zip(answered, shares):
+                rows[a.id]["support_nli"] = sh
+            for a in answers:
+                rows[a.id].setdefault("support_nli", 0.0)
+        counts = {**res.counts, "unanswered": len(answers) - len(answered)}
         return make_result(self.name, res.items, self.keys(run), rounds=settings.rounds, seed=settings.seed,
-                           counts=res.counts)
+                           counts=counts)
 
     def compare(self, run: MetricRun, results: Mapping[str, ScoreResult], answers: Mapping[str, Sequence[Any]],
                 evaluation: Any) -> None:
@@ -391,12 +419,15 @@ class MirageMetric(Metric):
             ev.extra["support_models"] = support
         if len(results) < 2:
             return
-        texts = {m: {a.instance_id: a.answer for a in answers[m]} for m in results}
+        texts = {m: {a.instance_id: a.answer for a in answers[m] if a.ok} for m in results}
         judged = pairwise_battles(run.runner, run.judge, all_matchups(texts),
                                   {i: inst.question for i, inst in run.instances.items()},
                                   {i: inst.answer for i, inst in run.instances.items()}, seed=settings.seed)
+        lost = forfeits(texts, run.instances)
+        judged.battles.extend(lost)
         ev.extra["battles"] = {"n": len(judged.battles), "consistent_pairs": judged.consistent,
-                               "inconsistent_pairs": judged.inconsistent, "failed_judgements": judged.failed}
+                               "inconsistent_pairs": judged.inconsistent, "failed_judgements": judged.failed,
+                               "forfeits": len(lost)}
         if not judged.battles:
             return
         l2 = 0.0

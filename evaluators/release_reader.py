@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Optional
 
 from babelrag.errors import InputError
+from babelrag.parquet_io import read_rows
 from babelrag.records import Instance
 
 DEFAULT_SPLIT = "test"
@@ -60,8 +61,6 @@ def load_instances(path: str | Path, configs: Sequence[str] = (), split: Optiona
 
         rows = [(f"{path}:{n}", row) for n, row in iter_jsonl(path)]
     else:
-        import pyarrow.parquet as pq
-
         from babelrag.release import layout
 
         if path.is_dir():  # a release folder, or any folder of parquet files (e.g. one config's)
@@ -79,7 +78,7 @@ def load_instances(path: str | Path, configs: Sequence[str] = (), split: Optiona
         if not files:
             raise InputError(f"{path} holds no parquet files; is it a babelrag release folder?")
         for f in files:
-            for n, row in enumerate(pq.read_table(f).to_pylist()):
+            for n, row in enumerate(read_rows(f, layout.REPAIR)):
                 rows.append((f"{f}:row {n}", row))
     keep = set(Instance.model_fields)
     seen: dict[str, Instance] = {}

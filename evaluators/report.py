@@ -65,10 +65,25 @@ def run_info(dataset: str, dataset_revision: str, settings: Mapping[str, Any] | 
 # ---------------------------------------------------------------- leaderboard
 
 Scores = Mapping[str, Mapping[str, Estimate]]  # model -> metric -> estimate
+Coverage = Mapping[str, tuple[int, int]]  # model -> (instances answered, instances scored)
+ROW_META = ("rank", "model", "answered", "instances")  # leaderboard row keys that are no metric
+SMALL_N = 30  # below this many items a 95% interval is rough; from one item it is a single point
 
 
-def leaderboard_rows(scores: Scores, sort_by: str, metrics: Sequence[str] | None = None) -> list[dict[str, Any]]:
-    """One row per model, sorted by ``sort_by`` (descending; models lacking it go last)."""
+def metric_keys(row: Mapping[str, Any]) -> list[str]:
+    """The metric columns of a leaderboard row (not rank, model, coverage, CI bounds or n)."""
+    return [k for k in row if k not in ROW_META and not k.endswith(("_ci_low", "_ci_high", "_n"))]
+
+
+def coverage_cell(row: Mapping[str, Any]) -> str:
+    """``2/20``: the instances a model answered out of those scored ("" when not recorded)."""
+    return f"{row['answered']}/{row['instances']}" if row.get("instances") is not None else ""
+
+
+def leaderboard_rows(scores: Scores, sort_by: str, metrics: Sequence[str] | None = None,
+                     coverage: Coverage | None = None) -> list[dict[str, Any]]:
+    """One row per model, sorted by ``sort_by`` (descending; models lacking it go last); ``coverage`` adds
+    ``answered`` and ``instances`` (unanswered instances are already scored as wrong in ``scores``)."""
     metrics = list(metrics) if metrics else sorted({m for s in scores.values() for m in s})
     if sort_by not in metrics:
         metrics.insert(0, sort_by)
@@ -83,6 +98,8 @@ def leaderboard_rows(scores: Scores, sort_by: str, metrics: Sequence[str] | None
     for model in ordered:
         # ties share the best rank (1, 1, 3): equal scores are not an order
         row: dict[str, Any] = {"rank": 1 + sum(key(other) < key(model) for other in ordered), "model": model}
+        if coverage is not None and model in coverage:
+            row["answered"], row["instances"] = coverage[model]
         for metric in metrics:
             est = scores[model].get(metric)
             row[metric] = None if est is None else est.value
@@ -99,18 +116,25 @@ def _fmt(v: Any) -> str:
     return f"{v:.3f}" if isinstance(v, float) else str(v)
 
 
+def small_n(n: Any) -> bool:
+    return isinstance(n, int) and n < SMALL_N
+
+
 def markdown_table(rows: Sequence[Mapping[str, Any]]) -> str:
-    """Markdown leaderboard: each metric as ``value [low, high]``."""
+    """Markdown leaderboard: each metric as ``value [low, high]`` (with ``n=k`` when k < SMALL_N), and a
+    coverage column (answered/total) when the rows carry it."""
     if not rows:
         return "_no results_\n"
-    metrics = [k for k in rows[0] if k not in ("rank", "model") and not k.endswith(("_ci_low", "_ci_high", "_n"))]
-    head = "| rank | model | " + " | ".join(metrics) + " |\n"
-    head += "|---:|---|" + "---:|" * len(metrics) + "\n"
+    metrics = metric_keys(rows[0])
+    cov = any(coverage_cell(r) for r in rows)
+    head = "| rank | model | " + ("coverage | " if cov else "") + " | ".join(metrics) + " |\n"
+    head += "|---:|---|" + ("---:|" if cov else "") + "---:|" * len(metrics) + "\n"
     body = ""
     for r in rows:
-        cells = [f"{_fmt(r[m])} [{_fmt(r[f'{m}_ci_low'])}, {_fmt(r[f'{m}_ci_high'])}]" if r[m] is not None else "–"
+        cells = [f"{_fmt(r[m])} [{_fmt(r[f'{m}_ci_low'])}, {_fmt(r[f'{m}_ci_high'])}]"
+                 + (f" n={r.get(f'{m}_n')}" if small_n(r.get(f"{m}_n")) else "") if r[m] is not None else "–"
                  for m in metrics]
-        body += f"| {r['rank']} | {r['model']} | " + " | ".join(cells) + " |\n"
+        body += f"| {r['rank']} | {r['model']} | " + (f"{coverage_cell(r)} | " if cov else "") + " | ".join(cells) + " |\n"
     return head + body
 
 
@@ -124,7 +148,8 @@ def breakdown_table(breakdown: Mapping[str, Mapping[str, Estimate]], label: str 
         cells = []
         for g in groups:
             e = breakdown[model].get(g)
-            cells.append("–" if e is None or math.isnan(e.value) else f"{e.value:.3f} [{e.low:.3f}, {e.high:.3f}]")
+            cells.append("–" if e is None or math.isnan(e.value) else f"{e.value:.3f} [{e.low:.3f}, {e.high:.3f}]"
+                         + (f" n={e.n}" if small_n(e.n) else ""))
         out += f"| {model} | " + " | ".join(cells) + " |\n"
     return f"\n## {label} per setting / language\n\n" + out
 
@@ -270,12 +295,14 @@ class ReportInputs:
     breakdown: Mapping[str, Mapping[str, Estimate]] | None = None  # model -> "setting/lang" -> accuracy
     extra: dict[str, Any] = field(default_factory=dict)  # more JSON (per-item results, surrogate, ...)
     columns: dict[str, str] = field(default_factory=dict)  # leaderboard column -> what it measures (one line)
+    coverage: Coverage | None = None  # model -> (answered, scored): the leaderboard's coverage column
+    answers: Sequence[Any] = ()  # AnswerRecords (unanswered ones too): the per-answer view
 
 
 def write_report(out_dir: str | Path, inputs: ReportInputs) -> dict[str, Path]:
     """Write leaderboard.md/.csv, results.json, plots/*.png and report.html; returns their paths."""
     out = Path(out_dir)
-    rows = leaderboard_rows(inputs.scores, inputs.sort_by)
+    rows = leaderboard_rows(inputs.scores, inputs.sort_by, coverage=inputs.coverage)
     images: dict[str, bytes] = {}
     if inputs.accuracy_by_language:
         images["Accuracy per language"] = plot_language_accuracy(inputs.accuracy_by_language)
@@ -295,6 +322,8 @@ def write_report(out_dir: str | Path, inputs: ReportInputs) -> dict[str, Path]:
         "bradley_terry": list(inputs.bradley_terry or []),
         "breakdown": {m: {g: e.as_dict() for g, e in v.items()} for m, v in (inputs.breakdown or {}).items()},
         "columns": dict(inputs.columns),
+        **({"coverage": {m: {"answered": a, "instances": t} for m, (a, t) in inputs.coverage.items()}}
+           if inputs.coverage is not None else {}),
         **inputs.extra,
     }
     for name, png in images.items():

@@ -23,6 +23,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from babelrag.evaluators.report import SMALL_N, coverage_cell, metric_keys, small_n
 from babelrag.lazy_registry import LazyRegistry
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -30,12 +31,13 @@ if TYPE_CHECKING:  # pragma: no cover
 
 _TABLE = {name: f"babelrag.evaluators.report_views:{cls}" for name, cls in (
     ("notices", "Notices"), ("leaderboard", "Leaderboard"), ("aggregates", "Aggregates"),
-    ("breakdown", "Breakdown"), ("counts", "Counts"), ("surrogate", "Surrogate"), ("figures", "Figures"))}
+    ("breakdown", "Breakdown"), ("counts", "Counts"), ("surrogate", "Surrogate"), ("figures", "Figures"),
+    ("answers", "Answers"))}
 VIEWS: LazyRegistry["ReportView"] = LazyRegistry("report view", _TABLE)
 MIN_SURROGATE_MODELS = 5  # a rank correlation over fewer models says little (MIRAGE-Bench fits on many more)
 
 _ACRONYMS = {"f1": "F1", "bt": "BT", "raf": "RAF", "ci": "CI", "tp": "TP", "fp": "FP", "nli": "NLI", "id": "id",
-             "llm": "LLM", "mt": "MT"}
+             "llm": "LLM", "mt": "MT", "rouge": "ROUGE", "l": "L", "bleu": "BLEU"}
 
 
 def label(key: str) -> str:
@@ -116,7 +118,20 @@ def _notice_lines(page: ReportPage) -> list[str]:
     for model, judges in sorted((j.get("self_judged") or {}).items()):
         lines.append(f"{model} was judged by itself ({', '.join(judges)} among its judges): its scores may be inflated.")
     lines += list(page.extra.get("warnings") or [])
+    few = _fewest(page)
+    if few is not None:
+        lines.append(f"Few instances: the leaderboard's {label(page.inputs.sort_by)} rests on n={few} per model. "
+                     f"With fewer than {SMALL_N} a 95% interval is rough, and from one instance it is a single point "
+                     "(e.g. 1.000 [1.000, 1.000]) that says nothing about uncertainty: score more instances before "
+                     "comparing models.")
     return lines
+
+
+def _fewest(page: ReportPage) -> int | None:
+    """The smallest n behind the sort column when it is below SMALL_N (None otherwise)."""
+    ns = [r.get(f"{page.inputs.sort_by}_n") for r in page.rows]
+    ns = [n for n in ns if isinstance(n, int)]
+    return min(ns) if ns and small_n(min(ns)) else None
 
 
 @VIEWS.register
@@ -136,8 +151,15 @@ class Notices(ReportView):
 
 
 def _metric_columns(rows: list[dict[str, Any]]) -> list[str]:
-    return [k for k in (rows[0] if rows else {}) if k not in ("rank", "model")
-            and not k.endswith(("_ci_low", "_ci_high", "_n"))]
+    return metric_keys(rows[0]) if rows else []
+
+
+def _coverage_html(row: dict[str, Any]) -> str:
+    cell = coverage_cell(row)
+    if row.get("instances") and row["answered"] < row["instances"]:
+        share = row["answered"] / row["instances"]
+        return f'{cell}<br><small class="warn">{share:.0%} answered</small>'
+    return cell
 
 
 @VIEWS.register
@@ -148,13 +170,16 @@ class Leaderboard(ReportView):
         if not page.rows:
             return "<h2>Leaderboard</h2>\n<p>No results.</p>\n"
         cols = _metric_columns(page.rows)
+        cov = any(coverage_cell(r) for r in page.rows)
         body = []
         for r in page.rows:
             flags = "".join(f' <span class="flag">{html.escape(f)}</span>' for f in page.flags(r["model"]))
-            cells = [str(r["rank"]), html.escape(str(r["model"])) + flags]
+            cells = [str(r["rank"]), html.escape(str(r["model"])) + flags] + ([_coverage_html(r)] if cov else [])
             for c in cols:
+                n = r.get(f"{c}_n")
                 cells.append("–" if r[c] is None else
-                             f"{_num(r[c])}<br><small>[{_num(r[f'{c}_ci_low'])}, {_num(r[f'{c}_ci_high'])}]</small>")
+                             f"{_num(r[c])}<br><small>[{_num(r[f'{c}_ci_low'])}, {_num(r[f'{c}_ci_high'])}]</small>"
+                             + (f'<br><small class="warn">n={n}</small>' if small_n(n) else ""))
             body.append(cells)
         descriptions = page.inputs.columns or {}
         legend = []
@@ -162,9 +187,12 @@ class Leaderboard(ReportView):
             ns = sorted({r.get(f"{c}_n") for r in page.rows if r.get(f"{c}_n") is not None})
             n = "–" if not ns else str(ns[0]) if len(ns) == 1 else f"{ns[0]}–{ns[-1]}"
             legend.append([html.escape(label(c)), html.escape(descriptions.get(c, c)), n])
+        unanswered = (" Coverage: instances answered / instances scored; an unanswered instance counts as wrong "
+                      "in every score.") if cov else ""
         return ("<h2>Leaderboard</h2>\n<p class=\"meta\">Mean with its 95% bootstrap interval; models with equal "
-                f"{html.escape(label(page.inputs.sort_by))} share a rank.</p>\n"
-                + table(["rank", "model", *(html.escape(label(c)) for c in cols)], body, "board")
+                f"{html.escape(label(page.inputs.sort_by))} share a rank.{unanswered}</p>\n"
+                + table(["rank", "model", *(["coverage"] if cov else []), *(html.escape(label(c)) for c in cols)],
+                        body, "board")
                 + "<h3>Columns</h3>\n" + table(["column", "what it measures", "n"], legend, "legend"))
 
     def markdown(self, page: ReportPage) -> str:
@@ -267,6 +295,102 @@ class Figures(ReportView):
                        f"{base64.b64encode(png).decode()}\">\n" for name, png in page.images.items())
 
 
+MAX_ANSWER_INSTANCES = 200  # the per-answer view lists this many instances; answers.jsonl has them all
+# per metric, the item values the per-answer view shows (a plug-in metric: every number of its item)
+VERDICT_KEYS = {"citations": ("precision", "recall", "f1"), "random_citations": (),
+                "garage": ("eligibility", "factuality", "raf", "attribution_f1"),
+                "ragas": ("faithfulness", "answer_relevance", "context_relevance"),
+                "mirage": ("fluency", "answer_overlap", "support", "rouge_l")}
+
+
+def _item_index(page: ReportPage) -> dict[tuple[str, str], dict[str, dict[str, Any]]]:
+    """(model, query id) -> metric -> that metric's item (query ids are instance ids or answer ids)."""
+    out: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
+    for model, per_metric in (page.extra.get("metrics") or {}).items():
+        for metric, result in per_metric.items():
+            for item in result.get("items") or []:
+                out.setdefault((model, str(item.get("query_id"))), {})[metric] = item
+    return out
+
+
+def _xrag_verdict(item: dict[str, Any] | None) -> str:
+    if item is None:
+        return ""
+    if not item.get("answered", True):
+        return '<span class="warn">incorrect</span> (no answer; no judge asked)'
+    correct = item.get("correct")
+    verdict = ('<span class="ok">correct</span>' if correct else '<span class="warn">incorrect</span>'
+               if correct is False else "no verdict (every judge failed)")
+    votes = f" ({item.get('votes_correct', 0)} of {item.get('votes_correct', 0) + item.get('votes_incorrect', 0)} " \
+            "judges said correct)"
+    found, want = item.get("detected_language"), item.get("language")
+    lang = (f'language {html.escape(str(found))} <span class="ok">✓</span>' if item.get("language_correct") else
+            f'language {html.escape(str(found or "none"))}, expected {html.escape(str(want))} '
+            '<span class="warn">✗</span>')
+    return f"{verdict}{votes}<br>{lang}"
+
+
+def _metric_verdicts(items: dict[str, dict[str, Any]]) -> str:
+    parts = []
+    for metric, item in sorted(items.items()):
+        if metric == "xrag":
+            continue
+        keys = VERDICT_KEYS.get(metric)
+        if keys is None:
+            keys = tuple(k for k, v in item.items() if isinstance(v, (int, float)) and not isinstance(v, bool))
+        shown = [f"{label(k)} {_num(float(item[k]))}" for k in keys
+                 if isinstance(item.get(k), (int, float)) and math.isfinite(float(item[k]))]
+        if shown:
+            parts.append(f"<b>{html.escape(metric)}</b>: " + ", ".join(html.escape(x) for x in shown))
+    return "<br>".join(parts)
+
+
+@VIEWS.register
+class Answers(ReportView):
+    """Each instance as a reader checks it: question, gold answer, every system's answer with its verdicts
+    (judge panel, answer language, each metric's item scores); unanswered instances say why."""
+
+    name = "answers"
+
+    def html(self, page: ReportPage) -> str:
+        answers = list(page.inputs.answers or ())
+        if not answers:
+            return ""
+        by_instance: dict[str, list[Any]] = {}
+        for a in answers:
+            by_instance.setdefault(a.instance_id, []).append(a)
+        order = {m: k for k, m in enumerate(page.models)}
+        items = _item_index(page)
+        ids = sorted(by_instance)
+        blocks = []
+        for iid in ids[:MAX_ANSWER_INSTANCES]:
+            recs = sorted(by_instance[iid], key=lambda a: (order.get(a.model, len(order)), a.model))
+            first = recs[0]
+            marks = []
+            rows = []
+            for a in recs:
+                found = {**items.get((a.model, a.instance_id), {}), **items.get((a.model, a.id), {})}
+                xrag = found.get("xrag")
+                ok = xrag.get("correct") if xrag else None
+                marks.append(f"{html.escape(a.model)} {'✓' if ok else '✗' if ok is False else '–'}")
+                text = (html.escape(a.answer) if a.ok else
+                        f'<span class="warn">not answered: {html.escape(a.error or "no answer")}</span>')
+                rows.append([html.escape(a.model), f'<div class="answer">{text}</div>', _xrag_verdict(xrag),
+                             _metric_verdicts(found)])
+            blocks.append(
+                f"<details><summary><b>{html.escape(iid)}</b> · {html.escape(first.setting)}/"
+                f"{html.escape(first.language)} · {' · '.join(marks)}</summary>\n"
+                f'<p><b>Question:</b> {html.escape(first.question)}<br><b>Gold answer:</b> '
+                f"{html.escape(first.gold_answer)}</p>\n"
+                + table(["system", "answer", "judge panel and language", "metric scores"], rows, "answers")
+                + "</details>\n")
+        more = (f"<p class=\"meta\">The first {MAX_ANSWER_INSTANCES} of {len(ids)} instances; answers.jsonl has every "
+                "answer and results.json every item.</p>\n" if len(ids) > MAX_ANSWER_INSTANCES else "")
+        return ("<h2>Answers</h2>\n<p class=\"meta\">Each instance: the question, the gold answer and every system's "
+                "answer with its verdicts (✓ judged correct in the right language, ✗ not, – no verdict). Click an "
+                "instance to open it.</p>\n" + more + "".join(blocks))
+
+
 CSS = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
 p,li,h1,h2,h3{overflow-wrap:anywhere}
 .table-wrap{max-width:100%;overflow-x:auto;margin:.5em 0 1em}
@@ -278,7 +402,11 @@ table.board td:nth-child(2),table.board th:nth-child(2),table.legend td,table.le
 table.wide td:nth-child(2){text-align:left}
 img{max-width:100%;margin:1em 0}.meta{color:#555;font-size:13px}
 .notice{border:1px solid #d9a400;background:#fff8e1;padding:.5em 1em;margin:1em 0}
-.flag{font-size:12px;background:#fde2e2;color:#8a1c1c;border-radius:3px;padding:0 4px;white-space:nowrap}"""
+.flag{font-size:12px;background:#fde2e2;color:#8a1c1c;border-radius:3px;padding:0 4px;white-space:nowrap}
+.warn{color:#8a1c1c}.ok{color:#1b6e20}
+details{border:1px solid #ddd;border-radius:4px;margin:.4em 0;padding:.3em .6em}summary{cursor:pointer}
+table.answers td,table.answers th{text-align:left}table.answers td:nth-child(2){min-width:18em;max-width:36em}
+.answer{white-space:pre-wrap;max-height:12em;overflow-y:auto}"""
 
 
 def render_html(page: ReportPage) -> str:

@@ -71,6 +71,7 @@ class XragItem:
     human: Optional[bool] = None  # human judgement from annotation, when there is one
     detected_language: Optional[str] = None  # filled by the scorer unless given
     extra: dict[str, Any] = field(default_factory=dict)
+    unanswered: bool = False  # the system gave no answer (``coverage``): incorrect, wrong language, no judge asked
 
 
 def _coerce(items: Iterable[XragItem | Mapping[str, Any]]) -> list[XragItem]:
@@ -112,10 +113,11 @@ def score_panel(
     langs = tuple(sorted(set(languages)))
     rows: list[dict[str, Any]] = []
     for it in _coerce(items):
-        if not it.votes:
+        if not it.votes and not it.unanswered:
             raise InputError(f"xrag item {it.query_id!r}: no judge votes; run the judge panel first")
-        vote = majority_vote(it.votes, tie_policy)
-        lang = it.detected_language if it.detected_language is not None else detect(it.answer, set(langs) | {it.language})
+        vote = Vote(False, 0, 0, 0, False) if it.unanswered else majority_vote(it.votes, tie_policy)
+        lang = None if it.unanswered else it.detected_language if it.detected_language is not None else detect(
+            it.answer, set(langs) | {it.language})
         lang_ok = lang == it.language
         rows.append({
             "query_id": it.query_id, "setting": it.setting, "language": it.language,
@@ -124,7 +126,7 @@ def score_panel(
             "correct": None if vote.verdict is None else bool(vote.verdict and lang_ok),
             "votes_correct": vote.correct_votes, "votes_incorrect": vote.incorrect_votes,
             "votes_abstained": vote.abstained, "tie": vote.tie, "tie_policy": tie_policy,
-            "human": it.human, **it.extra,
+            "human": it.human, "answered": not it.unanswered, **it.extra,
         })
     counts = {
         "items": len(rows),
@@ -132,6 +134,7 @@ def score_panel(
         "ties": sum(r["tie"] for r in rows),
         "abstained_votes": sum(r["votes_abstained"] for r in rows),
         "wrong_language": sum(not r["language_correct"] for r in rows),
+        "unanswered": sum(not r["answered"] for r in rows),
     }
     # values must be numeric or None for the aggregator: map bools, keep None as undefined
     for r in rows:
@@ -177,13 +180,18 @@ class XragMetric(Metric):
     prompts = ("xrag_judge",)
     columns = (Column("accuracy", "accuracy"), Column("language_correct", "language_correct"))
 
+    scores_unanswered = True
+
     def score(self, run: MetricRun, model: str, answers: Sequence[Any]) -> ScoreResult:
+        """The panel judges the answers; an unanswered instance is incorrect without asking it."""
         from babelrag.evaluators.judges import panel_votes
 
-        votes = panel_votes(run.runner, run.judges, [
+        answered = [a for a in answers if a.ok]
+        votes = dict(zip((a.id for a in answered), panel_votes(run.runner, run.judges, [
             {"question": run.instances[a.instance_id].question, "gold": run.instances[a.instance_id].answer,
-             "answer": a.answer} for a in answers], [a.id for a in answers])
-        return score_panel([XragItem(a.instance_id, a.setting, a.language, a.answer, v) for a, v in zip(answers, votes)],
+             "answer": a.answer} for a in answered], [a.id for a in answered])))
+        return score_panel([XragItem(a.instance_id, a.setting, a.language, a.answer, votes.get(a.id, ()),
+                                     unanswered=not a.ok) for a in answers],
                            tie_policy=run.settings.tie_policy, languages=run.languages,
                            rounds=run.settings.rounds, seed=run.settings.seed)
 

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from babelrag.errors import StageError
+from babelrag.parquet_io import read_rows
 from babelrag.records import Instance, QAItem
 from babelrag.release import layout
 from babelrag.release.naming import config_name
@@ -256,15 +257,13 @@ def release_folder_name(name: str, version: str) -> str:
 
 
 def read_release_rows(folder: Path) -> tuple[list[dict[str, Any]], list[str], list[str]]:
-    """(rows, split per row, config per row) of a release folder's parquet files."""
-    import pyarrow.parquet as pq
-
+    """(rows, split per row, config per row) of a release folder's parquet files (a damaged one is named)."""
     if not (Path(folder) / layout.DATA_DIR).is_dir():
         raise StageError(f"{folder} is not a release folder (no {layout.DATA_DIR}/); build one with "
                          "`babelrag release build`")
     rows, splits, configs = [], [], []
     for config, split, path in layout.data_files(folder):
-        for row in pq.read_table(path).to_pylist():
+        for row in read_rows(path, layout.REPAIR):
             rows.append(row)
             splits.append(split)
             configs.append(config)

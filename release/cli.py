@@ -41,11 +41,14 @@ def build(config: Path = ConfigOpt,
 def validate(config: Optional[Path] = typer.Option(None, "--config", "-c", help="Validate this build."),
              folder: Optional[Path] = typer.Option(None, "--folder", help="Validate an existing release folder."),
              limit: int = typer.Option(200, help="How many violations to print.")) -> None:
-    """Run every release rule and list the violations (instance, rule, detail); exit 1 if any."""
+    """Run every release rule and list the violations (instance, rule, detail); exit 1 if any. A folder is
+    first checked against its release.json: every listed data file present with its row count and content
+    hash, no other data file, none damaged."""
     from babelrag.release.validate import Rules, validate as run_rules
 
     if (config is None) == (folder is None):
         raise BabelragError("give exactly one of --config (a build) or --folder (a release folder)")
+    problems = ""
     if config is not None:
         from babelrag.release.build import plan
 
@@ -53,20 +56,26 @@ def validate(config: Optional[Path] = typer.Option(None, "--config", "-c", help=
 
         _, _, report, _ = plan(_load(config), make_console(stderr=True))
     else:
-        from babelrag.release.build import read_release_rows
+        from babelrag.release.integrity import check_folder
         from babelrag.release.layout import read_info
 
-        rows, splits, _ = read_release_rows(folder)
+        contents = check_folder(folder)
         info = read_info(folder) or {}
+        rows = contents.rows
         langs = sorted({r.get("language", "") for r in rows} | {"en"})
         rules = Rules(languages=langs, allow_unverified=info.get("unverified_released", 0) > 0,
                       external=bool(info.get("source_format")))
-        _, report = run_rules(rows, rules, row_splits=splits)
-    if report.ok:
-        typer.echo(f"ok: {report.checked} instances pass every release rule "
+        _, report = run_rules(rows, rules, row_splits=contents.splits)
+        problems = contents.summary() if contents.problems else ""
+    if report.ok and not problems:
+        files = "" if config is not None else f"{contents.files} data files match release.json; "
+        typer.echo(f"ok: {files}{report.checked} instances pass every release rule "
                    f"({report.unchecked_language} texts too short for a language check)")
         return
-    typer.echo(report.summary(limit=limit))
+    if problems:
+        typer.echo(problems)
+    if not report.ok:
+        typer.echo(report.summary(limit=limit))
     raise typer.Exit(1)
 
 

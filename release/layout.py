@@ -23,6 +23,7 @@ RELEASE_INFO = "release.json"
 SCHEMA_DIR = "schema"
 DATA_DIR = "data"
 DISK_DIR = "disk"
+REPAIR = "rebuild the release or download it again"  # the fix for a damaged data file
 
 
 def split_path(config: str, split: str) -> str:

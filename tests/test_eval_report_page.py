@@ -136,3 +136,29 @@ def test_zero_bars_are_labelled_so_a_zero_is_seen(monkeypatch):
     import matplotlib.pyplot as plt
 
     plt.close(figs[0])
+
+
+def test_the_per_answer_view_fits_1280_px_and_shows_each_answer_with_its_verdicts(tmp_path):
+    from babelrag.records import AnswerRecord
+
+    inputs = _wide_inputs()
+    model = sorted(inputs.scores)[0]
+    long = "Brüssel " + "x" * 400 + " [1]"  # one unbroken word wider than the window
+    inputs.answers = [
+        AnswerRecord(id=f"{model}:i1", instance_id="i1", qa_id="q1", setting="mono", language="de", model=model,
+                     question="Wo wurde die Einigung erzielt?", gold_answer="In Brüssel.", answer=long),
+        AnswerRecord(id=f"{model}:i2", instance_id="i2", qa_id="q2", setting="mono", language="de", model=model,
+                     question="Wer verhandelte?", gold_answer="Die EU.", ok=False, error="not_found: 404")]
+    inputs.extra["metrics"][model]["xrag"] = {"items": [
+        {"query_id": "i1", "correct": True, "language": "de", "detected_language": "de", "language_correct": True,
+         "votes_correct": 2, "votes_incorrect": 1, "answered": True},
+        {"query_id": "i2", "correct": False, "language": "de", "detected_language": None, "language_correct": False,
+         "answered": False}]}
+    paths = write_report(tmp_path, inputs)
+    html = paths["html"].read_text()
+    layout = _chromium_layout(paths["html"], tmp_path)
+    assert layout["doc"] <= layout["viewport"] == 1280, layout
+    assert "<h2>Answers</h2>" in html and html.count("<details>") == 2
+    assert "Wo wurde die Einigung erzielt?" in html and "In Brüssel." in html and "x" * 400 in html
+    assert "(2 of 3 judges said correct)" in html and "language de" in html
+    assert "not answered: not_found: 404" in html and "(no answer; no judge asked)" in html

@@ -147,7 +147,7 @@ def test_a_model_failing_above_the_share_is_warned_in_console_and_results(tmp_pa
     with ScriptedServer(_failing(lambda model, user: model == "served-weak" and "(0)" in user)) as srv:
         cfg = _config(tmp_path, srv, models=("good", "weak"))
         res = _cli("evaluate", "run", release, "-c", cfg, "--out", tmp_path / "o", "--rounds", "20")
-    assert res.returncode == 0, res.stderr
+    assert res.returncode == 3, res.stderr  # incomplete: the report is written, a re-run retries the failed calls
     data = strict_load(tmp_path / "o" / "results.json")
     assert len(data["warnings"]) == 1 and data["warnings"][0].startswith("model 'weak'")
     assert "2 of 4 answers failed" in data["warnings"][0] and "(50%" in data["warnings"][0]

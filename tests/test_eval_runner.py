@@ -120,7 +120,8 @@ def test_two_models_end_to_end(server, tmp_path):
     assert data["run"]["dataset_revision"] == "rev1" and data["run"]["settings"]["models"]["good"] == "served-good"
     assert data["counts"]["weak"]["wrong_language"] == 6  # English answers to de/zh questions
     assert data["breakdown"]["good"]["mono/zh"]["value"] == 1.0 and data["breakdown"]["weak"]["mono/de"]["n"] == 3
-    assert "| good | 1.000 [1.000, 1.000] | 1.000 [1.000, 1.000] |" in paths["markdown"].read_text()
+    # per setting/language: 3 instances each, so every cell says its n
+    assert "| good | 1.000 [1.000, 1.000] n=3 | 1.000 [1.000, 1.000] n=3 |" in paths["markdown"].read_text()
     answers = read_answers(paths["answers"])
     assert len(answers) == 12 and all(a.ok for a in answers)
     weak = [a for a in answers if a.model == "weak"]  # cites [1]: right half the time it is supporting
