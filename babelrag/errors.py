@@ -18,3 +18,11 @@ class InputError(BabelragError):
 
 class StageError(BabelragError):
     """A stage cannot run (missing upstream output, missing optional dependency, ...)."""
+
+
+class BuildInUseError(BabelragError):
+    """Another process is writing the same build folder (``babelrag.build_lock``)."""
+
+
+class FileSystemError(BabelragError):
+    """The disk said no: read-only, full, not a folder, no permission (``babelrag.fs_errors``)."""

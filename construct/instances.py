@@ -68,7 +68,7 @@ STAGE = StageSpec(
     ("instances", "project", "distractors"), version="2",
     changes=(("2", "reads typed translations (QAItem.translations)"),),
     description="one instance per question, setting and language", uses_llm=True,
-    files=("instances.reviewed_qa",),
+    files=("instances.reviewed_qa",), input_paths=(("instances.reviewed_qa", ()),),
     llm_endpoints=(("instances.endpoint", (("instances.translate_documents", True),)),), runtime_sections=("llm",),
     prompts=("babelrag.construct.instances:chains/prompts/translate_article.yaml",),
     owns={"instances": InstancesConfig}, order=70)

@@ -71,6 +71,7 @@ STAGE = StageSpec(
     "pairs", "babelrag.construct.pairs:run", "ArticlePair", ("ingest", "index"), ("pairs", "dense", "project"),
     description="related article pairs: entity graph + dense hybrid (same language), dense retrieval (cross-language)",
     files=("dense.events_file", "dense.encoder.name_or_path"),
+    input_paths=(("dense.events_file", (("dense.enabled", True), ("dense.queries", "events"))),),
     llm_endpoints=(("dense.encoder.endpoint", (("dense.enabled", True), ("dense.encoder.kind", "openai"))),),
     runtime_sections=("llm", "executor"), owns={"pairs": PairsConfig, "dense": DenseConfig}, order=20,
     version="2", changes=(("2", "same-language hybrid pairs score a CSLS-scaled cosine, in every language by "

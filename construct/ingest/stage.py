@@ -47,5 +47,7 @@ STAGE = StageSpec(
     description="read WARC/HTML/JSONL, date window, length, language ID, dedupe, title NER",
     files=("corpus.inputs[].path", "corpus.inputs[].url_map", "ner.gazetteer", "ner.stanza_dir",
            "ner.spacy_model", "ner.spacy_models{}"),
+    input_paths=(("corpus.inputs[].path", ()), ("corpus.inputs[].url_map", ()), ("ner.gazetteer", ()),
+                 ("ner.stanza_dir", (("ner.backend", "stanza"),))),
     llm_endpoints=(("ner.endpoint", (("ner.backend", "llm"),)),),
     runtime_sections=("llm", "executor"), owns={"corpus": CorpusConfig, "ner": NerConfig}, order=10)
