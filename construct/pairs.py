@@ -26,7 +26,7 @@ class PairsConfig(Section):
     max_days_apart: int = Field(14, ge=0)
     hub_policy: Literal["cap", "downweight", "none"] = "cap"
     hub_max_articles: int = Field(200, ge=2)
-    max_pairs: Optional[int] = None
+    max_pairs: Optional[int] = Field(None, ge=1)  # None = every pair
     graphml: bool = True
     # same-language pairs from dense similarity + shared entities (construct/samelang.py): languages whose
     # titles mostly have no entities (no NER model), every language, or none
@@ -55,7 +55,7 @@ class DenseConfig(Section):
     events_file: Optional[str] = None
     sample_queries: Optional[int] = Field(None, ge=1)  # articles mode: None = every non-pivot article queries
     top_k: int = Field(10, ge=1)
-    min_score: float = 0.3  # cosine a retrieval hit needs (event description or query article vs article)
+    min_score: float = Field(0.3, ge=-1.0, le=1.0)  # cosine a retrieval hit needs (event description or query article vs article)
     # cosine the two articles of a pair need (the pair's score); None = the encoder kind's calibrated default
     # (crosslingual.DEFAULT_PAIR_SIMILARITY; docs/construct.md)
     min_pair_similarity: Optional[float] = Field(None, ge=-1.0, le=1.0)
