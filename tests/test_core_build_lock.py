@@ -3,7 +3,6 @@ holder's pid and command; readers need no lock; a writer killed with -9 leaves n
 import json
 import os
 import signal
-import time
 
 from babelrag.build_lock import build_lock
 from babelrag.build_layout import LOCK_FILE
@@ -48,12 +47,12 @@ def test_two_runs_never_write_one_build(tmp_path):
     """Before the lock, both runs exited 0 (and their ingests mixed): now exactly one of them runs."""
     build = tmp_path / "build"
     config = write_config(tmp_path, build)
-    first = start_count(config, n=200, delay=0.05)
-    second = start_count(config, n=200, delay=0.05)
+    first = start_count(config, n=300, delay=0.05)  # ~15 s: the second starts long before it ends
+    second = start_count(config, n=300, delay=0.05)
     codes = sorted([first.wait(timeout=120), second.wait(timeout=120)])
     first.communicate(), second.communicate()
     assert codes == [0, 2]
-    assert json.loads((build / "count" / "manifest.json").read_text())["counts"]["out"] == 200 - 29
+    assert json.loads((build / "count" / "manifest.json").read_text())["counts"]["out"] == 300 - 43
 
 
 def test_kill_9_leaves_no_lock_to_clean_up(tmp_path):
@@ -63,11 +62,9 @@ def test_kill_9_leaves_no_lock_to_clean_up(tmp_path):
     _holding(child, build)
     os.kill(child.pid, signal.SIGKILL)
     child.communicate()
-    started = time.monotonic()
-    again = run_count(config, n=200)
+    again = run_count(config, n=200)  # a lock left behind would stop it with exit 2
     assert again.returncode == 0, again.stderr
     assert "resumed" in again.stderr  # the killed run's shards were kept and used
-    assert time.monotonic() - started < 60  # no waiting for a stale lock
 
 
 def test_the_lock_is_reentrant_in_one_process_and_released_after(tmp_path):
