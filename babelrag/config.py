@@ -137,12 +137,17 @@ def _model_at(model: type[BaseModel], loc: tuple[Any, ...]) -> type[BaseModel] |
     return current if isinstance(current, type) and issubclass(current, BaseModel) else None
 
 
+#: config keys whose values are never echoed in an error (besides every ``*_env`` key naming a variable)
+SECRET_KEYS = frozenset({"password", "token", "api_key", "secret"})
+
+
 def _shown_input(loc: tuple[Any, ...], value: Any) -> str:
     """`` (got VALUE)`` for an error line; nothing for a whole section (the message says what is wrong) or for
-    a secret-looking value (an API key pasted into the config is never printed back)."""
+    a value that may be a secret (a key pasted into ``api_key_env``, a password): never printed back."""
     if isinstance(value, dict):
         return ""
-    if (loc and loc[-1] == "api_key_env") or (isinstance(value, str) and looks_like_secret(value)):
+    name = str(loc[-1]) if loc else ""
+    if name.endswith("_env") or name in SECRET_KEYS or (isinstance(value, str) and looks_like_secret(value)):
         return " (value not shown: it may be a secret)"
     return f" (got {value!r})"
 

@@ -9,9 +9,10 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Literal, Optional
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from babelrag.config import Section
+from babelrag.llm.settings import check_env_name
 from babelrag.construct.encoders.settings import EncoderConfig  # dense.encoder (kind: a registered encoder)
 from babelrag.pipeline import StageContext
 from babelrag.records import EPOCH, Article, ArticlePair
@@ -44,7 +45,14 @@ class MilvusConfig(Section):
     uri: Optional[str] = None  # None: Milvus Lite file in the build dir; else "http://host:19530"
     collection: str = "articles"
     index_type: Literal["FLAT", "IVF_FLAT", "HNSW", "AUTOINDEX"] = "FLAT"
-    token_env: Optional[str] = None
+    token_env: Optional[str] = None  # NAME of the env var holding the server's token (never the token)
+
+    @field_validator("token_env")
+    @classmethod
+    def _a_variable_name(cls, value: Optional[str]) -> Optional[str]:
+        if value is not None:
+            check_env_name(value, "token_env")
+        return value
 
 
 class DenseConfig(Section):

@@ -120,6 +120,15 @@ def test_a_key_pasted_into_api_key_env_is_never_printed(tmp_path, secret):
     assert secret not in res.stdout + res.stderr and secret[:12] not in res.stderr
 
 
+def test_other_secret_values_are_never_printed():
+    with pytest.raises(ConfigError) as info:  # a token pasted into the Milvus token's variable name
+        config_from_dict({"dense": {"milvus": {"token_env": SECRETS[1]}}})
+    assert "'dense.milvus.token_env'" in str(info.value) and SECRETS[1] not in str(info.value)
+    with pytest.raises(ConfigError) as info:  # a password too short: said, not shown
+        config_from_dict({"annotate": {"users": [{"username": "ann", "password": "hunter2"}]}})
+    assert "password" in str(info.value) and "hunter2" not in str(info.value)
+
+
 def test_llm_ping_never_prints_a_pasted_key():
     secret = SECRETS[0]
     res = run_babelrag("llm", "ping", "--base-url", "http://127.0.0.1:9/v1", "--api-key-env", secret)

@@ -35,12 +35,12 @@ def looks_like_secret(value: str) -> bool:
     return (len(value) >= 32 and lower and digit) or (len(value) >= 20 and lower and upper and digit)
 
 
-def check_env_name(value: str) -> None:
-    """``api_key_env`` must name an environment variable. The message never repeats the value: a key pasted
-    here would end up in a terminal, a log or a CI transcript."""
+def check_env_name(value: str, key: str = "api_key_env") -> None:
+    """``api_key_env`` (or another ``*_env`` key) must name an environment variable. The message never repeats
+    the value: a key pasted here would end up in a terminal, a log or a CI transcript."""
     if looks_like_secret(value) or not _ENV_NAME.fullmatch(value):
         raise ValueError(
-            "api_key_env takes the NAME of an environment variable (e.g. OPENAI_API_KEY), never the key "
+            f"{key} takes the NAME of an environment variable (e.g. OPENAI_API_KEY), never the key "
             "itself; the value given looks like a key or is not a variable name (not shown). If it was a "
             "real key, revoke it and export a new one under a variable name"
         )
