@@ -14,7 +14,10 @@ import typer
 import typer.main
 from typer.core import TyperGroup
 
+from babelrag.build_lock import build_lock
 from babelrag.errors import BabelragError
+from babelrag.fs_errors import filesystem_error
+from babelrag.interrupts import Terminated, exit_code, interrupt_line, interrupt_reported, sigterm_raises
 
 
 class StageCommands(TyperGroup):
@@ -112,6 +115,7 @@ def run(config: Path = ConfigOpt,
                                                 "are relevance-checked); wins over the profile's."),
         ) -> None:
     """Run the build pipeline (skips stages whose inputs and config are unchanged)."""
+    from babelrag.build_lock import build_lock
     from babelrag.config import load_config
     from babelrag.llm.local import with_embedded_model
     from babelrag.pipeline import run_pipeline
@@ -124,7 +128,9 @@ def run(config: Path = ConfigOpt,
     if loaded.llm.embedded:  # the embedded model's defaults (the YAML's own values win over them)
         loaded = load_config(config, overrides, defaults=EMBEDDED_MODEL_DEFAULTS)
     console = _console()
-    with with_embedded_model(loaded, console) if loaded.llm.embedded else nullcontext(loaded) as ready:
+    # the lock first: a second run on a build in use stops before it starts a model (re-entrant for the run)
+    with build_lock(loaded.build_dir), \
+            with_embedded_model(loaded, console) if loaded.llm.embedded else nullcontext(loaded) as ready:
         run_pipeline(ready, until=until, force=force, console=console)
 
 
@@ -141,8 +147,10 @@ def construct_contrastive(config: Path = ConfigOpt,
 
     from babelrag.construct.contrastive import write_contrastive_pairs
 
-    summary = write_contrastive_pairs(_load(config), out, kinds=[k for k in kinds.split(",") if k], limit=limit,
-                                      max_chars=max_chars)
+    cfg = _load(config)
+    with build_lock(cfg.build_dir):  # its LLM calls fill the build's response cache
+        summary = write_contrastive_pairs(cfg, out, kinds=[k for k in kinds.split(",") if k], limit=limit,
+                                          max_chars=max_chars)
     typer.echo(json.dumps(summary))
 
 
@@ -198,19 +206,32 @@ _mount_optional("babelrag.evaluators.cli", "evaluate", "Score models on a releas
 
 
 def main() -> None:
+    """Exit codes: 0 done; 1 a check found problems (``release validate``); 2 bad input, config or file
+    system (one line); 130 Ctrl-C; 143 SIGTERM (docs/troubleshooting.md)."""
     import os
 
     # gRPC's C core (pymilvus -> Milvus Lite) logs keep-alive chatter such as "GOAWAY ... too_many_pings"
     # straight to stderr mid-progress-bar; real failures still raise as Python errors. Set it to see them.
     os.environ.setdefault("GRPC_VERBOSITY", "NONE")
     try:
-        app()
+        with sigterm_raises():  # SIGTERM unwinds like Ctrl-C (typer exits 130 on that), reports included
+            app()
     except BabelragError as exc:
-        typer.secho(f"error: {exc}", fg="red", err=True)
-        sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
-        typer.secho("interrupted; finished work is kept — re-run to resume", fg="yellow", err=True)
-        sys.exit(130)
+        _fail(str(exc), exc.exit_code)
+    except (KeyboardInterrupt, Terminated) as exc:
+        if not interrupt_reported(exc):
+            typer.secho(interrupt_line(exc), fg="yellow", err=True)
+        sys.exit(exit_code(exc))
+    except OSError as exc:  # a full disk or a read-only folder outside the pipeline (release build --out, ...)
+        error = filesystem_error(exc)
+        if error is None:
+            raise
+        _fail(str(error), error.exit_code)
+
+
+def _fail(message: str, code: int) -> None:
+    typer.secho(f"error: {message}", fg="red", err=True)
+    sys.exit(code)
 
 
 if __name__ == "__main__":

@@ -10,10 +10,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator, model_validator
 
 from babelrag.errors import ConfigError
-from babelrag.llm.settings import LLMSettings
+from babelrag.llm.settings import LLMSettings, looks_like_secret
 from babelrag.run_only import output_values, run_only
 from babelrag.text_input import read_text
 
@@ -38,6 +38,26 @@ class ProjectConfig(Section):
         if unknown:
             raise ValueError(f"unknown language code(s) {unknown}; allowed: {', '.join(SUPPORTED_LANGUAGES)}")
         return value
+
+    # the checks below hold whatever codes are allowed: a build whose pivot is not built, or a language
+    # listed twice, validates but silently loses its cross-language pairs
+
+    @field_validator("languages")
+    @classmethod
+    def _no_duplicate_languages(cls, value: list[str]) -> list[str]:
+        twice = sorted({v for v in value if value.count(v) > 1})
+        if twice:
+            raise ValueError(f"language(s) {twice} listed more than once; list each language once")
+        if not value:
+            raise ValueError("no languages: list at least the pivot language (e.g. [en, de])")
+        return value
+
+    @model_validator(mode="after")
+    def _pivot_is_a_language(self) -> "ProjectConfig":
+        if self.pivot_language not in self.languages:
+            raise ValueError(f"pivot_language {self.pivot_language!r} is not among project.languages "
+                             f"{self.languages}: add it there, or pick the pivot from that list")
+        return self
 
 
 class ExecutorConfig(Section):
@@ -118,6 +138,21 @@ def _model_at(model: type[BaseModel], loc: tuple[Any, ...]) -> type[BaseModel] |
     return current if isinstance(current, type) and issubclass(current, BaseModel) else None
 
 
+#: config keys whose values are never echoed in an error (besides every ``*_env`` key naming a variable)
+SECRET_KEYS = frozenset({"password", "token", "api_key", "secret"})
+
+
+def _shown_input(loc: tuple[Any, ...], value: Any) -> str:
+    """`` (got VALUE)`` for an error line; nothing for a whole section (the message says what is wrong) or for
+    a value that may be a secret (a key pasted into ``api_key_env``, a password): never printed back."""
+    if isinstance(value, dict):
+        return ""
+    name = str(loc[-1]) if loc else ""
+    if name.endswith("_env") or name in SECRET_KEYS or (isinstance(value, str) and looks_like_secret(value)):
+        return " (value not shown: it may be a secret)"
+    return f" (got {value!r})"
+
+
 def format_validation_error(err: ValidationError, source: str) -> str:
     lines = []
     for e in err.errors():
@@ -131,7 +166,7 @@ def format_validation_error(err: ValidationError, source: str) -> str:
             if allowed:
                 msg += f"; allowed keys here: {', '.join(k for k in allowed if k != 'base_dir')}"
         else:
-            msg = f"'{key}': {e['msg']} (got {e.get('input')!r})"
+            msg = f"'{key}': {e['msg']}{_shown_input(loc, e.get('input'))}"
         lines.append(f"{source}: {msg}")
     return "\n".join(lines)
 

@@ -25,3 +25,11 @@ class IncompleteRunError(BabelragError):
     true but incomplete. A plain re-run retries exactly the failed calls; cached successes are not re-sent."""
 
     exit_code = 3
+
+
+class BuildInUseError(BabelragError):
+    """Another process is writing the same build folder (``babelrag.build_lock``)."""
+
+
+class FileSystemError(BabelragError):
+    """The disk said no: read-only, full, not a folder, no permission (``babelrag.fs_errors``)."""

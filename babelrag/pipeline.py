@@ -19,9 +19,13 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from babelrag.build_lock import build_lock
 from babelrag.config import Config
-from babelrag.errors import StageError
+from babelrag.errors import InputError, StageError
+from babelrag.fs_errors import filesystem_error
 from babelrag.funnel import Funnel, build_funnel
+from babelrag.interrupts import (RESUME_HINT, StagePosition, interrupt_line, is_interrupt, mark_reported,
+                                 signal_name)
 from babelrag.records import ErrorRecord
 from babelrag.hashing import ContentHasher, stable_hash
 from babelrag.shards import ShardWriter
@@ -52,6 +56,28 @@ def config_values(config: Config, selector: str) -> list[tuple[str, Any]]:
                 nxt.append((ckey, child))
         found = nxt
     return found
+
+
+def conditions_hold(config: Config, conditions: Iterable[tuple[str, Any]]) -> bool:
+    """Whether every ``(selector, value)`` condition of a StageSpec entry holds in ``config``."""
+    return all(dict(config_values(config, k)).get(k) == v for k, v in conditions)
+
+
+def check_input_paths(config: Config, specs: Iterable[StageSpec]) -> None:
+    """Every input file the config names for these stages (``StageSpec.input_paths``) exists: checked before
+    the first stage runs, so a wrong path never surfaces after the paid LLM stages."""
+    missing = []
+    for spec in specs:
+        for selector, conditions in spec.input_paths:
+            if not conditions_hold(config, conditions):
+                continue
+            for key, value in config_values(config, selector):
+                path = config.resolve(value) if isinstance(value, str) and value else None
+                if path is not None and not path.exists():
+                    missing.append(f"{key}: {value}" + (f" ({path})" if str(path) != value else ""))
+    if missing:
+        raise InputError(f"the config names input file(s) that do not exist: {'; '.join(missing)}. Fix the "
+                         f"path(s) (relative ones resolve against the config file's folder); nothing was run")
 
 
 def endpoint_settings(config: Config, name: str | None) -> dict[str, Any]:
@@ -177,6 +203,7 @@ class StageContext:
         self.extra: dict[str, Any] = {}
         self._writer: ShardWriter | None = None
         self._llm: Any = None
+        self.position = StagePosition()  # the current progress loop, for "N of M items done" on an interrupt
 
     # inputs -----------------------------------------------------------------------------------
     def read(self, stage: str, model: type[M]) -> list[M]:
@@ -214,7 +241,16 @@ class StageContext:
     def progress(self, items: Iterable[Any], total: int | None = None, desc: str = "") -> Iterator[Any]:
         from babelrag.console import track
 
-        yield from track(items, total, f"[bold]{self.spec.name}[/] {desc}", self.console)
+        yield from track(self.position.follow(items, total, desc), total, f"[bold]{self.spec.name}[/] {desc}",
+                         self.console)
+
+    def keep_finished(self) -> int | None:
+        """Write the items finished so far as a shard (an interrupted run keeps them for the re-run);
+        returns how many items the stage has stored, None when it never opened its writer."""
+        if self._writer is None:
+            return None
+        self._writer.flush()
+        return self._writer.stored
 
     @property
     def llm(self) -> Any:
@@ -241,6 +277,7 @@ class Pipeline:
         self.report = RunReport()
         self._hasher: ContentHasher | None = None
         self._files: dict[str, dict[str, str]] = {}  # stage -> digests of its last fingerprint
+        self._running: StageContext | None = None  # the stage being run, for the report of an interrupt
 
     def file_digests(self, spec: StageSpec) -> dict[str, str]:
         """Content digest of every existing file or folder the stage's ``files`` fields name."""
@@ -266,7 +303,7 @@ class Pipeline:
         """Endpoint settings of LLMs the stage calls although ``llm`` is not one of its config sections."""
         out: dict[str, Any] = {}
         for field_name, conditions in spec.llm_endpoints:
-            if all(dict(config_values(self.config, k)).get(k) == v for k, v in conditions):
+            if conditions_hold(self.config, conditions):
                 values = dict(config_values(self.config, field_name))
                 out[field_name] = endpoint_settings(self.config, values.get(field_name))
         return out
@@ -330,16 +367,17 @@ class Pipeline:
         if only is not None:
             only = set(only)
             selected = [s for s in selected if s.name in only]
+        check_input_paths(self.config, selected)
         self.store.root.mkdir(parents=True, exist_ok=True)
         self.store.clean_staging()
         for k, spec in enumerate(selected):
             try:
                 self.report.stages.append(self.run_stage(spec, force=spec.name in force))
             except BaseException as exc:  # the report names the failing stage (and what did not run), then re-raises
-                message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-                self.report.stages.append(StageReport(stage=spec.name, status="failed", note=message[:500]))
-                self.report.stages.extend(StageReport(stage=s.name, status="not-run", note=f"{spec.name} failed")
-                                          for s in selected[k + 1:])
+                stopped = self._stopped_report(spec, exc)
+                self.report.stages.append(stopped)
+                self.report.stages.extend(StageReport(stage=s.name, status="not-run",
+                                                      note=f"{spec.name} {stopped.status}") for s in selected[k + 1:])
                 raise
         return self.report
 
@@ -369,7 +407,8 @@ class Pipeline:
 
             shutil.rmtree(self.store.partial_dir(spec.name), ignore_errors=True)
         staging = self.store.new_staging_dir(spec.name)
-        ctx = StageContext(spec, self.config, self.store, fingerprint, staging, self.console, config_hash)
+        ctx = self._running = StageContext(spec, self.config, self.store, fingerprint, staging, self.console,
+                                           config_hash)
         started = time.time()
         usage_before = _usage_snapshot(spec.name)
         fn = spec.load()
@@ -397,6 +436,26 @@ class Pipeline:
         report.note = "; ".join(filter(None, [report.note, *notes, *ctx.extra.get("notes", [])]))
         return report
 
+    def _stopped_report(self, spec: StageSpec, exc: BaseException) -> StageReport:
+        """The row of a stage that did not finish: ``interrupted`` (Ctrl-C / SIGTERM: finished items are
+        kept, the note says how far it got) or ``failed`` (the error's first line)."""
+        ctx = self._running if self._running is not None and self._running.spec.name == spec.name else None
+        if not is_interrupt(exc):
+            message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            return StageReport(stage=spec.name, status="failed", note=message[:500])
+        if ctx is None:
+            note = f"stopped by {signal_name(exc)} before its first item; {RESUME_HINT}"
+            exc.add_note(f"{spec.name}: {note}")
+            return StageReport(stage=spec.name, status="interrupted", note=note)
+        try:
+            kept = ctx.keep_finished()
+        except Exception:  # noqa: BLE001 - the interrupt stays the error shown; unflushed items are redone
+            kept = None
+        note = ctx.position.summary(kept)
+        exc.add_note(f"{spec.name}: {note}")
+        return StageReport(stage=spec.name, status="interrupted", count_in=ctx.count_in, note=note,
+                           skipped=dict(ctx.skipped), kept_with_note=dict(ctx.noted))
+
 
 def _usage_snapshot(stage: str) -> dict[str, Any]:
     from babelrag import llm_session
@@ -414,20 +473,54 @@ def _usage_diff(stage: str, before: dict[str, Any]) -> dict[str, Any]:
 def run_pipeline(config: Config, until: str | None = None, only: Iterable[str] | None = None,
                  force: Iterable[str] = (), console: Any = None,
                  stages: tuple[StageSpec, ...] | None = None) -> RunReport:
-    """Run the pipeline for the CLI: the run report is printed at the end (also on failure) and saved as
-    ``<build>/run_report.json``."""
+    """Run the pipeline for the CLI: the run report is printed at the end (also on failure or interrupt) and
+    saved as ``<build>/run_report.json``. The build's lock is held throughout (``babelrag.build_lock``: one
+    writer per build); a file-system failure becomes one line naming the path (``babelrag.fs_errors``)."""
+    pipe = Pipeline(config, console=console, stages=stages)
+    with build_lock(config.build_dir):
+        try:
+            report = pipe.run(until=until, only=only, force=force)
+        except BaseException as exc:
+            _save_report(pipe, console, failing=True)  # never hides the error that stopped the run
+            _say_interrupted(exc, console)
+            fs_error = filesystem_error(exc, pipe.store.root)
+            if fs_error is not None:
+                raise fs_error from exc
+            raise
+        _save_report(pipe, console, failing=False)
+        return report
+
+
+def _say_interrupted(exc: BaseException, console: Any) -> None:
+    """Under the table of an interrupted run: the signal, how far the stage got, that a re-run resumes."""
+    if is_interrupt(exc) and console is not None:
+        console.print(f"[yellow]{interrupt_line(exc)}[/]", highlight=False)
+        mark_reported(exc)
+
+
+def _save_report(pipe: Pipeline, console: Any, failing: bool) -> None:
+    """Print the stage table and write ``run_report.json``. When the run is already failing (a full disk,
+    an interrupt), a report that cannot be written is only mentioned: the first error is the one shown."""
     import json
 
     from babelrag.atomic import atomic_write_text
 
-    pipe = Pipeline(config, console=console, stages=stages)
+    if not pipe.report.stages:
+        return
     try:
-        return pipe.run(until=until, only=only, force=force)
-    finally:
-        if pipe.report.stages:
-            pipe.report.funnel = build_funnel(pipe.store)
-            if console is not None:
-                console.print(pipe.report.render())
-            pipe.store.root.mkdir(parents=True, exist_ok=True)
-            atomic_write_text(pipe.store.run_report_path,
-                              json.dumps(pipe.report.to_dict(), indent=2, sort_keys=True))
+        pipe.report.funnel = build_funnel(pipe.store)
+    except Exception as exc:  # noqa: BLE001 - the funnel only reports; it never hides the run's own error
+        if not failing:
+            raise
+        if console is not None:
+            console.print(f"[yellow]funnel not built[/]: {exc}", highlight=False)
+    if console is not None:
+        console.print(pipe.report.render())
+    try:
+        atomic_write_text(pipe.store.run_report_path, json.dumps(pipe.report.to_dict(), indent=2, sort_keys=True))
+    except OSError as exc:
+        if not failing:
+            raise filesystem_error(exc, pipe.store.run_report_path) or exc from None
+        if console is not None:
+            console.print(f"[yellow]run report not written[/] ({pipe.store.run_report_path}): {exc}",
+                          highlight=False)

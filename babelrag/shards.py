@@ -80,6 +80,11 @@ class ShardWriter:
     def has(self, item_id: str) -> bool:
         return item_id in self._done
 
+    @property
+    def stored(self) -> int:
+        """Items with a record or an error, stored or buffered (after ``flush``: all stored)."""
+        return len(self._done)
+
     def add(self, record: BaseModel, item_id: str | None = None) -> None:
         self._done.add(item_id or record.id)  # type: ignore[attr-defined]
         self._records.append(record)

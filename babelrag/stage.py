@@ -45,6 +45,10 @@ class StageSpec:
     # config fields naming files or folders the stage reads ("a.b", "a.list[].c", "a.mapping{}"): their
     # *content* is part of the fingerprint (a value that is not an existing path, e.g. a model name, is not)
     files: tuple[str, ...] = ()
+    # config fields naming input files or folders that must exist when set: (field selector, {field: value}
+    # conditions that must all hold for the file to be read). Checked before the first stage of a run, so a
+    # wrong path stops the run before any paid LLM stage, not when the stage that reads it is reached
+    input_paths: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()
     # LLM endpoints used although "llm" is not among config_sections: (endpoint field, {field: value}
     # conditions that must all hold); the resolved endpoint's output-relevant settings join the fingerprint
     llm_endpoints: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()

@@ -11,6 +11,7 @@ Layout::
     <build_dir>/cache/llm/                the LLM response cache (unless llm.cache_dir is set)
     <build_dir>/annotate/                 pulled annotation responses, decisions, agreement
     <build_dir>/run_report.json           the last run's report
+    <build_dir>/.lock                     held by the one process writing the build (``babelrag.build_lock``)
 
 ``babelrag.build_layout`` names them and this module is the only one that joins them to a path; a stage
 may not be called like one of them (``RESERVED_NAMES``, checked when stages are declared).

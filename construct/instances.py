@@ -40,9 +40,9 @@ class InstancesConfig(Section):
         default_factory=lambda: ["mono", "multi", "en-baseline", "multi+EQ", "multi+ES", "multi+ED",
                                  "no-retrieval", "oracle"]
     )
-    mono_supporting: int = 2
-    mono_distracting: int = 6
-    multi_distracting_per_language: int = 3
+    mono_supporting: int = Field(2, ge=1, le=2)  # a pair has two articles
+    mono_distracting: int = Field(6, ge=0)
+    multi_distracting_per_language: int = Field(3, ge=0)
     allow_fewer_distractors: bool = True  # False: skip an instance that cannot get its full distractor count
     translate_documents: bool = True  # machine-translate X articles to English for multi+ES / multi+ED
     translate_max_chars: int = Field(2000, ge=200)  # article text sent for translation is cut here
@@ -68,7 +68,7 @@ STAGE = StageSpec(
     ("instances", "project", "distractors"), version="2",
     changes=(("2", "reads typed translations (QAItem.translations)"),),
     description="one instance per question, setting and language", uses_llm=True,
-    files=("instances.reviewed_qa",),
+    files=("instances.reviewed_qa",), input_paths=(("instances.reviewed_qa", ()),),
     llm_endpoints=(("instances.endpoint", (("instances.translate_documents", True),)),), runtime_sections=("llm",),
     prompts=("babelrag.construct.instances:chains/prompts/translate_article.yaml",),
     owns={"instances": InstancesConfig}, order=70)

@@ -9,9 +9,10 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Literal, Optional
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from babelrag.config import Section
+from babelrag.llm.settings import check_env_name
 from babelrag.construct.encoders.settings import EncoderConfig  # dense.encoder (kind: a registered encoder)
 from babelrag.pipeline import StageContext
 from babelrag.records import EPOCH, Article, ArticlePair
@@ -26,7 +27,7 @@ class PairsConfig(Section):
     max_days_apart: int = Field(14, ge=0)
     hub_policy: Literal["cap", "downweight", "none"] = "cap"
     hub_max_articles: int = Field(200, ge=2)
-    max_pairs: Optional[int] = None
+    max_pairs: Optional[int] = Field(None, ge=1)  # None = every pair
     graphml: bool = True
     # where same-language pairs are mined: the pivot language only (the questions use pivot–pivot and X–pivot
     # pairs; an X–X pair would only be counted away at relevance), or every language (analysis, calibration)
@@ -47,7 +48,14 @@ class MilvusConfig(Section):
     uri: Optional[str] = None  # None: Milvus Lite file in the build dir; else "http://host:19530"
     collection: str = "articles"
     index_type: Literal["FLAT", "IVF_FLAT", "HNSW", "AUTOINDEX"] = "FLAT"
-    token_env: Optional[str] = None
+    token_env: Optional[str] = None  # NAME of the env var holding the server's token (never the token)
+
+    @field_validator("token_env")
+    @classmethod
+    def _a_variable_name(cls, value: Optional[str]) -> Optional[str]:
+        if value is not None:
+            check_env_name(value, "token_env")
+        return value
 
 
 class DenseConfig(Section):
@@ -58,7 +66,7 @@ class DenseConfig(Section):
     events_file: Optional[str] = None
     sample_queries: Optional[int] = Field(None, ge=1)  # articles mode: None = every non-pivot article queries
     top_k: int = Field(10, ge=1)
-    min_score: float = 0.3  # cosine a retrieval hit needs (event description or query article vs article)
+    min_score: float = Field(0.3, ge=-1.0, le=1.0)  # cosine a retrieval hit needs (event description or query article vs article)
     # cosine the two articles of a pair need (the pair's score); None = the encoder kind's calibrated default
     # (crosslingual.DEFAULT_PAIR_SIMILARITY; docs/construct.md)
     min_pair_similarity: Optional[float] = Field(None, ge=-1.0, le=1.0)
@@ -74,6 +82,7 @@ STAGE = StageSpec(
     "pairs", "babelrag.construct.pairs:run", "ArticlePair", ("ingest", "index"), ("pairs", "dense", "project"),
     description="related article pairs: entity graph + dense hybrid (same language), dense retrieval (cross-language)",
     files=("dense.events_file", "dense.encoder.name_or_path"),
+    input_paths=(("dense.events_file", (("dense.enabled", True), ("dense.queries", "events"))),),
     llm_endpoints=(("dense.encoder.endpoint", (("dense.enabled", True), ("dense.encoder.kind", "openai"))),),
     runtime_sections=("llm", "executor"), owns={"pairs": PairsConfig, "dense": DenseConfig}, order=20,
     version="3", changes=(("2", "same-language hybrid pairs score a CSLS-scaled cosine, in every language by "

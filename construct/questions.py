@@ -29,7 +29,7 @@ class QuestionsConfig(Section):
         default_factory=lambda: ["aggregation", "comparison", "multi-hop", "set"]
     )
     per_pair: int = Field(1, ge=1)
-    max_pairs: Optional[int] = None
+    max_pairs: Optional[int] = Field(None, ge=1)  # None = every relevant pair
     target_languages: list[str] = Field(default_factory=lambda: ["de", "es", "zh", "ar"])
     endpoint: Optional[str] = None
     simple_per_summary: int = Field(3, ge=1, le=10)  # one-step Q&A pairs written from each summary

@@ -6,6 +6,7 @@ from typing import Optional
 
 import typer
 
+from babelrag.build_lock import build_lock
 from babelrag.errors import BabelragError
 
 app = typer.Typer(help="Validate, split and write releases (Hub layout), push them, export RAGE/BEIR/XRAG, "
@@ -28,7 +29,9 @@ def build(config: Path = ConfigOpt,
 
     from babelrag.console import make_console
 
-    result = build_release(_load(config), out, console=make_console(stderr=True))
+    cfg = _load(config)
+    with build_lock(cfg.build_dir, shared=True):  # reads every stage: no run may swap one meanwhile
+        result = build_release(cfg, out, console=make_console(stderr=True))
     total = sum(sum(s.values()) for s in result.configs.values())
     typer.echo(f"release {result.version}: {total} instances in {len(result.configs)} configs -> {result.folder}")
     for line in result.change_lines:

@@ -94,7 +94,7 @@ def test_zero_usable_articles_is_an_error_that_says_why(tmp_path):
 
 def test_missing_input_file_is_a_clear_error(tmp_path):
     config = cfg(tmp_path, [{"path": str(tmp_path / "nope.jsonl"), "format": "jsonl"}])
-    with pytest.raises(InputError, match="corpus file not found"):
+    with pytest.raises(InputError, match=r"input file\(s\) that do not exist: corpus.inputs\[0\].path: .*nope.jsonl"):
         Pipeline(config).run(until="ingest")
 
 

@@ -77,5 +77,5 @@ def test_bad_reviewed_file_names_file_and_record(tmp_path):
     with pytest.raises(InputError, match=r"reviewed.jsonl: record q1: .*expected a QAItem"):
         Pipeline(_config(build, bad)).run(only=["instances"])
     assert BuildStore(build).manifest("instances") is None  # nothing half-written
-    with pytest.raises(InputError, match="no such file"):
+    with pytest.raises(InputError, match=r"do not exist: instances.reviewed_qa: .*missing.jsonl"):
         Pipeline(_config(build, tmp_path / "missing.jsonl")).run(only=["instances"])

@@ -58,10 +58,15 @@ def ping(config: Optional[Path] = typer.Option(None, "--config", "-c", help="Che
 
     from babelrag.errors import ConfigError
     from babelrag.llm.client import LLMRunner
-    from babelrag.llm.settings import EndpointConfig, LLMSettings
+    from babelrag.llm.settings import EndpointConfig, LLMSettings, check_env_name
     from babelrag.llm.prompts import Prompt
 
     if base_url:
+        if api_key_env is not None:
+            try:
+                check_env_name(api_key_env)
+            except ValueError as exc:
+                raise ConfigError(f"--api-key-env: {exc}") from None
         settings = LLMSettings(endpoints={"ping": EndpointConfig(base_url=base_url, model=model,
                                                                  api_key_env=api_key_env, max_retries=1)},
                                cache=False, progress=False)

@@ -6,6 +6,7 @@ never part of the config: only the *name* of the environment variable that holds
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Literal, Optional
 
@@ -16,6 +17,33 @@ from babelrag.run_only import output_fields, run_only
 
 #: Name of the endpoint that stands for the embedded llama.cpp server when nothing is configured.
 LOCAL_ENDPOINT = "local"
+
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+#: how API keys of common providers begin (OpenAI/Anthropic/DeepSeek, Hugging Face, GitHub, Groq, Slack,
+#: AWS, Google, Stripe-style)
+_KEY_PREFIXES = ("sk-", "sk_", "hf_", "ghp_", "gho_", "github_pat_", "gsk_", "xox", "AKIA", "AIza", "pk_", "rk_")
+
+
+def looks_like_secret(value: str) -> bool:
+    """True for a value that is probably an API key rather than the name of a variable holding one: a
+    known key prefix, or a long run of mixed-case letters and digits no one would name a variable."""
+    if value.startswith(_KEY_PREFIXES):
+        return True
+    lower, upper, digit = (any(c.islower() for c in value), any(c.isupper() for c in value),
+                           any(c.isdigit() for c in value))
+    return (len(value) >= 32 and lower and digit) or (len(value) >= 20 and lower and upper and digit)
+
+
+def check_env_name(value: str, key: str = "api_key_env") -> None:
+    """``api_key_env`` (or another ``*_env`` key) must name an environment variable. The message never repeats
+    the value: a key pasted here would end up in a terminal, a log or a CI transcript."""
+    if looks_like_secret(value) or not _ENV_NAME.fullmatch(value):
+        raise ValueError(
+            f"{key} takes the NAME of an environment variable (e.g. OPENAI_API_KEY), never the key "
+            "itself; the value given looks like a key or is not a variable name (not shown). If it was a "
+            "real key, revoke it and export a new one under a variable name"
+        )
 
 
 class EndpointConfig(BaseModel):
@@ -61,11 +89,8 @@ class EndpointConfig(BaseModel):
     @field_validator("api_key_env")
     @classmethod
     def _looks_like_a_name(cls, v: Optional[str]) -> Optional[str]:
-        if v is not None and (v.startswith("sk-") or not v.replace("_", "").isalnum()):
-            raise ValueError(
-                "api_key_env takes the NAME of an environment variable (e.g. OPENAI_API_KEY), "
-                "never the key itself"
-            )
+        if v is not None:
+            check_env_name(v)
         return v
 
     @property

@@ -84,8 +84,11 @@ def run_pairs_stage(build_dir: Path, data: LabelledSet, dense: dict, pairs: dict
     from babelrag.records import ArticlePair
     from babelrag.store import BuildStore
 
+    languages = sorted(set(data.language.values()))
     cfg = config_from_dict({
-        "project": {"build_dir": str(build_dir), "languages": sorted(set(data.language.values()))},
+        # a one-language cut (pair_relevance.one_language) has no English: its language is the pivot
+        "project": {"build_dir": str(build_dir), "languages": languages,
+                    "pivot_language": "en" if "en" in languages else languages[0]},
         # NTREX leads; the documents carry no date of their own (all 28 Sep - 1 Oct 2018)
         "corpus": {"inputs": [{"path": str(data.articles), "format": "jsonl"}], "min_tokens": 10},
         "dense": dense,

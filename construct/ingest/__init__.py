@@ -153,6 +153,9 @@ def run(ctx: StageContext) -> None:
     extractor = _prepare_ner(ctx, languages, load=task.ner is None)
     # pass 1 spools into the stage's partial folder (checked against the fingerprint): a killed run resumes
     spool = Pass1Spool(ctx.output(shard_size=1000).folder / "pass1", N_PERM)
+    if spool.discarded:
+        warn(ctx, f"the unfinished pass 1 of an earlier run was damaged ({spool.discarded}); reading the "
+                  f"corpus again")
     done = spool.state
     ctx.count_in = done.count_in
     ctx.skipped.update(done.skipped)

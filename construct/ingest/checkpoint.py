@@ -45,17 +45,51 @@ class Pass1Spool:
         self.folder = folder
         self.path = folder / "spool.jsonl"
         self._state_file = folder / "state.json"
-        self.state = (Pass1State(**json.loads(self._state_file.read_text(encoding="utf-8")))
-                      if self._state_file.exists() else Pass1State())
         self._widths = {"hashes.bin": (np.int64, 2), "signatures.bin": (np.uint32, n_perm)}
-        sizes = {"spool.jsonl": self.state.spool_bytes,
-                 **{name: self.state.rows * np.dtype(t).itemsize * w for name, (t, w) in self._widths.items()}}
+        self.discarded = ""  # why an earlier run's pass 1 was thrown away ("" when resumed or fresh)
+        try:
+            self.state = (Pass1State(**json.loads(self._state_file.read_text(encoding="utf-8")))
+                          if self._state_file.exists() else Pass1State())
+            problem = self._damage(self._sizes())
+        except (ValueError, TypeError) as exc:  # not JSON, or not the fields of a checkpoint
+            problem = f"state.json is unreadable: {exc}"
+        if problem:  # start pass 1 over rather than fail on every later run
+            self.discarded = problem
+            self.state = Pass1State()
         self._files = {}
-        for name, size in sizes.items():
+        for name, size in self._sizes().items():
             handle = open(folder / name, "ab")
             handle.truncate(size)  # what a killed run wrote after its last checkpoint goes
             self._files[name] = handle
         self._last = time.monotonic()
+
+    def _sizes(self) -> dict[str, int]:
+        """The length each file had at the last checkpoint."""
+        return {"spool.jsonl": self.state.spool_bytes,
+                **{name: self.state.rows * np.dtype(t).itemsize * w for name, (t, w) in self._widths.items()}}
+
+    def _damage(self, sizes: Mapping[str, int]) -> str:
+        """Why the files cannot be what the checkpoint says ("" when they can): shorter than recorded, or a
+        spool whose line count is not the recorded row count (two runs once wrote here at the same time)."""
+        for name, size in sizes.items():
+            have = (self.folder / name).stat().st_size if (self.folder / name).exists() else 0
+            if have < size:
+                return f"{name} has {have} bytes, the checkpoint recorded {size}"
+        if not self.state.spool_bytes:
+            return ""
+        lines, last = 0, b"\n"
+        with open(self.path, "rb") as fh:
+            left = self.state.spool_bytes
+            while left > 0:
+                block = fh.read(min(left, 1 << 20))
+                if not block:
+                    break
+                lines += block.count(b"\n")
+                left -= len(block)
+                last = block[-1:]
+        if lines != self.state.rows or last != b"\n":
+            return f"spool.jsonl holds {lines} complete lines, the checkpoint recorded {self.state.rows} rows"
+        return ""
 
     def add(self, row: Mapping[str, object], hashes: np.ndarray, signature: np.ndarray) -> None:
         line = (json.dumps(row, ensure_ascii=False) + "\n").encode("utf-8")

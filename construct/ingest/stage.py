@@ -21,7 +21,7 @@ class CorpusConfig(Section):
     inputs: list[CorpusInput] = Field(default_factory=list)
     date_from: Optional[datetime.date] = None  # YYYY-MM-DD, inclusive
     date_to: Optional[datetime.date] = None
-    min_tokens: int = 150
+    min_tokens: int = Field(150, ge=0)
     language_confidence: float = Field(0.5, ge=0.0, le=1.0)
     near_duplicate_threshold: float = Field(0.9, gt=0.0, le=1.0)
 
@@ -47,5 +47,7 @@ STAGE = StageSpec(
     description="read WARC/HTML/JSONL, date window, length, language ID, dedupe, title NER",
     files=("corpus.inputs[].path", "corpus.inputs[].url_map", "ner.gazetteer", "ner.stanza_dir",
            "ner.spacy_model", "ner.spacy_models{}"),
+    input_paths=(("corpus.inputs[].path", ()), ("corpus.inputs[].url_map", ()), ("ner.gazetteer", ()),
+                 ("ner.stanza_dir", (("ner.backend", "stanza"),))),
     llm_endpoints=(("ner.endpoint", (("ner.backend", "llm"),)),),
     runtime_sections=("llm", "executor"), owns={"corpus": CorpusConfig, "ner": NerConfig}, order=10)

@@ -16,7 +16,7 @@ def run(ctx: StageContext) -> None:
     n = int(os.environ.get("COUNTING_STAGE_N", "50"))
     delay = float(os.environ.get("COUNTING_STAGE_DELAY", "0"))
     out = ctx.output(shard_size=5)
-    for i in range(n):
+    for i in ctx.progress(range(n), total=n, desc="numbers"):
         ctx.count_in += 1
         item_id = f"a{i:05d}"
         if out.has(item_id):
