@@ -17,6 +17,7 @@ from babelrag.errors import ConfigError, InputError
 from babelrag.evaluators.answers import AnswerRecord, generate_answers, require_endpoints, write_answers
 from babelrag.evaluators.failures import check_failures
 from babelrag.evaluators.settings import EvalSettings
+from babelrag.langcheck import DEFAULT_LANGUAGES
 from babelrag.records import Instance
 from babelrag.stats import Estimate
 
@@ -56,7 +57,6 @@ def evaluate_answers(runner: "LLMRunner", instances: Sequence[Instance], answers
                      judges: Sequence[str], settings: EvalSettings = EvalSettings(),
                      prepared: Optional[tuple[list["Metric"], dict[str, Any]]] = None) -> Evaluation:
     """Score every model's answers with the run's metrics; leaderboard columns come from each metric."""
-    from babelrag.evaluators.language import DEFAULT_LANGUAGES
     from babelrag.evaluators.metric import MetricRun
 
     require_endpoints(runner, judges, "judge")
