@@ -170,7 +170,8 @@ def citation_section(bibtex: str, papers: tuple[str, ...]) -> str:
 
 # what the LLM calls of a stage are for (the card says which model generated and which judged)
 STAGE_ROLES = {
-    "ingest": "title entities (LLM NER)", "pairs": "title entities (LLM NER)",
+    "ingest": "title entities (LLM NER)", "pairs": "embedded the articles (OpenAI-compatible encoder)",
+    "index": "embedded the articles (OpenAI-compatible encoder)",
     "relevance": "judged whether paired articles are related",
     "questions": "generated the questions and answers",
     "filters": "judged the questions (LLM filters)",
