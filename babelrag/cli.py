@@ -168,12 +168,13 @@ def construct_status(config: Path = ConfigOpt) -> None:
         table.add_column(col)
     import datetime as _dt
 
+    states = pipe.states()
     for spec in stages():
         m = pipe.store.manifest(spec.name)
         if m is None:
             table.add_row(spec.name, "not built", "-", "-", "-")
             continue
-        state = "current" if pipe.is_current(spec) else "stale"
+        state = states[spec.name]
         when = _dt.datetime.fromtimestamp(m.finished_at).isoformat(timespec="seconds")
         table.add_row(spec.name, state, str(m.counts.get("out", 0)), str(m.counts.get("errors", 0)), when)
     console = _console()

@@ -350,6 +350,25 @@ class Pipeline:
         manifest = self.store.manifest(spec.name)
         return manifest is not None and manifest.fingerprint == self.fingerprint(spec)[0]
 
+    def states(self) -> dict[str, str]:
+        """Per stage, what ``construct status`` shows: ``not built``, ``stale``, ``current``, or
+        ``stale (waits on X)`` when its own fingerprint matches but an input (directly or further up) is
+        stale or not built: a stage's fingerprint holds its inputs' *output* fingerprints, which change only
+        when the input re-runs, so a stage downstream of a stale one would otherwise read ``current``."""
+        out: dict[str, str] = {}
+        root: dict[str, str] = {}  # stage -> the earliest stage upstream (or itself) that is not current
+        for spec in self.stages:
+            blocked = next((root[i] for i in spec.inputs if i in root), None)
+            if self.store.manifest(spec.name) is None:
+                out[spec.name], root[spec.name] = "not built", blocked or spec.name
+            elif not self.is_current(spec):
+                out[spec.name], root[spec.name] = "stale", blocked or spec.name
+            elif blocked:
+                out[spec.name], root[spec.name] = f"stale (waits on {blocked})", blocked
+            else:
+                out[spec.name] = "current"
+        return out
+
     def run(self, until: str | None = None, only: Iterable[str] | None = None,
             force: Iterable[str] = ()) -> RunReport:
         force = set(force)

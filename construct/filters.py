@@ -516,4 +516,5 @@ def run(ctx: Any) -> None:
         if not out.has(it.id):
             out.add(it)
     ctx.extra["filters"] = counts
+    ctx.extra["filter_order"] = list(counts)  # the order they ran in (the manifest's JSON sorts keys)
     ctx.extra["accepted"] = sum(it.accepted for it in updated)

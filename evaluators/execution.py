@@ -21,6 +21,7 @@ from babelrag.evaluators.answers_file import UNANSWERED, unanswered_records
 from babelrag.evaluators.coverage import coverage, coverage_warnings
 from babelrag.evaluators.failures import check_failures, incomplete
 from babelrag.evaluators.settings import EvalSettings
+from babelrag.langcheck import DEFAULT_LANGUAGES
 from babelrag.records import Instance
 from babelrag.stats import Estimate
 
@@ -60,7 +61,6 @@ def evaluate_answers(runner: "LLMRunner", instances: Sequence[Instance], answers
                      judges: Sequence[str], settings: EvalSettings = EvalSettings(),
                      prepared: Optional[tuple[list["Metric"], dict[str, Any]]] = None) -> Evaluation:
     """Score every model's answers with the run's metrics; leaderboard columns come from each metric."""
-    from babelrag.evaluators.language import DEFAULT_LANGUAGES
     from babelrag.evaluators.metric import MetricRun
 
     require_endpoints(runner, judges, "judge")

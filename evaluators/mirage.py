@@ -21,10 +21,11 @@ import numpy as np
 from babelrag.errors import InputError
 from babelrag.evaluators.bradley_terry import Battle
 from babelrag.evaluators.citations import parse_citations, strip_citations
-from babelrag.evaluators.language import DEFAULT_LANGUAGES, language_share
 from babelrag.evaluators.metric import Column, Metric, MetricRun
 from babelrag.evaluators.registry import register
 from babelrag.evaluators.results import ScoreResult, make_result
+from babelrag.evaluators.sentences import split_sentences
+from babelrag.langcheck import DEFAULT_LANGUAGES, read_language
 from babelrag.tokens import tokenize
 from babelrag.stats import kendall_tau
 
@@ -119,6 +120,17 @@ class HeuristicItem:
 
 
 FEATURE_KEYS = ("language_share", "citation_recall@k", "citation_map@k", "bleu", "rouge_l", "answer_length")
+
+
+def language_share(text: str, target: str, languages: Iterable[str] = DEFAULT_LANGUAGES) -> float:
+    """Share of the answer's characters in sentences that fit ``target`` (``babelrag.langcheck``: by their
+    function words, names masked; a sentence too short to read fits). 0 for an empty answer."""
+    langs = set(languages) | {target.lower()}
+    sentences = split_sentences(text)
+    total = sum(len(s) for s in sentences)
+    if total == 0:
+        return 0.0
+    return sum(len(s) for s in sentences if read_language(s, langs).fits(target.lower())) / total
 
 
 def heuristic_features(item: HeuristicItem, k: int = 5, languages: Iterable[str] = DEFAULT_LANGUAGES) -> dict[str, Any]:

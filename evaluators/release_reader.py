@@ -10,6 +10,7 @@ from typing import Optional
 from babelrag.errors import InputError
 from babelrag.parquet_io import read_rows
 from babelrag.records import Instance
+from babelrag.release.naming import resolve_configs
 
 DEFAULT_SPLIT = "test"
 
@@ -43,7 +44,10 @@ def scored_configs(path: str | Path, split: str, configs: Sequence[str] = ()) ->
 
     have = sorted({c for c, s, _ in layout.data_files(Path(path)) if s == split or not split}) \
         if Path(path).is_dir() else []
-    return [c for c in have if not configs or c in configs]
+    if not configs:
+        return have
+    wanted = set(resolve_configs(configs, have)[0])  # old config names (``multi-es-de``) still select
+    return [c for c in have if c in wanted]
 
 
 def load_instances(path: str | Path, configs: Sequence[str] = (), split: Optional[str] = None) -> list[Instance]:
@@ -71,10 +75,10 @@ def load_instances(path: str | Path, configs: Sequence[str] = (), split: Optiona
             files = [path]
         if configs:
             known = sorted({f.parent.name for f in files})
-            unknown = sorted(set(configs) - set(known))
+            wanted, unknown = resolve_configs(configs, known)  # old config names (``multi-es-de``) still select
             if unknown:
-                raise InputError(f"release {path} has no config(s) {unknown}; it has {known}")
-            files = [f for f in files if f.parent.name in set(configs)]
+                raise InputError(f"release {path} has no config(s) {sorted(unknown)}; it has {known}")
+            files = [f for f in files if f.parent.name in set(wanted)]
         if not files:
             raise InputError(f"{path} holds no parquet files; is it a babelrag release folder?")
         for f in files:

@@ -9,7 +9,9 @@ Judges that failed (``None`` votes, e.g. unparseable replies) abstain and are co
 every judge abstained gets no verdict: it is left out of accuracy and counted as ``no_verdict``.
 
 Language rule (XRAG): an answer not in the expected language is incorrect whatever the panel says;
-an empty answer has no language and is wrong-language.
+an empty answer has no language and is wrong-language. The language is that of the answer's function words,
+whatever names it carries (``babelrag.langcheck``, the check construct and release validation use too); an
+answer too short or made only of names to read is not wrong-language (counted as ``language_unchecked``).
 """
 from __future__ import annotations
 
@@ -20,10 +22,10 @@ from typing import Any, Literal, Optional
 import numpy as np
 
 from babelrag.errors import ConfigError, InputError
-from babelrag.evaluators.language import DEFAULT_LANGUAGES, detect
 from babelrag.evaluators.metric import Column, Metric, MetricRun
 from babelrag.evaluators.registry import register
 from babelrag.evaluators.results import ScoreResult, make_result
+from babelrag.langcheck import DEFAULT_LANGUAGES, read_language
 from babelrag.stats import Estimate, bootstrap_ci, cohen_kappa
 
 TiePolicy = Literal["incorrect", "correct", "first"]
@@ -116,12 +118,18 @@ def score_panel(
         if not it.votes and not it.unanswered:
             raise InputError(f"xrag item {it.query_id!r}: no judge votes; run the judge panel first")
         vote = Vote(False, 0, 0, 0, False) if it.unanswered else majority_vote(it.votes, tie_policy)
-        lang = None if it.unanswered else it.detected_language if it.detected_language is not None else detect(
-            it.answer, set(langs) | {it.language})
-        lang_ok = lang == it.language
+        if it.unanswered:
+            lang, lang_ok, unread = None, False, False
+        elif it.detected_language is not None:
+            lang, lang_ok, unread = it.detected_language, it.detected_language == it.language, False
+        elif not it.answer.strip():
+            lang, lang_ok, unread = None, False, False
+        else:
+            reading = read_language(it.answer, set(langs) | {it.language})
+            lang, lang_ok, unread = reading.language, reading.fits(it.language), reading.language is None
         rows.append({
             "query_id": it.query_id, "setting": it.setting, "language": it.language,
-            "detected_language": lang, "language_correct": lang_ok,
+            "detected_language": lang, "language_correct": lang_ok, "language_unchecked": unread,
             "panel_correct": vote.verdict,
             "correct": None if vote.verdict is None else bool(vote.verdict and lang_ok),
             "votes_correct": vote.correct_votes, "votes_incorrect": vote.incorrect_votes,
@@ -135,6 +143,7 @@ def score_panel(
         "abstained_votes": sum(r["votes_abstained"] for r in rows),
         "wrong_language": sum(not r["language_correct"] for r in rows),
         "unanswered": sum(not r["answered"] for r in rows),
+        "language_unchecked": sum(r["language_unchecked"] for r in rows),
     }
     # values must be numeric or None for the aggregator: map bools, keep None as undefined
     for r in rows:

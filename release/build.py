@@ -212,6 +212,9 @@ def build_release(config: Any, out_root: Optional[Path] = None, console: Any = N
     if change.previous:
         prev_path = Path(releases[change.previous]["_folder"]) / layout.CHANGELOG
         previous_changelog = prev_path.read_text(encoding="utf-8") if prev_path.exists() else ""
+    # a rebuild of an existing version keeps that version's recorded entry ("First release." stays)
+    change_lines = (versioning.recorded_entry(previous_changelog, version) if change.rebuild else None) \
+        or change.lines()
     counts = {c: {s: len(r) for s, r in sp.items()} for c, sp in rows.items()}
     meta = {config_name(i.setting, i.language): (i.setting, i.language) for i in instances}
     inputs = card.CardInputs(
@@ -221,8 +224,10 @@ def build_release(config: Any, out_root: Optional[Path] = None, console: Any = N
         annotation=_annotation_summary(store.root), corpus=corpus_stats(store),
         validation={"checked": report.checked, "unchecked_language": report.unchecked_language,
                     "unverified_released": report.unverified_released},
-        change_lines=change.lines(), data_hash=data_hash, seed=config.project.seed,
+        change_lines=change_lines, data_hash=data_hash, seed=config.project.seed,
         dev_fraction=config.release.dev_fraction, questions=len({i.qa_id for i in instances}), released=released,
+        languages=card.released_languages(instances, config.project.pivot_language),
+        license_chosen="license" in config.release.model_fields_set,
     )
 
     final = out_root / release_folder_name(config.release.name, version)
@@ -239,7 +244,8 @@ def build_release(config: Any, out_root: Optional[Path] = None, console: Any = N
             atomic_write_text(tmp / layout.SCHEMA_DIR / f"{name}.schema.json",
                               json.dumps(schema, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
         atomic_write_text(tmp / layout.CARD, card.render(inputs))
-        atomic_write_text(tmp / layout.CHANGELOG, versioning.changelog(previous_changelog, version, released, change))
+        atomic_write_text(tmp / layout.CHANGELOG, versioning.changelog(previous_changelog, version, released,
+                                                                       change_lines))
         info = {"name": config.release.name, "version": version, "schema_version": SCHEMA_VERSION,
                 "data_hash": data_hash, "data_hashes": hashes, "configs": counts, "released": released,
                 "seed": config.project.seed, "dev_fraction": config.release.dev_fraction,
@@ -249,7 +255,7 @@ def build_release(config: Any, out_root: Optional[Path] = None, console: Any = N
     if console is not None:
         console.print(f"release {version}: {len(instances)} instances, {len(rows)} configs -> {final}")
     return ReleaseResult(folder=final, version=version, configs=counts, data_hash=data_hash, report=report,
-                         change_lines=change.lines())
+                         change_lines=change_lines)
 
 
 def release_folder_name(name: str, version: str) -> str:

@@ -1,15 +1,22 @@
 """The dataset card (README.md): YAML header the Hub and ``load_dataset`` read, then the sections.
 
-Everything comes from the build: stage manifests (counts, LLM usage, library versions, config hashes),
-record provenance (models, prompt ids and versions), the annotation summary if there is one, and the
-release's own validation and version facts. Nothing in the card is typed by hand.
+Everything comes from the build: stage manifests (counts, LLM usage and models, library versions, config
+hashes, the filters that ran), record provenance (models, prompt ids and versions), the annotation summary if
+there is one, and the release's own validation and version facts. Nothing in the card is typed by hand, and
+the card declares only what the release holds: its languages are those of the released rows and documents
+(not the config's or the corpus'), its filters those that ran, its licence the curator's or flagged as the
+default nobody chose.
 """
 from __future__ import annotations
 
 import datetime
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from babelrag.llm.local import MODEL_ALIAS
+from babelrag.records import Instance
 from babelrag.release import layout
 from babelrag.release.citation import METHOD_PAPERS, release_bibtex
 from babelrag.release.hub_metadata import bcp47, check_license, size_category
@@ -39,10 +46,47 @@ class CardInputs:
     dev_fraction: float = 0.0
     questions: int = 0
     released: str = ""  # ISO date
+    languages: list[str] = field(default_factory=list)  # of the released rows and documents (released_languages)
+    license_chosen: bool = True  # False: ``release.license`` was not set, the default stands
+
+
+SMALL_MODEL_MAX_B = 4.0  # a model whose name gives at most this many billion parameters is "small"
+_PARAMS = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s*b(?![a-z])")
+
+
+def count_noun(n: int, singular: str, plural: Optional[str] = None) -> str:
+    """``1 question``, ``2 questions``: the card never says "1 questions"."""
+    return f"{n} {singular if n == 1 else (plural or singular + 's')}"
+
+
+def released_languages(instances: Iterable[Instance], pivot: str) -> list[str]:
+    """The languages the release holds: question languages, document languages, and the pivot language
+    of the ``en_question`` / ``en_answer`` fields — never a configured language no row or document has."""
+    out: set[str] = set()
+    for inst in instances:
+        out.add(inst.language)
+        out.update(d.language for d in inst.documents)
+        if inst.en_question.strip() or inst.en_answer.strip():
+            out.add(pivot)
+    return sorted(out)
+
+
+def small_model(model: str) -> bool:
+    """The embedded offline model, or a model whose name says it has at most ``SMALL_MODEL_MAX_B`` billion
+    parameters (``qwen2.5-0.5b-instruct``, ``llama-3.2-3b``)."""
+    name = model.lower().rsplit("/", 1)[-1]
+    if name == MODEL_ALIAS:
+        return True
+    return any(float(m) <= SMALL_MODEL_MAX_B for m in _PARAMS.findall(name))
+
+
+def header_languages(inp: CardInputs) -> list[str]:
+    """The languages the card declares: those of the released rows and documents."""
+    return inp.languages or sorted({lang for _, lang in inp.config_meta.values()})
 
 
 def header(inp: CardInputs) -> dict[str, Any]:
-    languages = sorted({lang for _, lang in inp.config_meta.values()} | set(inp.corpus.get("languages", {})))
+    languages = header_languages(inp)
     total = sum(sum(s.values()) for s in inp.configs.values())
     return {
         "pretty_name": inp.name,
@@ -107,7 +151,9 @@ def _annotation_section(summary: Optional[dict[str, Any]]) -> str:
 def _verification_sentence(unverified: int, annotated: bool) -> str:
     """One statement about verification that cannot contradict the Annotation section."""
     if unverified:
-        return f"**{unverified} instances are released unverified** (`verified=false`, `release.allow_unverified`)."
+        verb = "is" if unverified == 1 else "are"
+        return (f"**{count_noun(unverified, 'instance')} {verb} released unverified** (`verified=false`, "
+                "`release.allow_unverified`).")
     if annotated:
         return "Every instance was verified by an annotator."
     return ("Every instance is marked `verified=true`; the build holds no annotation summary saying who verified "
@@ -120,6 +166,84 @@ def citation_section(bibtex: str, papers: tuple[str, ...]) -> str:
     for p in papers:
         out += f"\n\nand {METHOD_PAPERS[p].what}:\n\n```bibtex\n{METHOD_PAPERS[p].bibtex}\n```"
     return out
+
+
+# what the LLM calls of a stage are for (the card says which model generated and which judged)
+STAGE_ROLES = {
+    "ingest": "title entities (LLM NER)", "pairs": "embedded the articles (OpenAI-compatible encoder)",
+    "index": "embedded the articles (OpenAI-compatible encoder)",
+    "relevance": "judged whether paired articles are related",
+    "questions": "generated the questions and answers",
+    "filters": "judged the questions (LLM filters)",
+    "instances": "translated questions, answers and documents",
+}
+
+
+def stage_models(manifests: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(stage, endpoint, model) of every LLM endpoint a stage called, from the manifests' LLM usage (an
+    older manifest without ``models`` names the endpoint only: model ``?``)."""
+    out = []
+    for stage, m in manifests.items():
+        u = m.llm_usage or {}
+        models = u.get("models") or {}
+        for endpoint in u.get("endpoints", []):
+            out.append((stage, endpoint, models.get(endpoint, "?")))
+    return out
+
+
+def _models_section(inp: CardInputs) -> str:
+    used = stage_models(inp.manifests)
+    parts = []
+    if used:
+        parts.append(_table([[stage, STAGE_ROLES.get(stage, inp.stage_descriptions.get(stage, "")), ep, model]
+                             for stage, ep, model in used], ["stage", "what the model did", "endpoint", "model"]))
+    else:
+        parts.append("The build manifests record no LLM calls (a cached or offline build): the models are those "
+                     "of the question provenance below.")
+    parts.append(_table([[m or "-", p or "-", v or "-", n] for (m, p, v), n in sorted(inp.provenance.items())],
+                        ["model", "prompt id", "prompt version", "questions"]) if inp.provenance else
+                 "No provenance recorded on the released questions.")
+    return "\n\n".join(parts)
+
+
+def small_model_notice(inp: CardInputs) -> str:
+    """A warning naming every small model that generated or judged this release ("" when none did)."""
+    models = {model for _, _, model in stage_models(inp.manifests)} | {m for m, _, _ in inp.provenance if m}
+    small = sorted(m for m in models if small_model(m))
+    if not small:
+        return ""
+    names = ", ".join(f"`{m}`" + (" (babelrag's embedded 0.5B offline model)" if m == MODEL_ALIAS else "")
+                      for m in small)
+    return (f"> **Small model notice**: {names} generated or judged this release (see Models and prompts). "
+            "A model this small writes and checks questions far less reliably than a benchmark needs: read "
+            "this release as a trial of the pipeline, unless annotators verified every instance.")
+
+
+def _filters_section(manifest: Any) -> tuple[str, str]:
+    """(what the filters stage did, a table of the filters that ran with their counts); from the
+    manifest's ``extra["filters"]`` (filter -> pass/fail/error), so a filter switched off is never listed."""
+    ran = (manifest.extra or {}).get("filters") if manifest is not None else None
+    if ran is None:
+        return "quality filters (which ran is not recorded in this build's manifest)", ""
+    if not ran:
+        return "no quality filter ran (all switched off)", ""
+    order = [n for n in manifest.extra.get("filter_order", []) if n in ran]
+    names = order + sorted(n for n in ran if n not in order)
+    rows = [[name, ran[name].get("pass", 0), ran[name].get("fail", 0), ran[name].get("error", 0)] for name in names]
+    how = "in the order they ran (each sees the questions the ones before it passed)" if order else "by name"
+    table = (f"Quality filters that ran, {how}; no other filter ran:\n\n"
+             + _table(rows, ["filter", "passed", "failed", "errors"]))
+    return "quality filters that ran: " + ", ".join(names), table
+
+
+def licence_section(license_id: str, chosen: bool) -> str:
+    rights = ("The articles keep their publishers' rights; check the source licences before redistributing "
+              "the documents.")
+    if chosen:
+        return f"`{license_id}`, chosen by the curator (`release.license`). {rights}"
+    return (f"**`{license_id}` is babelrag's default, not a choice**: `release.license` is not set in the build's "
+            f"config. Set it to the licence this release is published under (a Hub identifier, e.g. cc-by-4.0, "
+            f"cc-by-nc-4.0) and rebuild. {rights}")
 
 
 def render(inp: CardInputs) -> str:
@@ -136,7 +260,8 @@ def render(inp: CardInputs) -> str:
     for stage, m in inp.manifests.items():
         counts = m.counts or {}
         skipped = ", ".join(f"{k}={v}" for k, v in sorted((counts.get("skipped") or {}).items())) or "-"
-        stage_rows.append([stage, inp.stage_descriptions.get(stage, ""), counts.get("in", 0), counts.get("out", 0),
+        what = _filters_section(m)[0] if stage == "filters" else inp.stage_descriptions.get(stage, "")
+        stage_rows.append([stage, what, counts.get("in", 0), counts.get("out", 0),
                            counts.get("errors", 0), skipped])
         u = m.llm_usage or {}
         if u.get("calls") or u.get("prompt_tokens"):
@@ -152,21 +277,24 @@ def render(inp: CardInputs) -> str:
                                     "total tokens", "cost (USD)"])
     else:
         usage = "No LLM calls were recorded in the build manifests (cached or offline build)."
-    prov = _table([[m or "-", p or "-", v or "-", n] for (m, p, v), n in sorted(inp.provenance.items())],
-                  ["model", "prompt id", "prompt version", "questions"]) if inp.provenance else \
-        "No provenance recorded on the released questions."
+    filters_table = _filters_section(inp.manifests["filters"])[1] if "filters" in inp.manifests else ""
+    notice = small_model_notice(inp)
+    held = ", ".join(bcp47(x) for x in header_languages(inp)) or "-"
     corpus = inp.corpus
     corpus_line = ""
     if corpus:
         langs = ", ".join(f"{k}: {v}" for k, v in sorted(corpus.get("languages", {}).items()))
-        corpus_line = (f"The corpus after ingestion holds {corpus.get('articles', 0)} news articles ({langs}), "
-                       f"published {corpus.get('date_min', '?')} to {corpus.get('date_max', '?')}.\n\n")
+        corpus_line = (f"The corpus after ingestion holds {count_noun(corpus.get('articles', 0), 'news article')} "
+                       f"({langs}), published {corpus.get('date_min', '?')} to {corpus.get('date_max', '?')}; "
+                       f"the release's rows and documents are in {held}.\n\n")
     val = inp.validation
     unverified = val.get("unverified_released", 0)
     sections = {
         "Dataset summary": (
-            f"**{inp.name}** version **{inp.version}**: {total} instances from {inp.questions} questions in "
-            f"{len(inp.configs)} configurations (one per retrieval setting and question language), built with "
+            (notice + "\n\n" if notice else "") +
+            f"**{inp.name}** version **{inp.version}**: {count_noun(total, 'instance')} from "
+            f"{count_noun(inp.questions, 'question')} in {count_noun(len(inp.configs), 'configuration')} (one per "
+            f"retrieval setting and question language) in {held}, built with "
             "babelrag following the XRAG construction (cross-document questions over related news articles, "
             "with distractors).\n\n```python\nfrom datasets import load_dataset\n"
             f"ds = load_dataset(\"<repo or folder>\", \"{sorted(inp.configs)[0] if inp.configs else 'mono-de'}\")\n```"),
@@ -174,7 +302,10 @@ def render(inp: CardInputs) -> str:
             "\n\nSettings: `mono` question in X, English documents; `multi` question in X, supporting and "
             "distracting documents in English and X; `en-baseline` the English question; `+EQ/+ES/+ED` English "
             "question / supporting / distracting documents (machine-translated copies are flagged); "
-            "`no-retrieval` question only; `oracle` supporting documents only."),
+            "`no-retrieval` question only; `oracle` supporting documents only. Config names: the setting, the "
+            "question language, then the controlled variants spelled out: `multi-de-en_support` is `multi+ES` "
+            "with German questions (`en_question` +EQ, `en_support` +ES, `en_distractors` +ED); releases before "
+            "this naming called it `multi-es-de`, and readers still accept that name."),
         "Data fields": (
             "`id`, `qa_id` (shared by every setting of one question), `setting`, `language` (question language), "
             "`question`, `answer`, `en_question`, `en_answer`, `q_type` (aggregation, comparison, multi-hop, set), "
@@ -182,16 +313,19 @@ def render(inp: CardInputs) -> str:
             "`kind` (relevant|related|irrelevant|seemingly_relevant), `machine_translated`), `verified`, "
             "`machine_translated`, `dates` (supporting articles' publication dates), `a_type`, `crossdoc_type`. "
             "JSON Schemas are in `schema/`."),
-        "Construction": corpus_line + _table(stage_rows, ["stage", "what it does", "in", "out", "errors", "skipped"]),
-        "Models and prompts": prov,
+        "Construction": corpus_line + _table(stage_rows, ["stage", "what it does", "in", "out", "errors", "skipped"])
+        + (f"\n\n{filters_table}" if filters_table else ""),
+        "Models and prompts": _models_section(inp),
         "Annotation": _annotation_section(inp.annotation),
         "LLM usage": usage,
         "Validation": (
-            f"Checked before writing: schema, declared languages (lingua), distractors published at least the "
+            f"Checked before writing: schema, declared languages (lingua, on the function words: names are "
+            f"masked), distractors published at least the "
             f"configured number of days before the supporting articles, no supporting article among distractors, "
             f"no instance id / question / article pair shared across splits, verification, no empty texts. "
-            f"{val.get('checked', 0)} instances checked, 0 violations; {val.get('unchecked_language', 0)} texts too "
-            f"short for a language check. "
+            f"{count_noun(val.get('checked', 0), 'instance')} checked, 0 violations; "
+            f"{count_noun(val.get('unchecked_language', 0), 'text')} too short or made only of names for a language "
+            f"check. "
             + _verification_sentence(unverified, bool(inp.annotation))),
         "Versioning": (
             f"Version {inp.version}. " + " ".join(inp.change_lines) +
@@ -202,8 +336,7 @@ def render(inp: CardInputs) -> str:
         "Reproducibility": (
             _table(hashes, ["stage", "config hash", "output fingerprint"]) + "\n\nLibraries: " +
             ", ".join(f"{k} {v}" for k, v in sorted(versions.items())) + f"\n\nReleased {inp.released}."),
-        "Licence": (f"`{inp.license}`. The articles keep their publishers' rights; check the source licences "
-                    "before redistributing the documents."),
+        "Licence": licence_section(inp.license, inp.license_chosen),
         "Citation": citation_section(release_bibtex(inp.name, inp.version, inp.released), ("xrag",)),
     }
     body = "\n\n".join(f"## {name}\n\n{sections[name]}" for name in SECTIONS)

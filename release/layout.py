@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from babelrag.errors import BabelragError
+from babelrag.release.naming import config_aliases
 
 CARD = "README.md"
 CHANGELOG = "CHANGELOG.md"
@@ -46,7 +47,9 @@ def has_data(folder: Path) -> bool:
 
 def hub_patterns(configs: Sequence[str] = ()) -> list[str]:
     """The files a reader needs from a pushed release: card, release info and the configs' data files."""
-    data = [f"{DATA_DIR}/{c}/*.parquet" for c in configs] if configs else [f"{DATA_DIR}/*/*.parquet"]
+    # a config under its current and its old name (``multi-de-en_support`` / ``multi-es-de``)
+    data = [f"{DATA_DIR}/{a}/*.parquet" for c in configs for a in config_aliases(c)] if configs \
+        else [f"{DATA_DIR}/*/*.parquet"]
     return [CARD, RELEASE_INFO, *data]
 
 

@@ -140,11 +140,26 @@ def check_version(version: str, hashes: dict[str, str], schema_version: str,
     return change
 
 
-def changelog(previous_text: str, version: str, date: str, change: Change) -> str:
-    """Prepend this version's entry (replacing an older entry for the same version)."""
-    entries = previous_text.split("\n## ")[1:] if previous_text.startswith("# Changelog") else []
-    kept = [e for e in entries if not e.startswith(f"{version} ")]
-    entry = f"{version} ({date})\n\n" + "\n".join(change.lines()) + "\n"
-    body = "\n## ".join([entry.rstrip("\n") + "\n"] + [e.rstrip("\n") + "\n" for e in kept])
+def _entries(changelog_text: str) -> list[str]:
+    """The ``## <version> (<date>)`` entries of a CHANGELOG, newest first, without their ``## ``."""
+    return changelog_text.split("\n## ")[1:] if changelog_text.startswith("# Changelog") else []
+
+
+def recorded_entry(changelog_text: str, version: str) -> Optional[list[str]]:
+    """The lines recorded for ``version`` in a CHANGELOG (None when it has no entry for it)."""
+    for entry in _entries(changelog_text):
+        if entry.startswith(f"{version} "):
+            return [line for line in entry.split("\n")[1:] if line.strip()]
+    return None
+
+
+def changelog(previous_text: str, version: str, date: str, lines: list[str]) -> str:
+    """Prepend this version's entry. An entry is never rewritten: when ``previous_text`` already has one for
+    ``version`` (a rebuild of the same data), the CHANGELOG is returned as it was."""
+    entries = _entries(previous_text)
+    if any(e.startswith(f"{version} ") for e in entries):
+        return previous_text
+    entry = f"{version} ({date})\n\n" + "\n".join(lines) + "\n"
+    body = "\n## ".join([entry.rstrip("\n") + "\n"] + [e.rstrip("\n") + "\n" for e in entries])
     return ("# Changelog\n\nA change that can alter any score is a new version (see the dataset card, "
             "\"Versioning\").\n\n## " + body)

@@ -124,3 +124,24 @@ def test_run_report_shows_llm_calls_tokens_and_cost():
     assert "23 (2 cached)" in row and "12,845/1,404" in row and "0.0123" in row
     ingest = next(line for line in text.splitlines() if "ingest" in line)
     assert "12,845" not in ingest and ingest.count("-") >= 3  # no LLM use: dashes, not zeros
+
+
+def test_status_shows_a_stage_downstream_of_a_stale_one_as_waiting(tmp_path, monkeypatch):
+    """A stage's fingerprint holds its inputs' output fingerprints, which change only when the input re-runs:
+    after a config change makes `count` stale, `after` must not read `current` (issue 38)."""
+    from babelrag.stage import StageSpec
+
+    monkeypatch.setenv("COUNTING_STAGE_N", "8")
+    after = StageSpec("after", "tests.helpers.counting_stage:run", "Article", ("count",), ("ner",))
+    unrelated = StageSpec("unrelated", "tests.helpers.counting_stage:run", "Article", (), ("ner",))
+    stages = (SPEC, after, unrelated)
+
+    def pipe(seed):
+        return Pipeline(config_from_dict({"project": {"build_dir": str(tmp_path / "build"), "seed": seed}}),
+                        stages=stages)
+
+    assert pipe(1).states() == {"count": "not built", "after": "not built", "unrelated": "not built"}
+    pipe(1).run()
+    assert pipe(1).states() == {"count": "current", "after": "current", "unrelated": "current"}
+    assert pipe(2).is_current(after)  # its own fingerprint still matches: what `status` used to show
+    assert pipe(2).states() == {"count": "stale", "after": "stale (waits on count)", "unrelated": "current"}

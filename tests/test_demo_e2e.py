@@ -21,6 +21,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+import yaml
 
 from babelrag.demo import sample_corpus_dir
 from babelrag.testing.scripted_server import ScriptedServer
@@ -324,6 +325,9 @@ def test_demo_builds_every_stage_releases_and_reports(demo):
     configs = meta["configs"]
     assert configs
     card = (release / "README.md").read_text()
+    # the card declares the languages of the released rows and documents, no other (issue 38)
+    held = {i.language for i in insts} | {d.language for i in insts for d in i.documents} | {"en"}
+    assert yaml.safe_load(card.split("---\n")[1])["language"] == sorted(held)
     seen = []
     for cfg, splits in configs.items():
         assert f"config_name: {cfg}" in card

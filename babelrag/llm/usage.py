@@ -82,7 +82,9 @@ class Usage:
     def stage_totals(self, stage: str) -> dict:
         """Totals for one stage over all endpoints (for the stage's manifest entry)."""
         d = self.as_dict()["by_stage"].get(stage, {})
-        out: dict = {"endpoints": sorted(d), "failures": {}}
+        # the model each endpoint served: the dataset card names the models that generated and judged
+        out: dict = {"endpoints": sorted(d), "models": {ep: row["model"] for ep, row in sorted(d.items())},
+                     "failures": {}}
         for k in ("items", "calls", "retries", "repairs", "cached", "succeeded", "failed",
                   "prompt_tokens", "completion_tokens", "cost"):
             out[k] = sum(row[k] for row in d.values())
