@@ -33,6 +33,10 @@ def run(
                                                              "CPU), fp16, bf16, fp32."),
     cross_encoder_batch_size: str = typer.Option("16", help="Reranker/NLI pairs per batch, or auto (halves on "
                                                             "out-of-memory)."),
+    after: Optional[str] = typer.Option(None, "--after", help="Score only instances whose supporting articles were "
+                                                              "all published after this date (YYYY-MM-DD, exclusive: "
+                                                              "a model's training cutoff); undated ones are left out."),
+    before: Optional[str] = typer.Option(None, "--before", help="...and before this date (YYYY-MM-DD, exclusive)."),
 ) -> None:
     """Generate answers, judge them and write leaderboard, results.json, plots and report.html."""
     from babelrag.console import make_console
@@ -41,8 +45,10 @@ def run(
     from babelrag.evaluators.crossencoder import CrossEncoderSpec
     from babelrag.evaluators.execution import evaluate_release
     from babelrag.evaluators.settings import EvalSettings
+    from babelrag.freshness import DateWindow
 
     console = make_console(stderr=True)
+    window = DateWindow.parse(after, before)  # a bad date fails before the config is read
     cfg = load_config(config)
     # resolving a device imports torch: only when a cross-encoder runs (an answers-file run loads no model)
     placement = CrossEncoderSpec.placement_options(cross_encoder_device, cross_encoder_precision,
@@ -52,7 +58,8 @@ def run(
         reranker=CrossEncoderSpec(str(reranker), reranker_backend, **placement) if reranker else None,  # type: ignore[arg-type]
         nli=CrossEncoderSpec(str(nli), **placement) if nli else None)
     paths = evaluate_release(cfg, release, out_dir=out, models=model, judges=judge, max_instances=max_instances,
-                             console=console, settings=settings, split=split, answers_file=answers)
+                             console=console, settings=settings, split=split, answers_file=answers,
+                             window=window)
     console.print(f"[green]report:[/] {paths['html']}")
 
 
