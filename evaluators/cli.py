@@ -63,6 +63,23 @@ def run(
     console.print(f"[green]report:[/] {paths['html']}")
 
 
+@app.command("calibrate")
+def calibrate(
+    evaluation: Path = typer.Argument(..., help="Output folder of `babelrag evaluate run` (its results.json)."),
+    human: Path = typer.Option(..., "--human", help="Human verdicts, JSONL: instance_id, model, human (true = the "
+                                                    "answer is correct), on a random sample of the answers."),
+    out: Optional[Path] = typer.Option(None, help="Where to write the report (default: EVALUATION/calibration.json)."),
+) -> None:
+    """Judge-human agreement (Cohen's kappa, Krippendorff's alpha) per judge and for the panel, and each model's
+    accuracy corrected by the human verdicts (prediction-powered inference, 95% interval)."""
+    from babelrag.evaluators.calibration import calibrate_folder, read_human_verdicts, summary_lines
+
+    report, path = calibrate_folder(evaluation, read_human_verdicts(human), out)
+    for line in summary_lines(report):
+        typer.echo(line)
+    typer.echo(f"calibration: {path}")
+
+
 @app.command("metrics")
 def metrics() -> None:
     """List the metrics by the names `evaluate.metrics` takes, with what each measures and its columns."""

@@ -191,7 +191,11 @@ class XragMetric(Metric):
             {"question": run.instances[a.instance_id].question, "gold": run.instances[a.instance_id].answer,
              "answer": a.answer} for a in answered], [a.id for a in answered])))
         return score_panel([XragItem(a.instance_id, a.setting, a.language, a.answer, votes.get(a.id, ()),
-                                     unanswered=not a.ok) for a in answers],
+                                     unanswered=not a.ok,
+                                     # each judge's own vote: judge-human agreement (``calibration``)
+                                     extra={"judge_votes": dict(zip(run.judges, votes[a.id]))} if a.id in votes
+                                     else {})
+                            for a in answers],
                            tie_policy=run.settings.tie_policy, languages=run.languages,
                            rounds=run.settings.rounds, seed=run.settings.seed)
 
