@@ -13,13 +13,17 @@ on the labelled ones. PPI is valid when the labelled answers are a random sample
 """
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
+from babelrag.atomic import atomic_write_bytes
 from babelrag.errors import InputError
+from babelrag.evaluators import strict_json
+from babelrag.rows import iter_jsonl
 from babelrag.stats import clt_mean, cohen_kappa, krippendorff_alpha, ppi_mean, raw_agreement
 
 HUMAN_FIELDS = ("instance_id", "model", "human")
@@ -131,8 +135,6 @@ def judged_items(results: Mapping[str, Any], where: str = "results.json") -> lis
 def read_human_verdicts(path: str | Path) -> list[HumanVerdict]:
     """Human verdicts from JSONL: one object per line with ``instance_id``, ``model`` and ``human`` (true =
     the answer is correct). Every bad line is named with its number."""
-    from babelrag.rows import iter_jsonl
-
     path = Path(path)
     if not path.is_file():
         raise InputError(f"--human {path}: file not found; pass a JSONL file with instance_id, model, human")
@@ -158,11 +160,6 @@ def read_human_verdicts(path: str | Path) -> list[HumanVerdict]:
 def calibrate_folder(folder: str | Path, verdicts: Sequence[HumanVerdict], out: Optional[Path] = None
                      ) -> tuple[dict[str, Any], Path]:
     """Calibrate an ``evaluate run`` output folder; writes ``calibration.json`` there (or to ``out``)."""
-    import json
-
-    from babelrag.atomic import atomic_write_bytes
-    from babelrag.evaluators import strict_json
-
     path = Path(folder) / "results.json"
     if not path.is_file():
         raise InputError(f"{path} not found; pass the output folder of `babelrag evaluate run`")

@@ -37,6 +37,11 @@ def run(
                                                               "all published after this date (YYYY-MM-DD, exclusive: "
                                                               "a model's training cutoff); undated ones are left out."),
     before: Optional[str] = typer.Option(None, "--before", help="...and before this date (YYYY-MM-DD, exclusive)."),
+    judge_repeats: int = typer.Option(1, "--judge-repeats", help="Ask each judge N more times per answer (new "
+                                                                 "samples, not cache hits) and report its "
+                                                                 "self-consistency; 1 = no repeats."),
+    repeat_temperature: float = typer.Option(0.7, "--repeat-temperature", help="Temperature of the repeats for a "
+                                                                              "judge configured at temperature 0."),
 ) -> None:
     """Generate answers, judge them and write leaderboard, results.json, plots and report.html."""
     from babelrag.console import make_console
@@ -54,7 +59,7 @@ def run(
     placement = CrossEncoderSpec.placement_options(cross_encoder_device, cross_encoder_precision,
                                                    cross_encoder_batch_size) if (reranker or nli) else {}
     settings = EvalSettings.from_config(
-        cfg, rounds=rounds,
+        cfg, rounds=rounds, judge_repeats=judge_repeats, repeat_temperature=repeat_temperature,
         reranker=CrossEncoderSpec(str(reranker), reranker_backend, **placement) if reranker else None,  # type: ignore[arg-type]
         nli=CrossEncoderSpec(str(nli), **placement) if nli else None)
     paths = evaluate_release(cfg, release, out_dir=out, models=model, judges=judge, max_instances=max_instances,
