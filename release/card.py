@@ -16,7 +16,7 @@ from babelrag.release.hub_metadata import bcp47, check_license, size_category
 
 TASK_CATEGORIES = ["question-answering", "text-retrieval"]
 TASK_IDS = ["open-domain-qa", "document-retrieval"]
-SECTIONS = ("Dataset summary", "Configurations", "Data fields", "Construction", "Models and prompts",
+SECTIONS = ("Dataset summary", "Configurations", "Publication dates", "Data fields", "Construction", "Models and prompts",
             "Annotation", "LLM usage", "Validation", "Versioning", "Reproducibility", "Licence", "Citation")
 
 
@@ -39,6 +39,8 @@ class CardInputs:
     dev_fraction: float = 0.0
     questions: int = 0
     released: str = ""  # ISO date
+    date_ranges: dict[str, Any] = field(default_factory=dict)  # config -> freshness.DateRange of its instances
+    window: Optional[Any] = None  # freshness.DateWindow of a time-sliced release (``release.time_slices``)
 
 
 def header(inp: CardInputs) -> dict[str, Any]:
@@ -114,6 +116,22 @@ def _verification_sentence(unverified: int, annotated: bool) -> str:
             "them (see Annotation).")
 
 
+def publication_dates_section(ranges: dict[str, Any], window: Optional[Any] = None) -> str:
+    """Each config's supporting-article publication range, so a user can pick instances newer than a model's
+    training cutoff (``evaluate run --after``); a time-sliced release names its window first."""
+    intro = ""
+    if window is not None:
+        intro = (f"This release is a time slice: it holds only instances whose supporting articles were all "
+                 f"{window.describe()} (bounds exclusive).\n\n")
+    if not ranges:
+        return intro + "No instances."
+    rows = [[cfg, str(r.first or "-"), str(r.last or "-"), r.dated, r.undated] for cfg, r in sorted(ranges.items())]
+    return (intro + _table(rows, ["config", "earliest", "latest", "dated instances", "undated instances"])
+            + "\n\nDates are the supporting articles' publication dates (`dates`). To score only what a model "
+            "cannot have seen in training: `babelrag evaluate run RELEASE --after <training cutoff>`; undated "
+            "instances are then left out and counted.")
+
+
 def citation_section(bibtex: str, papers: tuple[str, ...]) -> str:
     """This release's BibTeX, then the method papers it follows."""
     out = f"If you use this release, please cite it:\n\n```bibtex\n{bibtex}\n```"
@@ -175,6 +193,7 @@ def render(inp: CardInputs) -> str:
             "distracting documents in English and X; `en-baseline` the English question; `+EQ/+ES/+ED` English "
             "question / supporting / distracting documents (machine-translated copies are flagged); "
             "`no-retrieval` question only; `oracle` supporting documents only."),
+        "Publication dates": publication_dates_section(inp.date_ranges, inp.window),
         "Data fields": (
             "`id`, `qa_id` (shared by every setting of one question), `setting`, `language` (question language), "
             "`question`, `answer`, `en_question`, `en_answer`, `q_type` (aggregation, comparison, multi-hop, set), "
