@@ -40,6 +40,18 @@ class HumanVerdict:
     source: str = ""  # where it came from (file:line, Argilla record), for error messages
 
 
+def verdicts_from_triples(triples: Sequence[tuple[str, str, bool]], source: str = "") -> list[HumanVerdict]:
+    """Human verdicts from (instance id, model, correct?) triples, e.g. the answer-judgement decisions pulled
+    from Argilla; ``source`` names where they came from in error messages."""
+    out = []
+    for k, (instance_id, model, human) in enumerate(triples):
+        if not isinstance(human, bool):
+            raise InputError(f"{source or 'human verdicts'} #{k}: verdict on {model!r}/{instance_id!r} must be "
+                             f"true or false, got {human!r}")
+        out.append(HumanVerdict(str(instance_id), str(model), human, f"{source}#{k}" if source else f"#{k}"))
+    return out
+
+
 @dataclass(frozen=True)
 class JudgedItem:
     """One scored answer: the panel's verdict (None = no verdict) and each judge's vote."""

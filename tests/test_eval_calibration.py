@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from babelrag.errors import InputError
-from babelrag.evaluators.calibration import HumanVerdict, JudgedItem, calibrate
+from babelrag.evaluators.calibration import HumanVerdict, JudgedItem, calibrate, verdicts_from_triples
 from babelrag.stats import clt_mean, cohen_kappa, fleiss_kappa, krippendorff_alpha, ppi_mean
 from babelrag.testing.scripted_server import ScriptedServer
 from tests.test_eval_run_contract import _cli, _write_release, strict_load
@@ -61,7 +61,8 @@ def test_prediction_powered_estimate_recovers_the_human_rate_that_the_biased_jud
     truth = sum(human) / len(human)
     labelled = set(random.Random(7).sample(range(len(human)), 200))  # a random sample gets human labels
     items = [JudgedItem(f"q{k}", "m", j, {"lenient": j}) for k, j in enumerate(judge)]
-    verdicts = [HumanVerdict(f"q{k}", "m", human[k]) for k in sorted(labelled)]
+    # (instance id, model, verdict) triples: the shape the Argilla answer-judgement pull hands over
+    verdicts = verdicts_from_triples([(f"q{k}", "m", human[k]) for k in sorted(labelled)], "argilla")
     report = calibrate(items, verdicts)["models"]["m"]
     naive = report["accuracy"]["judge"]["value"]
     ppi = report["accuracy"]["prediction_powered"]
@@ -90,6 +91,8 @@ def test_unknown_or_repeated_human_verdicts_are_named():
         calibrate(items, [HumanVerdict("q1", "m", True, "h.jsonl:1"), HumanVerdict("q9", "m", True, "h.jsonl:2")])
     with pytest.raises(InputError, match="a second verdict on model 'm', instance 'q1'"):
         calibrate(items, [HumanVerdict("q1", "m", True), HumanVerdict("q1", "m", False)])
+    with pytest.raises(InputError, match="argilla #1: verdict on 'm'/'q2' must be true or false, got 'yes'"):
+        verdicts_from_triples([("q1", "m", True), ("q2", "m", "yes")], "argilla")
 
 
 def lenient_brain(body):
