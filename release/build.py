@@ -211,7 +211,7 @@ def build_release(config: Any, out_root: Optional[Path] = None, console: Any = N
 
 
 def _write_release(config: Any, store: Any, instances: list[Instance], split_of_qa: dict[str, str],
-                   report: ValidationReport, qas: list[QAItem], name: str, out_root: Path, console: Any,
+                   report: ValidationReport, qas: list[QAItem], release_name: str, out_root: Path, console: Any,
                    window: Optional[DateWindow] = None) -> ReleaseResult:
     """One release folder ``<name>-<version>`` of ``instances`` (written atomically, version rule checked)."""
     import datasets
@@ -228,7 +228,7 @@ def _write_release(config: Any, store: Any, instances: list[Instance], split_of_
     data_hash = versioning.overall_hash(hashes)
 
     version = config.release.version
-    releases = versioning.existing_releases(out_root, name)
+    releases = versioning.existing_releases(out_root, release_name)
     change = versioning.check_version(version, hashes, SCHEMA_VERSION, releases)
 
     manifests = {s.name: m for s in stages() if (m := store.manifest(s.name)) is not None}
@@ -240,7 +240,7 @@ def _write_release(config: Any, store: Any, instances: list[Instance], split_of_
     counts = {c: {s: len(r) for s, r in sp.items()} for c, sp in rows.items()}
     meta = {config_name(i.setting, i.language): (i.setting, i.language) for i in instances}
     inputs = card.CardInputs(
-        name=name, version=version, license=config.release.license, configs=counts,
+        name=release_name, version=version, license=config.release.license, configs=counts,
         config_meta=meta, manifests=manifests, stage_descriptions={s.name: s.description for s in stages()},
         provenance=_provenance(qas, {i.qa_id for i in instances}),
         annotation=_annotation_summary(store.root), corpus=corpus_stats(store),
@@ -253,7 +253,7 @@ def _write_release(config: Any, store: Any, instances: list[Instance], split_of_
         window=window,
     )
 
-    final = out_root / release_folder_name(name, version)
+    final = out_root / release_folder_name(release_name, version)
     with atomic_dir(final) as tmp:
         features = instance_features()
         track = _tracker(console, "release: writing configs") or (lambda items, total: items)
@@ -268,7 +268,7 @@ def _write_release(config: Any, store: Any, instances: list[Instance], split_of_
                               json.dumps(schema, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
         atomic_write_text(tmp / layout.CARD, card.render(inputs))
         atomic_write_text(tmp / layout.CHANGELOG, versioning.changelog(previous_changelog, version, released, change))
-        info = {"name": name, "version": version, "schema_version": SCHEMA_VERSION,
+        info = {"name": release_name, "version": version, "schema_version": SCHEMA_VERSION,
                 "data_hash": data_hash, "data_hashes": hashes, "configs": counts, "released": released,
                 "seed": config.project.seed, "dev_fraction": config.release.dev_fraction,
                 "build_config_hashes": {s: m.config_hash for s, m in manifests.items()},

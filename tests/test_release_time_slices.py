@@ -60,6 +60,12 @@ def test_release_build_writes_a_release_per_time_slice_with_dated_cards(tmp_path
         # a slice is a release of its own: it passes `release validate --folder`
         check = _cli("release", "validate", "--folder", folder)
         assert check.returncode == 0, check.stdout + check.stderr
+    import json
+
+    info = json.loads((late / "release.json").read_text())
+    assert info["name"] == "demo-bench-late" and info["time_slice"] == {"after": "2024-07-12", "before": None,
+                                                                       "bounds": "exclusive"}
+    assert json.loads((tmp_path / "release" / "demo-bench-0.1.0" / "release.json").read_text())["name"] == "demo-bench"
     card = (late / "README.md").read_text()
     assert "time slice: it holds only instances whose supporting articles were all published after 2024-07-12" in card
     # the full release's card gives each config's publication date range
