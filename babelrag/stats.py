@@ -5,8 +5,11 @@ Kept numpy-only so that importing it is cheap; tests compare against sklearn/sci
 from __future__ import annotations
 
 from collections import Counter
+import math
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
+from statistics import NormalDist
+from typing import Optional
 
 import numpy as np
 
@@ -67,6 +70,94 @@ def fleiss_kappa(ratings: Sequence[Sequence[Hashable]]) -> float:
     if p_e >= 1.0:
         return 1.0 if p_bar >= 1.0 else 0.0
     return float((p_bar - p_e) / (1.0 - p_e))
+
+
+def krippendorff_alpha(units: Sequence[Sequence[Optional[Hashable]]]) -> float:
+    """Krippendorff's alpha for nominal labels; ``units[u]`` holds every coder's value for unit u (None =
+    that coder gave none). Units with fewer than two values are not pairable and are left out (Krippendorff
+    2011, "Computing Krippendorff's Alpha-Reliability": coincidence matrix, alpha = 1 - D_o / D_e).
+    NaN when no unit is pairable; 1.0 when every pairable value is the same label (no variation to explain)."""
+    coincidences: Counter = Counter()
+    for unit in units:
+        values = [v for v in unit if v is not None]
+        m = len(values)
+        if m < 2:
+            continue
+        for i, c in enumerate(values):
+            for j, k in enumerate(values):
+                if i != j:
+                    coincidences[(c, k)] += 1.0 / (m - 1)
+    if not coincidences:
+        return float("nan")
+    n_c: Counter = Counter()
+    for (c, _), w in coincidences.items():
+        n_c[c] += w
+    n = sum(n_c.values())
+    observed = sum(w for (c, k), w in coincidences.items() if c != k)
+    expected = sum(n_c[c] * n_c[k] for c in n_c for k in n_c if c != k)
+    if expected == 0:
+        return 1.0 if observed == 0 else 0.0
+    return float(1.0 - (n - 1) * observed / expected)
+
+
+@dataclass(frozen=True)
+class PPIMean:
+    """A prediction-powered estimate of a mean with its CLT confidence interval (Angelopoulos et al. 2023)."""
+
+    value: float
+    low: float
+    high: float
+    labelled: int  # n: items with a human label (they correct the judge)
+    unlabelled: int  # N: items only the judge scored
+    judge_mean: float  # the judge's mean on the unlabelled items (before correction)
+    rectifier: float  # mean of (judge - human) on the labelled items: the judge's bias
+
+    def as_dict(self) -> dict[str, float]:
+        return {"value": self.value, "ci_low": self.low, "ci_high": self.high, "labelled": self.labelled,
+                "unlabelled": self.unlabelled, "judge_mean": self.judge_mean, "rectifier": self.rectifier}
+
+
+def _z(confidence: float) -> float:
+    return NormalDist().inv_cdf(0.5 + confidence / 2)
+
+
+def clt_mean(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float, float]:
+    """(mean, low, high): the classical normal-approximation interval (NaN bounds below two values)."""
+    arr = np.asarray(values, dtype=float)
+    nan = float("nan")
+    if arr.size == 0:
+        return nan, nan, nan
+    mean = float(arr.mean())
+    if arr.size < 2:
+        return mean, nan, nan
+    half = _z(confidence) * math.sqrt(float(arr.var(ddof=1)) / arr.size)
+    return mean, mean - half, mean + half
+
+
+def ppi_mean(judge_unlabelled: Sequence[float], judge_labelled: Sequence[float], human: Sequence[float],
+             confidence: float = 0.95) -> PPIMean:
+    """Prediction-powered mean (Angelopoulos, Bates, Fannjiang, Jordan, Zrnic 2023, Science 382: "Prediction-
+    powered inference", the mean-estimation case): theta = mean(f on the N unlabelled) - mean(f - Y on the n
+    labelled), interval theta +- z * sqrt(var(f)/N + var(f - Y)/n). The two sets are disjoint, as in the paper,
+    so the two terms are independent; with no unlabelled item it is the classical mean of the human labels."""
+    f_u = np.asarray(judge_unlabelled, dtype=float)
+    f_l, y = np.asarray(judge_labelled, dtype=float), np.asarray(human, dtype=float)
+    if f_l.size != y.size:
+        raise ValueError(f"judge and human labels differ in length: {f_l.size} vs {y.size}")
+    nan = float("nan")
+    if y.size < 2:
+        return PPIMean(nan, nan, nan, int(y.size), int(f_u.size), nan, nan)
+    rect = f_l - y
+    z = _z(confidence)
+    if f_u.size == 0:
+        value, var = float(y.mean()), float(y.var(ddof=1)) / y.size
+        judge_mean = nan
+    else:
+        judge_mean = float(f_u.mean())
+        value = judge_mean - float(rect.mean())
+        var = (float(f_u.var(ddof=1)) / f_u.size if f_u.size > 1 else 0.0) + float(rect.var(ddof=1)) / y.size
+    half = z * math.sqrt(var)
+    return PPIMean(value, value - half, value + half, int(y.size), int(f_u.size), judge_mean, float(rect.mean()))
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,15 @@ def run(
                                                              "CPU), fp16, bf16, fp32."),
     cross_encoder_batch_size: str = typer.Option("16", help="Reranker/NLI pairs per batch, or auto (halves on "
                                                             "out-of-memory)."),
+    after: Optional[str] = typer.Option(None, "--after", help="Score only instances whose supporting articles were "
+                                                              "all published after this date (YYYY-MM-DD, exclusive: "
+                                                              "a model's training cutoff); undated ones are left out."),
+    before: Optional[str] = typer.Option(None, "--before", help="...and before this date (YYYY-MM-DD, exclusive)."),
+    judge_repeats: int = typer.Option(1, "--judge-repeats", help="Ask each judge N more times per answer (new "
+                                                                 "samples, not cache hits) and report its "
+                                                                 "self-consistency; 1 = no repeats."),
+    repeat_temperature: float = typer.Option(0.7, "--repeat-temperature", help="Temperature of the repeats for a "
+                                                                              "judge configured at temperature 0."),
 ) -> None:
     """Generate answers, judge them and write leaderboard, results.json, plots and report.html."""
     from babelrag.console import make_console
@@ -41,19 +50,39 @@ def run(
     from babelrag.evaluators.crossencoder import CrossEncoderSpec
     from babelrag.evaluators.execution import evaluate_release
     from babelrag.evaluators.settings import EvalSettings
+    from babelrag.freshness import DateWindow
 
     console = make_console(stderr=True)
+    window = DateWindow.parse(after, before)  # a bad date fails before the config is read
     cfg = load_config(config)
     # resolving a device imports torch: only when a cross-encoder runs (an answers-file run loads no model)
     placement = CrossEncoderSpec.placement_options(cross_encoder_device, cross_encoder_precision,
                                                    cross_encoder_batch_size) if (reranker or nli) else {}
     settings = EvalSettings.from_config(
-        cfg, rounds=rounds,
+        cfg, rounds=rounds, judge_repeats=judge_repeats, repeat_temperature=repeat_temperature,
         reranker=CrossEncoderSpec(str(reranker), reranker_backend, **placement) if reranker else None,  # type: ignore[arg-type]
         nli=CrossEncoderSpec(str(nli), **placement) if nli else None)
     paths = evaluate_release(cfg, release, out_dir=out, models=model, judges=judge, max_instances=max_instances,
-                             console=console, settings=settings, split=split, answers_file=answers)
+                             console=console, settings=settings, split=split, answers_file=answers,
+                             window=window)
     console.print(f"[green]report:[/] {paths['html']}")
+
+
+@app.command("calibrate")
+def calibrate(
+    evaluation: Path = typer.Argument(..., help="Output folder of `babelrag evaluate run` (its results.json)."),
+    human: Path = typer.Option(..., "--human", help="Human verdicts, JSONL: instance_id, model, human (true = the "
+                                                    "answer is correct), on a random sample of the answers."),
+    out: Optional[Path] = typer.Option(None, help="Where to write the report (default: EVALUATION/calibration.json)."),
+) -> None:
+    """Judge-human agreement (Cohen's kappa, Krippendorff's alpha) per judge and for the panel, and each model's
+    accuracy corrected by the human verdicts (prediction-powered inference, 95% interval)."""
+    from babelrag.evaluators.calibration import calibrate_folder, read_human_verdicts, summary_lines
+
+    report, path = calibrate_folder(evaluation, read_human_verdicts(human), out)
+    for line in summary_lines(report):
+        typer.echo(line)
+    typer.echo(f"calibration: {path}")
 
 
 @app.command("metrics")

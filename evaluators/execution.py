@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
 from babelrag.errors import ConfigError, InputError
+from babelrag.freshness import DateWindow, Selection, select
 from babelrag.evaluators.answers import AnswerRecord, generate_answers, require_endpoints, write_answers
 from babelrag.evaluators.answers_file import UNANSWERED, unanswered_records
 from babelrag.evaluators.coverage import coverage, coverage_warnings
@@ -105,10 +106,11 @@ def run_evaluation(runner: "LLMRunner", instances: Sequence[Instance], models: S
                    out_dir: str | Path, settings: EvalSettings = EvalSettings(),
                    prepared: Optional[tuple[list["Metric"], dict[str, Any]]] = None,
                    console: Any = None, answers: Optional[Sequence[AnswerRecord]] = None,
-                   answers_source: str = "") -> dict[str, Path]:
+                   answers_source: str = "", selection: Optional[Selection] = None) -> dict[str, Path]:
     """Generate, judge, score and write answers.jsonl + the full report into ``out_dir``. Metrics and their
     support models are checked and loaded before any LLM call, so a bad name or model folder fails fast.
-    ``answers`` (made elsewhere, ``answers_file``): scored instead of generating; ``models`` is then ignored."""
+    ``answers`` (made elsewhere, ``answers_file``): scored instead of generating; ``models`` is then ignored.
+    ``selection``: the publication-date window that chose ``instances`` (recorded in results.json and the report)."""
     from babelrag.evaluators.report import ReportInputs, run_info, write_report
 
     if answers is not None:
@@ -153,7 +155,8 @@ def run_evaluation(runner: "LLMRunner", instances: Sequence[Instance], models: S
         "models": served,
         **({"support_models": ev.extra["support_models"]} if "support_models" in ev.extra else {}),
         **dict(settings.source or {}),
-    }, split=settings.split, configs=settings.configs)
+    }, split=settings.split, configs=settings.configs,
+        selection=selection.describe() if selection is not None and not selection.window.open else "")
     paths = write_report(out, ReportInputs(
         title=f"babelrag evaluation: {settings.dataset or 'benchmark'}", info=info, scores=ev.scores,
         sort_by="accuracy", accuracy_by_language=ev.accuracy_by_language, wrong_language=ev.wrong_language,
@@ -162,6 +165,7 @@ def run_evaluation(runner: "LLMRunner", instances: Sequence[Instance], models: S
         answers=answers,
         extra={"counts": ev.counts, "warnings": warnings, "judging": judging,
                **({"notice": settings.notice} if settings.notice else {}), **ev.extra,
+               **({"selection": selection.recorded()} if selection is not None and not selection.window.open else {}),
                "metrics": {m: {k: r.to_dict() for k, r in res.items()} for m, res in ev.results.items()}},
         columns={c.name: f"{metric.name}: {metric.description}" for metric in prepared[0] for c in metric.columns},
     ))
@@ -182,10 +186,12 @@ def _judging_lines(judging: dict[str, Any]) -> list[str]:
 def evaluate_release(config: Any, release: Any, out_dir: Optional[Path] = None, models: Sequence[str] = (),
                      judges: Sequence[str] = (), max_instances: Optional[int] = None, console: Any = None,
                      settings: Optional[EvalSettings] = None, split: Optional[str] = None,
-                     answers_file: Optional[Path] = None, notice: str = "") -> dict[str, Path]:
+                     answers_file: Optional[Path] = None, notice: str = "",
+                     window: DateWindow = DateWindow()) -> dict[str, Path]:
     """Evaluate the configured models on one split of a release (folder, .jsonl file or Hub id) and write the
     report; returns the file paths. ``settings`` default: the config's ``evaluate:`` section; ``split``
-    default: ``test``, else the release's only split."""
+    default: ``test``, else the release's only split. ``window``: score only instances whose supporting
+    articles were all published inside it (``babelrag.freshness``), before any sampling."""
     from babelrag.evaluators.release_reader import (choose_split, load_instances, release_revision, sample_instances,
                                                     scored_configs)
     from babelrag.evaluators.source import resolve_release
@@ -211,8 +217,13 @@ def evaluate_release(config: Any, release: Any, out_dir: Optional[Path] = None, 
     source = resolve_release(getattr(release, "folder", release), configs=ev.configs)
     folder = source.path
     split = choose_split(folder, split)
-    instances = sample_instances(load_instances(folder, configs=ev.configs, split=split or None), max_instances,
-                                 config.project.seed)
+    in_split = load_instances(folder, configs=ev.configs, split=split or None)
+    selection = select(in_split, window)
+    if not selection.kept and not window.open:
+        raise InputError(f"no instance of {folder} has all its supporting articles {window.describe()} "
+                         f"({selection.out_of_range} outside the window, {selection.undated} without dates); "
+                         "widen --after/--before")
+    instances = sample_instances(selection.kept, max_instances, config.project.seed)
     dataset, revision = release_revision(folder) if folder.is_dir() else ("", "")
     protocol = Protocol.from_info(read_info(folder)) if folder.is_dir() else OURS
     if source.hub_id:
@@ -223,6 +234,8 @@ def evaluate_release(config: Any, release: Any, out_dir: Optional[Path] = None, 
         console.print(f"evaluating {', '.join(models) or f'the answers in {answers_file}'} on {len(instances)} instances"
                       + (f" of split {split!r}" if split else "") + f" from {origin} "
                       f"(judges: {', '.join(judges)}) -> {out}")
+        if not window.open:
+            console.print(f"selection: {selection.describe()}")
     settings = settings.with_(dataset=dataset or folder.name, dataset_revision=revision, source=source.settings(),
                               split=split, configs=scored_configs(folder, split, ev.configs), protocol=protocol,
                               notice=notice or settings.notice)
@@ -230,10 +243,12 @@ def evaluate_release(config: Any, release: Any, out_dir: Optional[Path] = None, 
     if answers_file is not None:
         from babelrag.evaluators.answers_file import read_answers_file
 
-        answers = read_answers_file(answers_file, instances, dataset_version=revision)
+        answers = read_answers_file(answers_file, in_split, dataset_version=revision)
+        chosen = {inst.id for inst in instances}
+        answers = [a for a in answers if a.instance_id in chosen]  # the window's selection, recorded
     runner = runner_from_config(config)
     try:
         return run_evaluation(runner, instances, models, judges, out, settings, prepared=prepared, console=console,
-                              answers=answers, answers_source=str(answers_file or ""))
+                              answers=answers, answers_source=str(answers_file or ""), selection=selection)
     finally:
         runner.close()

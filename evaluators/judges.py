@@ -109,6 +109,22 @@ def panel_votes(
     return votes
 
 
+def repeated_votes(
+    runner: "LLMRunner", judge: str, items: Sequence[Mapping[str, str]], item_ids: Sequence[str], repeats: int,
+    temperature: float, stage: str = "eval.xrag.repeat",
+) -> list[list[Optional[bool]]]:
+    """``repeats`` fresh verdicts of one judge per item (one list per repeat): repeat r samples at
+    ``temperature`` with seed = the endpoint's seed + r, so its cache key differs from every other repeat's."""
+    base = runner.settings.endpoint(judge)[1].seed or 0
+    out = []
+    for r in range(1, repeats + 1):
+        res = runner.map_structured(endpoint=judge, prompt=prompt("xrag_judge"), items=list(items),
+                                    schema=CorrectVerdict, stage=f"{stage}.{judge}", item_ids=list(item_ids),
+                                    sampling={"temperature": temperature, "seed": base + r})
+        out.append([None if v is None else v.correct for v in _values(res)])
+    return out
+
+
 # ---------------------------------------------------------------- MIRAGE
 
 

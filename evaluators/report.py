@@ -34,6 +34,7 @@ class RunInfo:
     split: str = ""  # the split scored (never several: dev and test rows are not mixed in one leaderboard)
     configs: list[str] = field(default_factory=list)  # the release configs scored
     settings: dict[str, Any] = field(default_factory=dict)
+    selection: str = ""  # the instances chosen by publication date (``--after``/``--before``), "" = all
 
 
 def _git_hash() -> str:
@@ -50,7 +51,7 @@ def _git_hash() -> str:
 
 
 def run_info(dataset: str, dataset_revision: str, settings: Mapping[str, Any] | None = None, split: str = "",
-             configs: Sequence[str] = ()) -> RunInfo:
+             configs: Sequence[str] = (), selection: str = "") -> RunInfo:
     """Provenance for a results file: dataset revision, split and configs, library version, code git hash."""
     from importlib.metadata import PackageNotFoundError, version
 
@@ -59,7 +60,8 @@ def run_info(dataset: str, dataset_revision: str, settings: Mapping[str, Any] | 
     except PackageNotFoundError:
         lib = "unknown"
     return RunInfo(dataset, dataset_revision, lib, _git_hash(),
-                   datetime.now(timezone.utc).isoformat(timespec="seconds"), split, list(configs), dict(settings or {}))
+                   datetime.now(timezone.utc).isoformat(timespec="seconds"), split, list(configs), dict(settings or {}),
+                   selection)
 
 
 # ---------------------------------------------------------------- leaderboard

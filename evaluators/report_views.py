@@ -31,7 +31,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 _TABLE = {name: f"babelrag.evaluators.report_views:{cls}" for name, cls in (
     ("notices", "Notices"), ("leaderboard", "Leaderboard"), ("aggregates", "Aggregates"),
-    ("breakdown", "Breakdown"), ("counts", "Counts"), ("surrogate", "Surrogate"), ("figures", "Figures"),
+    ("breakdown", "Breakdown"), ("counts", "Counts"), ("judge_reliability", "JudgeReliability"),
+    ("surrogate", "Surrogate"), ("figures", "Figures"),
     ("answers", "Answers"))}
 VIEWS: LazyRegistry["ReportView"] = LazyRegistry("report view", _TABLE)
 MIN_SURROGATE_MODELS = 5  # a rank correlation over fewer models says little (MIRAGE-Bench fits on many more)
@@ -261,6 +262,33 @@ class Counts(ReportView):
         body = [[html.escape(label(k) if ":" not in k else k.split(": ")[0] + ": " + label(k.split(": ")[1]))]
                 + [str(counts[m].get(k, "–")) for m in models] for k in keys]
         return "<h2>Counts</h2>\n" + table(["count", *map(html.escape, models)], body, "wide")
+
+
+@VIEWS.register
+class JudgeReliability(ReportView):
+    """The panel's agreement (Fleiss' kappa) and, with ``--judge-repeats``, each judge's self-consistency."""
+
+    name = "judge_reliability"
+
+    def html(self, page: ReportPage) -> str:
+        rel = page.extra.get("judge_reliability") or {}
+        panel = rel.get("panel") or {}
+        if not panel:
+            return ""
+        out = "<h2>Judge reliability</h2>\n"
+        if panel.get("fleiss_kappa") is not None:
+            out += (f"<p>Agreement across the panel ({html.escape(', '.join(panel['judges']))}): Fleiss' κ = "
+                    f"{_num(panel['fleiss_kappa'])} over {panel['items']} answers every judge voted on.</p>\n")
+        else:
+            out += f"<p>Agreement across the panel: {html.escape(str(panel.get('why') or 'no answer every judge voted on'))}.</p>\n"
+        repeats = (rel.get("self_consistency") or {}).get("judges") or {}
+        if repeats:
+            body = [[html.escape(j), str(r["repeats"]), _num(r["temperature"]), _num(r["self_consistency"]),
+                     str(r["items"]), str(r["failed_items"])] for j, r in repeats.items()]
+            out += ("<p class=\"meta\">Self-consistency: share of answers a judge gave the same verdict in every "
+                    f"repeat; {html.escape(rel['self_consistency']['note'])}.</p>\n"
+                    + table(["judge", "repeats", "temperature", "self-consistency", "answers", "failed"], body))
+        return out
 
 
 @VIEWS.register

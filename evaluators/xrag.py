@@ -200,9 +200,30 @@ class XragMetric(Metric):
             {"question": run.instances[a.instance_id].question, "gold": run.instances[a.instance_id].answer,
              "answer": a.answer} for a in answered], [a.id for a in answered])))
         return score_panel([XragItem(a.instance_id, a.setting, a.language, a.answer, votes.get(a.id, ()),
-                                     unanswered=not a.ok) for a in answers],
+                                     unanswered=not a.ok,
+                                     # each judge's own vote: judge-human agreement (``calibration``)
+                                     extra={"judge_votes": dict(zip(run.judges, votes[a.id]))} if a.id in votes
+                                     else {})
+                            for a in answers],
                            tie_policy=run.settings.tie_policy, languages=run.languages,
                            rounds=run.settings.rounds, seed=run.settings.seed)
+
+    def compare(self, run: MetricRun, results: Mapping[str, ScoreResult], answers: Mapping[str, Sequence[Any]],
+                evaluation: Any) -> None:
+        """The panel's reliability over every model's answers (``judge_reliability``): Fleiss' kappa of the
+        judges' votes, and with ``--judge-repeats`` each judge's self-consistency."""
+        from babelrag.evaluators.judge_reliability import panel_agreement, self_consistency
+
+        votes = [row["judge_votes"] for res in results.values() for row in res.items if "judge_votes" in row]
+        report: dict[str, Any] = {"panel": panel_agreement(votes, list(run.judges))}
+        if run.settings.judge_repeats > 1:
+            answered = [a for recs in answers.values() for a in recs if a.ok]
+            report["self_consistency"] = self_consistency(
+                run.runner, run.judges,
+                [{"question": run.instances[a.instance_id].question, "gold": run.instances[a.instance_id].answer,
+                  "answer": a.answer} for a in answered], [a.id for a in answered],
+                run.settings.judge_repeats, run.settings.repeat_temperature)
+        evaluation.extra["judge_reliability"] = report
 
     def views(self, run: MetricRun, model: str, result: ScoreResult, evaluation: Any) -> None:
         """Answer counts (no verdict, wrong language), accuracy and wrong-language rate per answer language,

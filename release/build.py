@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from babelrag.errors import StageError
+from babelrag.freshness import DateWindow, date_range, select
 from babelrag.parquet_io import read_rows
 from babelrag.records import Instance, QAItem
 from babelrag.release import layout
@@ -41,6 +42,7 @@ class ReleaseResult:
     data_hash: str
     report: ValidationReport
     change_lines: list[str] = field(default_factory=list)
+    slices: list["ReleaseResult"] = field(default_factory=list)  # release.time_slices, one release each
 
     def __fspath__(self) -> str:  # usable wherever a path to the release folder is expected
         return str(self.folder)
@@ -181,29 +183,52 @@ def plan(config: Any, console: Any = None) -> tuple[list[Instance], dict[str, st
 
 
 def build_release(config: Any, out_root: Optional[Path] = None, console: Any = None) -> ReleaseResult:
+    """Validate, split and write the release; then each ``release.time_slices`` window as a release of its own
+    (``<name>-<slice>``: the instances whose supporting articles were all published inside the window, with
+    the same splits). Returns the full release; ``slices`` on it lists the sliced ones."""
+    from babelrag.store import BuildStore
+
+    store = BuildStore(config.build_dir)
+    instances, split_of_qa, report, qas = plan(config, console)
+    report.raise_if_failed()
+    if not instances:
+        raise StageError(f"the instances stage in {store.stage_dir('instances')} has no records: nothing to release")
+    out_root = Path(out_root) if out_root else config.resolve(config.release.out_dir)
+    slices = []
+    for sl in config.release.time_slices:  # every slice is checked before anything is written
+        window = DateWindow.parse(sl.after, sl.before, f"release.time_slices {sl.name!r}")
+        kept = select(instances, window).kept
+        if not kept:
+            raise StageError(f"release.time_slices {sl.name!r}: no instance has all its supporting articles "
+                             f"{window.describe()}; widen the window or remove the slice")
+        slices.append((sl.name, window, kept))
+    result = _write_release(config, store, instances, split_of_qa, report, qas, config.release.name, out_root,
+                            console)
+    for name, window, kept in slices:
+        result.slices.append(_write_release(config, store, kept, split_of_qa, report, qas,
+                                            f"{config.release.name}-{name}", out_root, console, window))
+    return result
+
+
+def _write_release(config: Any, store: Any, instances: list[Instance], split_of_qa: dict[str, str],
+                   report: ValidationReport, qas: list[QAItem], release_name: str, out_root: Path, console: Any,
+                   window: Optional[DateWindow] = None) -> ReleaseResult:
+    """One release folder ``<name>-<version>`` of ``instances`` (written atomically, version rule checked)."""
     import datasets
 
     from babelrag.stage import stages
     from babelrag.release import card, versioning
     from babelrag.release.schema import SCHEMA_VERSION, instance_features, json_schemas
     from babelrag.atomic import atomic_dir, atomic_write_text
-    from babelrag.store import BuildStore
 
     datasets.disable_progress_bars()
-    store = BuildStore(config.build_dir)
-    instances, split_of_qa, report, qas = plan(config, console)
-    report.raise_if_failed()
-    if not instances:
-        raise StageError(f"the instances stage in {store.stage_dir('instances')} has no records: nothing to release")
-
     groups = group_instances(instances, split_of_qa)
     rows = {c: {s: [i.model_dump(mode="json") for i in insts] for s, insts in sp.items()} for c, sp in groups.items()}
     hashes = {f"{c}/{s}": versioning.rows_hash(r) for c, sp in rows.items() for s, r in sp.items()}
     data_hash = versioning.overall_hash(hashes)
 
-    out_root = Path(out_root) if out_root else config.resolve(config.release.out_dir)
     version = config.release.version
-    releases = versioning.existing_releases(out_root, config.release.name)
+    releases = versioning.existing_releases(out_root, release_name)
     change = versioning.check_version(version, hashes, SCHEMA_VERSION, releases)
 
     manifests = {s.name: m for s in stages() if (m := store.manifest(s.name)) is not None}
@@ -218,19 +243,22 @@ def build_release(config: Any, out_root: Optional[Path] = None, console: Any = N
     counts = {c: {s: len(r) for s, r in sp.items()} for c, sp in rows.items()}
     meta = {config_name(i.setting, i.language): (i.setting, i.language) for i in instances}
     inputs = card.CardInputs(
-        name=config.release.name, version=version, license=config.release.license, configs=counts,
+        name=release_name, version=version, license=config.release.license, configs=counts,
         config_meta=meta, manifests=manifests, stage_descriptions={s.name: s.description for s in stages()},
         provenance=_provenance(qas, {i.qa_id for i in instances}),
         annotation=_annotation_summary(store.root), corpus=corpus_stats(store),
         validation={"checked": report.checked, "unchecked_language": report.unchecked_language,
-                    "unverified_released": report.unverified_released},
+                    "unverified_released": report.unverified_released,
+                    **({"time_slice": window.recorded()} if window is not None else {})},
         change_lines=change_lines, data_hash=data_hash, seed=config.project.seed,
         dev_fraction=config.release.dev_fraction, questions=len({i.qa_id for i in instances}), released=released,
         languages=card.released_languages(instances, config.project.pivot_language),
         license_chosen="license" in config.release.model_fields_set,
+        date_ranges={c: date_range([i for insts in sp.values() for i in insts]) for c, sp in groups.items()},
+        window=window,
     )
 
-    final = out_root / release_folder_name(config.release.name, version)
+    final = out_root / release_folder_name(release_name, version)
     with atomic_dir(final) as tmp:
         features = instance_features()
         track = _tracker(console, "release: writing configs") or (lambda items, total: items)
@@ -246,11 +274,12 @@ def build_release(config: Any, out_root: Optional[Path] = None, console: Any = N
         atomic_write_text(tmp / layout.CARD, card.render(inputs))
         atomic_write_text(tmp / layout.CHANGELOG, versioning.changelog(previous_changelog, version, released,
                                                                        change_lines))
-        info = {"name": config.release.name, "version": version, "schema_version": SCHEMA_VERSION,
+        info = {"name": release_name, "version": version, "schema_version": SCHEMA_VERSION,
                 "data_hash": data_hash, "data_hashes": hashes, "configs": counts, "released": released,
                 "seed": config.project.seed, "dev_fraction": config.release.dev_fraction,
                 "build_config_hashes": {s: m.config_hash for s, m in manifests.items()},
-                "unverified_released": report.unverified_released}
+                "unverified_released": report.unverified_released,
+                **({"time_slice": window.recorded()} if window is not None else {})}
         atomic_write_text(tmp / layout.RELEASE_INFO, json.dumps(info, indent=2, sort_keys=True) + "\n")
     if console is not None:
         console.print(f"release {version}: {len(instances)} instances, {len(rows)} configs -> {final}")

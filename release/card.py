@@ -23,7 +23,7 @@ from babelrag.release.hub_metadata import bcp47, check_license, size_category
 
 TASK_CATEGORIES = ["question-answering", "text-retrieval"]
 TASK_IDS = ["open-domain-qa", "document-retrieval"]
-SECTIONS = ("Dataset summary", "Configurations", "Data fields", "Construction", "Models and prompts",
+SECTIONS = ("Dataset summary", "Configurations", "Publication dates", "Data fields", "Construction", "Models and prompts",
             "Annotation", "LLM usage", "Validation", "Versioning", "Reproducibility", "Licence", "Citation")
 
 
@@ -48,6 +48,8 @@ class CardInputs:
     released: str = ""  # ISO date
     languages: list[str] = field(default_factory=list)  # of the released rows and documents (released_languages)
     license_chosen: bool = True  # False: ``release.license`` was not set, the default stands
+    date_ranges: dict[str, Any] = field(default_factory=dict)  # config -> freshness.DateRange of its instances
+    window: Optional[Any] = None  # freshness.DateWindow of a time-sliced release (``release.time_slices``)
 
 
 SMALL_MODEL_MAX_B = 4.0  # a model whose name gives at most this many billion parameters is "small"
@@ -158,6 +160,22 @@ def _verification_sentence(unverified: int, annotated: bool) -> str:
         return "Every instance was verified by an annotator."
     return ("Every instance is marked `verified=true`; the build holds no annotation summary saying who verified "
             "them (see Annotation).")
+
+
+def publication_dates_section(ranges: dict[str, Any], window: Optional[Any] = None) -> str:
+    """Each config's supporting-article publication range, so a user can pick instances newer than a model's
+    training cutoff (``evaluate run --after``); a time-sliced release names its window first."""
+    intro = ""
+    if window is not None:
+        intro = (f"This release is a time slice: it holds only instances whose supporting articles were all "
+                 f"{window.describe()} (bounds exclusive).\n\n")
+    if not ranges:
+        return intro + "No instances."
+    rows = [[cfg, str(r.first or "-"), str(r.last or "-"), r.dated, r.undated] for cfg, r in sorted(ranges.items())]
+    return (intro + _table(rows, ["config", "earliest", "latest", "dated instances", "undated instances"])
+            + "\n\nDates are the supporting articles' publication dates (`dates`). To score only what a model "
+            "cannot have seen in training: `babelrag evaluate run RELEASE --after <training cutoff>`; undated "
+            "instances are then left out and counted.")
 
 
 def citation_section(bibtex: str, papers: tuple[str, ...]) -> str:
@@ -306,6 +324,7 @@ def render(inp: CardInputs) -> str:
             "question language, then the controlled variants spelled out: `multi-de-en_support` is `multi+ES` "
             "with German questions (`en_question` +EQ, `en_support` +ES, `en_distractors` +ED); releases before "
             "this naming called it `multi-es-de`, and readers still accept that name."),
+        "Publication dates": publication_dates_section(inp.date_ranges, inp.window),
         "Data fields": (
             "`id`, `qa_id` (shared by every setting of one question), `setting`, `language` (question language), "
             "`question`, `answer`, `en_question`, `en_answer`, `q_type` (aggregation, comparison, multi-hop, set), "

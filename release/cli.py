@@ -36,6 +36,9 @@ def build(config: Path = ConfigOpt,
     typer.echo(f"release {result.version}: {total} instances in {len(result.configs)} configs -> {result.folder}")
     for line in result.change_lines:
         typer.echo(f"  {line}")
+    for part in result.slices:  # release.time_slices
+        n = sum(sum(s.values()) for s in part.configs.values())
+        typer.echo(f"time slice: {n} instances in {len(part.configs)} configs -> {part.folder}")
     if result.report.unverified_released:
         typer.echo(f"  note: {result.report.unverified_released} instances released unverified (verified=false)")
 
