@@ -244,6 +244,8 @@ def build_release(config: Any, out_root: Optional[Path] = None, console: Any = N
                 "seed": config.project.seed, "dev_fraction": config.release.dev_fraction,
                 "build_config_hashes": {s: m.config_hash for s, m in manifests.items()},
                 "unverified_released": report.unverified_released}
+        if config.corpus.undated != "drop":  # documents without a real publication date are released undated
+            info["undated_policy"] = config.corpus.undated
         atomic_write_text(tmp / layout.RELEASE_INFO, json.dumps(info, indent=2, sort_keys=True) + "\n")
     if console is not None:
         console.print(f"release {version}: {len(instances)} instances, {len(rows)} configs -> {final}")

@@ -60,7 +60,8 @@ def validate(config: Optional[Path] = typer.Option(None, "--config", "-c", help=
         info = read_info(folder) or {}
         langs = sorted({r.get("language", "") for r in rows} | {"en"})
         rules = Rules(languages=langs, allow_unverified=info.get("unverified_released", 0) > 0,
-                      external=bool(info.get("source_format")))
+                      external=bool(info.get("source_format")),
+                      allow_undated=info.get("undated_policy", "drop") != "drop")
         _, report = run_rules(rows, rules, row_splits=splits)
     if report.ok:
         typer.echo(f"ok: {report.checked} instances pass every release rule "
