@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from build_ntrex_samelang import DATE, NtrexInputError, read_documents  # noqa: E402  (the sibling builder)
+from build_ntrex_samelang import DATE, NtrexInputError, read_documents, write_built  # noqa: E402  (the sibling builder)
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "tests" / "fixtures" / "ntrex_languages" / "articles.jsonl"
@@ -60,17 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--lead-lines", type=int, default=4)
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args(argv)
-    try:
-        rows = build(args.ntrex, args.docs, args.lead_lines)
-    except NtrexInputError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = args.out.with_suffix(".tmp")
-    tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-    tmp.replace(args.out)
-    print(f"{args.out}: {len(rows)} articles", file=sys.stderr)
-    return 0
+    return write_built(lambda: build(args.ntrex, args.docs, args.lead_lines), args.out)
 
 
 if __name__ == "__main__":
