@@ -202,7 +202,7 @@ def article_markdown(article: Optional[Article], article_id: str, facts: list[Si
     marked = (highlighter or LexicalHighlighter()).marked(article, sentences, facts)
     body, cut = _highlighted(article.text, sentences, marked, limit, passages_over)
     note = f" · *passages of a {len(article.text):,}-character article*" if cut else ""
-    lines.append(f"**{_escape(article.title)}** · {article.language} · {article.published} · `{article.id}`{link}{note}")
+    lines.append(f"**{_escape(article.title)}** · {article.language} · {article.date_label} · `{article.id}`{link}{note}")
     lines += ["", body]
     if fact_lines:
         lines += ["", "---", "", "Facts the question uses from this article (highlighted above where found):", *fact_lines]

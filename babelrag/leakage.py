@@ -45,7 +45,11 @@ def instance_leaks(inst: Instance, min_days_before: int) -> list[Leak]:
     if both:
         leaks.append(Leak(inst.id, "support_in_distractors", f"supporting article(s) {both} also used as distractors"))
     dates = [d for d in map(iso_date, inst.dates) if d] or [d for d in (iso_date(s.published) for s in support) if d]
-    if dates and distract:
+    undated = [s.article_id for s in support if iso_date(s.published) is None]
+    if undated and distract:  # freshness trusts only real publication dates (corpus.undated keep / infer)
+        leaks.append(Leak(inst.id, "distractor_date", f"supporting article(s) {undated} have no publication date, "
+                                                      f"so no distractor can be shown to be older"))
+    elif dates and distract:
         limit = min(dates) - datetime.timedelta(days=min_days_before)
         late = [f"{d.article_id} ({d.published})" for d in distract
                 if (published := iso_date(d.published)) is None or published > limit]

@@ -66,25 +66,81 @@ class Provenance(BaseModel):
     config_hash: str = ""
 
 
+#: Where an article's date comes from (``corpus.undated``, docs/construct.md "Undated articles"):
+#: ``published`` the page's or record's own publication date (htmldate's original date, news-please's
+#: ``date_publish``); inferred by ``corpus.undated: infer`` when it has none: ``modified`` (a modification
+#: date in the page, news-please's ``date_modify``), ``url`` (a date in the URL path), ``fetched`` (the
+#: WARC record's WARC-Date, news-please's ``date_download``); ``none``: kept without a date (``keep``).
+DateSource = Literal["published", "modified", "url", "fetched", "none"]
+DATE_SOURCES: tuple[str, ...] = ("published", "modified", "url", "fetched", "none")
+
+#: ``Article.day`` of an article without a date for windows: far above every real day, so any date bound
+#: (``published <= latest`` of distractors, a pair window's range filter) leaves it out unless asked for.
+UNDATED_DAY = 10_000_000
+
+
 class Article(Record):
     """One news article after ingestion (language identified, deduplicated)."""
 
     title: str
     text: str
     language: str  # ISO 639-1 code, e.g. "en", "de", "zh"
-    published: dt.date  # stored as Arrow date32; an ISO string "YYYY-MM-DD" is read as a date
+    # stored as Arrow date32; an ISO string "YYYY-MM-DD" is read as a date; None: no date (date_source none)
+    published: Optional[dt.date]
     url: str = ""
     source: str = ""  # file the article came from (jsonl/html/warc path)
     n_tokens: int = 0
     title_entities: list[str] = Field(default_factory=list)
+    date_source: DateSource = "published"
+    # the date places the article in date windows (pair windows, corpus.date_from/date_to): a real publication
+    # date always, an inferred one only with corpus.inferred_dates_in_windows; freshness never (``fresh_day``)
+    windowed: bool = True
 
     @property
     def day(self) -> int:
-        """Days since 1970-01-01 (the vector store's integer date, date windows)."""
+        """Days since 1970-01-01 (the vector store's integer date, date windows); ``UNDATED_DAY`` when the
+        article has no date for windows (mined without a window)."""
+        if self.published is None or not (self.windowed or self.date_source == "published"):
+            return UNDATED_DAY
         return (self.published - EPOCH).days
+
+    @property
+    def fresh_day(self) -> Optional[int]:
+        """The day freshness rules trust (distractors published >= N days before, release dates): only a
+        real publication date, never an inferred one."""
+        return (self.published - EPOCH).days if self.published is not None and self.date_source == "published" else None
+
+    @property
+    def real_published(self) -> Optional[dt.date]:
+        """The publication date as released and judged: None unless it is the article's own."""
+        return self.published if self.date_source == "published" else None
+
+    @property
+    def date_label(self) -> str:
+        """The date as prompts show it: ISO, marked when inferred, "unknown" without one."""
+        if self.published is None:
+            return "unknown"
+        iso = self.published.isoformat()
+        return iso if self.date_source == "published" else f"{iso} (approximate: {self.date_source} date)"
 
 
 EPOCH = dt.date(1970, 1, 1)
+
+
+def undated(day: int) -> bool:
+    """An ``Article.day`` (or index entry's day) that places the article in no date window."""
+    return day >= UNDATED_DAY
+
+
+def within_days(a: int, b: int, max_days: int) -> bool:
+    """Two articles may pair under a ``max_days`` window: both dated and close, or either one undated
+    (``corpus.undated: keep | infer`` mines those without a window)."""
+    return undated(a) or undated(b) or abs(a - b) <= max_days
+
+
+def days_apart(a: int, b: int) -> int:
+    """``ArticlePair.days_apart``: -1 when either article has no date for windows."""
+    return -1 if undated(a) or undated(b) else abs(a - b)
 
 
 def x_language(languages: Sequence[str], pivot: str) -> Optional[str]:
@@ -101,7 +157,8 @@ class IndexEntry(Record):
     """One article in the vector store (the index stage): what pairs and distractors need in memory."""
 
     language: str
-    day: int  # days since 1970-01-01
+    day: int  # days since 1970-01-01 (Article.day: UNDATED_DAY without a date for windows)
+    fresh: bool = True  # the day is a real publication date (Article.fresh_day): distractor freshness trusts it
     index: str  # the index stage's identity (encoder, store, corpus): a new index changes these records
 
 
@@ -115,7 +172,7 @@ class ArticlePair(Record):
     method: Literal["entity_graph", "dense", "hybrid"]  # hybrid: same language, dense + entities (samelang.py)
     score: float = 0.0
     shared_entities: list[str] = Field(default_factory=list)
-    days_apart: int = 0
+    days_apart: int = 0  # -1: an article has no date for windows (corpus.undated keep / infer)
     event_id: str = ""  # dense pairs from an events file: the event both articles matched
     relevant: Optional[bool] = None  # LLM topical-relevance verdict; None = not checked
     rationale: str = ""

@@ -26,14 +26,16 @@ from babelrag.errors import InputError
 from babelrag.executor import chunks
 from babelrag.rows import iter_jsonl
 from babelrag.pipeline import StageContext
-from babelrag.records import Article, ArticlePair
+from babelrag.construct.vectorstore import build_filter
+from babelrag.records import Article, ArticlePair, days_apart, undated, within_days
 
 
 @dataclass
 class Doc:
     id: str
     language: str
-    day: int
+    day: int  # Article.day: UNDATED_DAY when the article has no date for windows
+    fresh: bool = True  # the day is a real publication date (distractors' freshness trusts only these)
 
 
 def passage(art: Article, chars: int) -> str:
@@ -105,7 +107,7 @@ def index_corpus(ctx: StageContext, encoder: Any, block_size: int | None = None)
             store.upsert([a.id for a in block], vecs, [a.language for a in block],
                          [a.day for a in block], [a.title for a in block], [a.source for a in block])
             for a in block:
-                docs[a.id] = Doc(a.id, a.language, a.day)
+                docs[a.id] = Doc(a.id, a.language, a.day, a.fresh_day is not None)
         if store is not None and store.count() > len(docs):
             ctx.extra["vectors_pruned"] = store.prune(set(docs))  # stale rows from an earlier corpus
     except BaseException:
@@ -182,7 +184,7 @@ def _make_pair(x: Doc, en: Doc, score: float, event_id: str = "") -> ArticlePair
     a, b = x, en  # X first, pivot second (XRAG's "X-English pairs"; same order as the sample ground truth)
     return ArticlePair(id=pair_id("dense", a.id, b.id), article_a=a.id, article_b=b.id, language_a=a.language,
                        language_b=b.language, method="dense", score=round(float(score), 6),
-                       days_apart=abs(x.day - en.day), event_id=event_id)
+                       days_apart=days_apart(x.day, en.day), event_id=event_id)
 
 
 def event_pairs(ctx: StageContext, store: Any, encoder: Any, events: list[dict[str, str]],
@@ -210,9 +212,12 @@ def event_pairs(ctx: StageContext, store: Any, encoder: Any, events: list[dict[s
     scores: list[float] = []
     for e, by_lang in sorted(per_event.items()):
         mine = {lang: [(i, s) for i, s in hits if best[i][1] == e] for lang, hits in by_lang.items()}
-        lo, hi = densest_window([(docs[i].day, s) for hits in mine.values() for i, s in hits], cfg.max_days_apart)
+        # the event's window from its dated hits; an undated hit (corpus.undated keep/infer) stays in without one
+        lo, hi = densest_window([(docs[i].day, s) for hits in mine.values() for i, s in hits
+                                 if not undated(docs[i].day)], cfg.max_days_apart)
         before = sum(len(h) for h in mine.values())
-        mine = {lang: [(i, s) for i, s in hits if lo <= docs[i].day <= hi] for lang, hits in mine.items()}
+        mine = {lang: [(i, s) for i, s in hits if lo <= docs[i].day <= hi or undated(docs[i].day)]
+                for lang, hits in mine.items()}
         dropped = before - sum(len(h) for h in mine.values())
         if dropped:
             ctx.skip("dense-hit-outside-event-window", dropped)
@@ -222,7 +227,7 @@ def event_pairs(ctx: StageContext, store: Any, encoder: Any, events: list[dict[s
             if lang == pivot:
                 continue
             cands = [(pair_similarity(vecs, xi, ei), xi, ei) for xi, _ in mine.get(lang, []) for ei, _ in ens
-                     if abs(docs[xi].day - docs[ei].day) <= cfg.max_days_apart]
+                     if within_days(docs[xi].day, docs[ei].day, cfg.max_days_apart)]
             scores.extend(c[0] for c in cands)
             cands = _above_pair_threshold(ctx, cands, threshold)
             cands.sort(key=lambda t: (-t[0], t[1], t[2]))
@@ -396,15 +401,22 @@ def _hits_in_window(store: Any, queries: list[Doc], languages: list[str], docs: 
         return {}
     floor = cfg.min_score if min_score is None else min_score
     vecs = store.vectors([q.id for q in queries])
-    lo = min(q.day for q in queries) - cfg.max_days_apart
-    hi = max(q.day for q in queries) + cfg.max_days_apart
-    results = store.search(np.stack([vecs[q.id] for q in queries]), top_k=top_k or max(cfg.top_k, 20),
-                           languages=languages, published_from=lo, published_to=hi)
     out: dict[str, list[tuple[str, float]]] = {}
-    for q, hits in zip(queries, results):
-        for h in hits:  # best first
-            if h.score < floor:
-                break
-            if abs(h.published - q.day) <= cfg.max_days_apart and h.id in docs:
-                out.setdefault(q.id, []).append((h.id, h.score))
+    # dated queries search their batch's date span plus the undated articles; undated ones (corpus.undated
+    # keep/infer) search without a window
+    for group in ([q for q in queries if not undated(q.day)], [q for q in queries if undated(q.day)]):
+        if not group:
+            continue
+        span: dict[str, Any] = {}
+        if not undated(group[0].day):
+            span = {"published_from": min(q.day for q in group) - cfg.max_days_apart,
+                    "published_to": max(q.day for q in group) + cfg.max_days_apart, "or_undated": True}
+        results = store.search(np.stack([vecs[q.id] for q in group]), top_k=top_k or max(cfg.top_k, 20),
+                               filter_expr=build_filter(languages, **span))
+        for q, hits in zip(group, results):
+            for h in hits:  # best first
+                if h.score < floor:
+                    break
+                if within_days(h.published, q.day, cfg.max_days_apart) and h.id in docs:
+                    out.setdefault(q.id, []).append((h.id, h.score))
     return out

@@ -154,7 +154,10 @@ class CandidateFinder:
         expr = build_filter([lang], published_to=latest_day, exclude_ids=list(qa.article_ids))
         out: dict[str, list[tuple[str, float]]] = {}
         qvec = self.encoder.encode([query_text(qa, lang, pivot)], "query")[0]
-        related = [(h.id, h.score) for h in self.store.search(qvec, top_k=self.pool, filter_expr=expr)[0]]
+        # self.days holds the articles with a real publication date only: an inferred date placed in windows
+        # (corpus.inferred_dates_in_windows) passes the store's date filter but never freshness
+        related = [(h.id, h.score) for h in self.store.search(qvec, top_k=self.pool, filter_expr=expr)[0]
+                   if h.id in self.days]
         out["related"] = related
         if "seemingly_relevant" in kinds:
             sup = list(self.store.vectors(list(qa.article_ids)).values())  # read back from Milvus
@@ -162,7 +165,8 @@ class CandidateFinder:
                 centre = np.mean(sup, axis=0)
                 centre = centre / max(float(np.linalg.norm(centre)), 1e-12)
                 out["seemingly_relevant"] = [(h.id, h.score) for h in
-                                             self.store.search(centre, top_k=self.pool, filter_expr=expr)[0]]
+                                             self.store.search(centre, top_k=self.pool, filter_expr=expr)[0]
+                                             if h.id in self.days]
         if "irrelevant" in kinds:
             near = {aid for aid, _ in related[: self.exclude_nearest]}  # random, but never the closest few
             eligible = sorted(aid for aid, d in self.days.items() if self.langs[aid] == lang and d <= latest_day
@@ -187,7 +191,7 @@ def answering(runner: Any, qa: QAItem, candidates: list[str], articles: dict[str
     prompt = Prompt.beside(__file__, "chains/prompts/answer_single.yaml")
     keys = [f"{qa.id}|{c}" for c in candidates]
     res = runner.map_structured(endpoint=endpoint, prompt=prompt, schema=Attempt, stage=stage, item_ids=keys,
-                                items=[{"published": articles[c].published.isoformat(), "title": articles[c].title,
+                                items=[{"published": articles[c].date_label, "title": articles[c].title,
                                         "text": articles[c].text[:max_chars], "question": qa.question}
                                        for c in candidates])
     bad = {c for c, r in zip(candidates, res) if not r.ok}
@@ -224,7 +228,7 @@ def run(ctx: Any) -> None:
     with ExitStack() as held:  # the store and the encoder (a device pool's workers) close with the stage
         held.callback(store.close)
         encoder = held.enter_context(encoder_for(ctx))  # for the questions; the articles are in the store
-        finder = CandidateFinder(store, encoder, {i: doc.day for i, doc in docs.items()},
+        finder = CandidateFinder(store, encoder, {i: doc.day for i, doc in docs.items() if doc.fresh},
                                  {i: doc.language for i, doc in docs.items()}, pool=max(3 * d.per_language, 10),
                                  seed=ctx.seed, exclude_nearest=d.per_language)
         for qa in ctx.progress(todo, total=len(todo), desc="questions"):
@@ -232,8 +236,15 @@ def run(ctx: Any) -> None:
             if missing:
                 ctx.error(qa.id, "missing-article", f"supporting article(s) {missing} not in the ingest output")
                 continue
-            latest = min(articles[a].day for a in qa.article_ids) - d.min_days_before
+            fresh = [articles[a].fresh_day for a in qa.article_ids]
             chosen: list[Distractor] = []
+            if any(day is None for day in fresh):
+                # "published >= N days before the supporting articles" needs their real publication dates: an
+                # undated or inferred one (corpus.undated keep / infer) gets no distractors rather than unsure ones
+                ctx.skip("no-distractors-undated-supporting-article")
+                out.add(DistractorSet(id=qa.id, qa_id=qa.id, distractors=chosen))
+                continue
+            latest = min(day for day in fresh if day is not None) - d.min_days_before
             for lang in needed_languages(qa, articles, pivot):
                 cands = finder.find(qa, lang, latest, kinds, pivot)
                 if d.verify_with_llm:
@@ -254,7 +265,7 @@ def run(ctx: Any) -> None:
                     chosen.append(Distractor(article_id=aid, language=lang, kind=kind, score=round(score, 6)))
             # the rules the instances stage checks again: never supporting, never too recent
             leak = [c.article_id for c in chosen if c.article_id in qa.article_ids
-                    or c.article_id not in docs or docs[c.article_id].day > latest]
+                    or c.article_id not in docs or not docs[c.article_id].fresh or docs[c.article_id].day > latest]
             if leak:
                 ctx.error(qa.id, "leakage", f"candidates {leak} break the supporting/date rule (index out of date?)")
                 continue

@@ -328,7 +328,7 @@ def check_needs_both(runner: Any, items: list[QAItem], articles: dict[str, Artic
             a = articles.get(aid)
             if a is None:
                 continue
-            calls.append({"published": a.published.isoformat(), "title": a.title, "text": a.text[:max_chars],
+            calls.append({"published": a.date_label, "title": a.title, "text": a.text[:max_chars],
                           "question": it.question})
             keys.append(f"{it.id}|{aid}")
     res = dict(zip(keys, runner.map_structured(endpoint=endpoint, prompt=prompt, items=calls, schema=Attempt,

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from babelrag.atomic import atomic_path
+from babelrag.records import UNDATED_DAY, within_days
 
 
 @dataclass
@@ -58,7 +59,7 @@ class MinedPairs:
     j: np.ndarray
     shared: np.ndarray  # shared entities counted towards k
     score: np.ndarray
-    days: np.ndarray  # |day_i - day_j|
+    days: np.ndarray  # |day_i - day_j|; -1 when either is undated
     hubs: np.ndarray  # entity ids treated as hubs
 
     def __len__(self) -> int:
@@ -72,7 +73,8 @@ def entity_weights(df: np.ndarray) -> np.ndarray:
 
 def mine_pairs(days: np.ndarray, inc: Incidence, k: int = 2, max_days: int = 14, hub_policy: str = "cap",
                hub_max: int = 200, max_pairs: int | None = None) -> MinedPairs:
-    """All article pairs sharing >= k title entities and published <= max_days apart."""
+    """All article pairs sharing >= k title entities and published <= max_days apart; an article without a
+    date for windows (``days`` = ``UNDATED_DAY``) pairs with any article sharing them (``days`` -1)."""
     n = len(days)
     empty = MinedPairs(*(np.zeros(0, dtype=np.int64) for _ in range(3)), np.zeros(0), np.zeros(0, dtype=np.int64),
                        np.zeros(0, dtype=np.int64))
@@ -94,11 +96,21 @@ def mine_pairs(days: np.ndarray, inc: Incidence, k: int = 2, max_days: int = 14,
     A_main = A_main[order]
     if A_hub is not None:
         A_hub = A_hub[order]
+    n_dated = int(np.searchsorted(sdays, UNDATED_DAY))  # undated articles (UNDATED_DAY) sort last
     width = max(1, max_days)
-    blocks = (sdays - sdays[0]) // width
-    bounds = np.searchsorted(blocks, np.arange(int(blocks[-1]) + 2))
+    blocks = (sdays[:n_dated] - sdays[0]) // width if n_dated else np.zeros(0, dtype=np.int64)
+    bounds = np.searchsorted(blocks, np.arange(int(blocks[-1]) + 2)) if n_dated else np.zeros(0, dtype=np.int64)
     min_main = 1 if A_hub is not None else k
     out_i, out_j, out_s = [], [], []
+    if n_dated < n:  # an undated article (corpus.undated keep/infer) is mined against every article, no window
+        C = (A_main[n_dated:] @ A_main.T).tocoo()
+        r = C.row.astype(np.int64) + n_dated
+        c = C.col.astype(np.int64)
+        keep = ((c < n_dated) | (c > r)) & (C.data >= min_main)
+        r, c = r[keep], c[keep]
+        out_i.append(np.minimum(r, c))
+        out_j.append(np.maximum(r, c))
+        out_s.append(C.data[keep].astype(np.int64))
     for b in range(len(bounds) - 1):
         lo, mid = bounds[b], bounds[b + 1]
         hi = bounds[b + 2] if b + 2 < len(bounds) else mid
@@ -124,7 +136,7 @@ def mine_pairs(days: np.ndarray, inc: Incidence, k: int = 2, max_days: int = 14,
     W = A_main if A_hub is None else (A_main + A_hub)
     score = _rowwise_overlap(W, r, c, weights)
     i, j = order[r], order[c]
-    d = np.abs(days[i] - days[j])
+    d = np.where((days[i] >= UNDATED_DAY) | (days[j] >= UNDATED_DAY), -1, np.abs(days[i] - days[j]))
     if max_pairs is not None and len(i) > max_pairs:
         top = np.lexsort((j, i, -score))[:max_pairs]
         i, j, s, score, d = i[top], j[top], s[top], score[top], d[top]
@@ -200,7 +212,7 @@ def networkx_walk_pairs(days: np.ndarray, entity_lists: Sequence[Sequence[int]],
                 continue
             for other in G.neighbors(ent):
                 b = other[1]
-                if b != a and abs(int(days[a]) - int(days[b])) <= max_days:
+                if b != a and within_days(int(days[a]), int(days[b]), max_days):
                     counts[b] += 1
         for b, cnt in counts.items():
             if cnt >= k and a < b:

@@ -42,7 +42,7 @@ def run(ctx: Any) -> None:
         out = ctx.output(shard_size=5000)
         for doc in docs.values():
             if not out.has(doc.id):
-                out.add(IndexEntry(id=doc.id, language=doc.language, day=doc.day, index=key))
+                out.add(IndexEntry(id=doc.id, language=doc.language, day=doc.day, fresh=doc.fresh, index=key))
         if store is not None:
             ctx.extra.update(dim=store.dim, store=store.uri, collection=store.collection, rows=store.count())
     finally:
@@ -56,7 +56,7 @@ def open_index(ctx: Any) -> tuple[Any, dict[str, Any]]:
     from babelrag.construct.crosslingual import Doc
     from babelrag.construct.vectorstore import store_from_config
 
-    docs = {e.id: Doc(e.id, e.language, e.day) for e in ctx.iter_read("index", IndexEntry)}
+    docs = {e.id: Doc(e.id, e.language, e.day, e.fresh) for e in ctx.iter_read("index", IndexEntry)}
     if not docs:
         return None, docs
     manifest = ctx.store.require("index")

@@ -130,7 +130,7 @@ class Skip(Exception):
 def _doc(article: Article, role: str, kind: str, translated: Optional[tuple[str, str]] = None) -> Document:
     title, text = translated if translated else (article.title, article.text)
     return Document(article_id=article.id, title=title, text=text,
-                    language="en" if translated else article.language, published=article.published,
+                    language="en" if translated else article.language, published=article.real_published,
                     role=role, kind=kind, machine_translated=translated is not None)  # type: ignore[arg-type]
 
 
@@ -243,7 +243,7 @@ class Assembler:
             id=iid, qa_id=qa.id, setting=setting.name, language=language, question=question, answer=answer,
             en_question=qa.question, en_answer=qa.answer, q_type=qa.q_type, documents=docs,
             verified=qa.verified, machine_translated=q_mt or any(d.machine_translated for d in docs),
-            dates=[self.articles[a].published for a in qa.article_ids],
+            dates=[self.articles[a].real_published for a in qa.article_ids],
         )
         check_leakage(inst, self.min_days_before)
         return inst

@@ -15,7 +15,7 @@ from babelrag.config import Section
 from babelrag.llm.settings import check_env_name
 from babelrag.construct.encoders.settings import EncoderConfig  # dense.encoder (kind: a registered encoder)
 from babelrag.pipeline import StageContext
-from babelrag.records import EPOCH, Article, ArticlePair
+from babelrag.records import EPOCH, Article, ArticlePair, undated
 from babelrag.stage import StageSpec
 
 
@@ -160,7 +160,8 @@ def export_graph(ctx: StageContext, slices: dict[str, LanguageSlice], pairs: lis
                 continue
             ids.append(aid)
             ents.append([f"{lang}:{names[x]}" for x in e])
-            attrs.append({"language": lang, "published": (EPOCH + dt.timedelta(days=day)).isoformat()})
+            attrs.append({"language": lang,
+                          "published": "" if undated(day) else (EPOCH + dt.timedelta(days=day)).isoformat()})
     G = bipartite_graph(ids, ents, attrs)
     write_graphml(G, ctx.artifacts_dir / "entity_graph.graphml")
     ctx.extra["graphml"] = {"file": "entity_graph.graphml", "articles": len(ids),

@@ -59,8 +59,8 @@ class RelevanceVerdict(BaseModel):
 
 def prompt_items(pair: ArticlePair, articles: dict[str, Article], chars: int = EXCERPT_CHARS) -> dict[str, str]:
     a, b = articles[pair.article_a], articles[pair.article_b]
-    return {"language_a": a.language, "published_a": a.published.isoformat(), "title_a": a.title,
-            "text_a": excerpt(a.text, chars), "language_b": b.language, "published_b": b.published.isoformat(),
+    return {"language_a": a.language, "published_a": a.date_label, "title_a": a.title,
+            "text_a": excerpt(a.text, chars), "language_b": b.language, "published_b": b.date_label,
             "title_b": b.title, "text_b": excerpt(b.text, chars)}
 
 

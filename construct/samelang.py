@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from babelrag.pipeline import StageContext
-from babelrag.records import ArticlePair
+from babelrag.records import ArticlePair, days_apart
 
 # pairs.hybrid_min_score per score (pairs.hybrid_score) and encoder kind; calibrated on real same-event news by
 # different outlets in nine languages (tests/fixtures/ntrex_samelang, bench/bench_samelang_pairs.py): the
@@ -194,7 +194,7 @@ def _language_pairs(ctx: StageContext, store: Any, docs: dict[str, Any], lang: s
                 continue
             out.append(ArticlePair(id=pair_id("hybrid", a, b), article_a=a, article_b=b, language_a=lang,
                                    language_b=lang, method="hybrid", score=round(float(score), 6),
-                                   shared_entities=shared, days_apart=abs(docs[a].day - docs[b].day)))
+                                   shared_entities=shared, days_apart=days_apart(docs[a].day, docs[b].day)))
     kept_graph: list[ArticlePair] = []
     if graph:  # shared title entities alone join reports of one running story: the cosine must agree
         vecs = store.vectors(sorted({x for p in graph for x in (p.article_a, p.article_b)}))

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from babelrag.errors import ConfigError, StageError
+from babelrag.records import UNDATED_DAY
 
 TITLE_MAX = 1024
 SOURCE_MAX = 512
@@ -39,14 +40,22 @@ def _quote(value: str) -> str:
 
 
 def build_filter(languages: Sequence[str] | None = None, published_from: int | None = None,
-                 published_to: int | None = None, exclude_ids: Sequence[str] | None = None) -> str:
+                 published_to: int | None = None, exclude_ids: Sequence[str] | None = None,
+                 or_undated: bool = False) -> str:
+    """A Milvus filter. An undated article's ``published`` is ``UNDATED_DAY``, above any bound, so a date range
+    leaves it out; ``or_undated`` lets undated articles through the range (pair windows, never freshness)."""
     parts = []
     if languages:
         parts.append(f"language in [{', '.join(_quote(x) for x in languages)}]")
+    dates = []
     if published_from is not None:
-        parts.append(f"published >= {int(published_from)}")
+        dates.append(f"published >= {int(published_from)}")
     if published_to is not None:
-        parts.append(f"published <= {int(published_to)}")
+        dates.append(f"published <= {int(published_to)}")
+    if dates and or_undated:
+        parts.append(f"(({' and '.join(dates)}) or published >= {UNDATED_DAY})")
+    else:
+        parts.extend(dates)
     if exclude_ids:
         parts.append(f"id not in [{', '.join(_quote(x) for x in exclude_ids)}]")
     return " and ".join(parts)

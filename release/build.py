@@ -280,6 +280,8 @@ def _write_release(config: Any, store: Any, instances: list[Instance], split_of_
                 "build_config_hashes": {s: m.config_hash for s, m in manifests.items()},
                 "unverified_released": report.unverified_released,
                 **({"time_slice": window.recorded()} if window is not None else {})}
+        if config.corpus.undated != "drop":  # documents without a real publication date are released undated
+            info["undated_policy"] = config.corpus.undated
         atomic_write_text(tmp / layout.RELEASE_INFO, json.dumps(info, indent=2, sort_keys=True) + "\n")
     if console is not None:
         console.print(f"release {version}: {len(instances)} instances, {len(rows)} configs -> {final}")

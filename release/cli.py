@@ -70,7 +70,8 @@ def validate(config: Optional[Path] = typer.Option(None, "--config", "-c", help=
         rows = contents.rows
         langs = sorted({r.get("language", "") for r in rows} | {"en"})
         rules = Rules(languages=langs, allow_unverified=info.get("unverified_released", 0) > 0,
-                      external=bool(info.get("source_format")))
+                      external=bool(info.get("source_format")),
+                      allow_undated=info.get("undated_policy", "drop") != "drop")
         _, report = run_rules(rows, rules, row_splits=contents.splits)
         problems = contents.summary() if contents.problems else ""
     if report.ok and not problems:

@@ -66,15 +66,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--lead-lines", type=int, default=4)
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args(argv)
+    return write_built(lambda: build(args.ntrex, args.lead_lines), args.out)
+
+
+def write_built(make_rows, out: Path) -> int:
+    """Write the rows ``make_rows()`` builds to ``out`` as JSON lines, atomically; exit code 2 (nothing
+    written) when the NTREX checkout is not what the builder reads."""
     try:
-        rows = build(args.ntrex, args.lead_lines)
+        rows = make_rows()
     except NtrexInputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    tmp = args.out.with_suffix(".tmp")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix(".tmp")
     tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-    tmp.replace(args.out)
-    print(f"{args.out}: {len(rows)} articles", file=sys.stderr)
+    tmp.replace(out)
+    print(f"{out}: {len(rows)} articles", file=sys.stderr)
     return 0
 
 

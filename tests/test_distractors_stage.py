@@ -122,3 +122,23 @@ def test_llm_verification_drops_an_answering_candidate(tmp_path):
     assert all("bank1" not in [x.article_id for x in d.distractors] for d in sets.values())
     assert BuildStore(build).manifest("distractors").extra["distractors"]["llm_rejected"] >= 1
     assert "bank2" in [x.article_id for x in sets["q-mono"].distractors]
+
+
+def test_freshness_trusts_only_real_publication_dates(tmp_path):
+    """corpus.undated keep / infer: an undated article or one with an inferred date is never a distractor (even an
+    inferred date the curator placed in windows), and a question whose supporting article has no real date gets
+    no distractors, counted."""
+    build, arts, cfg = setup(tmp_path, mixture={"related": 1.0})
+    # bank1: undated (keep); bank3: a URL date 20 days before, trusted for windows, still not for freshness
+    arts["bank1"] = arts["bank1"].model_copy(update={"published": None, "date_source": "none", "windowed": False})
+    arts["bank3"] = arts["bank3"].model_copy(update={"date_source": "url", "windowed": True})
+    # a2 (supporting q-mono) has only an inferred date: "published >= 14 days before" cannot be checked
+    arts["a2"] = arts["a2"].model_copy(update={"date_source": "fetched", "windowed": False})
+    seed_stage(build, "ingest", list(arts.values()), Article)
+    report = Pipeline(cfg).run(only=["index", "distractors"])
+    sets = {d.qa_id: d for d in BuildStore(build).read("distractors", DistractorSet)}
+    assert sets["q-mono"].distractors == []
+    assert report.stages[-1].skipped["no-distractors-undated-supporting-article"] == 1
+    multi = [x.article_id for x in sets["q-multi"].distractors]
+    assert multi and not {"bank1", "bank3"} & set(multi)
+    assert all(arts[x].date_source == "published" and arts[x].published.isoformat() <= day_before(14) for x in multi)

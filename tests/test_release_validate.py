@@ -166,3 +166,19 @@ def test_split_assignment_is_deterministic_and_groups_questions(insts):
     extra = {"qa-003": ["art-0-s1"]}
     b = assign_splits(insts, seed=13, dev_fraction=0.4, extra_support=extra)
     assert b["qa-003"] == b["qa-000"]
+
+
+def test_undated_documents_of_a_keep_or_infer_build(insts):
+    """corpus.undated keep / infer releases a document without a real publication date as published "": a schema
+    violation unless the build allowed undated articles; with distractors it is still a distractor_date violation
+    (freshness cannot be checked against an undated supporting article)."""
+    inst = next(i for i in insts if i.setting == "mono")
+    support = next(d for d in inst.documents if d.role == "supporting")
+    support.published = ""
+    inst.dates = ["" if d == inst.dates[0] else d for d in inst.dates]
+    assert only(run(insts)) == {(inst.id, "schema")}
+    undated_ok = Rules(languages=RULES_CFG.languages, min_days_before=14, allow_undated=True)
+    report = run(insts, rules=undated_ok)
+    assert only(report) == {(inst.id, "distractor_date")} and support.article_id in report.violations[0].detail
+    inst.documents = [d for d in inst.documents if d.role == "supporting"]  # no distractors: nothing to check
+    assert run(insts, rules=undated_ok).ok

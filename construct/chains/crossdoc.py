@@ -100,7 +100,7 @@ class CrossDocChain:
         # 1. summaries, once per article
         arts = {a.id: a for j in jobs for a in (j.a, j.b)}
         order = sorted(arts)
-        res = self._map("summary", [{"language": arts[i].language, "published": arts[i].published.isoformat(),
+        res = self._map("summary", [{"language": arts[i].language, "published": arts[i].date_label,
                                      "title": arts[i].title, "text": arts[i].text[: self.max_chars]} for i in order],
                         Summary, [f"summary:{i}" for i in order])
         summaries = {i: r for i, r in zip(order, res)}

@@ -7,6 +7,7 @@ into the resumable output, running title NER in batches (unless the workers ran 
 """
 from __future__ import annotations
 
+import datetime as dt
 import functools
 import json
 import logging
@@ -19,12 +20,13 @@ import numpy as np
 
 from babelrag.errors import InputError
 from babelrag.pipeline import StageContext
-from babelrag.records import Article
+from babelrag.records import DATE_SOURCES, Article, DateSource
 from babelrag.tokens import count_tokens
 
 from .checkpoint import CHECKPOINT_SECONDS, Pass1Spool
+from .dates import infer_date
 from .dedupe import MinHasher, duplicate_mask, hash64, normalise_text
-from .extract import extract_item
+from .extract import EARLIEST_DATE, LATEST_DATE, extract_item
 from .language_id import LanguageIdentifier
 from .readers import RawArticle, Skip, iter_input
 
@@ -40,10 +42,20 @@ class Prepared:
     article: RawArticle
     language: str
     n_tokens: int
+    dated: DatedAs
     hashes: np.ndarray  # (id hash, normalised-text hash)
     signature: np.ndarray  # MinHash, N_PERM uint32
     entities: Optional[list[str]] = None  # title NER done by the worker (TitleNER); None: the driver does it
     no_ner_model: bool = False  # the worker's NER has no model for the language (counted by the driver)
+
+
+@dataclass(frozen=True)
+class DatedAs:
+    """The date an article is kept with (``corpus.undated``): the date (None: undated), where it came from,
+    and whether it places the article in date windows."""
+    published: Optional[dt.date]
+    source: DateSource
+    windowed: bool
 
 
 @dataclass(frozen=True)
@@ -109,7 +121,7 @@ class PrepareArticle:
     preload_modules: ClassVar[tuple[str, ...]] = extract_item.preload_modules  # type: ignore[attr-defined]
 
     def __call__(self, item: Any) -> Prepared | Skip:
-        item = extract_item(item)
+        item = extract_item(item, infer_dates=self.corpus.undated == "infer")
         if isinstance(item, Skip):
             return item
         skipped: list[Skip] = []
@@ -117,9 +129,9 @@ class PrepareArticle:
                        lambda reason, where="", detail="": skipped.append(Skip(reason, where, detail)))
         if kept is None:
             return skipped[0]
-        art, lang, n_tokens = kept
+        art, lang, n_tokens, dated = kept
         entities, no_model = self.ner(art.title, lang) if self.ner is not None else (None, False)
-        return Prepared(art, lang, n_tokens, np.array([hash64(art.id), hash64(normalise_text(art.text))]),
+        return Prepared(art, lang, n_tokens, dated, np.array([hash64(art.id), hash64(normalise_text(art.text))]),
                         _hasher(self.seed).signature(art.text), entities, no_model)
 
 
@@ -190,9 +202,11 @@ def run(ctx: StageContext) -> None:
                     skip(item.reason, item.where, item.detail)
                 else:
                     art = item.article
+                    dated = item.dated
                     row = {"id": art.id, "title": art.title, "text": art.text, "language": item.language,
-                           "published": art.published.isoformat(), "url": art.url, "source": art.source,
-                           "n_tokens": item.n_tokens}
+                           "published": dated.published.isoformat() if dated.published else None,
+                           "date_source": dated.source, "windowed": dated.windowed, "url": art.url,
+                           "source": art.source, "n_tokens": item.n_tokens}
                     if item.entities is not None:
                         row.update(title_entities=item.entities, no_ner_model=item.no_ner_model)
                     spool.add(row, item.hashes, item.signature)
@@ -231,16 +245,30 @@ def _report_input_damage(ctx: StageContext, first_skip: dict[str, str], encoding
         ctx.extra["notes"] = [*ctx.extra.get("notes", []), *notes]
 
 
-def _filter(art: RawArticle, corpus: Any, languages: list[str], lid: LanguageIdentifier,
-            skip: Any) -> tuple[RawArticle, str, int] | None:
-    where = art.source
-    if art.published is None:
-        skip("missing-date", where, art.id)
+def dated_as(art: RawArticle, corpus: Any) -> DatedAs | None:
+    """The date ``art`` is kept with under ``corpus.undated``; None: dropped as missing-date."""
+    if art.published is not None:
+        return DatedAs(art.published, "published", True)
+    if corpus.undated == "drop":
         return None
-    if corpus.date_from and art.published < corpus.date_from:
+    if corpus.undated == "keep":
+        return DatedAs(None, "none", False)
+    latest = LATEST_DATE if art.hints.fetched is None else art.hints.fetched + dt.timedelta(days=1)
+    day, source = infer_date(art.url, art.hints, EARLIEST_DATE, latest)
+    return DatedAs(day, source, day is not None and corpus.inferred_dates_in_windows)
+
+
+def _filter(art: RawArticle, corpus: Any, languages: list[str], lid: LanguageIdentifier,
+            skip: Any) -> tuple[RawArticle, str, int, DatedAs] | None:
+    where = art.source
+    dated = dated_as(art, corpus)
+    if dated is None:
+        skip("missing-date", where, f"{art.id} (corpus.undated: drop; keep or infer keeps it)")
+        return None
+    if dated.windowed and corpus.date_from and dated.published < corpus.date_from:
         skip("before-date-window", where, art.id)
         return None
-    if corpus.date_to and art.published > corpus.date_to:
+    if dated.windowed and corpus.date_to and dated.published > corpus.date_to:
         skip("after-date-window", where, art.id)
         return None
     n_tokens = count_tokens(art.text)
@@ -259,7 +287,7 @@ def _filter(art: RawArticle, corpus: Any, languages: list[str], lid: LanguageIde
         skip("language-uncertain", where,
              f"{art.id}: best {guess.language} at {guess.confidence:.2f} < corpus.language_confidence")
         return None
-    return art, guess.language, n_tokens
+    return art, guess.language, n_tokens, dated
 
 
 def _prepare_ner(ctx: StageContext, languages: list[str], load: bool = True) -> Any:
@@ -300,9 +328,11 @@ def _write(ctx: StageContext, spool: Path, drop: np.ndarray, extractor: Any) -> 
         batch.clear()
 
     total = int((~drop).sum())
+    sources = dict.fromkeys(DATE_SOURCES, 0)
     with open(spool, encoding="utf-8") as fh:
         rows = (json.loads(line) for i, line in enumerate(fh) if not drop[i])
         for row in ctx.progress(rows, total=total, desc="title NER"):
+            sources[row["date_source"]] += 1
             if out.has(row["id"]):
                 continue
             if "title_entities" in row:  # NER done by the worker (TitleNER): counted as the driver would
@@ -314,6 +344,7 @@ def _write(ctx: StageContext, spool: Path, drop: np.ndarray, extractor: Any) -> 
             if len(batch) >= NER_BATCH:
                 flush()
         flush()
+    report_date_sources(ctx, sources)
     failures = getattr(extractor.backend, "failures", 0)
     if failures:
         ctx.note("ner-failed (no entities)", failures)
@@ -321,9 +352,20 @@ def _write(ctx: StageContext, spool: Path, drop: np.ndarray, extractor: Any) -> 
         ctx.note(f"no-ner-model-{lang}", n)  # kept, without model entities
 
 
+def report_date_sources(ctx: StageContext, sources: dict[str, int]) -> None:
+    """Kept articles per date source (run report): how many carry their own publication date, how many an
+    inferred one (modified, url, fetched) and how many none; the policy and whether windows use inferred dates."""
+    corpus = ctx.config.corpus
+    ctx.extra["date_sources"] = {"undated_policy": corpus.undated,
+                                 "inferred_dates_in_windows": corpus.inferred_dates_in_windows, **sources}
+    for source, n in sources.items():
+        if source != "published" and n:
+            ctx.note(f"date-{source}", n)  # kept; "none": undated, "modified"/"url"/"fetched": inferred
+
+
 def _zero_message(ctx: StageContext, first_skip: dict[str, str]) -> str:
     counts = ", ".join(f"{k}={v}" for k, v in ctx.skipped.most_common()) or "no input items at all"
     examples = "; ".join(f"{k}: {v}" for k, v in list(first_skip.items())[:3])
     return (f"ingest: zero usable articles out of {ctx.count_in} input items ({counts}). "
-            f"Examples: {examples or '-'}. Check corpus.inputs, the date window, corpus.min_tokens, "
+            f"Examples: {examples or '-'}. Check corpus.inputs, the date window, corpus.undated, corpus.min_tokens, "
             f"project.languages and corpus.language_confidence.")

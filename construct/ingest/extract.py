@@ -19,6 +19,7 @@ from typing import Any
 
 from .html import (article_paragraphs, canonical_url, dateline_day, decode_html, lead_paragraphs, other_stories_text,
                    page_title, without_hidden_lines, without_related, without_trailing_teasers)
+from .dates import DateHints
 from .page import Page
 from .readers import RawArticle, Skip, parse_date, stable_id
 
@@ -148,6 +149,21 @@ def publication_date(html: str, url: str, latest: dt.date | None = None, tree=No
     return parse_date(found)
 
 
+def modified_date(html: str, url: str, latest: dt.date | None = None) -> dt.date | None:
+    """htmldate's most recent date of the page (``original_date=False``: a modification date counts), for
+    ``corpus.undated: infer`` on a page without a publication date; image markup removed as above."""
+    from htmldate import find_date
+
+    _quiet_libraries()
+    latest = latest + dt.timedelta(days=1) if latest else LATEST_DATE
+    try:
+        found = find_date(_IMAGE_MARKUP.sub(" ", html), url=url or None, original_date=False, extensive_search=False,
+                          outputformat="%Y-%m-%d", min_date=EARLIEST_DATE.isoformat(), max_date=latest.isoformat())
+    except Exception:  # htmldate raises on odd markup
+        return None
+    return parse_date(found)
+
+
 def _drop_image_markup(tree) -> None:
     """What ``_IMAGE_MARKUP`` removes from the text, removed from a parsed page."""
     for el in tree.xpath("//img | //source | //meta | //link"):
@@ -172,9 +188,11 @@ def headline(html: str, url: str, tree=None) -> str:
 
 
 def article_from_html(body: bytes | str, url: str = "", content_type: str = "", *, where: str = "",
-                      source: str = "", fetched: dt.date | None = None) -> RawArticle | Skip:
+                      source: str = "", fetched: dt.date | None = None, modified: dt.date | None = None,
+                      infer_dates: bool = False) -> RawArticle | Skip:
     """Decode (charset from the HTTP header, ``<meta>`` or detection), find the URL (given, else the
-    canonical link), then headline, main text and publication date."""
+    canonical link), then headline, main text and publication date. ``infer_dates`` (``corpus.undated:
+    infer``): a page without a publication date also gets its modification date looked for (``hints``)."""
     html, _ = decode_html(body, content_type)
     url = url or canonical_url(html)
     if not url:
@@ -196,15 +214,18 @@ def article_from_html(body: bytes | str, url: str = "", content_type: str = "", 
     if not title:
         return Skip("no-title", where, url)
     published = publication_date(html, url, latest=fetched, tree=tree)  # the last use of ``tree``
+    hints = DateHints(modified=modified, fetched=fetched)
+    if published is None and infer_dates:
+        hints.modified = modified_date(html, url, latest=fetched) or modified
     return RawArticle(id=stable_id(url), title=title, text=text, published=published, url=url,
-                      source=source or where)
+                      source=source or where, hints=hints)
 
 
-def extract_item(item: Page | Any) -> Any:
+def extract_item(item: Page | Any, infer_dates: bool = False) -> Any:
     """Pool task: a ``Page`` becomes an article or a skip; anything else (a reader's Skip) passes through."""
     if isinstance(item, Page):
         return article_from_html(item.body, item.url, item.content_type, where=item.where, source=item.source,
-                                 fetched=item.fetched)
+                                 fetched=item.fetched, modified=item.modified, infer_dates=infer_dates)
     return item
 
 

@@ -10,13 +10,14 @@ import datetime as dt
 import hashlib
 import io
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union
 
 from babelrag.errors import InputError
 from babelrag.text_input import Encoding, TextLines
 
+from .dates import DateHints
 from .page import Page
 
 
@@ -29,6 +30,7 @@ class RawArticle:
     url: str = ""
     source: str = ""
     declared_language: str | None = None  # what the input claims (news-please's langdetect); lingua decides
+    hints: DateHints = field(default_factory=DateHints)  # corpus.undated: infer reads them (dates.py)
 
 
 @dataclass
@@ -98,8 +100,9 @@ def _article_from_fields(data: dict[str, Any], source: str, where: str = "", fal
     published = parse_date(data.get("date_publish") or data.get("published"))
     art_id = str(data.get("id") or "").strip() or stable_id(url, title)
     lang = data.get("language")
+    hints = DateHints(modified=parse_date(data.get("date_modify")), fetched=parse_date(data.get("date_download")))
     return RawArticle(id=art_id, title=title, text=text, published=published, url=url,
-                      source=source, declared_language=str(lang) if lang else None)
+                      source=source, declared_language=str(lang) if lang else None, hints=hints)
 
 
 def read_jsonl(path: Path, on_encoding: OnEncoding | None = None) -> Iterator[Item]:
@@ -209,8 +212,22 @@ def warc_page(record: Any, where: str, source: str) -> "Page":
     ctype = ""
     if record.http_headers is not None:
         ctype = record.http_headers.get_header("Content-Type") or ""
+    modified = None
+    if record.http_headers is not None and (last := record.http_headers.get_header("Last-Modified")):
+        modified = http_date(last)
     return Page(body=body, url=record.rec_headers.get_header("WARC-Target-URI") or "", where=where,
-                source=source, content_type=ctype, fetched=parse_date(record.rec_headers.get_header("WARC-Date")))
+                source=source, content_type=ctype, fetched=parse_date(record.rec_headers.get_header("WARC-Date")),
+                modified=modified)
+
+
+def http_date(value: str) -> dt.date | None:
+    """An HTTP date header (``Last-Modified: Tue, 15 Nov 1994 08:12:31 GMT``) as a date, None if unreadable."""
+    from email.utils import parsedate_to_datetime
+
+    try:
+        return parsedate_to_datetime(value).date()
+    except (TypeError, ValueError, IndexError):
+        return None
 
 
 def read_warc(path: Path) -> Iterator[Item]:

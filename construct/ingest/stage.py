@@ -21,6 +21,13 @@ class CorpusConfig(Section):
     inputs: list[CorpusInput] = Field(default_factory=list)
     date_from: Optional[datetime.date] = None  # YYYY-MM-DD, inclusive
     date_to: Optional[datetime.date] = None
+    # articles without a publication date of their own: drop (skipped as missing-date), keep (undated: out of
+    # date windows, mined without one), infer (a date from the page's modification date, the URL or the
+    # WARC-Date, its source recorded per article; none found: kept undated). docs/construct.md "Undated articles"
+    undated: Literal["drop", "keep", "infer"] = "drop"
+    # an inferred date places the article in date windows (corpus.date_from/date_to, pair windows) too;
+    # freshness (distractors published before the supporting articles, release dates) never trusts one
+    inferred_dates_in_windows: bool = False
     min_tokens: int = Field(150, ge=0)
     language_confidence: float = Field(0.5, ge=0.0, le=1.0)
     near_duplicate_threshold: float = Field(0.9, gt=0.0, le=1.0)
@@ -42,8 +49,9 @@ class NerConfig(Section):
 # version 2: HTML/WARC pages extracted by trafilatura + htmldate + own headline (was news-please)
 # version 3: title entities normalised per language (acronyms, built-in aliases, fr/it elisions, zh name runs)
 STAGE = StageSpec(
-    "ingest", "babelrag.construct.ingest:run", "Article", (), ("corpus", "project", "ner"), version="3",
-    changes=(("3", "title entities normalised per language; published is stored as a date (Arrow date32)"),),
+    "ingest", "babelrag.construct.ingest:run", "Article", (), ("corpus", "project", "ner"), version="4",
+    changes=(("3", "title entities normalised per language; published is stored as a date (Arrow date32)"),
+             ("4", "articles carry date_source and windowed (corpus.undated: drop | keep | infer)")),
     description="read WARC/HTML/JSONL, date window, length, language ID, dedupe, title NER",
     files=("corpus.inputs[].path", "corpus.inputs[].url_map", "ner.gazetteer", "ner.stanza_dir",
            "ner.spacy_model", "ner.spacy_models{}"),
