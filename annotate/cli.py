@@ -112,8 +112,9 @@ def push(
         highlighter = _highlighter(settings, default_out.parent)
     batches = [(lang, build_records(project, rows, settings, lang, source_articles, highlighter))
                for lang in languages]
-    for reason, n in pt.skipped(rows).items():
-        _console().print(f"{project}: skipped {n} input record(s): {reason}")
+    for lang in languages:
+        for reason, n in pt.skipped(rows, lang).items():
+            _console().print(f"{project}{'-' + lang if lang else ''}: skipped {n} input record(s): {reason}")
     # checked once, every language's records, before connecting (plan_push is told so: checked=True)
     raise_problems([p for _, records in batches for p in check_input(records, spec(project))], str(input))
     rg_client, target = _client(settings)
@@ -213,7 +214,7 @@ def _merge(project: str, records_path: Path, language: str, out: Path, settings,
 
     from .inputs import parse, read_rows
     from .merge import merge_qa_verification, merge_translation
-    from .pull import read_responses
+    from .pull import read_adjudications, read_responses
 
     if project not in ("qa_verification", "translation"):
         raise InputError("--merge-into works with the qa_verification and translation projects")
@@ -223,14 +224,54 @@ def _merge(project: str, records_path: Path, language: str, out: Path, settings,
     if project == "translation":
         if not language:
             raise InputError("merging translations needs --language")
-        merged, report = merge_translation(items, responses, language, need)
+        records_file = out / f"{project}.records.jsonl"
+        records = read_responses(records_file) if records_file.exists() else None
+        merged, report = merge_translation(items, responses, language, need, records,
+                                           read_adjudications(out, project))
     else:
-        merged, report = merge_qa_verification(items, responses, need)
+        merged, report = merge_qa_verification(items, responses, need, read_adjudications(out, project))
     target = out / f"{records_path.stem}.{project}{'-' + language if language else ''}.merged.jsonl"
     from babelrag.atomic import atomic_write_text
 
     atomic_write_text(target, "".join(json.dumps(m.model_dump(), ensure_ascii=False) + "\n" for m in merged))
     con.print(f"merged into {target}: {report.as_dict()}")
+
+
+@app.command()
+def adjudicate(
+    project: str = typer.Argument(..., help="a project with decision rules: qa_verification | translation | "
+                                  "forced_choice | answer_judgement"),
+    out: Optional[Path] = OutOpt,
+    config: Optional[Path] = ConfigOpt,
+) -> None:
+    """Push the records the project's decision rules leave undecided (with every annotator's labels,
+    corrections and post-edits) to the adjudicators (users with role: adjudicator); `pull` brings their
+    verdicts back and the merge takes them."""
+    from babelrag.errors import InputError
+
+    from .adjudication import adjudication_records, disputed, push_adjudication, rules_of
+    from .pull import read_responses
+    from .push import argilla_errors
+
+    settings, default_out = _load(config)
+    out = out or default_out
+    rules = rules_of(project)
+    paths = [out / f"{project}.responses.jsonl", out / f"{project}.records.jsonl"]
+    missing = [str(p) for p in paths if not p.exists()]
+    if missing:
+        raise InputError(f"{', '.join(missing)} not found: run `babelrag annotate pull {project}` first")
+    records = read_responses(paths[1])
+    items = disputed(project, read_responses(paths[0]), records, settings.project(project).min_submitted or 1)
+    con = _console()
+    con.print(f"{project}: {len(items)} disputed record(s) (rules: {rules.describe()})")
+    if not items:
+        return
+    rg_client, target = _client(settings)
+    with argilla_errors(target.url, f"adjudicate {project}"):
+        pushed = push_adjudication(rg_client, settings, project, adjudication_records(project, items, records))
+    for p in pushed:
+        con.print(f"{p.dataset} ({settings.adjudication_workspace}) at {target.url}: {p.records} records, {p.new} new; "
+                  f"adjudicators: {', '.join(settings.adjudicators())}")
 
 
 @app.command()

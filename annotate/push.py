@@ -95,7 +95,7 @@ def ensure_users(rg_client, settings: AnnotateSettings) -> dict[str, str]:
     from .server.process import _write_private
 
     workspaces = {}
-    for name in settings.all_workspaces():
+    for name in dict.fromkeys([*settings.all_workspaces(), *(w for u in settings.users for w in settings.user_workspaces(u))]):
         ws = _quiet(rg_client.workspaces, name)
         workspaces[name] = ws if ws is not None else rg.Workspace(name=name, client=rg_client).create()
     members = {name: {u.username for u in ws.users} for name, ws in workspaces.items()}
@@ -105,13 +105,14 @@ def ensure_users(rg_client, settings: AnnotateSettings) -> dict[str, str]:
         user = _quiet(rg_client.users, u.username)
         if user is None:
             password = u.password or stored.get(u.username) or secrets.token_urlsafe(12)
-            user = rg.User(username=u.username, password=password, role=u.role, first_name=u.first_name or u.username,
+            role = "annotator" if u.role == "adjudicator" else u.role
+            user = rg.User(username=u.username, password=password, role=role, first_name=u.first_name or u.username,
                            client=rg_client).create()
             if not u.password:  # save at once: a later failure must not lose the password
                 stored[u.username] = password
                 path.parent.mkdir(parents=True, exist_ok=True)
                 _write_private(path, stored)
-        for ws in u.workspaces or settings.all_workspaces():
+        for ws in settings.user_workspaces(u):
             if u.username not in members[ws]:
                 user.add_to_workspace(workspaces[ws])
     return stored
@@ -258,6 +259,22 @@ def project_datasets(rg_client, settings: AnnotateSettings, project: str) -> lis
     ws = _quiet(rg_client.workspaces, workspace)
     if ws is None:
         return []
+    return sorted((d for d in ws.datasets if d.name == base or d.name.startswith(base + "-")), key=lambda d: d.name)
+
+
+def adjudication_name(settings: AnnotateSettings, dataset: str) -> str:
+    """The adjudication dataset of a project dataset: ``babelrag-translation-de`` ->
+    ``babelrag-adjudication-translation-de`` (the language stays the suffix)."""
+    prefix = settings.dataset_prefix + "-" if settings.dataset_prefix else ""
+    return prefix + "adjudication-" + dataset.removeprefix(prefix)
+
+
+def adjudication_datasets(rg_client, settings: AnnotateSettings, project: str) -> list[Any]:
+    """The adjudication datasets of a project (in the adjudication workspace)."""
+    ws = _quiet(rg_client.workspaces, settings.adjudication_workspace)
+    if ws is None:
+        return []
+    base = adjudication_name(settings, settings.dataset_name(project))
     return sorted((d for d in ws.datasets if d.name == base or d.name.startswith(base + "-")), key=lambda d: d.name)
 
 

@@ -10,6 +10,7 @@ such as ``annotate.inputs.ModelAnswer`` are imports of the one definition). Nest
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal, Optional
@@ -96,6 +97,15 @@ def x_language(languages: Sequence[str], pivot: str) -> Optional[str]:
     return others[0] if others else ""
 
 
+def translation_targets(x: str, pivot: str, targets: Sequence[str]) -> list[str]:
+    """The languages a question's instances use beside the pivot: en–en questions (``x`` "") go into every
+    target, X–en questions into X only. The questions stage translates into these, and only these are
+    sent to human translation."""
+    if x:
+        return [x] if x in targets else []
+    return [t for t in targets if t != pivot]
+
+
 class IndexEntry(Record):
     """One article in the vector store (the index stage): what pairs and distractors need in memory."""
 
@@ -156,9 +166,16 @@ class MachineTranslation(_Nested):
     model: str = ""
 
 
+def english_source(question: str, answer: str) -> str:
+    """Fingerprint of the English question and answer a translation was made from: a human correction of
+    either changes it, so a translation of the old text is told apart from one of the reviewed text."""
+    return hashlib.sha256(json.dumps([question, answer], ensure_ascii=False).encode()).hexdigest()[:16]
+
+
 class Translation(_Nested):
     """A question/answer in one language: machine-translated (questions stage) or human (annotate merge).
-    A failed machine translation is kept with ``error`` set (and no text), so the failure stays visible."""
+    A failed machine translation is kept with ``error`` set (and no text), so the failure stays visible.
+    ``source``: ``english_source`` of the English text it translates ("" in records written before it)."""
 
     language: str
     question: str = ""
@@ -173,6 +190,7 @@ class Translation(_Nested):
     machine_translation: Optional[MachineTranslation] = None
     annotators: list[Reviewer] = Field(default_factory=list)
     guideline: str = ""
+    source: str = ""
 
     @property
     def usable(self) -> bool:
@@ -193,9 +211,12 @@ class FilterVerdict(_Nested):
 
 
 class HumanVotes(_Nested):
-    natural: str
-    answerable: str
-    answer_correct: str
+    """The decided label per question (None: the annotators did not agree and the decision did not need it,
+    e.g. a unanimous "not natural" rejects whatever "answerable" says)."""
+
+    natural: Optional[str] = None
+    answerable: Optional[str] = None
+    answer_correct: Optional[str] = None
 
 
 class HumanReview(_Nested):
@@ -207,6 +228,7 @@ class HumanReview(_Nested):
     original_answer: Optional[str] = None  # the machine answer an accepted correction replaced
     dataset: str = ""
     guideline: str = ""
+    adjudicator: Optional[Reviewer] = None  # the adjudicator whose verdict settled a disputed record
 
 
 class QAItem(Record):
@@ -255,6 +277,19 @@ class QAItem(Record):
 
     def translation(self, language: str) -> Optional[Translation]:
         return next((t for t in self.translations if t.language == language), None)
+
+    @property
+    def source_fingerprint(self) -> str:
+        """``english_source`` of this item's (possibly human-corrected) English question and answer."""
+        return english_source(self.question, self.answer)
+
+    def translation_is_current(self, tr: Translation) -> bool:
+        """Whether ``tr`` translates this item's English as it is now. A translation made before a human
+        correction is not: its ``source`` differs, or, written before ``source`` existed, the review
+        replaced the answer it was made from (``human_review.original_answer``)."""
+        if tr.source:
+            return tr.source == self.source_fingerprint
+        return self.human_review is None or self.human_review.original_answer is None
 
     def verdict(self, name: str) -> Optional[FilterVerdict]:
         return next((v for v in self.filters if v.filter == name), None)

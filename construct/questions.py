@@ -16,7 +16,7 @@ from babelrag.config import Section
 from babelrag.run_only import run_only
 from babelrag.construct.chains.crossdoc import CrossDocChain, Job, qa_id
 from babelrag.construct.pair_selection import select_pairs
-from babelrag.records import Article, ArticlePair, Translation, x_language
+from babelrag.records import Article, ArticlePair, Translation, translation_targets, x_language
 from babelrag.stage import StageSpec
 
 
@@ -60,14 +60,6 @@ def plan_jobs(pairs: list[ArticlePair], articles: dict[str, Article], types: lis
             q_type = types[len(jobs) % len(types)]
             jobs.append(Job(qa_id(pair.id, q_type, k), pair.id, a, b, q_type))
     return jobs
-
-
-def translation_targets(x: str, pivot: str, targets: list[str]) -> list[str]:
-    """en–en questions (``x`` "") go into every target; X–en questions into X (the language their
-    instance needs)."""
-    if x:
-        return [x] if x in targets else []
-    return [t for t in targets if t != pivot]
 
 
 def run(ctx: Any) -> None:

@@ -72,7 +72,7 @@ def pushed(env):
     data = {
         ("qa_verification", ""): projects.build_records("qa_verification", samples.qa_items(4), s,
                                                         articles={a["id"]: a for a in samples.articles(4)}),
-        ("translation", "de"): projects.build_records("translation", samples.qa_items(4), s, "de"),
+        ("translation", "de"): projects.build_records("translation", samples.qa_items(4, reviewed=True), s, "de"),
         ("grounding", ""): projects.build_records("grounding", samples.instances(2), s),
         ("forced_choice", ""): projects.build_records("forced_choice", samples.contrastive_pairs(6), s),
         ("answer_judgement", ""): projects.build_records("answer_judgement", samples.model_answers(3), s),
@@ -366,7 +366,7 @@ def test_ui_qa_verification_shows_sources_translation_side_by_side_guidelines_op
     s = env.settings.model_copy(update={"dataset_prefix": "uitest"})
     arts = {a["id"]: a for a in samples.articles(2)}
     ps.push(env.client, s, "qa_verification", projects.build_records("qa_verification", samples.qa_items(2), s, articles=arts))
-    ps.push(env.client, s, "translation", projects.build_records("translation", samples.qa_items(2), s, "de"), suffix="de")
+    ps.push(env.client, s, "translation", projects.build_records("translation", samples.qa_items(2, reviewed=True), s, "de"), suffix="de")
     qa_id = str(ps.find_dataset(env.client, s, "qa_verification").id)
     tr_id = str(ps.find_dataset(env.client, s, "translation", "de").id)
     chromium.sign_in(env.server.url, "ann1", "ann1-password")
