@@ -1,0 +1,148 @@
+"""Human work reaches the benchmark (issue 37), against a real argilla-server: two annotators and an
+adjudicator answer through the HTTP API the web UI uses; every step runs through the CLI users run.
+
+review (qa_verification) -> pull + merge -> adjudicate the disputed record -> pull + merge -> translation
+pushed from the reviewed questions -> post-edits -> merge -> the instances stage.
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from babelrag.annotate import push as ps
+from babelrag.annotate.settings import UserSettings
+from babelrag.config import config_from_dict
+from babelrag.pipeline import Pipeline
+from babelrag.records import Article, DistractorSet, Instance, QAItem
+from babelrag.store import BuildStore
+from babelrag.testing.scripted_server import ScriptedServer
+from tests.helpers.qa_fixtures import DE, corpus, dset, qa, seed_stage
+from tests.test_annotate_argilla import Env, _answer, _queue
+from tests.test_handoffs import _config, _invoke
+
+pytestmark = pytest.mark.argilla
+ADJUDICATOR = ("judge", "judge-password")
+
+
+@pytest.fixture(scope="module")
+def argilla(tmp_path_factory):
+    """A server of this module's own, with an adjudicator beside the two annotators."""
+    env = Env(tmp_path_factory.mktemp("lifecycle-argilla-home"))
+    env.settings = env.settings.model_copy(update={"users": [
+        *env.settings.users, UserSettings(username=ADJUDICATOR[0], password=ADJUDICATOR[1], role="adjudicator")]})
+    env.start()
+    try:
+        yield env
+    finally:
+        env.server.stop()
+
+
+def _answer_all(env: Env, project: str, answers: dict[str, dict[str, dict]], suffix: str = "") -> None:
+    """Each annotator answers their whole queue: ``answers[user][record id]`` -> values."""
+    ds_id = str(ps.find_dataset(env.client, env.settings, project, suffix).id)
+    for user, by_record in answers.items():
+        headers = env.token(user, f"{user}-password")
+        for rec in _queue(env, headers, ds_id):
+            _answer(env, headers, rec["id"], by_record[rec["external_id"]])
+
+
+def _merged_path(output: str) -> Path:
+    return Path(re.search(r"merged into (\S+\.jsonl)", output.replace("\n", "")).group(1))
+
+
+def _flat(output: str) -> str:
+    """The CLI's output with the console's line wrapping undone."""
+    return " ".join(output.split())
+
+
+def _verdict(natural="yes", answerable="yes", correct="yes", corrected="") -> dict:
+    values = {"natural": natural, "answerable": answerable, "answer_correct": correct}
+    return {**values, "corrected_answer": corrected} if corrected else values
+
+
+def test_review_adjudication_translation_reach_the_instances(argilla, tmp_path):
+    build = tmp_path / "build"
+    items = [qa(f"q{i}", "a1", "a2", translations=DE) for i in range(1, 5)]
+    seed_stage(build, "ingest", list(corpus().values()), Article)
+    seed_stage(build, "filters", items, QAItem)
+    seed_stage(build, "distractors", [dset(q.id, [(f"e{i}", "en") for i in range(6)]) for q in items], DistractorSet)
+    filters_file = BuildStore(build).stage_dir("filters") / "records.parquet"
+    cfg = _config(argilla, tmp_path, project={"build_dir": str(build), "languages": ["en", "de"]})
+    pulled = tmp_path / "pulled"
+    _invoke("annotate", "push", "qa_verification", "-i", filters_file, "-c", cfg)
+
+    fixed = "Three hundred staff, in Porto."
+    _answer_all(argilla, "qa_verification", {
+        "ann1": {"q1": _verdict(), "q2": _verdict(correct="no", corrected=fixed),
+                 "q3": _verdict(natural="no", answerable="yes"), "q4": _verdict(correct="no", corrected="300 staff in 2026.")},
+        "ann2": {"q1": _verdict(), "q2": _verdict(correct="no", corrected=fixed),
+                 "q3": _verdict(natural="no", answerable="no"), "q4": _verdict(correct="no", corrected="About 300 staff.")},
+    })
+    out = _invoke("annotate", "pull", "qa_verification", "-c", cfg, "--out", pulled, "--merge-into", filters_file)
+    # q3: both said "not natural" (a tie on answerable): rejected; q4: conflicting corrections: disputed
+    assert "'merged': 3" in _flat(out) and "'rejected': 1" in _flat(out) and "'unresolved': ['q4']" in _flat(out)
+    _invoke("annotate", "agreement", "qa_verification", "-c", cfg, "--out", pulled,
+            "--disagreements", tmp_path / "dis.jsonl")
+    dis = [json.loads(line) for line in (tmp_path / "dis.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert {"q4", "corrected_answer"} <= {v for d in dis for v in (d["record_id"], d["question"])}
+    assert next(d for d in dis if d["record_id"] == "q4" and d["question"] == "corrected_answer")["labels"] == {
+        "ann1": "300 staff in 2026.", "ann2": "About 300 staff."}
+
+    # adjudication: the disputed record, both corrections shown, to the adjudicator only
+    out = _invoke("annotate", "adjudicate", "qa_verification", "-c", cfg, "--out", pulled)
+    assert "1 disputed record(s)" in _flat(out) and "adjudicators: judge" in _flat(out)
+    adj = ps.adjudication_datasets(argilla.client, argilla.settings, "qa_verification")
+    assert [d.name for d in adj] == ["babelrag-adjudication-qa-verification"]
+    judge = argilla.token(*ADJUDICATOR)
+    queue = _queue(argilla, judge, str(adj[0].id))
+    assert [r["external_id"] for r in queue] == ["q4"]
+    assert "| corrected_answer | 300 staff in 2026. | About 300 staff. |" in queue[0]["fields"]["annotations"]
+    ann1 = argilla.token("ann1", "ann1-password")
+    r = argilla_get(argilla, f"/api/v1/me/datasets/{adj[0].id}/records", ann1)
+    assert r.status_code in (403, 404)  # annotators never see the adjudication workspace
+    assert "1 records, 0 new" in _flat(_invoke("annotate", "adjudicate", "qa_verification", "-c", cfg, "--out", pulled))
+    _answer(argilla, judge, queue[0]["id"], _verdict(correct="no", corrected="About 300 staff."))
+    out = _invoke("annotate", "pull", "qa_verification", "-c", cfg, "--out", pulled, "--merge-into", filters_file)
+    assert "'merged': 4" in _flat(out) and "'adjudicated': 1" in _flat(out) and "'unresolved': []" in _flat(out)
+    reviewed = _merged_path(out)
+    by_id = {q.id: q for q in (QAItem.model_validate_json(line) for line in reviewed.read_text().splitlines())}
+    assert by_id["q4"].answer == "About 300 staff." and by_id["q4"].human_review.adjudicator.annotator == "judge"
+    assert by_id["q2"].answer == fixed and not by_id["q3"].accepted
+
+    # translation from the reviewed questions: the rejected q3 is not sent; the corrected English is shown
+    out = _invoke("annotate", "push", "translation", "-i", reviewed, "-l", "de", "-c", cfg)
+    assert "skipped 1 input record(s): rejected" in _flat(out) and "3 records: 3 new" in _flat(out)
+    tr_ds = ps.find_dataset(argilla.client, argilla.settings, "translation", "de")
+    assert fixed in next(r for r in tr_ds.records if r.id == "q2").fields["source_and_mt"]
+    post = {"q1": ("Wie viele Mitarbeiter stellt die Lumen Bank ein?", "300 Mitarbeiter."),
+            "q2": ("Wie viele Mitarbeiter stellt die Lumen Bank ein?", "Dreihundert Mitarbeiter, in Porto."),
+            "q4": ("Wie viele Mitarbeiter stellt die Lumen Bank ein?", "Etwa 300 Mitarbeiter.")}
+    values = {rid: {"question_translation": q, "answer_translation": a} for rid, (q, a) in post.items()}
+    _answer_all(argilla, "translation", {"ann1": values, "ann2": values}, "de")
+    out = _invoke("annotate", "pull", "translation", "-c", cfg, "--out", pulled, "--merge-into", reviewed, "-l", "de")
+    assert "'merged': 3" in _flat(out) and "'outdated': []" in _flat(out)
+    final = _merged_path(out)
+
+    # the instances stage: every German gold answer is the post-edit of the reviewed English, nothing
+    # re-translated (the post-edits are current); the rejected question is gone
+    with ScriptedServer(lambda body: {"question": "?", "answer": "!"}) as srv:
+        config = config_from_dict({"project": {"build_dir": str(build), "languages": ["en", "de"]},
+                                   "instances": {"settings": ["mono"], "reviewed_qa": str(final)},
+                                   "llm": {"endpoints": {"g": {"base_url": srv.base_url, "model": "scripted",
+                                                               "max_retries": 0}}, "progress": False}})
+        Pipeline(config).run(only=["instances"])
+        assert srv.count("chat") == 0
+    got = {i.qa_id: i for i in BuildStore(build).read("instances", Instance)}
+    assert set(got) == {"q1", "q2", "q4"}
+    for rid, (_, answer) in post.items():
+        assert got[rid].answer == answer and got[rid].verified and not got[rid].machine_translated
+    assert got["q2"].en_answer == fixed and got["q4"].en_answer == "About 300 staff."
+
+
+def argilla_get(env: Env, path: str, headers: dict):
+    import httpx
+
+    return httpx.get(f"{env.server.url}{path}", headers=headers)
