@@ -283,6 +283,13 @@ class QAItem(Record):
         """``english_source`` of this item's (possibly human-corrected) English question and answer."""
         return english_source(self.question, self.answer)
 
+    def answer_type(self, language: str, pivot: str = "en") -> str:
+        """``ANSWER_TYPES`` of this question's gold answer in ``language`` (see there)."""
+        if self.human_review is not None and self.human_review.original_answer is not None:
+            return "human_corrected"
+        tr = self.translation(language) if language != pivot else None
+        return "human_translated" if tr is not None and not tr.machine_translated else "original"
+
     def translation_is_current(self, tr: Translation) -> bool:
         """Whether ``tr`` translates this item's English as it is now. A translation made before a human
         correction is not: its ``source`` differs, or, written before ``source`` existed, the review
@@ -324,6 +331,14 @@ class Document(BaseModel):
     machine_translated: bool = False
 
 
+# Where a row's gold answer comes from. XRAG's own ``a_type`` says "original" (written by the model) or
+# "corrected" (by annotators); a translated benchmark needs one more case. human_corrected: annotators
+# corrected the English answer (a translated row's answer is a translation of the corrected text);
+# human_translated: the English answer stands and a human translated this row's (question and) answer;
+# original: the model's answer (confirmed or not yet reviewed), machine-translated where not English.
+ANSWER_TYPES: tuple[str, ...] = ("original", "human_corrected", "human_translated")
+
+
 class Instance(Record):
     """One benchmark item in one setting: question, gold answer and the documents to read."""
 
@@ -339,8 +354,8 @@ class Instance(Record):
     verified: bool = False
     machine_translated: bool = False
     dates: list[IsoDate] = Field(default_factory=list)  # supporting articles' publication dates
-    # XRAG compatibility (release/export): "original" = model answer, "corrected" = fixed by an annotator;
-    # crossdoc_type 0/1/2 as in XRAG (None = not annotated).
+    # ANSWER_TYPES (the XRAG export maps them to XRAG's original/corrected); crossdoc_type 0/1/2 as in XRAG
+    # (None = not annotated).
     a_type: str = "original"
     crossdoc_type: Optional[int] = None
 

@@ -71,7 +71,8 @@ STAGE = StageSpec(
     files=("instances.reviewed_qa",),
     version="3",
     changes=(("2", "reads typed translations (QAItem.translations)"),
-             ("3", "re-translates question translations made from English a human review has since corrected")),
+             ("3", "re-translates question translations made from English a human review has since corrected; "
+                   "a_type says human_corrected / human_translated")),
     llm_endpoints=(("instances.endpoint", (("instances.translate_documents", True),)),), runtime_sections=("llm",),
     prompts=("babelrag.construct.instances:chains/prompts/translate_article.yaml",
              "babelrag.construct.translate:chains/prompts/translate_qa.yaml"),
@@ -247,6 +248,7 @@ class Assembler:
             id=iid, qa_id=qa.id, setting=setting.name, language=language, question=question, answer=answer,
             en_question=qa.question, en_answer=qa.answer, q_type=qa.q_type, documents=docs,
             verified=qa.verified, machine_translated=q_mt or any(d.machine_translated for d in docs),
+            a_type=qa.answer_type(language, self.pivot),
             dates=[self.articles[a].published for a in qa.article_ids],
         )
         check_leakage(inst, self.min_days_before)

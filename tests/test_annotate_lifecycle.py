@@ -140,6 +140,7 @@ def test_review_adjudication_translation_reach_the_instances(argilla, tmp_path):
     for rid, (_, answer) in post.items():
         assert got[rid].answer == answer and got[rid].verified and not got[rid].machine_translated
     assert got["q2"].en_answer == fixed and got["q4"].en_answer == "About 300 staff."
+    assert [got[q].a_type for q in ("q1", "q2", "q4")] == ["human_translated", "human_corrected", "human_corrected"]
 
 
 def argilla_get(env: Env, path: str, headers: dict):

@@ -124,6 +124,7 @@ def test_a_corrected_answer_reaches_every_translation(tmp_path):
     assert out["q2"].verified and out["q2"].machine_translated
     assert out["q3"].answer == "Dreihundert, in Porto." and out["q3"].verified and not out["q3"].machine_translated
     assert BuildStore(build).manifest("instances").extra["retranslated_after_review"] == {"requested": 1, "failed": 0}
+    assert [out[q].a_type for q in ("q1", "q2", "q3")] == ["original", "human_corrected", "human_corrected"]
     assert report.stages[0].status == "ran"
 
 
