@@ -86,7 +86,9 @@ def push(
         None, "--articles", help="qa_verification: the source articles (.jsonl/.parquet of Article records); "
         "default: the build's ingest stage."),
     update: bool = typer.Option(False, "--update", help="Replace records already in the dataset whose content "
-                                "changed (default: refuse, listing them). Responses are kept."),
+                                "changed (default: refuse, listing them). Responses to a changed question/answer "
+                                "become stale (kept in <build>/annotate/<dataset>.stale-responses.jsonl, not "
+                                "counted); a changed hint, suggestion or metadata keeps them."),
     config: Optional[Path] = ConfigOpt,
 ) -> None:
     """Check the whole input, then create the project's dataset (users, workspaces, guidelines,
@@ -123,12 +125,17 @@ def push(
                  for lang, records in batches]
     for plan in plans:
         with argilla_errors(target.url, f"push {project}"):
-            result = run_push(rg_client, settings, plan)
+            result = run_push(rg_client, settings, plan, audit_dir=default_out)
         write_suggested(default_out, project, result.dataset, settings.project(project).suggestions, plan.records)
         _console().print(
             f"{result.dataset} ({result.workspace}) at {target.url}: {result.records} records: {result.new} new, "
             f"{result.updated} updated, {result.unchanged} already there; {result.seconds:.1f} s"
         )
+        if result.stale_responses:
+            _console().print(
+                f"{result.dataset}: {result.stale_responses} response(s) to records whose content changed marked "
+                f"stale: kept in {result.audit_file}, not counted by merge or agreement; those records are back "
+                "in the annotators' queues")
 
 
 def _highlighter(settings, build_dir: Path):

@@ -19,7 +19,7 @@ from babelrag.rows import iter_jsonl
 
 from .merge import answer_verdicts, forced_choice_outcomes
 from .settings import AnnotateSettings
-from .push import adjudication_datasets, project_datasets
+from .push import adjudication_datasets, project_datasets, usernames
 
 PAGE = 1000
 
@@ -56,10 +56,6 @@ def _records(rg_client, dataset_id: str, include: str = "responses,suggestions")
 def question_names(rg_client, dataset_id: str) -> dict[str, str]:
     """Question id -> name (records name their suggestions' and responses' questions by id)."""
     return {q["id"]: q["name"] for q in _get(rg_client, f"/api/v1/datasets/{dataset_id}/questions")["items"]}
-
-
-def usernames(rg_client) -> dict[str, str]:
-    return {u["id"]: u["username"] for u in _get(rg_client, "/api/v1/users")["items"]}
 
 
 def fetch_rows(rg_client, settings: AnnotateSettings, project: str,

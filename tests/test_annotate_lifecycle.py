@@ -147,3 +147,51 @@ def argilla_get(env: Env, path: str, headers: dict):
     import httpx
 
     return httpx.get(f"{env.server.url}{path}", headers=headers)
+
+
+def test_push_update_marks_responses_to_changed_content_stale(argilla, tmp_path):
+    """Issue 37, defect 8: before, `push --update` kept the old responses on a record whose answer changed,
+    without a flag, so merge and agreement counted verdicts on text nobody had judged."""
+    from babelrag.annotate import samples
+
+    cfg = _config(argilla, tmp_path, project={"build_dir": str(tmp_path / "build")})
+    data = json.loads(cfg.read_text())
+    data["annotate"]["dataset_prefix"] = "stale"
+    cfg.write_text(json.dumps(data))
+    answers = samples.model_answers(2)
+    path = tmp_path / "answers.jsonl"
+    path.write_text("".join(json.dumps(a) + "\n" for a in answers))
+    _invoke("annotate", "push", "answer_judgement", "-i", path, "-c", cfg)
+    ds = ps.get_dataset(argilla.client, "stale-answer-judgement", argilla.settings.workspace)
+    for user in ("ann1", "ann2"):
+        headers = argilla.token(user, f"{user}-password")
+        for rec in _queue(argilla, headers, str(ds.id)):
+            _answer(argilla, headers, rec["id"], {"verdict": "correct"})
+
+    answers[0]["answer"] = "Porto, says the corrected run."  # what annotators judged changed
+    answers[1]["judge_verdict"] = "correct"  # only the hint changed: the verdicts still hold
+    path.write_text("".join(json.dumps(a) + "\n" for a in answers))
+    out = _flat(_invoke("annotate", "push", "answer_judgement", "-i", path, "-c", cfg, "--update"))
+    assert "2 records: 0 new, 2 updated" in out
+    audit = tmp_path / "build" / "annotate" / "stale-answer-judgement.stale-responses.jsonl"
+    assert f"2 response(s) to records whose content changed marked stale: kept in {audit}" in out
+    kept = [json.loads(line) for line in audit.read_text(encoding="utf-8").splitlines()]
+    assert sorted((r["record_id"], r["annotator"], r["status"], r["was"]) for r in kept) == [
+        ("ans1", "ann1", "stale", "submitted"), ("ans1", "ann2", "stale", "submitted")]
+    assert {r["judged_fields"]["model_answer"] for r in kept} == {"Lisbon"} and all(r["stale_since"] for r in kept)
+
+    held = {r["external_id"]: r for r in pl_records(argilla, str(ds.id))}
+    assert held["ans1"]["responses"] == [] and held["ans1"]["status"] == "pending"
+    assert len(held["ans2"]["responses"]) == 2 and held["ans2"]["status"] == "completed"
+    queue = _queue(argilla, argilla.token("ann1", "ann1-password"), str(ds.id))
+    assert [r["external_id"] for r in queue] == ["ans1"]  # back in the annotator's queue, new content shown
+    assert queue[0]["fields"]["model_answer"] == "Porto, says the corrected run."
+    out = _flat(_invoke("annotate", "pull", "answer_judgement", "-c", cfg, "--out", tmp_path / "pulled"))
+    decisions = [json.loads(line) for line in (tmp_path / "pulled" / "answer_judgement.decisions.jsonl").read_text().splitlines()]
+    assert [d["id"] for d in decisions] == ["ans2"]  # the stale verdicts count nowhere
+
+
+def pl_records(env: Env, dataset_id: str) -> list[dict]:
+    from babelrag.annotate import pull as pl
+
+    return list(pl._records(env.client, dataset_id))
