@@ -47,7 +47,7 @@ def rules_of(project: str) -> DecisionRules:
     return rules
 
 
-def _drafts(record: dict, rules: DecisionRules) -> dict[str, str]:
+def drafts(record: dict, rules: DecisionRules) -> dict[str, str]:
     """Per text question whose unchanged draft is no answer: the draft the record pre-filled."""
     return {t.question: (record.get("suggestions") or {}).get(t.question) or ""
             for t in rules.texts if t.draft_is_no_answer}
@@ -65,7 +65,7 @@ def disputed(project: str, responses: list[dict], records: list[dict], min_submi
     for (ds, rid), rs in sorted(by_record.items()):
         if len(rs) < min_submitted:
             continue
-        d = decide(rules, rs, _drafts(held.get((ds, rid), {}), rules))
+        d = decide(rules, rs, drafts(held.get((ds, rid), {}), rules))
         if not d.settled:
             out.append(Disputed(ds, rid, d, sorted(rs, key=lambda r: r["annotator"])))
     return out

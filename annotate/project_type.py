@@ -42,6 +42,9 @@ class ProjectType:
     guidelines_file: ClassVar[Optional[Path]] = None  # default: annotate/guidelines/<name>.md
     # when submitted responses settle a record (merge, decisions, adjudication); None: not merged
     rules: ClassVar[Optional[DecisionRules]] = None
+    # False: the project judges models or metrics (answer judgement, forced choice), not the dataset; the
+    # release card leaves it out of its annotation section
+    dataset_annotation: ClassVar[bool] = True
 
     def build(self, rows: list, ctx: BuildContext) -> list["ProjectRecord"]:
         """The records to annotate, one per input row (validate rows with ``babelrag.rows.parse``), less the

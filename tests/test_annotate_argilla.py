@@ -218,7 +218,7 @@ def test_agreement_on_pulled_responses_matches_hand_computation(env, pushed):
     dis = ag.disagreements(rows, "qa_verification")
     assert {(d["record_id"], d["question"]) for d in dis} == {("qa4", "natural"), ("qa4", "answer_correct")}
     path = ag.write_disagreements(dis, env.pull_dir / "dis.csv")
-    assert path.read_text().splitlines()[0] == "project,dataset,record_id,question,labels,fields"
+    assert path.read_text().splitlines()[0] == "project,dataset,record_id,question,labels,responses,fields"
 
 
 def test_merge_applies_majority_corrections_with_provenance(env, pushed):

@@ -14,6 +14,7 @@ class AnswerJudgement(ProjectType):
     spec = projects.ANSWER_JUDGEMENT
     input_model = ModelAnswer
     rules = DecisionRules(decides=("verdict",))
+    dataset_annotation = False
 
     def build(self, rows: list, ctx: BuildContext) -> list[projects.ProjectRecord]:
         return projects.answer_judgement_records(rows)

@@ -15,6 +15,7 @@ class ForcedChoice(ProjectType):
     spec = projects.FORCED_CHOICE
     input_model = ContrastivePair
     rules = DecisionRules(decides=("choice",))
+    dataset_annotation = False
 
     def build(self, rows: list, ctx: BuildContext) -> list[projects.ProjectRecord]:
         return projects.forced_choice_records(rows, ctx.settings.seed)
