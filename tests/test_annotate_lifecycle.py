@@ -1,8 +1,10 @@
 """Human work reaches the benchmark (issue 37), against a real argilla-server: two annotators and an
 adjudicator answer through the HTTP API the web UI uses; every step runs through the CLI users run.
 
-review (qa_verification) -> pull + merge -> adjudicate the disputed record -> pull + merge -> translation
-pushed from the reviewed questions -> post-edits -> merge -> the instances stage.
+a first (unreviewed) release -> review (qa_verification) -> pull + merge -> adjudicate the disputed
+record -> pull + merge -> translation pushed from the reviewed questions -> post-edits -> merge -> the
+instances stage -> a second release -> an evaluation -> its answers judged by the annotators -> the
+evaluation again, with each judge's agreement with them.
 """
 from __future__ import annotations
 
@@ -71,7 +73,10 @@ def test_review_adjudication_translation_reach_the_instances(argilla, tmp_path):
     seed_stage(build, "distractors", [dset(q.id, [(f"e{i}", "en") for i in range(6)]) for q in items], DistractorSet)
     filters_file = BuildStore(build).stage_dir("filters") / "records.parquet"
     cfg = _config(argilla, tmp_path, project={"build_dir": str(build), "languages": ["en", "de"]})
-    pulled = tmp_path / "pulled"
+    pulled = build / "annotate"  # the default: where the release card reads the annotation from
+    first = _release(build, tmp_path, "0.1.0", None)  # machine data, before any review
+    rows = {r["qa_id"]: r for r in _rows(first, "mono-de")}
+    assert rows["q2"]["answer"] == "300." and not rows["q2"]["verified"] and rows["q2"]["a_type"] == "original"
     _invoke("annotate", "push", "qa_verification", "-i", filters_file, "-c", cfg)
 
     fixed = "Three hundred staff, in Porto."
@@ -118,8 +123,8 @@ def test_review_adjudication_translation_reach_the_instances(argilla, tmp_path):
     tr_ds = ps.find_dataset(argilla.client, argilla.settings, "translation", "de")
     assert fixed in next(r for r in tr_ds.records if r.id == "q2").fields["source_and_mt"]
     post = {"q1": ("Wie viele Mitarbeiter stellt die Lumen Bank ein?", "300 Mitarbeiter."),
-            "q2": ("Wie viele Mitarbeiter stellt die Lumen Bank ein?", "Dreihundert Mitarbeiter, in Porto."),
-            "q4": ("Wie viele Mitarbeiter stellt die Lumen Bank ein?", "Etwa 300 Mitarbeiter.")}
+            "q2": ("Wie viele Mitarbeiter stellt die Lumen Bank in Porto ein?", "Dreihundert Mitarbeiter, in Porto."),
+            "q4": ("Wie viele Leute will die Lumen Bank nach der Eröffnung einstellen?", "Etwa 300 Mitarbeiter.")}
     values = {rid: {"question_translation": q, "answer_translation": a} for rid, (q, a) in post.items()}
     _answer_all(argilla, "translation", {"ann1": values, "ann2": values}, "de")
     out = _invoke("annotate", "pull", "translation", "-c", cfg, "--out", pulled, "--merge-into", reviewed, "-l", "de")
@@ -128,19 +133,86 @@ def test_review_adjudication_translation_reach_the_instances(argilla, tmp_path):
 
     # the instances stage: every German gold answer is the post-edit of the reviewed English, nothing
     # re-translated (the post-edits are current); the rejected question is gone
-    with ScriptedServer(lambda body: {"question": "?", "answer": "!"}) as srv:
-        config = config_from_dict({"project": {"build_dir": str(build), "languages": ["en", "de"]},
-                                   "instances": {"settings": ["mono"], "reviewed_qa": str(final)},
-                                   "llm": {"endpoints": {"g": {"base_url": srv.base_url, "model": "scripted",
-                                                               "max_retries": 0}}, "progress": False}})
-        Pipeline(config).run(only=["instances"])
-        assert srv.count("chat") == 0
+    second = _release(build, tmp_path, "0.2.0", final)
     got = {i.qa_id: i for i in BuildStore(build).read("instances", Instance)}
     assert set(got) == {"q1", "q2", "q4"}
     for rid, (_, answer) in post.items():
         assert got[rid].answer == answer and got[rid].verified and not got[rid].machine_translated
     assert got["q2"].en_answer == fixed and got["q4"].en_answer == "About 300 staff."
     assert [got[q].a_type for q in ("q1", "q2", "q4")] == ["human_translated", "human_corrected", "human_corrected"]
+
+    # the second release: the reviewed rows, their provenance, and a card that tells how they were decided
+    rows = {r["qa_id"]: r for r in _rows(second, "mono-de")}
+    assert set(rows) == {"q1", "q2", "q4"} and all(r["verified"] for r in rows.values())
+    assert rows["q4"]["answer"] == "Etwa 300 Mitarbeiter." and rows["q4"]["en_answer"] == "About 300 staff."
+    card = (second / "README.md").read_text(encoding="utf-8")
+    assert "0 `original`, 2 `human_corrected`, 1 `human_translated`" in card
+    assert "- by_adjudicator: 1" in card and "| babelrag-qa-verification | natural | 4 | 2 |" in card
+    _invoke("release", "export", second, "--format", "xrag", "--out", tmp_path / "xrag")
+    exported = {json.loads(line)["id"]: json.loads(line)["a_type"]
+                for p in (tmp_path / "xrag" / "mono-de").glob("xrag.*.jsonl") for line in p.read_text().splitlines()}
+    assert sorted(exported.values()) == ["corrected", "corrected", "original"]
+
+    # an evaluation of the second release; its answers judged by the annotators; the judges measured
+    _evaluate_and_judge(argilla, second, tmp_path, cfg)
+
+
+def _release(build: Path, tmp_path: Path, version: str, reviewed: Path | None) -> Path:
+    """The instances stage (from the reviewed questions when given; no re-translation needed: any LLM call
+    fails the test) and a release of them."""
+    from babelrag.release.build import build_release
+
+    with ScriptedServer(lambda body: {"question": "?", "answer": "!"}) as srv:
+        config = config_from_dict({
+            "project": {"build_dir": str(build), "languages": ["en", "de"], "seed": 3},
+            "instances": {"settings": ["mono"], **({"reviewed_qa": str(reviewed)} if reviewed else {})},
+            "llm": {"endpoints": {"g": {"base_url": srv.base_url, "model": "scripted", "max_retries": 0}},
+                    "progress": False},
+            "release": {"out_dir": str(tmp_path / "release"), "name": "life", "version": version,
+                        "dev_fraction": 0.0, "allow_unverified": reviewed is None}})
+        Pipeline(config).run(only=["instances"])
+        assert srv.count("chat") == 0
+    return Path(build_release(config).folder)
+
+
+def _rows(folder: Path, config: str) -> list[dict]:
+    import datasets
+
+    return [r for split in datasets.load_dataset(str(folder), config).values() for r in split]
+
+
+def _evaluate_and_judge(env: Env, release: Path, tmp_path: Path, cfg: Path) -> None:
+    from babelrag.evaluators.answers import read_answers
+    from babelrag.evaluators.release_reader import load_instances
+    from tests.test_eval_release_e2e import eval_config, release_brain
+
+    instances = load_instances(release)
+    with ScriptedServer(release_brain(instances)) as srv:
+        (tmp_path / "e").mkdir()
+        ecfg = eval_config(tmp_path / "e", srv.base_url, metrics=("xrag",))
+        _invoke("evaluate", "run", release, "-c", ecfg, "--out", tmp_path / "eval", "--rounds", "20")
+        answers = read_answers(tmp_path / "eval" / "answers.jsonl")
+        assert all(a.judge_verdict for a in answers)  # the panel's verdict: the annotators' hint
+        out = _flat(_invoke("annotate", "push", "answer_judgement", "-i", tmp_path / "eval" / "answers.jsonl",
+                            "-c", cfg))
+        assert f"{len(answers)} records: {len(answers)} new" in out
+        ds = ps.find_dataset(env.client, env.settings, "answer_judgement")
+        shown = {r.id: r for r in ds.records(with_suggestions=True)}
+        assert all(not r.suggestions for r in shown.values())  # mode show: nothing pre-selected
+        assert all("(judge-panel)" in r.fields["hints"] for r in shown.values())
+        truth = {a.id: "correct" if a.model == "good" else "incorrect" for a in answers}
+        _answer_all(env, "answer_judgement", {u: {rid: {"verdict": v} for rid, v in truth.items()}
+                                              for u in ("ann1", "ann2")})
+        _invoke("annotate", "pull", "answer_judgement", "-c", cfg, "--out", tmp_path / "pulled")
+        made = tmp_path / "made.jsonl"
+        made.write_text("".join(json.dumps({"instance_id": a.instance_id, "model": a.model, "answer": a.answer,
+                                            "doc_order": a.doc_order}) + "\n" for a in answers))
+        _invoke("evaluate", "run", release, "-c", ecfg, "--out", tmp_path / "eval2", "--rounds", "20", "--answers",
+                made, "--human", tmp_path / "pulled" / "answer_judgement.decisions.jsonl")
+    data = json.loads((tmp_path / "eval2" / "results.json").read_text())
+    assert data["judge_vs_human"]["human_labels"] == len(answers)
+    assert {j: v["kappa"]["value"] for j, v in data["judge_vs_human"]["judges"].items()} == {
+        "judge-1": 1.0, "judge-2": 1.0, "(panel)": 1.0}
 
 
 def argilla_get(env: Env, path: str, headers: dict):
