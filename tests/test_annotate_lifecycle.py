@@ -204,6 +204,11 @@ def _evaluate_and_judge(env: Env, release: Path, tmp_path: Path, cfg: Path) -> N
         _answer_all(env, "answer_judgement", {u: {rid: {"verdict": v} for rid, v in truth.items()}
                                               for u in ("ann1", "ann2")})
         _invoke("annotate", "pull", "answer_judgement", "-c", cfg, "--out", tmp_path / "pulled")
+        _invoke("annotate", "agreement", "answer_judgement", "-c", cfg, "--out", tmp_path / "pulled")
+        vs = json.loads((tmp_path / "pulled" / "answer_judgement.agreement.json").read_text())["suggestions"]
+        # the panel-versus-human row (before: no judge_verdict in answers.jsonl, so no row)
+        assert [(r["mode"], r["agent"], r["items"], r["raw_agreement"]) for r in vs] == [
+            ("show", "judge-panel", len(answers), 1.0)]
         made = tmp_path / "made.jsonl"
         made.write_text("".join(json.dumps({"instance_id": a.instance_id, "model": a.model, "answer": a.answer,
                                             "doc_order": a.doc_order}) + "\n" for a in answers))
