@@ -115,7 +115,7 @@ def push(
     batches = [(lang, build_records(project, rows, settings, lang, source_articles, highlighter))
                for lang in languages]
     for lang in languages:
-        for reason, n in pt.skipped(rows, lang).items():
+        for reason, n in (pt.skipped(rows, lang) if pt.per_language else pt.skipped(rows)).items():
             _console().print(f"{project}{'-' + lang if lang else ''}: skipped {n} input record(s): {reason}")
     # checked once, every language's records, before connecting (plan_push is told so: checked=True)
     raise_problems([p for _, records in batches for p in check_input(records, spec(project))], str(input))
