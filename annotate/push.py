@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from babelrag.atomic import atomic_write_text
 from babelrag.errors import InputError, StageError
 
 from .settings import AnnotateSettings
@@ -222,8 +223,6 @@ def stale_audit_path(audit_dir: Path, dataset: str) -> Path:
 
 def _keep_stale(path: Path, rows: list[dict], when: str) -> None:
     """Append ``rows`` (stamped ``stale_since``) to the audit file, atomically (before anything is deleted)."""
-    from babelrag.atomic import atomic_write_text
-
     before = path.read_text(encoding="utf-8") if path.exists() else ""
     atomic_write_text(path, before + "".join(json.dumps({**r, "stale_since": when}, ensure_ascii=False, sort_keys=True)
                                              + "\n" for r in rows))
