@@ -287,7 +287,7 @@ def status(project: str = typer.Argument("all"), config: Optional[Path] = Config
     from rich.table import Table
 
     from .pull import fetch_rows, project_annotators, status_table
-    from .push import argilla_errors
+    from .push import adjudication_datasets, argilla_errors
 
     settings, _ = _load(config)
     rg_client, target = _client(settings)
@@ -303,6 +303,13 @@ def status(project: str = typer.Argument("all"), config: Optional[Path] = Config
             not_pushed.append(name)
         for row in status_table(responses, records, project_annotators(settings, name)):
             table.add_row(*("" if v is None else str(v) for v in row.values()))
+        with argilla_errors(target.url, f"status of {name}'s adjudication"):
+            adjudication = adjudication_datasets(rg_client, settings, name)
+            if adjudication:  # the adjudicators' queue (`annotate adjudicate`)
+                responses, records = fetch_rows(rg_client, settings, name, adjudication)
+                records = [{**r, "project": f"{name} adjudication"} for r in records]
+                for row in status_table(responses, records, settings.adjudicators()):
+                    table.add_row(*("" if v is None else str(v) for v in row.values()))
     _console().print(table)
     if not_pushed:
         _console().print(f"not pushed yet (or empty): {', '.join(not_pushed)}")

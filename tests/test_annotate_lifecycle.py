@@ -109,6 +109,8 @@ def test_review_adjudication_translation_reach_the_instances(argilla, tmp_path):
     r = argilla_get(argilla, f"/api/v1/me/datasets/{adj[0].id}/records", ann1)
     assert r.status_code in (403, 404)  # annotators never see the adjudication workspace
     assert "1 records, 0 new" in _flat(_invoke("annotate", "adjudicate", "qa_verification", "-c", cfg, "--out", pulled))
+    status = _flat(_invoke("annotate", "status", "qa_verification", "-c", cfg))
+    assert "babelrag-adjudication-qa-verification" in status and "judge" in status  # the adjudicator's queue
     _answer(argilla, judge, queue[0]["id"], _verdict(correct="no", corrected="About 300 staff."))
     out = _invoke("annotate", "pull", "qa_verification", "-c", cfg, "--out", pulled, "--merge-into", filters_file)
     assert "'merged': 4" in _flat(out) and "'adjudicated': 1" in _flat(out) and "'unresolved': []" in _flat(out)
