@@ -20,6 +20,7 @@ from typing import Any, Optional
 from babelrag.atomic import atomic_write_text
 from babelrag.stats import cohen_kappa, fleiss_kappa, raw_agreement
 
+from .decisions import majority
 from .projects import spec
 
 
@@ -126,8 +127,6 @@ def suggestion_agreement(responses: list[dict], records: list[dict], project: st
     """Per label question and mode: human strict-majority label vs the pipeline's answer, over records
     having both. ``suggested`` (the push's local record, see suggested.py) gives the answers and the mode;
     without it, the Argilla suggestions of pulled ``records`` count as ``preselect``."""
-    from .merge import majority
-
     known = {(r["dataset"], r["record_id"]): r for r in records}
     for row in suggested or []:
         known[(row["dataset"], row["record_id"])] = row
@@ -150,16 +149,37 @@ def suggestion_agreement(responses: list[dict], records: list[dict], project: st
     return out
 
 
+def _answers_by_record(responses: list[dict], dataset: str, question: str, text: bool) -> dict[str, dict[str, Any]]:
+    if not text:
+        return _labels_by_record(responses, dataset, question)
+    out: dict[str, dict[str, Any]] = defaultdict(dict)
+    for r in responses:
+        value = (r.get("values") or {}).get(question)
+        if r["dataset"] == dataset and r["status"] == "submitted" and isinstance(value, str) and value.strip():
+            out[r["record_id"]][r["annotator"]] = value.strip()
+    return out
+
+
 def disagreements(responses: list[dict], project: str, records: Optional[list[dict]] = None) -> list[dict]:
-    """One row per (record, question) where submitted labels differ, with every annotator's label."""
+    """One row per (record, question) where submitted answers differ: label questions, and free-text
+    answers (corrected answers, post-edits; stripped, compared exactly), with every annotator's answer to
+    that question (``labels``) and every annotator's whole response (``responses``: the corrections and
+    post-edits beside the labels), for adjudication."""
     fields = {(r["dataset"], r["record_id"]): r.get("fields", {}) for r in records or []}
+    whole: dict[tuple[str, str], dict[str, dict]] = defaultdict(dict)
+    for r in responses:
+        if r["status"] == "submitted":
+            whole[(r["dataset"], r["record_id"])][r["annotator"]] = r.get("values") or {}
+    questions = [(q.name, not q.is_label) for q in spec(project).questions]
     rows = []
     for ds in sorted({r["dataset"] for r in responses}):
-        for q in spec(project).label_questions:
-            for rid, labs in sorted(_labels_by_record(responses, ds, q).items()):
+        for q, text in questions:
+            for rid, labs in sorted(_answers_by_record(responses, ds, q, text).items()):
                 if len(labs) >= 2 and len(set(labs.values())) > 1:
                     rows.append({"project": project, "dataset": ds, "record_id": rid, "question": q,
-                                 "labels": dict(sorted(labs.items())), "fields": fields.get((ds, rid), {})})
+                                 "labels": dict(sorted(labs.items())),
+                                 "responses": dict(sorted(whole[(ds, rid)].items())),
+                                 "fields": fields.get((ds, rid), {})})
     return rows
 
 
@@ -169,11 +189,11 @@ def write_disagreements(rows: list[dict], path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.suffix == ".csv":
         buf = io.StringIO()
-        writer = csv.DictWriter(buf, fieldnames=["project", "dataset", "record_id", "question", "labels", "fields"])
+        writer = csv.DictWriter(buf, fieldnames=["project", "dataset", "record_id", "question", "labels", "responses",
+                                                 "fields"])
         writer.writeheader()
         for r in rows:
-            writer.writerow({**r, "labels": json.dumps(r["labels"], ensure_ascii=False),
-                             "fields": json.dumps(r["fields"], ensure_ascii=False)})
+            writer.writerow({**r, **{k: json.dumps(r[k], ensure_ascii=False) for k in ("labels", "responses", "fields")}})
         text = buf.getvalue()
     else:
         text = "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in rows)

@@ -86,7 +86,9 @@ def push(
         None, "--articles", help="qa_verification: the source articles (.jsonl/.parquet of Article records); "
         "default: the build's ingest stage."),
     update: bool = typer.Option(False, "--update", help="Replace records already in the dataset whose content "
-                                "changed (default: refuse, listing them). Responses are kept."),
+                                "changed (default: refuse, listing them). Responses to a changed question/answer "
+                                "become stale (kept in <build>/annotate/<dataset>.stale-responses.jsonl, not "
+                                "counted); a changed hint, suggestion or metadata keeps them."),
     config: Optional[Path] = ConfigOpt,
 ) -> None:
     """Check the whole input, then create the project's dataset (users, workspaces, guidelines,
@@ -112,8 +114,9 @@ def push(
         highlighter = _highlighter(settings, default_out.parent)
     batches = [(lang, build_records(project, rows, settings, lang, source_articles, highlighter))
                for lang in languages]
-    for reason, n in pt.skipped(rows).items():
-        _console().print(f"{project}: skipped {n} input record(s): {reason}")
+    for lang in languages:
+        for reason, n in (pt.skipped(rows, lang) if pt.per_language else pt.skipped(rows)).items():
+            _console().print(f"{project}{'-' + lang if lang else ''}: skipped {n} input record(s): {reason}")
     # checked once, every language's records, before connecting (plan_push is told so: checked=True)
     raise_problems([p for _, records in batches for p in check_input(records, spec(project))], str(input))
     rg_client, target = _client(settings)
@@ -122,12 +125,17 @@ def push(
                  for lang, records in batches]
     for plan in plans:
         with argilla_errors(target.url, f"push {project}"):
-            result = run_push(rg_client, settings, plan)
+            result = run_push(rg_client, settings, plan, audit_dir=default_out)
         write_suggested(default_out, project, result.dataset, settings.project(project).suggestions, plan.records)
         _console().print(
             f"{result.dataset} ({result.workspace}) at {target.url}: {result.records} records: {result.new} new, "
             f"{result.updated} updated, {result.unchanged} already there; {result.seconds:.1f} s"
         )
+        if result.stale_responses:
+            _console().print(
+                f"{result.dataset}: {result.stale_responses} response(s) to records whose content changed marked "
+                f"stale: kept in {result.audit_file}, not counted by merge or agreement; those records are back "
+                "in the annotators' queues")
 
 
 def _highlighter(settings, build_dir: Path):
@@ -213,7 +221,7 @@ def _merge(project: str, records_path: Path, language: str, out: Path, settings,
 
     from .inputs import parse, read_rows
     from .merge import merge_qa_verification, merge_translation
-    from .pull import read_responses
+    from .pull import read_adjudications, read_responses
 
     if project not in ("qa_verification", "translation"):
         raise InputError("--merge-into works with the qa_verification and translation projects")
@@ -223,9 +231,12 @@ def _merge(project: str, records_path: Path, language: str, out: Path, settings,
     if project == "translation":
         if not language:
             raise InputError("merging translations needs --language")
-        merged, report = merge_translation(items, responses, language, need)
+        records_file = out / f"{project}.records.jsonl"
+        records = read_responses(records_file) if records_file.exists() else None
+        merged, report = merge_translation(items, responses, language, need, records,
+                                           read_adjudications(out, project))
     else:
-        merged, report = merge_qa_verification(items, responses, need)
+        merged, report = merge_qa_verification(items, responses, need, read_adjudications(out, project))
     target = out / f"{records_path.stem}.{project}{'-' + language if language else ''}.merged.jsonl"
     from babelrag.atomic import atomic_write_text
 
@@ -234,12 +245,49 @@ def _merge(project: str, records_path: Path, language: str, out: Path, settings,
 
 
 @app.command()
+def adjudicate(
+    project: str = typer.Argument(..., help="a project with decision rules: qa_verification | translation | "
+                                  "forced_choice | answer_judgement"),
+    out: Optional[Path] = OutOpt,
+    config: Optional[Path] = ConfigOpt,
+) -> None:
+    """Push the records the project's decision rules leave undecided (with every annotator's labels,
+    corrections and post-edits) to the adjudicators (users with role: adjudicator); `pull` brings their
+    verdicts back and the merge takes them."""
+    from babelrag.errors import InputError
+
+    from .adjudication import adjudication_records, disputed, push_adjudication, rules_of
+    from .pull import read_responses
+    from .push import argilla_errors
+
+    settings, default_out = _load(config)
+    out = out or default_out
+    rules = rules_of(project)
+    paths = [out / f"{project}.responses.jsonl", out / f"{project}.records.jsonl"]
+    missing = [str(p) for p in paths if not p.exists()]
+    if missing:
+        raise InputError(f"{', '.join(missing)} not found: run `babelrag annotate pull {project}` first")
+    records = read_responses(paths[1])
+    items = disputed(project, read_responses(paths[0]), records, settings.project(project).min_submitted or 1)
+    con = _console()
+    con.print(f"{project}: {len(items)} disputed record(s) (rules: {rules.describe()})")
+    if not items:
+        return
+    rg_client, target = _client(settings)
+    with argilla_errors(target.url, f"adjudicate {project}"):
+        pushed = push_adjudication(rg_client, settings, project, adjudication_records(project, items, records))
+    for p in pushed:
+        con.print(f"{p.dataset} ({settings.adjudication_workspace}) at {target.url}: {p.records} records, {p.new} new; "
+                  f"adjudicators: {', '.join(settings.adjudicators())}")
+
+
+@app.command()
 def status(project: str = typer.Argument("all"), config: Optional[Path] = ConfigOpt) -> None:
     """Progress per project dataset and per annotator (live from the server)."""
     from rich.table import Table
 
     from .pull import fetch_rows, project_annotators, status_table
-    from .push import argilla_errors
+    from .push import adjudication_datasets, argilla_errors
 
     settings, _ = _load(config)
     rg_client, target = _client(settings)
@@ -255,6 +303,13 @@ def status(project: str = typer.Argument("all"), config: Optional[Path] = Config
             not_pushed.append(name)
         for row in status_table(responses, records, project_annotators(settings, name)):
             table.add_row(*("" if v is None else str(v) for v in row.values()))
+        with argilla_errors(target.url, f"status of {name}'s adjudication"):
+            adjudication = adjudication_datasets(rg_client, settings, name)
+            if adjudication:  # the adjudicators' queue (`annotate adjudicate`)
+                responses, records = fetch_rows(rg_client, settings, name, adjudication)
+                records = [{**r, "project": f"{name} adjudication"} for r in records]
+                for row in status_table(responses, records, settings.adjudicators()):
+                    table.add_row(*("" if v is None else str(v) for v in row.values()))
     _console().print(table)
     if not_pushed:
         _console().print(f"not pushed yet (or empty): {', '.join(not_pushed)}")

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Optional
 
+from babelrag.annotate.decisions import DecisionRules
+
 if TYPE_CHECKING:  # pragma: no cover
     from pydantic import BaseModel
 
@@ -38,13 +40,19 @@ class ProjectType:
     per_language: ClassVar[bool] = False  # one dataset per target language (`--language`, `languages:`)
     needs_articles: ClassVar[bool] = False  # the CLI hands it the source articles (`--articles` or ingest)
     guidelines_file: ClassVar[Optional[Path]] = None  # default: annotate/guidelines/<name>.md
+    # when submitted responses settle a record (merge, decisions, adjudication); None: not merged
+    rules: ClassVar[Optional[DecisionRules]] = None
+    # False: the project judges models or metrics (answer judgement, forced choice), not the dataset; the
+    # release card leaves it out of its annotation section
+    dataset_annotation: ClassVar[bool] = True
 
     def build(self, rows: list, ctx: BuildContext) -> list["ProjectRecord"]:
         """The records to annotate, one per input row (validate rows with ``babelrag.rows.parse``), less the
         rows ``skipped`` counts."""
         raise NotImplementedError
 
-    def skipped(self, rows: list) -> dict[str, int]:
+    def skipped(self, rows: list, language: str = "") -> dict[str, int]:
         """Rows that ``build`` leaves out on purpose, counted by reason (push prints them): input that holds
-        nothing to annotate, as opposed to bad input, which fails the push."""
+        nothing to annotate, as opposed to bad input, which fails the push. ``language``: the target
+        language of a per-language project."""
         return {}

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional
 
 from babelrag.errors import InputError
-from babelrag.records import Article, Instance, QAItem
+from babelrag.records import Article, Instance, QAItem, translation_targets
 
 from . import registry
 from .settings import AnnotateSettings
@@ -282,7 +282,26 @@ def side_by_side(language: str, question: str, answer: str, mt: dict) -> str:
                       f"| **A:** {_cell(answer)} | **A:** {_cell(mt.get('answer', ''))} |"])
 
 
+NOT_REVIEWED = "not reviewed yet: push the qa_verification merge output (`annotate pull qa_verification --merge-into`)"
+REJECTED = "rejected (by the filters or the review): never released"
+LANGUAGE_UNUSED = "no instance of the question uses this language (an X-English question is only asked in X)"
+
+
+def translation_skip(qa: QAItem, language: str) -> str:
+    """Why a question is not sent to human translation into ``language`` ("" when it is): translators
+    post-edit the reviewed English, and only for languages the question's instances use."""
+    if not qa.accepted or (qa.human_review is not None and not qa.human_review.passed):
+        return REJECTED
+    if qa.human_review is None:
+        return NOT_REVIEWED
+    if qa.x_language is not None and language not in translation_targets(qa.x_language, "", [language]):
+        return LANGUAGE_UNUSED
+    return ""
+
+
 def translation_records(items: Iterable[QAItem | dict], language: str) -> list[ProjectRecord]:
+    """One record per question (the English source, its machine translation and, in the metadata,
+    ``en_source``: the fingerprint of the English shown, which the merge stores on the post-edit)."""
     out = []
     for qa in parse(QAItem, list(items), "translation input"):
         mt = qa.translation(language)
@@ -297,7 +316,7 @@ def translation_records(items: Iterable[QAItem | dict], language: str) -> list[P
                 id=qa.id,
                 fields={"source_and_mt": side_by_side(language, qa.question, qa.answer,
                                                              mt.model_dump() if mt is not None else {})},
-                metadata={"language": language, "q_type": qa.q_type},
+                metadata={"language": language, "q_type": qa.q_type, "en_source": qa.source_fingerprint},
                 suggestions=suggestions,
             )
         )

@@ -11,12 +11,15 @@ import json
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Optional
 
 from babelrag.atomic import atomic_write_text
 
+from babelrag.rows import iter_jsonl
+
+from .merge import answer_verdicts, forced_choice_outcomes
 from .settings import AnnotateSettings
-from .push import project_datasets
+from .push import adjudication_datasets, project_datasets, usernames
 
 PAGE = 1000
 
@@ -55,15 +58,13 @@ def question_names(rg_client, dataset_id: str) -> dict[str, str]:
     return {q["id"]: q["name"] for q in _get(rg_client, f"/api/v1/datasets/{dataset_id}/questions")["items"]}
 
 
-def usernames(rg_client) -> dict[str, str]:
-    return {u["id"]: u["username"] for u in _get(rg_client, "/api/v1/users")["items"]}
-
-
-def fetch_rows(rg_client, settings: AnnotateSettings, project: str) -> tuple[list[dict], list[dict]]:
-    """(response rows, record rows) for every dataset of a project, in a stable order."""
+def fetch_rows(rg_client, settings: AnnotateSettings, project: str,
+               datasets: Optional[list[Any]] = None) -> tuple[list[dict], list[dict]]:
+    """(response rows, record rows) for every dataset of a project (or the given ``datasets``: its
+    adjudication datasets), in a stable order."""
     names = usernames(rg_client)
     responses, records = [], []
-    for ds in project_datasets(rg_client, settings, project):
+    for ds in project_datasets(rg_client, settings, project) if datasets is None else datasets:
         questions = question_names(rg_client, str(ds.id))
         for rec in _records(rg_client, str(ds.id)):
             sugs = rec.get("suggestions", [])
@@ -95,13 +96,23 @@ def _write_if_changed(path: Path, rows: list[dict]) -> bool:
     return True
 
 
+def adjudication_path(out_dir: Path, project: str) -> Path:
+    """The adjudicators' responses (``annotate adjudicate``), pulled beside the annotators'."""
+    return Path(out_dir) / f"{project}.adjudication.responses.jsonl"
+
+
 def pull(rg_client, settings: AnnotateSettings, project: str, out_dir: Path) -> PullResult:
-    """Write ``<out_dir>/<project>.responses.jsonl`` and ``<project>.records.jsonl``."""
+    """Write ``<out_dir>/<project>.responses.jsonl`` and ``<project>.records.jsonl``, and the adjudicators'
+    responses (``<project>.adjudication.responses.jsonl``) when the project has adjudication datasets."""
     responses, records = fetch_rows(rg_client, settings, project)
     out_dir = Path(out_dir)
     path = out_dir / f"{project}.responses.jsonl"
     changed = _write_if_changed(path, responses)
     changed = _write_if_changed(out_dir / f"{project}.records.jsonl", records) or changed
+    adjudication = adjudication_datasets(rg_client, settings, project)
+    if adjudication:
+        changed = _write_if_changed(adjudication_path(out_dir, project),
+                                    fetch_rows(rg_client, settings, project, adjudication)[0]) or changed
     return PullResult(
         project, path, sorted({r["dataset"] for r in records}), len(records), len(responses), changed,
         dict(Counter(r["status"] for r in responses)),
@@ -109,15 +120,13 @@ def pull(rg_client, settings: AnnotateSettings, project: str, out_dir: Path) -> 
 
 
 def read_responses(path: Path) -> list[dict]:
-    from babelrag.rows import iter_jsonl
-
     return [row for _, row in iter_jsonl(Path(path))]
 
 
 def project_annotators(settings: AnnotateSettings, project: str) -> list[str]:
     """Configured users who can annotate the project (their workspaces include the project's)."""
     workspace = settings.project(project).workspace or settings.workspace
-    return [u.username for u in settings.users if workspace in (u.workspaces or settings.all_workspaces())]
+    return [u.username for u in settings.users if workspace in settings.user_workspaces(u)]
 
 
 def status_table(responses: list[dict], records: list[dict], annotators: list[str] = ()) -> list[dict]:
@@ -165,16 +174,22 @@ def _group(rows: list[dict], key: str) -> dict[str, list[dict]]:
     return out
 
 
-def write_decisions(project: str, out_dir: Path, min_submitted: int) -> Path:
-    """Human majority decisions for evaluators: forced-choice picks mapped back to better/worse, or verdicts."""
-    from .merge import answer_verdicts, forced_choice_outcomes
+def read_adjudications(out_dir: Path, project: str) -> list[dict]:
+    path = adjudication_path(out_dir, project)
+    return read_responses(path) if path.exists() else []
 
+
+def write_decisions(project: str, out_dir: Path, min_submitted: int) -> Path:
+    """Human decisions for evaluators (the annotators' majority, or the adjudicator's verdict):
+    forced-choice picks mapped back to better/worse, or verdicts."""
     out_dir = Path(out_dir)
     responses = read_responses(out_dir / f"{project}.responses.jsonl")
+    adjudications = read_adjudications(out_dir, project)
     if project == "forced_choice":
-        rows = forced_choice_outcomes(responses, read_responses(out_dir / f"{project}.records.jsonl"), min_submitted)
+        rows = forced_choice_outcomes(responses, read_responses(out_dir / f"{project}.records.jsonl"), min_submitted,
+                                      adjudications)
     else:
-        rows = answer_verdicts(responses, min_submitted)
+        rows = answer_verdicts(responses, min_submitted, adjudications)
     path = out_dir / f"{project}.decisions.jsonl"
     _write_if_changed(path, rows)
     return path

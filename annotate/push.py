@@ -17,11 +17,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from babelrag.atomic import atomic_write_text
 from babelrag.errors import InputError, StageError
 
 from .settings import AnnotateSettings
 from .projects import ProjectRecord, spec, to_argilla_records, to_argilla_settings
-from .stored import changed, delete_suggestions, server_records, stale_suggestions
+from .stored import (changed, delete_response, delete_suggestions, judged_changed, record_responses, server_records,
+                     stale_suggestions)
 
 
 @dataclass(frozen=True)
@@ -95,7 +97,7 @@ def ensure_users(rg_client, settings: AnnotateSettings) -> dict[str, str]:
     from .server.process import _write_private
 
     workspaces = {}
-    for name in settings.all_workspaces():
+    for name in dict.fromkeys([*settings.all_workspaces(), *(w for u in settings.users for w in settings.user_workspaces(u))]):
         ws = _quiet(rg_client.workspaces, name)
         workspaces[name] = ws if ws is not None else rg.Workspace(name=name, client=rg_client).create()
     members = {name: {u.username for u in ws.users} for name, ws in workspaces.items()}
@@ -105,13 +107,14 @@ def ensure_users(rg_client, settings: AnnotateSettings) -> dict[str, str]:
         user = _quiet(rg_client.users, u.username)
         if user is None:
             password = u.password or stored.get(u.username) or secrets.token_urlsafe(12)
-            user = rg.User(username=u.username, password=password, role=u.role, first_name=u.first_name or u.username,
+            role = "annotator" if u.role == "adjudicator" else u.role
+            user = rg.User(username=u.username, password=password, role=role, first_name=u.first_name or u.username,
                            client=rg_client).create()
             if not u.password:  # save at once: a later failure must not lose the password
                 stored[u.username] = password
                 path.parent.mkdir(parents=True, exist_ok=True)
                 _write_private(path, stored)
-        for ws in u.workspaces or settings.all_workspaces():
+        for ws in settings.user_workspaces(u):
             if u.username not in members[ws]:
                 user.add_to_workspace(workspaces[ws])
     return stored
@@ -126,6 +129,8 @@ class PushResult:
     updated: int  # in the dataset with other content, replaced (--update)
     unchanged: int  # already in the dataset as given: an earlier push landed them; not sent again
     seconds: float
+    stale_responses: int = 0  # responses to records whose judged content changed: moved to the audit file
+    audit_file: Optional[Path] = None
 
     def as_dict(self) -> dict[str, Any]:
         return self.__dict__.copy()
@@ -160,6 +165,9 @@ class PushPlan:
     todo: list[ProjectRecord]
     updated: int
     stale: dict[str, tuple[str, list[str]]] = field(default_factory=dict)
+    # per replaced record whose judged content changed (by external id): its responses, as pull writes them
+    # (plus the response id and the fields they judged); they become stale when the new content lands
+    stale_responses: dict[str, list[dict]] = field(default_factory=dict)
 
 
 def plan_push(rg_client, settings: AnnotateSettings, project: str, records: list[ProjectRecord], suffix: str = "",
@@ -183,13 +191,51 @@ def plan_push(rg_client, settings: AnnotateSettings, project: str, records: list
     raise_problems(problems, source, name)
     stale = {r.id: (held[r.id].argilla_id, ids) for r in todo
              if r.id in held and (ids := stale_suggestions(r, held[r.id]))}
-    return PushPlan(project, name, workspace, dataset, records, todo, sum(1 for r in todo if r.id in existing), stale)
+    answered = {}
+    if update and dataset is not None:
+        names: dict[str, str] = {}
+        for r in todo:
+            if r.id in held and judged_changed(r, held[r.id]):
+                rows = record_responses(rg_client, held[r.id].argilla_id)
+                if rows:
+                    names = names or usernames(rg_client)
+                    answered[r.id] = [_stale_row(project, name, r.id, row, names, held[r.id].content.fields)
+                                      for row in rows]
+    return PushPlan(project, name, workspace, dataset, records, todo, sum(1 for r in todo if r.id in existing), stale,
+                    answered)
+
+
+def _stale_row(project: str, dataset: str, record_id: str, response: dict, names: dict[str, str],
+               judged: dict[str, Any]) -> dict:
+    """A response to content that is being replaced, in pull's row shape, marked stale: its status when it
+    was given is ``was``; ``judged_fields`` is the content it answered."""
+    return {"project": project, "dataset": dataset, "record_id": record_id, "response_id": response["id"],
+            "user_id": response["user_id"], "annotator": names.get(response["user_id"], response["user_id"]),
+            "status": "stale", "was": response["status"],
+            "values": {q: v.get("value") for q, v in sorted((response.get("values") or {}).items())},
+            "inserted_at": response["inserted_at"], "updated_at": response["updated_at"], "judged_fields": judged}
+
+
+def stale_audit_path(audit_dir: Path, dataset: str) -> Path:
+    """Where a push keeps the responses it made stale (one JSONL per dataset, appended to)."""
+    return Path(audit_dir) / f"{dataset}.stale-responses.jsonl"
+
+
+def _keep_stale(path: Path, rows: list[dict], when: str) -> None:
+    """Append ``rows`` (stamped ``stale_since``) to the audit file, atomically (before anything is deleted)."""
+    before = path.read_text(encoding="utf-8") if path.exists() else ""
+    atomic_write_text(path, before + "".join(json.dumps({**r, "stale_since": when}, ensure_ascii=False, sort_keys=True)
+                                             + "\n" for r in rows))
 
 
 def run_push(rg_client, settings: AnnotateSettings, plan: PushPlan, batch_size: int = 256,
-             after_batch: Optional[Callable[[int, list[str]], None]] = None) -> PushResult:
+             after_batch: Optional[Callable[[int, list[str]], None]] = None,
+             audit_dir: Optional[Path] = None) -> PushResult:
     """Create users, workspaces and the dataset if needed, then send the plan's records in batches (and
-    delete the suggestions replaced records no longer have). A failure after some batches landed raises
+    delete the suggestions replaced records no longer have). Responses to a replaced record whose judged
+    content changed become stale: appended to ``<audit_dir>/<dataset>.stale-responses.jsonl`` (default
+    ``audit_dir``: the server home), then deleted on the server, so merge and agreement never count them
+    and the record is back in the annotators' queues. A failure after some batches landed raises
     ``PartialPush`` naming them. ``after_batch(n, landed_ids)`` runs after each batch (progress; tests use
     it to interrupt a push)."""
     import argilla as rg
@@ -201,6 +247,8 @@ def run_push(rg_client, settings: AnnotateSettings, plan: PushPlan, batch_size: 
         dataset = rg.Dataset(name=plan.name, workspace=plan.workspace,
                              settings=to_argilla_settings(plan.project, settings, rg_client), client=rg_client).create()
     landed: list[str] = []
+    audit = stale_audit_path(audit_dir or settings.server.resolved_home(), plan.name)
+    made_stale = 0
     step = max(1, batch_size)
     for n, start in enumerate(range(0, len(plan.todo), step), 1):
         batch = plan.todo[start:start + step]
@@ -213,21 +261,28 @@ def run_push(rg_client, settings: AnnotateSettings, plan: PushPlan, batch_size: 
             for r in batch:
                 if r.id in plan.stale:
                     delete_suggestions(rg_client, *plan.stale[r.id])
+            old = [row for r in batch for row in plan.stale_responses.get(r.id, [])]
+            if old:
+                _keep_stale(audit, old, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+                for row in old:
+                    delete_response(rg_client, row["response_id"])
+                made_stale += len(old)
         except Exception as exc:  # noqa: BLE001 - a re-run with --update deletes them (the records differ)
             raise PartialPush(_partial_message(plan.name, landed, len(plan.todo), exc), landed) from None
         if after_batch is not None:
             after_batch(n, list(landed))
     total, sent = len(plan.records), len(plan.todo)
     return PushResult(plan.name, plan.workspace, total, sent - plan.updated, plan.updated, total - sent,
-                      time.perf_counter() - t0)
+                      time.perf_counter() - t0, made_stale, audit if made_stale else None)
 
 
 def push(rg_client, settings: AnnotateSettings, project: str, records: list[ProjectRecord], suffix: str = "",
          batch_size: int = 256, update: bool = False, source: str = "input",
-         after_batch: Optional[Callable[[int, list[str]], None]] = None) -> PushResult:
+         after_batch: Optional[Callable[[int, list[str]], None]] = None,
+         audit_dir: Optional[Path] = None) -> PushResult:
     """``plan_push`` then ``run_push``: nothing is written unless the whole input passes."""
     plan = plan_push(rg_client, settings, project, records, suffix, update, source)
-    return run_push(rg_client, settings, plan, batch_size, after_batch)
+    return run_push(rg_client, settings, plan, batch_size, after_batch, audit_dir)
 
 
 def _check_dataset_fields(dataset, records: list[ProjectRecord]) -> None:
@@ -261,5 +316,28 @@ def project_datasets(rg_client, settings: AnnotateSettings, project: str) -> lis
     return sorted((d for d in ws.datasets if d.name == base or d.name.startswith(base + "-")), key=lambda d: d.name)
 
 
+def adjudication_name(settings: AnnotateSettings, dataset: str) -> str:
+    """The adjudication dataset of a project dataset: ``babelrag-translation-de`` ->
+    ``babelrag-adjudication-translation-de`` (the language stays the suffix)."""
+    prefix = settings.dataset_prefix + "-" if settings.dataset_prefix else ""
+    return prefix + "adjudication-" + dataset.removeprefix(prefix)
+
+
+def adjudication_datasets(rg_client, settings: AnnotateSettings, project: str) -> list[Any]:
+    """The adjudication datasets of a project (in the adjudication workspace)."""
+    ws = _quiet(rg_client.workspaces, settings.adjudication_workspace)
+    if ws is None:
+        return []
+    base = adjudication_name(settings, settings.dataset_name(project))
+    return sorted((d for d in ws.datasets if d.name == base or d.name.startswith(base + "-")), key=lambda d: d.name)
+
+
 def find_dataset(rg_client, settings: AnnotateSettings, project: str, suffix: str = "") -> Optional[Any]:
     return get_dataset(rg_client, settings.dataset_name(project, suffix), settings.project(project).workspace or settings.workspace)
+
+
+def usernames(rg_client) -> dict[str, str]:
+    """User id -> username (responses name their annotator by id)."""
+    resp = rg_client.http_client.get("/api/v1/users")
+    resp.raise_for_status()
+    return {u["id"]: u["username"] for u in resp.json()["items"]}

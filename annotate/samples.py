@@ -3,7 +3,9 @@ from __future__ import annotations
 
 
 
-def qa_items(n: int = 4) -> list[dict]:
+def qa_items(n: int = 4, reviewed: bool = False) -> list[dict]:
+    """``QAItem`` rows as the filters stage writes them; ``reviewed``: as the qa_verification merge writes
+    them (verified, with a passed ``human_review``), the input of the translation project."""
     items = []
     for i in range(1, n + 1):
         items.append({
@@ -18,6 +20,10 @@ def qa_items(n: int = 4) -> list[dict]:
             "filters": [{"filter": "well_formed", "status": "pass"}],
             "provenance": {"model": "qwen-0.5b", "prompt_id": "crossdoc_qa", "prompt_version": "1"},
         })
+        if reviewed:
+            items[-1].update(verified=True, human_review={
+                "passed": True, "votes": {"natural": "yes", "answerable": "yes", "answer_correct": "yes"},
+                "annotators": [{"annotator": "ann1"}, {"annotator": "ann2"}], "dataset": "babelrag-qa-verification"})
     return items
 
 

@@ -48,7 +48,9 @@ class UserSettings(_Strict):
 
     username: str = Field(min_length=1)
     first_name: str = ""
-    role: Literal["annotator", "admin"] = "annotator"
+    # adjudicator: an annotator of the adjudication workspace only (plus any listed in ``workspaces``), who
+    # settles the records the decision rules leave undecided (``babelrag annotate adjudicate``)
+    role: Literal["annotator", "admin", "adjudicator"] = "annotator"
     password: Optional[str] = Field(None, min_length=8)
     workspaces: list[str] = Field(default_factory=list, description="default: every configured workspace")
 
@@ -93,6 +95,9 @@ class AnnotateSettings(_Strict):
     users: list[UserSettings] = Field(default_factory=list)
     min_submitted: int = Field(2, ge=1, description="annotators per record (Argilla task distribution)")
     seed: int = 13
+    adjudication_workspace: str = Field("adjudication", min_length=1,
+                                        description="where `annotate adjudicate` puts disputed records; "
+                                                    "only users with role adjudicator see it")
     projects: dict[str, ProjectSettings] = Field(default_factory=dict, description="by registered project name")
     server: ServerSettings = Field(default_factory=ServerSettings)
     highlight: HighlightSettings = Field(default_factory=HighlightSettings)
@@ -121,6 +126,16 @@ class AnnotateSettings(_Strict):
         seen = [self.workspace, *self.workspaces]
         seen += [p.workspace for p in self.projects.values() if p.workspace]
         return list(dict.fromkeys(seen))
+
+    def user_workspaces(self, user: UserSettings) -> list[str]:
+        """The workspaces a user annotates in: adjudicators the adjudication workspace (and those listed),
+        everyone else those listed or, by default, every configured workspace."""
+        if user.role == "adjudicator":
+            return list(dict.fromkeys([self.adjudication_workspace, *user.workspaces]))
+        return user.workspaces or self.all_workspaces()
+
+    def adjudicators(self) -> list[str]:
+        return [u.username for u in self.users if u.role == "adjudicator"]
 
     def project(self, name: str) -> ProjectSettings:
         base = self.projects.get(name, ProjectSettings())  # type: ignore[call-overload]

@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from .projects import ProjectRecord, shown_fields, shown_metadata
+from .projects import HINTS, ProjectRecord, shown_fields, shown_metadata
 
 
 @dataclass(frozen=True)
@@ -69,6 +69,28 @@ def stale_suggestions(record: ProjectRecord, held: ServerRecord) -> list[str]:
     """Ids of the server's suggestions for questions ``record`` no longer suggests (sorted by question)."""
     now = {s.question for s in record.suggestions}
     return [sid for q, sid in sorted(held.suggestion_ids.items()) if q not in now]
+
+
+def judged_changed(record: ProjectRecord, held: ServerRecord) -> bool:
+    """Whether what annotators judged changed: any field but the hints line (a re-judged verdict or another
+    suggestion mode changes only the hints, suggestions or metadata; their responses still hold)."""
+    def judged(fields: Mapping[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in fields.items() if k != HINTS.name}
+
+    return judged(content(record).fields) != judged(held.content.fields)
+
+
+def record_responses(rg_client, argilla_id: str) -> list[dict]:
+    """The responses a record holds (one request for that record only)."""
+    resp = rg_client.http_client.get(f"/api/v1/records/{argilla_id}")
+    resp.raise_for_status()
+    return resp.json().get("responses") or []
+
+
+def delete_response(rg_client, response_id: str) -> None:
+    """Argilla recomputes the record's status: with too few submitted responses it is pending again."""
+    resp = rg_client.http_client.delete(f"/api/v1/responses/{response_id}")
+    resp.raise_for_status()
 
 
 def delete_suggestions(rg_client, argilla_id: str, ids: list[str]) -> None:

@@ -10,6 +10,7 @@ such as ``annotate.inputs.ModelAnswer`` are imports of the one definition). Nest
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal, Optional
@@ -153,6 +154,15 @@ def x_language(languages: Sequence[str], pivot: str) -> Optional[str]:
     return others[0] if others else ""
 
 
+def translation_targets(x: str, pivot: str, targets: Sequence[str]) -> list[str]:
+    """The languages a question's instances use beside the pivot: en–en questions (``x`` "") go into every
+    target, X–en questions into X only. The questions stage translates into these, and only these are
+    sent to human translation."""
+    if x:
+        return [x] if x in targets else []
+    return [t for t in targets if t != pivot]
+
+
 class IndexEntry(Record):
     """One article in the vector store (the index stage): what pairs and distractors need in memory."""
 
@@ -214,9 +224,16 @@ class MachineTranslation(_Nested):
     model: str = ""
 
 
+def english_source(question: str, answer: str) -> str:
+    """Fingerprint of the English question and answer a translation was made from: a human correction of
+    either changes it, so a translation of the old text is told apart from one of the reviewed text."""
+    return hashlib.sha256(json.dumps([question, answer], ensure_ascii=False).encode()).hexdigest()[:16]
+
+
 class Translation(_Nested):
     """A question/answer in one language: machine-translated (questions stage) or human (annotate merge).
-    A failed machine translation is kept with ``error`` set (and no text), so the failure stays visible."""
+    A failed machine translation is kept with ``error`` set (and no text), so the failure stays visible.
+    ``source``: ``english_source`` of the English text it translates ("" in records written before it)."""
 
     language: str
     question: str = ""
@@ -231,6 +248,7 @@ class Translation(_Nested):
     machine_translation: Optional[MachineTranslation] = None
     annotators: list[Reviewer] = Field(default_factory=list)
     guideline: str = ""
+    source: str = ""
 
     @property
     def usable(self) -> bool:
@@ -251,9 +269,12 @@ class FilterVerdict(_Nested):
 
 
 class HumanVotes(_Nested):
-    natural: str
-    answerable: str
-    answer_correct: str
+    """The decided label per question (None: the annotators did not agree and the decision did not need it,
+    e.g. a unanimous "not natural" rejects whatever "answerable" says)."""
+
+    natural: Optional[str] = None
+    answerable: Optional[str] = None
+    answer_correct: Optional[str] = None
 
 
 class HumanReview(_Nested):
@@ -265,6 +286,7 @@ class HumanReview(_Nested):
     original_answer: Optional[str] = None  # the machine answer an accepted correction replaced
     dataset: str = ""
     guideline: str = ""
+    adjudicator: Optional[Reviewer] = None  # the adjudicator whose verdict settled a disputed record
 
 
 class QAItem(Record):
@@ -314,6 +336,26 @@ class QAItem(Record):
     def translation(self, language: str) -> Optional[Translation]:
         return next((t for t in self.translations if t.language == language), None)
 
+    @property
+    def source_fingerprint(self) -> str:
+        """``english_source`` of this item's (possibly human-corrected) English question and answer."""
+        return english_source(self.question, self.answer)
+
+    def answer_type(self, language: str, pivot: str = "en") -> str:
+        """``ANSWER_TYPES`` of this question's gold answer in ``language`` (see there)."""
+        if self.human_review is not None and self.human_review.original_answer is not None:
+            return "human_corrected"
+        tr = self.translation(language) if language != pivot else None
+        return "human_translated" if tr is not None and not tr.machine_translated else "original"
+
+    def translation_is_current(self, tr: Translation) -> bool:
+        """Whether ``tr`` translates this item's English as it is now. A translation made before a human
+        correction is not: its ``source`` differs, or, written before ``source`` existed, the review
+        replaced the answer it was made from (``human_review.original_answer``)."""
+        if tr.source:
+            return tr.source == self.source_fingerprint
+        return self.human_review is None or self.human_review.original_answer is None
+
     def verdict(self, name: str) -> Optional[FilterVerdict]:
         return next((v for v in self.filters if v.filter == name), None)
 
@@ -347,6 +389,14 @@ class Document(BaseModel):
     machine_translated: bool = False
 
 
+# Where a row's gold answer comes from. XRAG's own ``a_type`` says "original" (written by the model) or
+# "corrected" (by annotators); a translated benchmark needs one more case. human_corrected: annotators
+# corrected the English answer (a translated row's answer is a translation of the corrected text);
+# human_translated: the English answer stands and a human translated this row's (question and) answer;
+# original: the model's answer (confirmed or not yet reviewed), machine-translated where not English.
+ANSWER_TYPES: tuple[str, ...] = ("original", "human_corrected", "human_translated")
+
+
 class Instance(Record):
     """One benchmark item in one setting: question, gold answer and the documents to read."""
 
@@ -365,8 +415,8 @@ class Instance(Record):
     verified: bool = False
     machine_translated: bool = False
     dates: list[IsoDate] = Field(default_factory=list)  # supporting articles' publication dates
-    # XRAG compatibility (release/export): "original" = model answer, "corrected" = fixed by an annotator;
-    # crossdoc_type 0/1/2 as in XRAG (None = not annotated).
+    # ANSWER_TYPES (the XRAG export maps them to XRAG's original/corrected); crossdoc_type 0/1/2 as in XRAG
+    # (None = not annotated).
     a_type: str = "original"
     crossdoc_type: Optional[int] = None
 

@@ -26,7 +26,8 @@ from pydantic import Field, field_validator
 from babelrag.config import Section
 from babelrag.errors import ConfigError
 from babelrag.leakage import instance_leaks
-from babelrag.records import Article, DistractorSet, Document, Instance, QAItem, x_language
+from babelrag.construct.translate import needed_document_translations, translate_articles, translate_qas
+from babelrag.records import Article, DistractorSet, Document, Instance, QAItem, Translation, x_language
 from babelrag.stage import StageSpec
 
 
@@ -65,12 +66,16 @@ class InstancesConfig(Section):
 
 STAGE = StageSpec(
     "instances", "babelrag.construct.instances:run", "Instance", ("ingest", "filters", "distractors"),
-    ("instances", "project", "distractors"), version="2",
-    changes=(("2", "reads typed translations (QAItem.translations)"),),
+    ("instances", "project", "distractors"),
     description="one instance per question, setting and language", uses_llm=True,
     files=("instances.reviewed_qa",), input_paths=(("instances.reviewed_qa", ()),),
+    version="3",
+    changes=(("2", "reads typed translations (QAItem.translations)"),
+             ("3", "re-translates question translations made from English a human review has since corrected; "
+                   "a_type says human_corrected / human_translated")),
     llm_endpoints=(("instances.endpoint", (("instances.translate_documents", True),)),), runtime_sections=("llm",),
-    prompts=("babelrag.construct.instances:chains/prompts/translate_article.yaml",),
+    prompts=("babelrag.construct.instances:chains/prompts/translate_article.yaml",
+             "babelrag.construct.translate:chains/prompts/translate_qa.yaml"),
     owns={"instances": InstancesConfig}, order=70)
 
 BASES = ("mono", "multi")
@@ -243,6 +248,7 @@ class Assembler:
             id=iid, qa_id=qa.id, setting=setting.name, language=language, question=question, answer=answer,
             en_question=qa.question, en_answer=qa.answer, q_type=qa.q_type, documents=docs,
             verified=qa.verified, machine_translated=q_mt or any(d.machine_translated for d in docs),
+            a_type=qa.answer_type(language, self.pivot),
             dates=[self.articles[a].real_published for a in qa.article_ids],
         )
         check_leakage(inst, self.min_days_before)
@@ -274,6 +280,52 @@ def overlay_reviewed(ctx, qas: list[QAItem]) -> list[QAItem]:  # noqa: ANN001
     return [reviewed.get(q.id, q) for q in qas]
 
 
+def stale_translations(qas: list[QAItem], wanted: Callable[[QAItem], set[str]]) -> dict[str, list[str]]:
+    """qa id -> the languages its instances are built in (``wanted``) whose translation was made from English
+    text a human review has since corrected (``QAItem.translation_is_current``)."""
+    out: dict[str, list[str]] = {}
+    for qa in qas:
+        stale = [lang for lang in sorted(wanted(qa))
+                 if (tr := qa.translation(lang)) is not None and tr.usable and not qa.translation_is_current(tr)]
+        if stale:
+            out[qa.id] = stale
+    return out
+
+
+def retranslate_corrected(ctx, qas: list[QAItem], wanted: Callable[[QAItem], set[str]],  # noqa: ANN001
+                          pivot: str) -> list[QAItem]:
+    """One reviewed source of truth per question: a translation of English the annotators corrected is
+    replaced by a machine translation of the corrected text (``machine_translated``), so no instance
+    pairs a corrected ``en_answer`` with a gold answer translated from the rejected one. A human
+    translation made against the corrected text is current and kept. A failed re-translation leaves the
+    language without a translation: its instances are counted skips (``no-translation-<lang>``), never
+    built from the old text."""
+    stale = stale_translations(qas, wanted)
+    if not stale:
+        return qas
+    by_id = {q.id: q for q in qas}
+    fresh: dict[str, dict[str, Translation]] = {}
+    by_langs: dict[tuple[str, ...], list[QAItem]] = {}
+    for qa_id, langs in stale.items():
+        by_langs.setdefault(tuple(langs), []).append(by_id[qa_id])
+    for langs, group in by_langs.items():
+        fresh.update(translate_qas(ctx.llm, group, list(langs), stage=ctx.spec.name,
+                                   endpoint=ctx.config.instances.endpoint, source_language=pivot))
+    failed = sum(1 for trs in fresh.values() for tr in trs.values() if not tr.usable)
+    ctx.extra["retranslated_after_review"] = {"requested": sum(map(len, stale.values())), "failed": failed}
+    if failed:
+        ctx.skip("retranslation-failed", failed)
+
+    def replaced(qa: QAItem) -> QAItem:
+        new = fresh.get(qa.id)
+        if not new:
+            return qa
+        kept = [t for t in qa.translations if t.language not in new]
+        return qa.model_copy(update={"translations": sorted([*kept, *new.values()], key=lambda t: t.language)})
+
+    return [replaced(q) for q in qas]
+
+
 def run(ctx) -> None:  # noqa: ANN001 - StageContext (kept import-light)
     """Assemble every requested setting for every accepted question."""
     cfg = ctx.config
@@ -289,11 +341,26 @@ def run(ctx) -> None:  # noqa: ANN001 - StageContext (kept import-light)
         ctx.skip("rejected-by-filters", len(qas) - len(accepted))
     languages = list(cfg.project.languages)
     pivot = cfg.project.pivot_language
+    translations: dict[str, tuple[str, str]] = {}  # filled below, before any instance is built
+    asm = Assembler(
+        articles=articles, mono_supporting=cfg.instances.mono_supporting,
+        mono_distracting=cfg.instances.mono_distracting,
+        multi_distracting=cfg.instances.multi_distracting_per_language,
+        min_days_before=cfg.distractors.min_days_before,
+        allow_fewer_distractors=cfg.instances.allow_fewer_distractors, seed=ctx.seed, pivot=pivot,
+        doc_translation=translations.get,
+    )
 
-    translations: dict[str, tuple[str, str]] = {}
+    def wanted(qa: QAItem) -> set[str]:
+        """The question languages other than the pivot that its instances are built in."""
+        try:
+            return {lang for s in settings for lang in asm.targets(qa, s, languages)} - {pivot}
+        except Skip:
+            return set()
+
+    accepted = retranslate_corrected(ctx, accepted, wanted, pivot)
+
     if _needs_doc_translation(settings) and cfg.instances.translate_documents:
-        from babelrag.construct.translate import needed_document_translations, translate_articles
-
         todo = needed_document_translations(accepted, dsets, articles, pivot, cfg.instances.multi_distracting_per_language)
         if todo:
             results = translate_articles(ctx.llm, [articles[i] for i in todo], pivot, stage=ctx.spec.name,
@@ -306,14 +373,6 @@ def run(ctx) -> None:  # noqa: ANN001 - StageContext (kept import-light)
                     translations[art_id] = value
         ctx.extra["document_translations"] = len(translations)
 
-    asm = Assembler(
-        articles=articles, mono_supporting=cfg.instances.mono_supporting,
-        mono_distracting=cfg.instances.mono_distracting,
-        multi_distracting=cfg.instances.multi_distracting_per_language,
-        min_days_before=cfg.distractors.min_days_before,
-        allow_fewer_distractors=cfg.instances.allow_fewer_distractors, seed=ctx.seed, pivot=pivot,
-        doc_translation=translations.get,
-    )
     out = ctx.output()
     per_setting: dict[str, int] = {s.name: 0 for s in settings}
     short = 0

@@ -17,7 +17,7 @@ from babelrag.hashing import stable_hash
 from babelrag.run_only import run_only
 from babelrag.construct.chains.crossdoc import CrossDocChain, Job, qa_id
 from babelrag.construct.pair_selection import select_pairs
-from babelrag.records import Article, ArticlePair, Translation, x_language
+from babelrag.records import Article, ArticlePair, Translation, translation_targets, x_language
 from babelrag.stage import StageSpec
 
 
@@ -69,14 +69,6 @@ def pair_types(pair_id: str, types: list[str], per_pair: int) -> list[str]:
     corpus the offsets spread evenly, so every type is requested."""
     offset = int(stable_hash(pair_id)[:8], 16)
     return [types[(offset + k) % len(types)] for k in range(per_pair)]
-
-
-def translation_targets(x: str, pivot: str, targets: list[str]) -> list[str]:
-    """en–en questions (``x`` "") go into every target; X–en questions into X (the language their
-    instance needs)."""
-    if x:
-        return [x] if x in targets else []
-    return [t for t in targets if t != pivot]
 
 
 def run(ctx: Any) -> None:

@@ -151,7 +151,7 @@ def translate_qas(runner: Any, qas: list[QAItem], languages: list[str], *, stage
             language=lang, question=v.question, answer=v.answer, machine_translated=True,
             entities=[records.EntityForm(source=a, target=b) for a, b in used.items()],
             missing_entities=missing_entities(ents, v.entities, v.question + " " + v.answer),
-            prompt=prompt.ref, model=res.model or "")
+            prompt=prompt.ref, model=res.model or "", source=qa_by_id[qa_id].source_fingerprint)
     return out
 
 

@@ -22,6 +22,10 @@ def run(
     answers: Optional[Path] = typer.Option(None, "--answers", help="Score answers made elsewhere (JSONL: instance_id, "
                                                                    "model, answer[, doc_order]) instead of generating."),
     max_instances: Optional[int] = typer.Option(None, help="Evaluate a seeded sample of this many instances."),
+    human: Optional[Path] = typer.Option(None, "--human", help="Human verdicts on the answers (`babelrag annotate pull "
+                                         "answer_judgement` writes <build>/annotate/answer_judgement.decisions.jsonl): "
+                                         "kappa of each judge against them in results.json and the report "
+                                         "(default: evaluate.human_labels)."),
     rounds: int = typer.Option(1000, help="Bootstrap rounds for confidence intervals."),
     reranker: Optional[Path] = typer.Option(None, help="Local cross-encoder folder for MIRAGE's reranker_score "
                                                        "feature (needs 'mirage' in evaluate.metrics)."),
@@ -64,7 +68,7 @@ def run(
         nli=CrossEncoderSpec(str(nli), **placement) if nli else None)
     paths = evaluate_release(cfg, release, out_dir=out, models=model, judges=judge, max_instances=max_instances,
                              console=console, settings=settings, split=split, answers_file=answers,
-                             window=window)
+                             window=window, human_file=human)
     console.print(f"[green]report:[/] {paths['html']}")
 
 

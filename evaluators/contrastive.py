@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from babelrag.errors import InputError
+from babelrag.records import ContrastivePair
 from babelrag.evaluators.ragas import (
     PairPreference,
     Encoder,
@@ -31,6 +32,32 @@ if TYPE_CHECKING:  # pragma: no cover
 PROMPTS = ("ragas_direct", "ragas_compare")  # the prompt files these comparisons own (the rest: ragas.RagasMetric)
 CRITERIA = ("faithfulness", "answer_relevance", "context_relevance")
 VARIANTS = ("direct", "comparative", "decomposition")
+
+
+def human_pairs(pairs: Sequence[ContrastivePair], decisions: Sequence[Mapping[str, Any]]) -> dict[str, list[dict[str, str]]]:
+    """``compare_variants`` input per criterion, straight from ``construct contrastive``'s pairs and
+    ``annotate pull forced_choice``'s decisions (``human_prefers_better``, positions already mapped back
+    from A/B): the side humans preferred is the pair's ``better`` option or the other one. Pairs without
+    a human decision (undecided, or not annotated) are left out. For context relevance the options are
+    the contexts."""
+    by_id = {p.id: p for p in pairs}
+    unknown = sorted(str(d.get("id")) for d in decisions if d.get("id") not in by_id)
+    if unknown:
+        raise InputError(f"forced-choice decisions for pairs not in the pairs file: {', '.join(unknown[:5])}; "
+                         "give the contrastive pairs file that was pushed")
+    out: dict[str, list[dict[str, str]]] = {}
+    for d in decisions:
+        prefers = d.get("human_prefers_better")
+        if prefers is None:
+            continue
+        p = by_id[d["id"]]
+        human = p.better if prefers else ("b" if p.better == "a" else "a")
+        if p.kind == "context_relevance":
+            sides = {"context_a": p.option_a, "context_b": p.option_b, "answer_a": "", "answer_b": ""}
+        else:
+            sides = {"context_a": p.context, "context_b": p.context, "answer_a": p.option_a, "answer_b": p.option_b}
+        out.setdefault(p.kind, []).append({"pair_id": p.id, "question": p.question, **sides, "human": human})
+    return out
 
 
 def _sides(pairs: Sequence[Mapping[str, str]]) -> list[dict[str, str]]:

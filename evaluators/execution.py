@@ -21,6 +21,7 @@ from babelrag.evaluators.answers import AnswerRecord, generate_answers, require_
 from babelrag.evaluators.answers_file import UNANSWERED, unanswered_records
 from babelrag.evaluators.coverage import coverage, coverage_warnings
 from babelrag.evaluators.failures import check_failures, incomplete
+from babelrag.evaluators.human_labels import read_human_verdicts
 from babelrag.evaluators.settings import EvalSettings
 from babelrag.langcheck import DEFAULT_LANGUAGES
 from babelrag.records import Instance
@@ -143,6 +144,8 @@ def run_evaluation(runner: "LLMRunner", instances: Sequence[Instance], models: S
         if console is not None:
             console.print(f"[yellow]warning:[/] {line}")
     ev = evaluate_answers(runner, instances, answers, judges, settings, prepared=prepared)
+    answers = with_panel_verdicts(answers, ev)
+    write_answers(answers_path, answers)  # now with the panel's verdict: the annotators' hint
     from babelrag.evaluators.judge_flags import judging_flags
 
     endpoints = {n: runner.settings.endpoints.get(n) for n in [*models, *judges]}
@@ -177,6 +180,17 @@ def run_evaluation(runner: "LLMRunner", instances: Sequence[Instance], models: S
     return paths
 
 
+def with_panel_verdicts(answers: Sequence[AnswerRecord], ev: Evaluation) -> list[AnswerRecord]:
+    """The answers with the judge panel's verdict (``judge_verdict``, XRAG's majority vote) where it gave
+    one: ``annotate push answer_judgement`` shows it to annotators as a hint, and agreement compares it
+    with theirs."""
+    verdicts = {r["answer_id"]: r["panel_correct"] for per_metric in ev.results.values()
+                if (res := per_metric.get("xrag")) is not None for r in res.items
+                if r.get("answer_id") and r.get("panel_correct") is not None}
+    return [a.model_copy(update={"judge_verdict": "correct" if verdicts[a.id] else "incorrect"})
+            if a.id in verdicts else a for a in answers]
+
+
 def _judging_lines(judging: dict[str, Any]) -> list[str]:
     lines = [f"judge {j} is {why}: the scores show that the pipeline runs, not model quality"
              for j, why in sorted(judging["weak_judges"].items())]
@@ -187,11 +201,13 @@ def evaluate_release(config: Any, release: Any, out_dir: Optional[Path] = None, 
                      judges: Sequence[str] = (), max_instances: Optional[int] = None, console: Any = None,
                      settings: Optional[EvalSettings] = None, split: Optional[str] = None,
                      answers_file: Optional[Path] = None, notice: str = "",
-                     window: DateWindow = DateWindow()) -> dict[str, Path]:
+                     window: DateWindow = DateWindow(), human_file: Optional[Path] = None) -> dict[str, Path]:
     """Evaluate the configured models on one split of a release (folder, .jsonl file or Hub id) and write the
     report; returns the file paths. ``settings`` default: the config's ``evaluate:`` section; ``split``
     default: ``test``, else the release's only split. ``window``: score only instances whose supporting
-    articles were all published inside it (``babelrag.freshness``), before any sampling."""
+    articles were all published inside it (``babelrag.freshness``), before any sampling. ``human_file``
+    (default ``evaluate.human_labels``): human verdicts on the answers (``annotate pull answer_judgement``'s
+    decisions), for judge-human kappa."""
     from babelrag.evaluators.release_reader import (choose_split, load_instances, release_revision, sample_instances,
                                                     scored_configs)
     from babelrag.evaluators.source import resolve_release
@@ -213,6 +229,9 @@ def evaluate_release(config: Any, release: Any, out_dir: Optional[Path] = None, 
         raise ConfigError("scoring an answers file needs judges: list llm endpoint names under evaluate.judges "
                           "or pass --judge")
     config.llm.require([*models, *judges], "model or judge")  # before any work
+    human_path = human_file if human_file is not None else config.resolve(ev.human_labels)
+    if human_path is not None:
+        settings = settings.with_(human=read_human_verdicts(human_path))
     prepared = prepare_metrics(settings)  # fail fast on an unknown metric or a bad model folder, before downloads
     source = resolve_release(getattr(release, "folder", release), configs=ev.configs)
     folder = source.path

@@ -33,6 +33,9 @@ class EvaluateConfig(Section):
     # cut each document shown to a model (and to the judges) to this many characters, for models with
     # small context windows; None = whole documents. Recorded in results.json and in every answer.
     max_document_chars: Optional[int] = Field(None, ge=100)
+    # human verdicts on model answers: `annotate pull answer_judgement`'s decisions file; the judges'
+    # agreement with them (kappa per judge) goes into results.json and the report
+    human_labels: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -55,6 +58,7 @@ class EvalSettings:
     nli: Any = None  # MIRAGE support_nli feature
     judge_repeats: int = 1  # >1: ask each judge this many more times per answer (``judge_reliability``)
     repeat_temperature: float = 0.7  # the repeats' temperature for a judge configured at temperature 0
+    human: Mapping[str, bool] = field(default_factory=dict)  # answer id -> human verdict (correct?)
 
     def __post_init__(self) -> None:
         if self.judge_repeats < 1 or (self.judge_repeats > 1 and self.repeat_temperature <= 0):
@@ -88,4 +92,5 @@ class EvalSettings:
                 "max_document_chars": self.max_doc_chars, "protocol": self.protocol.recorded(),
                 **({"judge_repeats": self.judge_repeats, "repeat_temperature": self.repeat_temperature}
                    if self.judge_repeats > 1 else {}),
+                **({"human_labels": len(self.human)} if self.human else {}),
                 **({"notice": self.notice} if self.notice else {})}

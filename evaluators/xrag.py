@@ -100,21 +100,31 @@ def _kappa_estimate(pairs: list[tuple[bool, bool]], rounds: int, seed: int) -> E
     return bootstrap_ci(codes, statistic=stat, rounds=rounds, seed=seed)
 
 
+def judge_human_pairs(items: Sequence[XragItem], judge: int) -> list[tuple[bool, bool]]:
+    """(judge ``judge``'s vote, the human verdict) over the items with both."""
+    return [(bool(it.votes[judge]), bool(it.human)) for it in items
+            if it.human is not None and judge < len(it.votes) and it.votes[judge] is not None]
+
+
 def score_panel(
     items: Iterable[XragItem | Mapping[str, Any]],
     tie_policy: TiePolicy = "incorrect",
     languages: Iterable[str] = DEFAULT_LANGUAGES,
     rounds: int = 1000,
     seed: int = 0,
+    judges: Sequence[str] = (),
 ) -> ScoreResult:
     """Accuracy (panel verdict AND right language), language-correctness rate, kappa vs humans.
 
     Aggregates: ``accuracy``, ``language_correct`` overall and per ``<setting>/<language>`` group
-    (``accuracy[mono/de]``), ``kappa_vs_human`` and ``agreement_vs_human`` on items with a human label.
+    (``accuracy[mono/de]``), ``kappa_vs_human`` and ``agreement_vs_human`` on items with a human label,
+    and per judge (``judges`` names the votes in order) ``kappa_vs_human[<judge>]``: each judge's own vote
+    against the human verdict (human answer judgement, ``annotate pull answer_judgement``).
     """
     langs = tuple(sorted(set(languages)))
     rows: list[dict[str, Any]] = []
-    for it in _coerce(items):
+    items = _coerce(items)
+    for it in items:
         if not it.votes and not it.unanswered:
             raise InputError(f"xrag item {it.query_id!r}: no judge votes; run the judge panel first")
         vote = Vote(False, 0, 0, 0, False) if it.unanswered else majority_vote(it.votes, tie_policy)
@@ -164,6 +174,11 @@ def score_panel(
         res.aggregate["agreement_vs_human"] = bootstrap_ci(
             [float(a == b) for a, b in pairs], rounds=rounds, seed=seed
         )
+    res.counts["human_labels"] = sum(it.human is not None for it in items)
+    for j, judge in enumerate(judges):
+        jp = judge_human_pairs(items, j)
+        if jp:
+            res.aggregate[f"kappa_vs_human[{judge}]"] = _kappa_estimate(jp, rounds, seed)
     return res
 
 
@@ -199,14 +214,16 @@ class XragMetric(Metric):
         votes = dict(zip((a.id for a in answered), panel_votes(run.runner, run.judges, [
             {"question": run.instances[a.instance_id].question, "gold": run.instances[a.instance_id].answer,
              "answer": a.answer} for a in answered], [a.id for a in answered])))
+        human = run.settings.human
         return score_panel([XragItem(a.instance_id, a.setting, a.language, a.answer, votes.get(a.id, ()),
-                                     unanswered=not a.ok,
+                                     human=human.get(a.id), unanswered=not a.ok,
                                      # each judge's own vote: judge-human agreement (``calibration``)
-                                     extra={"judge_votes": dict(zip(run.judges, votes[a.id]))} if a.id in votes
-                                     else {})
+                                     extra={"answer_id": a.id,
+                                            **({"judge_votes": dict(zip(run.judges, votes[a.id]))}
+                                               if a.id in votes else {})})
                             for a in answers],
                            tie_policy=run.settings.tie_policy, languages=run.languages,
-                           rounds=run.settings.rounds, seed=run.settings.seed)
+                           rounds=run.settings.rounds, seed=run.settings.seed, judges=run.judges)
 
     def compare(self, run: MetricRun, results: Mapping[str, ScoreResult], answers: Mapping[str, Sequence[Any]],
                 evaluation: Any) -> None:
@@ -224,6 +241,29 @@ class XragMetric(Metric):
                   "answer": a.answer} for a in answered], [a.id for a in answered],
                 run.settings.judge_repeats, run.settings.repeat_temperature)
         evaluation.extra["judge_reliability"] = report
+        self._judges_vs_human(run, results, evaluation)
+
+    @staticmethod
+    def _judges_vs_human(run: MetricRun, results: Mapping[str, ScoreResult], evaluation: Any) -> None:
+        """Each judge against the human verdicts, pooled over every model's answers (``judge_vs_human`` in
+        results.json; per model in the metric's aggregates)."""
+        if not run.settings.human:
+            return
+        rows = [r for res in results.values() for r in res.items if r.get("human") is not None]
+        out = {}
+        for judge in run.judges:
+            pairs = [(bool(r["judge_votes"][judge]), bool(r["human"])) for r in rows
+                     if r.get("judge_votes", {}).get(judge) is not None]
+            if pairs:
+                kappa = _kappa_estimate(pairs, run.settings.rounds, run.settings.seed)
+                agree = bootstrap_ci([float(a == b) for a, b in pairs], rounds=run.settings.rounds,
+                                     seed=run.settings.seed)
+                out[judge] = {"kappa": kappa.as_dict(), "agreement": agree.as_dict(), "items": len(pairs)}
+        panel = [(bool(r["panel_correct"]), bool(r["human"])) for r in rows if r.get("panel_correct") is not None]
+        if panel:
+            out["(panel)"] = {"kappa": _kappa_estimate(panel, run.settings.rounds, run.settings.seed).as_dict(),
+                              "items": len(panel)}
+        evaluation.extra["judge_vs_human"] = {"human_labels": len(rows), "judges": out}
 
     def views(self, run: MetricRun, model: str, result: ScoreResult, evaluation: Any) -> None:
         """Answer counts (no verdict, wrong language), accuracy and wrong-language rate per answer language,

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
+from babelrag.annotate.summary import dataset_annotation_summary
 from babelrag.errors import StageError
 from babelrag.freshness import DateWindow, date_range, select
 from babelrag.parquet_io import read_rows
@@ -122,9 +123,10 @@ def _provenance(qas: list[QAItem], released_qa: set[str]) -> dict[tuple[str, str
     return dict(out)
 
 
-def _annotation_summary(build_dir: Path) -> Optional[dict[str, Any]]:
-    """What the card says about annotation: ``annotate/summary.json`` if a curator wrote one, else the
-    per-project ``<project>.agreement.json`` files that ``babelrag annotate agreement`` writes there."""
+def _annotation_summary(build_dir: Path, settings: Any) -> Optional[dict[str, Any]]:
+    """What the card says about annotation: ``annotate/summary.json`` if a curator wrote one, else what the
+    pulled responses of the dataset-annotation projects say (``annotate.summary``: agreement over the
+    final responses, with items and annotators, and how records were decided; never model judgement)."""
     from babelrag.store import BuildStore
 
     folder = BuildStore(build_dir).annotate_dir
@@ -132,17 +134,7 @@ def _annotation_summary(build_dir: Path) -> Optional[dict[str, Any]]:
     if path.exists():
         data = _read_json(path)
         return data if isinstance(data, dict) else {"summary": data}
-    summary: dict[str, Any] = {}
-    for path in sorted(folder.glob("*.agreement.json")):
-        project = path.name.removesuffix(".agreement.json")
-        data = _read_json(path)
-        if not isinstance(data, dict):
-            raise StageError(f"{path}: expected the object `babelrag annotate agreement` writes; re-run it")
-        if data.get("annotators"):
-            summary[f"{project}: agreement between annotators"] = data["annotators"]
-        if data.get("suggestions"):
-            summary[f"{project}: model suggestions vs human majority"] = data["suggestions"]
-    return summary or None
+    return dataset_annotation_summary(folder, settings)
 
 
 def _read_json(path: Path) -> Any:
@@ -246,7 +238,8 @@ def _write_release(config: Any, store: Any, instances: list[Instance], split_of_
         name=release_name, version=version, license=config.release.license, configs=counts,
         config_meta=meta, manifests=manifests, stage_descriptions={s.name: s.description for s in stages()},
         provenance=_provenance(qas, {i.qa_id for i in instances}),
-        annotation=_annotation_summary(store.root), corpus=corpus_stats(store),
+        annotation=_annotation_summary(store.root, config.annotate), answer_types=dict(Counter(i.a_type for i in instances)),
+        corpus=corpus_stats(store),
         validation={"checked": report.checked, "unchecked_language": report.unchecked_language,
                     "unverified_released": report.unverified_released,
                     **({"time_slice": window.recorded()} if window is not None else {})},

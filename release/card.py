@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from babelrag.llm.local import MODEL_ALIAS
-from babelrag.records import Instance
+from babelrag.records import ANSWER_TYPES, Instance
 from babelrag.release import layout
 from babelrag.release.citation import METHOD_PAPERS, release_bibtex
 from babelrag.release.hub_metadata import bcp47, check_license, size_category
@@ -38,6 +38,7 @@ class CardInputs:
     stage_descriptions: dict[str, str] = field(default_factory=dict)
     provenance: dict[tuple[str, str, str], int] = field(default_factory=dict)  # (model, prompt, version) -> n
     annotation: Optional[dict[str, Any]] = None
+    answer_types: dict[str, int] = field(default_factory=dict)  # a_type -> released rows
     corpus: dict[str, Any] = field(default_factory=dict)  # languages, date range
     validation: dict[str, Any] = field(default_factory=dict)
     change_lines: list[str] = field(default_factory=list)
@@ -148,6 +149,23 @@ def _annotation_section(summary: Optional[dict[str, Any]]) -> str:
                 lines.append(f"- {k}: " + ", ".join(f"{a}={b}" for a, b in v.items()))
             parts.append(f"**{key}**\n\n" + "\n".join(lines))
     return "\n\n".join(parts)
+
+
+def answer_types_line(counts: dict[str, int]) -> str:
+    """Where the released gold answers come from (rows per ``a_type``), so the card's claim about human
+    work is a count of rows that carry it."""
+    if not counts:
+        return ""
+    shown = ", ".join(f"{counts.get(t, 0)} `{t}`" for t in ANSWER_TYPES)
+    return (f"Gold answers (released rows by `a_type`): {shown}. `human_corrected`: annotators corrected the "
+            "English answer (translated rows carry a translation of the corrected text); `human_translated`: a "
+            "human translated the row's question and answer; `original`: the model's answer. The XRAG export maps "
+            "them to XRAG's `corrected` / `original` (a human translation of an uncorrected answer is `original`).")
+
+
+def annotation_section(summary: Optional[dict[str, Any]], answer_types: dict[str, int]) -> str:
+    """The card's Annotation section: the annotation summary, then where the gold answers come from."""
+    return "\n\n".join(p for p in (_annotation_section(summary), answer_types_line(answer_types)) if p)
 
 
 def _verification_sentence(unverified: int, annotated: bool) -> str:
@@ -335,7 +353,7 @@ def render(inp: CardInputs) -> str:
         "Construction": corpus_line + _table(stage_rows, ["stage", "what it does", "in", "out", "errors", "skipped"])
         + (f"\n\n{filters_table}" if filters_table else ""),
         "Models and prompts": _models_section(inp),
-        "Annotation": _annotation_section(inp.annotation),
+        "Annotation": annotation_section(inp.annotation, inp.answer_types),
         "LLM usage": usage,
         "Validation": (
             f"Checked before writing: schema, declared languages (lingua, on the function words: names are "

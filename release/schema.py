@@ -16,6 +16,10 @@ SCHEMA_VERSION = "2"  # 2: documents.published and dates are date32 columns (wer
 # rows also carry urls, is_support and article_order (one entry per article; see release/loaders/xrag.py).
 XRAG_FIELDS = ("id", "question", "answer", "en_question", "en_answer", "q_type", "a_type", "crossdoc_type",
                "articles", "dates")
+# XRAG's a_type has two values: "original" (the model's answer) and "corrected" (by annotators). A human
+# translation of an uncorrected answer is the model's answer in XRAG's terms.
+XRAG_A_TYPE = {"original": "original", "human_corrected": "corrected", "human_translated": "original"}
+XRAG_A_TYPE_BACK = {"original": "original", "corrected": "human_corrected"}
 # XRAG spells the multi-hop type without the hyphen.
 XRAG_QTYPE = {"multi-hop": "multihop"}
 XRAG_QTYPE_BACK = {v: k for k, v in XRAG_QTYPE.items()}
@@ -58,7 +62,7 @@ def to_xrag(inst: Instance) -> dict[str, Any]:
         "en_question": inst.en_question,
         "en_answer": inst.en_answer,
         "q_type": XRAG_QTYPE.get(inst.q_type, inst.q_type),
-        "a_type": inst.a_type,
+        "a_type": XRAG_A_TYPE.get(inst.a_type, inst.a_type),
         "crossdoc_type": inst.crossdoc_type,
         "articles": [article_text(d) for d in docs],
         "dates": [d.published for d in docs],

@@ -18,11 +18,11 @@ from pydantic import ValidationError
 
 from babelrag.errors import BabelragError
 from babelrag.leakage import instance_leaks, iso_date, split_leaks
-from babelrag.records import Instance
+from babelrag.records import ANSWER_TYPES, Instance
 
 RULES = ("schema", "language", "distractor_date", "support_in_distractors", "missing_support", "split_leak",
          "duplicate_id", "unverified", "empty_text")
-A_TYPES = ("original", "corrected")
+A_TYPES = ANSWER_TYPES
 
 
 class ReleaseValidationError(BabelragError):

@@ -72,7 +72,7 @@ def pushed(env):
     data = {
         ("qa_verification", ""): projects.build_records("qa_verification", samples.qa_items(4), s,
                                                         articles={a["id"]: a for a in samples.articles(4)}),
-        ("translation", "de"): projects.build_records("translation", samples.qa_items(4), s, "de"),
+        ("translation", "de"): projects.build_records("translation", samples.qa_items(4, reviewed=True), s, "de"),
         ("grounding", ""): projects.build_records("grounding", samples.instances(2), s),
         ("forced_choice", ""): projects.build_records("forced_choice", samples.contrastive_pairs(6), s),
         ("answer_judgement", ""): projects.build_records("answer_judgement", samples.model_answers(3), s),
@@ -218,7 +218,7 @@ def test_agreement_on_pulled_responses_matches_hand_computation(env, pushed):
     dis = ag.disagreements(rows, "qa_verification")
     assert {(d["record_id"], d["question"]) for d in dis} == {("qa4", "natural"), ("qa4", "answer_correct")}
     path = ag.write_disagreements(dis, env.pull_dir / "dis.csv")
-    assert path.read_text().splitlines()[0] == "project,dataset,record_id,question,labels,fields"
+    assert path.read_text().splitlines()[0] == "project,dataset,record_id,question,labels,responses,fields"
 
 
 def test_merge_applies_majority_corrections_with_provenance(env, pushed):
@@ -366,7 +366,7 @@ def test_ui_qa_verification_shows_sources_translation_side_by_side_guidelines_op
     s = env.settings.model_copy(update={"dataset_prefix": "uitest"})
     arts = {a["id"]: a for a in samples.articles(2)}
     ps.push(env.client, s, "qa_verification", projects.build_records("qa_verification", samples.qa_items(2), s, articles=arts))
-    ps.push(env.client, s, "translation", projects.build_records("translation", samples.qa_items(2), s, "de"), suffix="de")
+    ps.push(env.client, s, "translation", projects.build_records("translation", samples.qa_items(2, reviewed=True), s, "de"), suffix="de")
     qa_id = str(ps.find_dataset(env.client, s, "qa_verification").id)
     tr_id = str(ps.find_dataset(env.client, s, "translation", "de").id)
     chromium.sign_in(env.server.url, "ann1", "ann1-password")

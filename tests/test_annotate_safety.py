@@ -236,7 +236,7 @@ def test_a_push_to_several_datasets_checks_them_all_before_writing_any(shared_ho
 
     server, settings, client = shared_host
     s = settings.model_copy(update={"dataset_prefix": "multi"})
-    items = samples.qa_items(2)
+    items = samples.qa_items(2, reviewed=True)
     fr = projects.build_records("translation", items, s, "fr")
     fr[0].fields["source_and_mt"] += " (an older version of the record)"
     ps.push(client, s, "translation", fr, suffix="fr")  # qa1 in French now differs from what the file makes
@@ -352,7 +352,7 @@ def test_cli_push_checks_the_input_once_and_reads_no_responses_to_compare(shared
     cfg = tmp_path / "babelrag.yaml"
     cfg.write_text(json.dumps({"annotate": {"dataset_prefix": "once", "server": {"home": str(server.home)},
                                             "projects": {"translation": {"languages": ["de", "fr"]}}}}))
-    (tmp_path / "qa.jsonl").write_text("".join(json.dumps(q) + "\n" for q in samples.qa_items(3)))
+    (tmp_path / "qa.jsonl").write_text("".join(json.dumps(q) + "\n" for q in samples.qa_items(3, reviewed=True)))
     for n in (1, 2):  # the second push compares with the two datasets the first made
         res = CliRunner().invoke(app, ["push", "translation", "-i", str(tmp_path / "qa.jsonl"), "-c", str(cfg)])
         assert res.exit_code == 0, res.output

@@ -134,7 +134,8 @@ def test_disagreements_export_jsonl_and_csv(tmp_path):
     rows = _rows({"i1": {"a": "correct", "b": "incorrect"}, "i2": {"a": "correct", "b": "correct"}})
     dis = ag.disagreements(rows, "answer_judgement")
     assert dis == [{"project": "answer_judgement", "dataset": "ds", "record_id": "i1", "question": "verdict",
-                    "labels": {"a": "correct", "b": "incorrect"}, "fields": {}}]
+                    "labels": {"a": "correct", "b": "incorrect"},
+                    "responses": {"a": {"verdict": "correct"}, "b": {"verdict": "incorrect"}}, "fields": {}}]
     jl = ag.write_disagreements(dis, tmp_path / "d.jsonl")
     assert json.loads(jl.read_text())["labels"] == {"a": "correct", "b": "incorrect"}
     csv_text = ag.write_disagreements(dis, tmp_path / "d.csv").read_text().splitlines()

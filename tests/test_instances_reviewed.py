@@ -79,3 +79,70 @@ def test_bad_reviewed_file_names_file_and_record(tmp_path):
     assert BuildStore(build).manifest("instances") is None  # nothing half-written
     with pytest.raises(InputError, match=r"do not exist: instances.reviewed_qa: .*missing.jsonl"):
         Pipeline(_config(build, tmp_path / "missing.jsonl")).run(only=["instances"])
+
+
+RETRANSLATED = {"question": "Wie viele Mitarbeiter wird die Lumen Bank nach der Eröffnung ihres Büros in Porto einstellen?",
+                "answer": "Die Lumen Bank wird dreihundert Mitarbeiter in Porto einstellen."}
+
+
+def test_a_corrected_answer_reaches_every_translation(tmp_path):
+    """Issue 37, defect 1: a translation made from the English the annotators corrected never ships as the
+    gold answer of a verified row. Before the fix q2's German instance kept "300." (translated from the
+    rejected answer) beside the corrected en_answer."""
+    from babelrag.records import Translation
+    from babelrag.testing.scripted_server import ScriptedServer
+
+    items = [qa("q1", "a1", "a2", translations=DE), qa("q2", "a1", "a2", translations=DE),
+             qa("q3", "a1", "a2", translations=DE)]
+    build = _build(tmp_path, items)
+    fix = "Three hundred staff, in Porto."
+    responses = [_response("q1", "ana"), _response("q1", "jonas")]
+    for q in ("q2", "q3"):
+        responses += [_response(q, who, correct="no", corrected=fix) for who in ("ana", "jonas")]
+    merged, _ = merge_qa_verification(items, responses, min_submitted=2)
+    by_id = {q.id: q for q in merged}
+    assert not by_id["q2"].translation_is_current(by_id["q2"].translation("de"))  # legacy MT: no source stored
+    assert by_id["q1"].translation_is_current(by_id["q1"].translation("de"))
+    # q3: a human translation made against the corrected English (as the translation merge stores it)
+    human = Translation(language="de", question="Wie viele Leute stellt die Bank ein?", answer="Dreihundert, in Porto.",
+                        machine_translated=False, source=by_id["q3"].source_fingerprint)
+    by_id["q3"] = by_id["q3"].model_copy(update={"translations": [human]})
+    reviewed = tmp_path / "reviewed.jsonl"
+    reviewed.write_text("".join(q.model_dump_json() + "\n" for q in by_id.values()), encoding="utf-8")
+
+    with ScriptedServer(lambda body: RETRANSLATED) as srv:
+        cfg = config_from_dict({"project": {"build_dir": str(build), "languages": ["en", "de"]},
+                                "instances": {"settings": ["mono"], "reviewed_qa": str(reviewed)},
+                                "llm": {"endpoints": {"g": {"base_url": srv.base_url, "model": "scripted",
+                                                            "max_retries": 0}}, "progress": False}})
+        report = Pipeline(cfg).run(only=["instances"])
+        asked = srv.count("chat")
+    out = {i.qa_id: i for i in BuildStore(build).read("instances", Instance) if i.language == "de"}
+    assert asked == 1  # only q2's stale machine translation was re-translated
+    assert out["q1"].answer == "300." and out["q1"].verified and out["q1"].machine_translated
+    assert out["q2"].en_answer == fix and out["q2"].answer == RETRANSLATED["answer"]
+    assert out["q2"].verified and out["q2"].machine_translated
+    assert out["q3"].answer == "Dreihundert, in Porto." and out["q3"].verified and not out["q3"].machine_translated
+    assert BuildStore(build).manifest("instances").extra["retranslated_after_review"] == {"requested": 1, "failed": 0}
+    assert [out[q].a_type for q in ("q1", "q2", "q3")] == ["original", "human_corrected", "human_corrected"]
+    assert report.stages[0].status == "ran"
+
+
+def test_a_failed_retranslation_never_ships_the_old_text(tmp_path):
+    items = [qa("q2", "a1", "a2", translations=DE)]
+    build = _build(tmp_path, items)
+    responses = [_response("q2", who, correct="no", corrected="Three hundred staff.") for who in ("ana", "jonas")]
+    merged, _ = merge_qa_verification(items, responses, min_submitted=2)
+    reviewed = tmp_path / "reviewed.jsonl"
+    reviewed.write_text(merged[0].model_dump_json() + "\n", encoding="utf-8")
+    from babelrag.testing.scripted_server import ScriptedServer
+
+    with ScriptedServer(lambda body: "not json at all") as srv:
+        cfg = config_from_dict({"project": {"build_dir": str(build), "languages": ["en", "de"]},
+                                "instances": {"settings": ["mono"], "reviewed_qa": str(reviewed)},
+                                "llm": {"endpoints": {"g": {"base_url": srv.base_url, "model": "scripted",
+                                                            "max_retries": 0}}, "progress": False}})
+        report = Pipeline(cfg).run(only=["instances"])
+    assert [i for i in BuildStore(build).read("instances", Instance) if i.language == "de"] == []
+    skipped = report.stages[0].skipped
+    assert skipped["retranslation-failed"] == 1 and skipped["mono:no-translation-de"] == 1

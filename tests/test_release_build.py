@@ -249,20 +249,17 @@ def test_unverified_build_needs_the_flag_and_is_flagged(tmp_path):
     assert not any(v for s in ds for v in ds[s]["verified"])
 
 
-def test_card_quotes_the_agreement_files_annotate_writes(tmp_path):
-    """No hand-written summary: the card reads `<build>/annotate/<project>.agreement.json` as written by
-    `babelrag annotate agreement` (computed here by the same function from two annotators' responses)."""
-    from babelrag.annotate.agreement import agreement
-
+def test_card_computes_agreement_from_the_pulled_responses(tmp_path):
+    """No hand-written summary: the card computes agreement from `<build>/annotate/<project>.responses.jsonl`
+    as `babelrag annotate pull` writes it (the final responses; issue 37: not an `.agreement.json` snapshot)."""
     make_build(tmp_path / "build")
     labels = {"r1": ("yes", "yes"), "r2": ("yes", "no"), "r3": ("no", "no"), "r4": ("yes", "yes")}
     responses = [{"record_id": rid, "annotator": who, "status": "submitted", "dataset": "qa_verification",
                   "values": {"natural": "yes", "answerable": pair[i], "answer_correct": "yes"}}
                  for rid, pair in labels.items() for i, who in enumerate(("ana", "jonas"))]
-    rows = [r.as_dict() for r in agreement(responses, "qa_verification")]
     folder = tmp_path / "build" / "annotate"
     folder.mkdir()
-    (folder / "qa_verification.agreement.json").write_text(json.dumps({"annotators": rows, "suggestions": []}))
+    (folder / "qa_verification.responses.jsonl").write_text("".join(json.dumps(r) + "\n" for r in responses))
     text = (build_release(make_config(tmp_path)).folder / "README.md").read_text()
     assert "qa_verification: agreement between annotators" in text
     # answerable: 3 of 4 agree; Cohen's kappa = (0.75 - 0.5) / (1 - 0.5) = 0.5 (p_yes 3/4 and 2/4)

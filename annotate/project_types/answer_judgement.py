@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from babelrag.annotate import projects
+from babelrag.annotate.decisions import DecisionRules
 from babelrag.annotate.project_type import BuildContext, ProjectType
 from babelrag.annotate.registry import register
 from babelrag.annotate.inputs import ModelAnswer
@@ -12,11 +13,13 @@ class AnswerJudgement(ProjectType):
     name = "answer_judgement"
     spec = projects.ANSWER_JUDGEMENT
     input_model = ModelAnswer
+    rules = DecisionRules(decides=("verdict",))
+    dataset_annotation = False
 
     def build(self, rows: list, ctx: BuildContext) -> list[projects.ProjectRecord]:
         return projects.answer_judgement_records(rows)
 
-    def skipped(self, rows: list) -> dict[str, int]:
+    def skipped(self, rows: list, language: str = "") -> dict[str, int]:
         failed = sum(1 for r in rows if not _ok(r))
         return {"model call failed (ok: false), nothing to judge": failed} if failed else {}
 

@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from babelrag.records import Document, Instance
 from babelrag.release.loaders import Problems, iso_date, read_jsonl
-from babelrag.release.schema import XRAG_FIELDS, XRAG_QTYPE_BACK
+from babelrag.release.schema import XRAG_A_TYPE_BACK, XRAG_FIELDS, XRAG_QTYPE_BACK
 
 XRAG_LANGUAGES = ("en", "de", "es", "zh", "ar")
 Q_TYPES = ("multihop", "multi-hop", "aggregation", "comparison", "set")
@@ -85,7 +85,8 @@ class XragRecord(BaseModel):
             id=self.id, qa_id=self.id, setting=setting, language=language, question=self.question,
             answer=self.answer, en_question=self.en_question, en_answer=self.en_answer,
             q_type=XRAG_QTYPE_BACK.get(self.q_type, self.q_type),  # type: ignore[arg-type]
-            documents=docs, verified=True, a_type=self.a_type, crossdoc_type=self.crossdoc,
+            documents=docs, verified=True, a_type=XRAG_A_TYPE_BACK.get(self.a_type, self.a_type),
+            crossdoc_type=self.crossdoc,
             dates=[d.published for d in docs if d.role == "supporting"])
 
     def to_published(self) -> dict[str, Any]:
