@@ -12,17 +12,18 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Optional, get_args
 
 from pydantic import ValidationError
 
 from babelrag.errors import BabelragError
 from babelrag.leakage import instance_leaks, iso_date, split_leaks
-from babelrag.records import ANSWER_TYPES, Instance
+from babelrag.records import ANSWER_TYPES, Instance, QuestionType
 
 RULES = ("schema", "language", "distractor_date", "support_in_distractors", "missing_support", "split_leak",
          "duplicate_id", "unverified", "empty_text")
 A_TYPES = ANSWER_TYPES
+QUESTION_TYPES = get_args(QuestionType)  # a build's q_type (a converted benchmark keeps its own categories)
 
 
 class ReleaseValidationError(BabelragError):
@@ -95,10 +96,11 @@ def _pydantic_detail(exc: ValidationError) -> str:
     return "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()[:5])
 
 
-def parse_rows(rows: Iterable[dict[str, Any]], report: ValidationReport, allow_undated: bool = False
-               ) -> list[tuple[int, Instance]]:
+def parse_rows(rows: Iterable[dict[str, Any]], report: ValidationReport, allow_undated: bool = False,
+               external: bool = False) -> list[tuple[int, Instance]]:
     """Rows -> (row index, Instance); a row that does not match the schema is a ``schema`` violation.
-    ``allow_undated``: an empty date ("no date given") is accepted; a non-empty one must still be ISO."""
+    ``allow_undated``: an empty date ("no date given") is accepted; a non-empty one must still be ISO.
+    ``external``: a converted benchmark's ``q_type`` may be its own category; a build's is one of ours."""
     out = []
     for i, row in enumerate(rows):
         report.checked += 1
@@ -114,6 +116,8 @@ def parse_rows(rows: Iterable[dict[str, Any]], report: ValidationReport, allow_u
                     if iso_date(value) is None and not (allow_undated and value == "")]
         if inst.a_type not in A_TYPES:
             problems.append(f"a_type {inst.a_type!r} not in {A_TYPES}")
+        if not external and inst.q_type not in QUESTION_TYPES:
+            problems.append(f"q_type {inst.q_type!r} not in {QUESTION_TYPES}")
         if problems:
             report.violations.append(Violation(inst.id, "schema", "; ".join(problems)))
             continue
@@ -165,7 +169,7 @@ def validate(rows: Iterable[dict[str, Any]], rules: Rules, split_for: Optional[A
     from babelrag.langcheck import LanguageChecker
 
     report = ValidationReport()
-    parsed = parse_rows(rows, report, allow_undated=rules.external or rules.allow_undated)
+    parsed = parse_rows(rows, report, allow_undated=rules.external or rules.allow_undated, external=rules.external)
     instances = [inst for _, inst in parsed]
     lang = LanguageChecker(sorted(set(rules.languages) | {rules.pivot})) if rules.check_languages else None
     for inst in (progress(instances, len(instances)) if progress else instances):
