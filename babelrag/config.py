@@ -10,13 +10,13 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, create_model, field_validator
 
 from babelrag.errors import ConfigError
+from babelrag.languages import normalise_languages, normalise_tag
 from babelrag.llm.settings import LLMSettings
 from babelrag.run_only import output_values, run_only
-
-SUPPORTED_LANGUAGES = ("en", "de", "es", "zh", "ar", "fr", "it", "pt", "ru", "ja", "ko", "hi", "ro", "tr", "nl")
+from babelrag.stage import declared_sections, run_load_hooks
 
 
 class Section(BaseModel):
@@ -27,16 +27,20 @@ class ProjectConfig(Section):
     name: str = run_only("babelrag-benchmark")  # a label (release card, reports): renaming rebuilds nothing
     build_dir: str = run_only("build")
     seed: int = 13
+    # any language lingua identifies, as BCP-47 / ISO 639 tags; stored normalised to ISO 639-1 ("pt-BR" -> "pt",
+    # "zh-Hans" -> "zh"; babelrag/languages.py says what is kept and dropped)
     languages: list[str] = Field(default_factory=lambda: ["en", "de", "es", "zh", "ar"])
     pivot_language: str = "en"
 
     @field_validator("languages")
     @classmethod
     def _known_languages(cls, value: list[str]) -> list[str]:
-        unknown = [v for v in value if v not in SUPPORTED_LANGUAGES]
-        if unknown:
-            raise ValueError(f"unknown language code(s) {unknown}; allowed: {', '.join(SUPPORTED_LANGUAGES)}")
-        return value
+        return normalise_languages(value)
+
+    @field_validator("pivot_language")
+    @classmethod
+    def _known_pivot(cls, value: str) -> str:
+        return normalise_tag(value).code
 
 
 class ExecutorConfig(Section):
@@ -58,6 +62,13 @@ class Config(Section):
 
     # where the file was loaded from: relative paths in the config resolve against it
     base_dir: str = Field(".", exclude=True)
+    # what the stages' load hooks reported (``babelrag.stage.run_load_hooks``): the language capability table
+    _load_summaries: dict[str, Any] = PrivateAttr(default_factory=dict)
+
+    @property
+    def load_summaries(self) -> dict[str, Any]:
+        """Stage name -> the summary its load hook returned (empty for a config not made by ``load_config``)."""
+        return self._load_summaries
 
     def resolve(self, path: str | None) -> Path | None:
         if path is None:
@@ -163,6 +174,10 @@ def config_from_dict(raw: dict[str, Any], source: str = "<config>", base_dir: Pa
     except ValidationError as exc:
         raise ConfigError(format_validation_error(exc, source)) from None
     config.base_dir = str(Path(base_dir).resolve())
+    try:
+        config._load_summaries = run_load_hooks(config)
+    except ConfigError as exc:
+        raise ConfigError(f"{source}: {exc}") from None
     return config
 
 

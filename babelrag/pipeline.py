@@ -97,9 +97,16 @@ class RunReport:
     """Counts in/out/skipped per stage, time and LLM usage; printed at the end and saved as JSON."""
 
     stages: list[StageReport] = field(default_factory=list)
+    # what the config's load hooks reported (``Config.load_summaries``: the language capability table, the
+    # encoder chosen and why)
+    config: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"stages": [s.__dict__ for s in self.stages]}
+        return {"stages": [s.__dict__ for s in self.stages], "config": self.config}
+
+    def render_config(self) -> list[Any]:
+        """One table per load summary (``summary_tables``)."""
+        return summary_tables(self.config)
 
     def render(self) -> Any:
         from rich.table import Table
@@ -119,6 +126,28 @@ class RunReport:
             table.add_row(s.stage, s.status, str(s.count_in), str(s.count_out), str(s.errors), skipped, noted,
                           f"{s.seconds:.1f}", calls if u else "-", tokens, cost, s.note)
         return table
+
+
+def summary_tables(summaries: dict[str, Any]) -> list[Any]:
+    """Rich tables of load summaries (``{"title", "encoder", "rows"}``): a caption line says which encoder
+    was chosen and why."""
+    from rich.table import Table
+
+    tables = []
+    for summary in summaries.values():
+        rows = summary.get("rows") or []
+        if not rows:
+            continue
+        enc = summary.get("encoder") or {}
+        caption = (f"encoder: {enc['kind']}" + (f" (from {enc['configured']})" if enc.get("configured") != enc["kind"]
+                                                else "") + f" — {enc.get('reason', '')}") if enc else None
+        table = Table(title=summary.get("title", ""), caption=caption)
+        for col in rows[0]:
+            table.add_column(col.replace("_", " "))
+        for row in rows:
+            table.add_row(*(str(v) for v in row.values()))
+        tables.append(table)
+    return tables
 
 
 class DeclaredConfig:
@@ -227,7 +256,7 @@ class Pipeline:
         self.stages = stages if stages is not None else declared_stages()
         self.store = BuildStore(config.build_dir)
         self.console = console
-        self.report = RunReport()
+        self.report = RunReport(config=dict(config.load_summaries))
         self._hasher: ContentHasher | None = None
         self._files: dict[str, dict[str, str]] = {}  # stage -> digests of its last fingerprint
 
@@ -415,6 +444,8 @@ def run_pipeline(config: Config, until: str | None = None, only: Iterable[str] |
     finally:
         if pipe.report.stages:
             if console is not None:
+                for table in pipe.report.render_config():
+                    console.print(table)
                 console.print(pipe.report.render())
             pipe.store.root.mkdir(parents=True, exist_ok=True)
             atomic_write_text(pipe.store.run_report_path,

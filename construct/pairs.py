@@ -73,6 +73,7 @@ STAGE = StageSpec(
     files=("dense.events_file", "dense.encoder.name_or_path"),
     llm_endpoints=(("dense.encoder.endpoint", (("dense.enabled", True), ("dense.encoder.kind", "openai"))),),
     runtime_sections=("llm", "executor"), owns={"pairs": PairsConfig, "dense": DenseConfig}, order=20,
+    on_load="babelrag.construct.languages:on_load",  # the capability table; dense.encoder.kind auto resolved
     version="2", changes=(("2", "same-language hybrid pairs score a CSLS-scaled cosine, in every language by "
                                 "default; entity-graph pairs of those languages must pass the same score"),))
 

@@ -24,6 +24,7 @@ from babelrag.evaluators.citations import parse_citations, strip_citations
 from babelrag.evaluators.language import DEFAULT_LANGUAGES, language_share
 from babelrag.evaluators.metric import Column, Metric, MetricRun
 from babelrag.evaluators.registry import register
+from babelrag.languages import language_name
 from babelrag.evaluators.results import ScoreResult, make_result
 from babelrag.tokens import tokenize
 from babelrag.stats import kendall_tau
@@ -356,7 +357,7 @@ class MirageMetric(Metric):
                                languages=run.languages, rounds=settings.rounds, seed=settings.seed)
         ids = [a.id for a in answers]
         fluency = scores_1_to_5(run.runner, judge, "mirage_fluency",
-                                [{"answer": a.answer, "language": a.language} for a in answers], ids)
+                                [{"answer": a.answer, "language": language_name(a.language)} for a in answers], ids)
         overlap = scores_1_to_5(run.runner, judge, "mirage_overlap", [
             {"question": by_id[a.instance_id].question, "reference": by_id[a.instance_id].answer, "answer": a.answer}
             for a in answers], ids)

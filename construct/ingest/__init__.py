@@ -218,10 +218,6 @@ def _filter(art: RawArticle, corpus: Any, languages: list[str], lid: LanguageIde
     if corpus.date_to and art.published > corpus.date_to:
         skip("after-date-window", where, art.id)
         return None
-    n_tokens = count_tokens(art.text)
-    if n_tokens < corpus.min_tokens:
-        skip("too-short", where, f"{art.id}: {n_tokens} < corpus.min_tokens={corpus.min_tokens}")
-        return None
     declared = (art.declared_language or "").split("-")[0].lower()
     if declared and declared not in languages and len(declared) == 2:
         skip("language-not-configured", where, f"{art.id}: declared {declared}")
@@ -233,6 +229,10 @@ def _filter(art: RawArticle, corpus: Any, languages: list[str], lid: LanguageIde
     if guess.language is None or guess.confidence < corpus.language_confidence:
         skip("language-uncertain", where,
              f"{art.id}: best {guess.language} at {guess.confidence:.2f} < corpus.language_confidence")
+        return None
+    n_tokens = count_tokens(art.text, guess.language)  # words: zh, ja, th segmented (babelrag/tokens.py)
+    if n_tokens < corpus.min_tokens:
+        skip("too-short", where, f"{art.id}: {n_tokens} < corpus.min_tokens={corpus.min_tokens}")
         return None
     return art, guess.language, n_tokens
 
