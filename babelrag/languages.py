@@ -21,7 +21,6 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from babelrag.errors import ConfigError
 
 # ISO 15924 script of each lingua language that is not written in Latin script (the rest: Latn). Prompts ask
 # for, and the language check expects, this script.

