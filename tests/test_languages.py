@@ -186,3 +186,11 @@ def test_ingest_counts_min_tokens_in_words_of_the_identified_language(tmp_path):
     assert [(a.id, a.language) for a in kept] == [("ja-1", "ja")]
     assert 420 <= kept[0].n_tokens <= 460  # TinySegmenter words of the body (the title is apart)
     assert report.stages[0].skipped == {"too-short": 1}
+
+
+def test_question_target_languages_are_normalised_like_project_languages():
+    config = config_from_dict({"project": {"languages": ["en", "pt-BR", "sw"]},
+                               "questions": {"target_languages": ["pt-BR", "swa"]}})
+    assert config.questions.target_languages == ["pt", "sw"]
+    with pytest.raises(ConfigError, match="questions.target_languages.*'zh-Hant'"):
+        config_from_dict({"questions": {"target_languages": ["zh-Hant"]}})
