@@ -114,7 +114,7 @@ def min_tokens_rule(language: str) -> str:
     """What ``corpus.min_tokens`` counts in ``language`` (for the capability table)."""
     seg = SEGMENTERS.get(language)
     if seg is None:
-        return "words (letters, digits and marks between spaces/punctuation)"
+        return "words (runs of letters, digits and marks)"
     if _installed(seg.package):
         return seg.label
     return f"characters ({seg.package} not installed: pip install {seg.package})"
