@@ -156,13 +156,16 @@ def construct_contrastive(config: Path = ConfigOpt,
 
 @construct_app.command("status")
 def construct_status(config: Path = ConfigOpt) -> None:
-    """Show which stages are finished and current."""
+    """Show which stages are finished and current, and what the build does per language (capability table)."""
     from rich.table import Table
 
-    from babelrag.pipeline import Pipeline
+    from babelrag.pipeline import Pipeline, summary_tables
     from babelrag.stage import stages
 
-    pipe = Pipeline(_load(config))
+    loaded = _load(config)
+    for summary in summary_tables(loaded.load_summaries):
+        _console().print(summary)
+    pipe = Pipeline(loaded)
     table = Table(title=f"build: {pipe.store.root}")
     for col in ("stage", "state", "out", "errors", "finished"):
         table.add_column(col)

@@ -10,14 +10,15 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator, model_validator
+from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, create_model, field_validator,
+                      model_validator)
 
 from babelrag.errors import ConfigError
+from babelrag.languages import normalise_languages, normalise_tag
 from babelrag.llm.settings import LLMSettings, looks_like_secret
 from babelrag.run_only import output_values, run_only
+from babelrag.stage import declared_sections, run_load_hooks
 from babelrag.text_input import read_text
-
-SUPPORTED_LANGUAGES = ("en", "de", "es", "zh", "ar", "fr", "it", "pt", "ru", "ja", "ko", "hi", "ro", "tr", "nl")
 
 
 class Section(BaseModel):
@@ -28,16 +29,20 @@ class ProjectConfig(Section):
     name: str = run_only("babelrag-benchmark")  # a label (release card, reports): renaming rebuilds nothing
     build_dir: str = run_only("build")
     seed: int = 13
+    # any language lingua identifies, as BCP-47 / ISO 639 tags; stored normalised to ISO 639-1 ("pt-BR" -> "pt",
+    # "zh-Hans" -> "zh"; babelrag/languages.py says what is kept and dropped)
     languages: list[str] = Field(default_factory=lambda: ["en", "de", "es", "zh", "ar"])
     pivot_language: str = "en"
 
     @field_validator("languages")
     @classmethod
     def _known_languages(cls, value: list[str]) -> list[str]:
-        unknown = [v for v in value if v not in SUPPORTED_LANGUAGES]
-        if unknown:
-            raise ValueError(f"unknown language code(s) {unknown}; allowed: {', '.join(SUPPORTED_LANGUAGES)}")
-        return value
+        return normalise_languages(value)
+
+    @field_validator("pivot_language")
+    @classmethod
+    def _known_pivot(cls, value: str) -> str:
+        return normalise_tag(value).code
 
     # the checks below hold whatever codes are allowed: a build whose pivot is not built, or a language
     # listed twice, validates but silently loses its cross-language pairs
@@ -79,6 +84,13 @@ class Config(Section):
 
     # where the file was loaded from: relative paths in the config resolve against it
     base_dir: str = Field(".", exclude=True)
+    # what the stages' load hooks reported (``babelrag.stage.run_load_hooks``): the language capability table
+    _load_summaries: dict[str, Any] = PrivateAttr(default_factory=dict)
+
+    @property
+    def load_summaries(self) -> dict[str, Any]:
+        """Stage name -> the summary its load hook returned (empty for a config not made by ``load_config``)."""
+        return self._load_summaries
 
     def resolve(self, path: str | None) -> Path | None:
         if path is None:
@@ -203,6 +215,10 @@ def config_from_dict(raw: dict[str, Any], source: str = "<config>", base_dir: Pa
     except ValidationError as exc:
         raise ConfigError(format_validation_error(exc, source)) from None
     config.base_dir = str(Path(base_dir).resolve())
+    try:
+        config._load_summaries = run_load_hooks(config)
+    except ConfigError as exc:
+        raise ConfigError(f"{source}: {exc}") from None
     return config
 
 

@@ -125,12 +125,19 @@ class RunReport:
 
     stages: list[StageReport] = field(default_factory=list)
     funnel: Funnel | None = None  # where the articles went, per language (filled when the run ends)
+    # what the config's load hooks reported (``Config.load_summaries``: the language capability table, the
+    # encoder chosen and why)
+    config: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"stages": [s.__dict__ for s in self.stages]}
+        out: dict[str, Any] = {"stages": [s.__dict__ for s in self.stages], "config": self.config}
         if self.funnel is not None:
             out["funnel"] = self.funnel.to_dict()
         return out
+
+    def render_config(self) -> list[Any]:
+        """One table per load summary (``summary_tables``)."""
+        return summary_tables(self.config)
 
     def render(self) -> Any:
         from rich.table import Table
@@ -156,6 +163,28 @@ class RunReport:
         from rich.console import Group
 
         return Group(table, self.funnel.render())
+
+
+def summary_tables(summaries: dict[str, Any]) -> list[Any]:
+    """Rich tables of load summaries (``{"title", "encoder", "rows"}``): a caption line says which encoder
+    was chosen and why."""
+    from rich.table import Table
+
+    tables = []
+    for summary in summaries.values():
+        rows = summary.get("rows") or []
+        if not rows:
+            continue
+        enc = summary.get("encoder") or {}
+        caption = (f"encoder: {enc['kind']}" + (f" (from {enc['configured']})" if enc.get("configured") != enc["kind"]
+                                                else "") + f" — {enc.get('reason', '')}") if enc else None
+        table = Table(title=summary.get("title", ""), caption=caption)
+        for col in rows[0]:
+            table.add_column(col.replace("_", " "))
+        for row in rows:
+            table.add_row(*(str(v) for v in row.values()))
+        tables.append(table)
+    return tables
 
 
 class DeclaredConfig:
@@ -274,7 +303,7 @@ class Pipeline:
         self.stages = stages if stages is not None else declared_stages()
         self.store = BuildStore(config.build_dir)
         self.console = console
-        self.report = RunReport()
+        self.report = RunReport(config=dict(config.load_summaries))
         self._hasher: ContentHasher | None = None
         self._files: dict[str, dict[str, str]] = {}  # stage -> digests of its last fingerprint
         self._running: StageContext | None = None  # the stage being run, for the report of an interrupt
@@ -534,6 +563,8 @@ def _save_report(pipe: Pipeline, console: Any, failing: bool) -> None:
         if console is not None:
             console.print(f"[yellow]funnel not built[/]: {exc}", highlight=False)
     if console is not None:
+        for table in pipe.report.render_config():
+            console.print(table)
         console.print(pipe.report.render())
     try:
         atomic_write_text(pipe.store.run_report_path, json.dumps(pipe.report.to_dict(), indent=2, sort_keys=True))

@@ -61,6 +61,10 @@ class StageSpec:
     # the config sections this stage owns: section name -> settings model (becomes part of the schema)
     owns: Mapping[str, type[BaseModel]] = field(default_factory=dict)
     order: int = 100  # position in the pipeline (ties: by name)
+    # "module:function" run on every loaded config (``run_load_hooks``): checks across sections and values that
+    # depend on other sections (``dense.encoder.kind: auto`` from ``project.languages``); it raises
+    # ConfigError to refuse the config, or returns a JSON-able summary for ``construct status`` and the run report
+    on_load: str = ""
 
     def load(self) -> Callable[["StageContext"], None]:
         module, _, attr = self.target.partition(":")
@@ -118,6 +122,22 @@ def _declared_stages() -> tuple[StageSpec, ...]:
             raise ConfigError(f"entry point {ep.name!r} of {STAGE_GROUP} must name a StageSpec called {ep.name!r}")
         specs.append(_check_name(spec))
     return tuple(specs)
+
+
+def run_load_hooks(config: Any) -> dict[str, Any]:
+    """Each stage's ``on_load`` hook on a freshly validated config, in pipeline order: stage name -> summary."""
+    out: dict[str, Any] = {}
+    for spec in stages():
+        if spec.on_load:
+            module, _, attr = spec.on_load.partition(":")
+            try:
+                hook = getattr(importlib.import_module(module), attr)
+            except (ImportError, AttributeError) as exc:
+                raise ConfigError(f"stage '{spec.name}': load hook {spec.on_load!r} is not available: {exc}") from None
+            summary = hook(config)
+            if summary:
+                out[spec.name] = summary
+    return out
 
 
 def stages() -> tuple[StageSpec, ...]:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Iterable, Optional, Sequence
 
 from babelrag.atomic import atomic_write_text
+from babelrag.languages import language_name
 from babelrag.records import Article, ContrastivePair, Provenance, QAItem
 
 KINDS = ("faithfulness", "answer_relevance", "context_relevance")
@@ -83,7 +84,6 @@ def llm_pairs(runner: Any, items: list[ChunkQuestion], *, seed: int, stage: str 
               ) -> tuple[list[ContrastivePair], list[tuple[str, str]]]:
     """Faithfulness and answer-relevance pairs; returns (pairs, [(item id, error)]) — failures are kept."""
     from babelrag.construct.chains.outputs import Answer
-    from babelrag.construct.translate import language_name
     from babelrag.llm import Prompt
 
     kinds = set(kinds)

@@ -68,8 +68,10 @@ class FiltersConfig(Section):
 
 
 STAGE = StageSpec(
-    "filters", "babelrag.construct.filters:run", "QAItem", ("ingest", "questions"), ("filters",), version="2",
-    changes=(("2", "filter verdicts are typed nested records (QAItem.filters)"),),
+    "filters", "babelrag.construct.filters:run", "QAItem", ("ingest", "questions"), ("filters",), version="3",
+    changes=(("2", "filter verdicts are typed nested records (QAItem.filters)"),
+             ("3", "verbatim check: words keep their combining marks (Devanagari, Bengali, ...) and Thai, Lao, "
+                   "Myanmar and Khmer count per character like Chinese and Japanese")),
     description="well-formed, named entity, near-duplicate, verbatim, needs both articles, needs retrieval",
     uses_llm=True, files=("filters.spacy_model",),
     # the endpoint counts when one of the LLM filters is on (entries for one field are alternatives)

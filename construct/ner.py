@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from babelrag.errors import ConfigError
+from babelrag.languages import language_name
 
 _POSSESSIVE = re.compile(r"(?:['’`´]s|s['’`´])$")
 _EDGE_PUNCT = re.compile(r"^[\W_]+|[\W_]+$", re.UNICODE)
@@ -348,7 +349,7 @@ class LLMNER:
         class TitleEntities(BaseModel):
             entities: list[str]
 
-        items = [{"title": t, "language": lang} for t, lang in zip(titles, languages)]
+        items = [{"title": t, "language": language_name(lang)} for t, lang in zip(titles, languages)]
         results = self.runner.map_structured(endpoint=self.endpoint, prompt=self.prompt, items=items,
                                              schema=TitleEntities, stage=self.stage)
         out = []

@@ -85,6 +85,7 @@ STAGE = StageSpec(
     input_paths=(("dense.events_file", (("dense.enabled", True), ("dense.queries", "events"))),),
     llm_endpoints=(("dense.encoder.endpoint", (("dense.enabled", True), ("dense.encoder.kind", "openai"))),),
     runtime_sections=("llm", "executor"), owns={"pairs": PairsConfig, "dense": DenseConfig}, order=20,
+    on_load="babelrag.construct.languages:on_load",  # the capability table; dense.encoder.kind auto resolved
     version="3", changes=(("2", "same-language hybrid pairs score a CSLS-scaled cosine, in every language by "
                                 "default; entity-graph pairs of those languages must pass the same score"),
                           ("3", "same-language pairs are mined in the pivot language only by default "

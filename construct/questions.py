@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from typing import Any, Literal, Optional
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from babelrag.config import Section
 from babelrag.hashing import stable_hash
+from babelrag.languages import normalise_languages
 from babelrag.run_only import run_only
 from babelrag.construct.chains.crossdoc import CrossDocChain, Job, qa_id
 from babelrag.construct.pair_selection import select_pairs
@@ -30,12 +31,18 @@ class QuestionsConfig(Section):
     )
     per_pair: int = Field(1, ge=1)
     max_pairs: Optional[int] = Field(None, ge=1)  # None = every relevant pair
+    # BCP-47 tags, normalised as project.languages are ("pt-BR" -> "pt"; babelrag/languages.py)
     target_languages: list[str] = Field(default_factory=lambda: ["de", "es", "zh", "ar"])
     endpoint: Optional[str] = None
     simple_per_summary: int = Field(3, ge=1, le=10)  # one-step Q&A pairs written from each summary
     max_article_chars: int = Field(6000, ge=200)  # article text sent to the summary step is cut here
     translate: bool = True  # machine-translate question/answer (flagged machine_translated)
     batch_size: int = run_only(16, ge=1)  # jobs per chain batch (results are written after each batch)
+
+    @field_validator("target_languages")
+    @classmethod
+    def _known_languages(cls, value: list[str]) -> list[str]:
+        return normalise_languages(value)
 
 
 STAGE = StageSpec(

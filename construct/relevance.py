@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field
 
 from babelrag.config import Section
 from babelrag.excerpt import excerpt
+from babelrag.languages import language_name
 from babelrag.pipeline import StageContext
 from babelrag.records import Article, ArticlePair
 from babelrag.stage import StageSpec
@@ -59,8 +60,8 @@ class RelevanceVerdict(BaseModel):
 
 def prompt_items(pair: ArticlePair, articles: dict[str, Article], chars: int = EXCERPT_CHARS) -> dict[str, str]:
     a, b = articles[pair.article_a], articles[pair.article_b]
-    return {"language_a": a.language, "published_a": a.date_label, "title_a": a.title,
-            "text_a": excerpt(a.text, chars), "language_b": b.language, "published_b": b.date_label,
+    return {"language_a": language_name(a.language), "published_a": a.date_label, "title_a": a.title,
+            "text_a": excerpt(a.text, chars), "language_b": language_name(b.language), "published_b": b.date_label,
             "title_b": b.title, "text_b": excerpt(b.text, chars)}
 
 

@@ -15,18 +15,8 @@ from typing import Any, Optional
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from babelrag import records
+from babelrag.languages import language_label, language_name  # every language by its name
 from babelrag.records import Article, DistractorSet, QAItem, Translation
-
-LANGUAGE_NAMES = {
-    "en": "English", "de": "German", "es": "Spanish", "zh": "Chinese (Simplified)", "ar": "Arabic",
-    "fr": "French", "it": "Italian", "pt": "Portuguese", "ru": "Russian", "ja": "Japanese", "ko": "Korean",
-    "hi": "Hindi", "ro": "Romanian", "tr": "Turkish", "nl": "Dutch",
-}
-
-
-def language_name(code: str) -> str:
-    return LANGUAGE_NAMES.get(code, code)
-
 
 class EntityForm(BaseModel):
     """An entity form as the model replies it (lenient); stored as ``records.EntityForm``."""
@@ -138,11 +128,11 @@ def translate_qas(runner: Any, qas: list[QAItem], languages: list[str], *, stage
         if _same(v.question, qa_by_id[qa_id].question):
             out[qa_id][lang] = Translation(language=lang, error="untranslated: the reply repeats the English question")
             continue
-        wrong = [f"{name} looks {found!r}" for name, text in (("question", v.question), ("answer", v.answer))
+        wrong = [f"{name} looks {language_label(found)}" for name, text in (("question", v.question), ("answer", v.answer))
                  if (found := checker.check(text, lang))]
         if wrong:
             out[qa_id][lang] = Translation(language=lang,
-                                           error=f"wrong language: {', '.join(wrong)}, expected {lang!r}")
+                                           error=f"wrong language: {', '.join(wrong)}, expected {language_label(lang)}")
             continue
         text = v.question + " " + v.answer
         # keep only mappings the translation actually uses (small models map names to anything)

@@ -23,6 +23,7 @@ from babelrag.evaluators.bradley_terry import Battle
 from babelrag.evaluators.citations import parse_citations, strip_citations
 from babelrag.evaluators.metric import Column, Metric, MetricRun
 from babelrag.evaluators.registry import register
+from babelrag.languages import language_name
 from babelrag.evaluators.results import ScoreResult, make_result
 from babelrag.evaluators.sentences import split_sentences
 from babelrag.langcheck import DEFAULT_LANGUAGES, read_language
@@ -390,7 +391,7 @@ class MirageMetric(Metric):
         answered = [a for a in answers if a.ok]
         ids = [a.id for a in answered]
         fluency = scores_1_to_5(run.runner, judge, "mirage_fluency",
-                                [{"answer": a.answer, "language": a.language} for a in answered], ids)
+                                [{"answer": a.answer, "language": language_name(a.language)} for a in answered], ids)
         overlap = scores_1_to_5(run.runner, judge, "mirage_overlap", [
             {"question": by_id[a.instance_id].question, "reference": by_id[a.instance_id].answer, "answer": a.answer}
             for a in answered], ids)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 
 from babelrag.errors import BabelragError
+from babelrag.languages import script_of
 
 HUB_LICENSES = frozenset("""
 apache-2.0 mit openrail bigscience-openrail-m creativeml-openrail-m bigscience-bloom-rail-1.0 bigcode-openrail-m
@@ -33,8 +34,9 @@ _SIZE_BUCKETS = ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"),
                  (10_000_000_000, "1B<n<10B"), (100_000_000_000, "10B<n<100B"), (1_000_000_000_000, "100B<n<1T"))
 SIZE_CATEGORIES = tuple(label for _, label in _SIZE_BUCKETS) + ("n>1T",)
 
-# languages written in more than one script: the canonical tag names the script (BCP-47 / CLDR likely subtags)
-_SCRIPTED = {"zh": "zh-Hans", "sr": "sr-Cyrl", "pa": "pa-Guru", "uz": "uz-Latn", "az": "az-Latn", "ms": "ms-Latn"}
+# languages written in more than one script: the canonical tag names the script (BCP-47 / CLDR likely subtags),
+# the one this toolkit writes them in (babelrag/languages.py SCRIPTS: prompts, translations, the language check)
+MULTI_SCRIPT = ("zh", "sr", "pa", "uz", "az", "ms")
 _ISO639 = re.compile(r"^[a-z]{2,3}$")
 
 CREATORS = ("expert-generated", "crowdsourced", "machine-generated", "found", "no-annotation", "other")
@@ -57,7 +59,7 @@ def bcp47(code: str) -> str:
     code = code.strip().lower()
     if not _ISO639.match(code):
         raise CardMetadataError(f"language {code!r} is not an ISO 639 code (two or three letters, e.g. de, zh)")
-    return _SCRIPTED.get(code, code)
+    return f"{code}-{script_of(code)}" if code in MULTI_SCRIPT else code
 
 
 def check_license(license_id: str) -> str:

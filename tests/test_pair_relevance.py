@@ -10,6 +10,7 @@ import re
 
 import pytest
 
+from babelrag.languages import language_name
 from babelrag.testing import pair_relevance
 from babelrag.testing.samelang_calibration import cross_language_set, load_set
 from babelrag.testing.scripted_server import ScriptedServer
@@ -22,11 +23,12 @@ def nine():
 
 def oracle(nine, fail_title: str | None = None):
     rows = [json.loads(line) for line in nine.articles.read_text(encoding="utf-8").splitlines() if line]
-    event_of_title = {(r["language"], r["title"]): nine.event[r["id"]] for r in rows}
+    # the prompt names each article's language ("Chinese (Simplified)"), the labels key it by code
+    event_of_title = {(language_name(r["language"]), r["title"]): nine.event[r["id"]] for r in rows}
 
     def judge(body):
         msg = body["messages"][-1]["content"]
-        found = re.findall(r"Article [AB] \((\w+), published [^)]*\)\nTitle: (.*)\n", msg)
+        found = re.findall(r"Article [AB] \((.+?), published [^)]*\)\nTitle: (.*)\n", msg)
         if len(found) != 2:
             return "not json"  # a repair request: stays unanswerable
         if fail_title and any(t == fail_title for _, t in found):

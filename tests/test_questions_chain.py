@@ -136,7 +136,7 @@ def test_chain_on_good_and_malformed_replies(server):
                                                                ("a2", "Porto")]
     assert j1.summaries[0].startswith("In short: Lumen Bank opens office in Porto")
     assert j1.provenance.model == "scripted" and j1.provenance.config_hash == "h"
-    assert j1.provenance.prompt_version == ("questions.summary@1,questions.simple_qa@1,questions.crossdoc@2,"
+    assert j1.provenance.prompt_version == ("questions.summary@2,questions.simple_qa@1,questions.crossdoc@2,"
                                             "questions.answer@1")
     assert res.inferred_selection == 1 and {s.article_id for s in by["j2"].selected} == {"d1", "a1"}
 
@@ -232,7 +232,7 @@ def test_translation_left_in_english_is_an_error_not_a_release_failure():
                       question="How is Calloway Freight's port project going?",
                       answer="It is under consideration, but it faces challenges from the local council")
         tr = translate_qas(runner, [item], ["de", "es"], stage="questions")["q"]
-    assert tr["de"].error == "wrong language: answer looks 'en', expected 'de'" and not tr["de"].usable
+    assert tr["de"].error == "wrong language: answer looks English (en), expected German (de)" and not tr["de"].usable
     assert tr["es"].answer.startswith("El proyecto")
 
 

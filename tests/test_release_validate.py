@@ -50,7 +50,7 @@ def test_language_wrong_question_language(insts):
     de.question = de.en_question  # English text declared German
     report = run(insts)
     assert only(report) == {(de.id, "language")}
-    assert "question looks 'en', declared 'de'" in report.violations[0].detail
+    assert "question looks English (en), declared German (de)" in report.violations[0].detail
 
 
 def test_a_name_as_answer_is_not_judged_for_language(insts):

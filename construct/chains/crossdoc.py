@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from babelrag.construct.chains.outputs import Answer, CrossDocQuestion, QAPair, SimplePairs, Summary
+from babelrag.languages import language_name
 from babelrag.records import Article, Provenance, QAItem, SimpleQA
 from babelrag.tokens import content_words
 
@@ -100,7 +101,7 @@ class CrossDocChain:
         # 1. summaries, once per article
         arts = {a.id: a for j in jobs for a in (j.a, j.b)}
         order = sorted(arts)
-        res = self._map("summary", [{"language": arts[i].language, "published": arts[i].date_label,
+        res = self._map("summary", [{"language": language_name(arts[i].language), "published": arts[i].date_label,
                                      "title": arts[i].title, "text": arts[i].text[: self.max_chars]} for i in order],
                         Summary, [f"summary:{i}" for i in order])
         summaries = {i: r for i, r in zip(order, res)}

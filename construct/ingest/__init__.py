@@ -271,6 +271,8 @@ def _filter(art: RawArticle, corpus: Any, languages: list[str], lid: LanguageIde
     if dated.windowed and corpus.date_to and dated.published > corpus.date_to:
         skip("after-date-window", where, art.id)
         return None
+    # one token per character of unspaced scripts is at least the word count of any language: shorter than
+    # min_tokens by it, an article is too short whatever lingua says (and lingua is not asked)
     n_tokens = count_tokens(art.text)
     if n_tokens < corpus.min_tokens:
         skip("too-short", where, f"{art.id}: {n_tokens} < corpus.min_tokens={corpus.min_tokens}")
@@ -286,6 +288,10 @@ def _filter(art: RawArticle, corpus: Any, languages: list[str], lid: LanguageIde
     if guess.language is None or guess.confidence < corpus.language_confidence:
         skip("language-uncertain", where,
              f"{art.id}: best {guess.language} at {guess.confidence:.2f} < corpus.language_confidence")
+        return None
+    n_tokens = count_tokens(art.text, guess.language)  # words: zh, ja, th segmented (babelrag/tokens.py)
+    if n_tokens < corpus.min_tokens:
+        skip("too-short", where, f"{art.id}: {n_tokens} < corpus.min_tokens={corpus.min_tokens}")
         return None
     return art, guess.language, n_tokens, dated
 

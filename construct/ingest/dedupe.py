@@ -13,10 +13,10 @@ import zlib
 
 import numpy as np
 
-from babelrag.tokens import CJK_RANGES
+from babelrag.tokens import NO_SPACE_RANGES
 
 _WS = re.compile(r"\s+")
-_CJK_CHAR = re.compile(f"[{CJK_RANGES}]")
+_NO_SPACE_CHAR = re.compile(f"[{NO_SPACE_RANGES}]")  # CJK, Thai, Lao, Myanmar, Khmer
 
 
 def hash64(text: str) -> int:
@@ -30,7 +30,7 @@ def normalise_text(text: str) -> str:
 def shingles(text: str, n_words: int = 3, n_chars: int = 4) -> list[str]:
     """Word n-grams, or character n-grams for scripts written without spaces."""
     norm = normalise_text(text)
-    if len(_CJK_CHAR.findall(norm[:400])) > 40:
+    if len(_NO_SPACE_CHAR.findall(norm[:400])) > 40:
         compact = norm.replace(" ", "")
         return [compact[i:i + n_chars] for i in range(max(1, len(compact) - n_chars + 1))]
     words = norm.split()

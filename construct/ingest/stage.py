@@ -48,10 +48,14 @@ class NerConfig(Section):
 
 # version 2: HTML/WARC pages extracted by trafilatura + htmldate + own headline (was news-please)
 # version 3: title entities normalised per language (acronyms, built-in aliases, fr/it elisions, zh name runs)
+# version 4: min_tokens counts words per language (zh/ja/th segmented, ko by spaces, marks kept in words)
 STAGE = StageSpec(
     "ingest", "babelrag.construct.ingest:run", "Article", (), ("corpus", "project", "ner"), version="4",
     changes=(("3", "title entities normalised per language; published is stored as a date (Arrow date32)"),
-             ("4", "articles carry date_source and windowed (corpus.undated: drop | keep | infer)")),
+             ("4", "articles carry date_source and windowed (corpus.undated: drop | keep | infer); "
+                   "corpus.min_tokens counts words in the article's language: Chinese, Japanese and Thai by a "
+                   "word segmenter, Korean by spaces, Devanagari/Bengali/Thai vowel signs inside words; Thai "
+                   "near-duplicates by character shingles")),
     description="read WARC/HTML/JSONL, date window, length, language ID, dedupe, title NER",
     files=("corpus.inputs[].path", "corpus.inputs[].url_map", "ner.gazetteer", "ner.stanza_dir",
            "ner.spacy_model", "ner.spacy_models{}"),
