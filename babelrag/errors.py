@@ -18,3 +18,10 @@ class InputError(BabelragError):
 
 class StageError(BabelragError):
     """A stage cannot run (missing upstream output, missing optional dependency, ...)."""
+
+
+class IncompleteRun(BabelragError):
+    """The run finished what it could, but items failed (an endpoint that did not answer): they are
+    stored as failed, and a plain re-run retries exactly them. Not a config error, hence its own code."""
+
+    exit_code = 3

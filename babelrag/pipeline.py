@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from babelrag.config import Config
-from babelrag.errors import StageError
+from babelrag.errors import IncompleteRun, StageError
 from babelrag.records import ErrorRecord
 from babelrag.hashing import ContentHasher, stable_hash
 from babelrag.shards import ShardWriter
@@ -90,6 +90,7 @@ class StageReport:
     resumed: int = 0
     llm_usage: dict[str, Any] = field(default_factory=dict)
     note: str = ""
+    failed: dict[str, int] = field(default_factory=dict)  # failed items (retried next run), per reason
 
 
 @dataclass
@@ -98,16 +99,34 @@ class RunReport:
 
     stages: list[StageReport] = field(default_factory=list)
 
+    stopped: str = ""  # why the run stopped before its last stage (an endpoint given up on as down)
+
     def to_dict(self) -> dict[str, Any]:
-        return {"stages": [s.__dict__ for s in self.stages]}
+        return {"stages": [s.__dict__ for s in self.stages], **({"stopped": self.stopped} if self.stopped else {})}
+
+    def incomplete(self) -> IncompleteRun | None:
+        """The error a run with failed items ends with (exit code 3), saying what failed where; None
+        when nothing failed."""
+        failed = [s for s in self.stages if s.failed]
+        if not failed:
+            return None
+        total = sum(sum(s.failed.values()) for s in failed)
+        where = "; ".join(f"{s.stage}: {sum(s.failed.values())} ("
+                          + ", ".join(f"{k} {v}" for k, v in sorted(s.failed.items())) + ")" for s in failed)
+        lines = [f"incomplete: {total} item{'s' * (total != 1)} failed — {where}"]
+        if self.stopped:
+            lines.append(self.stopped)
+        lines.append("finished work is kept; run the same command again to retry exactly the failed items "
+                     "(answers already received are not paid for again)")
+        return IncompleteRun("\n".join(lines))
 
     def render(self) -> Any:
         from rich.table import Table
 
         table = Table(title="babelrag run report")
-        numeric = ("in", "out", "errors", "seconds", "llm calls", "tokens in/out", "cost")
-        for col in ("stage", "status", "in", "out", "errors", "skipped", "kept with note", "seconds", "llm calls",
-                    "tokens in/out", "cost", "note"):
+        numeric = ("in", "out", "errors", "failed", "seconds", "llm calls", "tokens in/out", "cost")
+        for col in ("stage", "status", "in", "out", "errors", "failed", "skipped", "kept with note", "seconds",
+                    "llm calls", "tokens in/out", "cost", "note"):
             table.add_column(col, justify="right" if col in numeric else "left")
         for s in self.stages:
             skipped = ", ".join(f"{k}={v}" for k, v in sorted(s.skipped.items())) or "-"
@@ -116,7 +135,8 @@ class RunReport:
             calls = f"{u.get('calls', 0):,}" + (f" ({u['cached']:,} cached)" if u.get("cached") else "")
             tokens = f"{u.get('prompt_tokens', 0):,}/{u.get('completion_tokens', 0):,}" if u.get("calls") else "-"
             cost = f"{u.get('cost', 0.0):.4f}" if u.get("cost") else "-"
-            table.add_row(s.stage, s.status, str(s.count_in), str(s.count_out), str(s.errors), skipped, noted,
+            table.add_row(s.stage, s.status, str(s.count_in), str(s.count_out), str(s.errors),
+                          str(sum(s.failed.values())) if s.failed else "-", skipped, noted,
                           f"{s.seconds:.1f}", calls if u else "-", tokens, cost, s.note)
         return table
 
@@ -302,6 +322,24 @@ class Pipeline:
         manifest = self.store.manifest(spec.name)
         return manifest is not None and manifest.fingerprint == self.fingerprint(spec)[0]
 
+    def _failed_to_retry(self, spec: StageSpec, existing: Manifest | None, fingerprint: str,
+                         force: bool) -> dict[str, int]:
+        """Failed items (per reason) of a finished, otherwise current output: the stage re-runs for them
+        alone, starting from its committed output (``BuildStore.reopen_for_retry``)."""
+        if force or existing is None or existing.fingerprint != fingerprint:
+            return {}
+        failed = self.store.failed_items(spec.name)
+        if failed:
+            self.store.reopen_for_retry(spec.name, fingerprint)
+        return failed
+
+    def _endpoint_down(self) -> str:
+        """Why the run stops after this stage: an LLM endpoint given up on as down ("" when none)."""
+        from babelrag import llm_session
+
+        down = llm_session.endpoints_down()
+        return "; ".join(down.values())
+
     def run(self, until: str | None = None, only: Iterable[str] | None = None,
             force: Iterable[str] = ()) -> RunReport:
         force = set(force)
@@ -321,9 +359,12 @@ class Pipeline:
             selected = [s for s in selected if s.name in only]
         self.store.root.mkdir(parents=True, exist_ok=True)
         self.store.clean_staging()
+        _reset_endpoint_health()
         for k, spec in enumerate(selected):
             try:
                 self.report.stages.append(self.run_stage(spec, force=spec.name in force))
+                if self._stop_after(spec, selected[k + 1:]):
+                    break
             except BaseException as exc:  # the report names the failing stage (and what did not run), then re-raises
                 message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
                 self.report.stages.append(StageReport(stage=spec.name, status="failed", note=message[:500]))
@@ -332,6 +373,17 @@ class Pipeline:
                 raise
         return self.report
 
+    def _stop_after(self, spec: StageSpec, rest: list[StageSpec]) -> bool:
+        """After a stage whose endpoint was given up on as down, the later stages do not run (they would
+        only fail fast too); the run ends incomplete, naming the endpoint."""
+        down = self._endpoint_down() if self.report.stages[-1].failed else ""
+        if not down:
+            return False
+        self.report.stopped = f"stopped after {spec.name}: {down}"
+        self.report.stages.extend(StageReport(stage=s.name, status="not-run", note=f"{spec.name}: endpoint down")
+                                  for s in rest)
+        return True
+
     def run_stage(self, spec: StageSpec, force: bool = False) -> StageReport:
         for name in spec.inputs:
             self.store.require(name)
@@ -339,7 +391,8 @@ class Pipeline:
         files = self._files.get(spec.name, {})
         report = StageReport(stage=spec.name)
         existing = self.store.manifest(spec.name)
-        if not force and existing is not None and existing.fingerprint == fingerprint:
+        retry = self._failed_to_retry(spec, existing, fingerprint, force)
+        if not force and existing is not None and existing.fingerprint == fingerprint and not retry:
             report.status = "cached"
             report.count_in = existing.counts.get("in", 0)
             report.count_out = existing.counts.get("out", 0)
@@ -349,7 +402,7 @@ class Pipeline:
             report.note = "; ".join(["unchanged since last run", *existing.extra.get("notes", [])])
             return report
         change = existing.version if existing is not None else spec.version
-        report.note = spec.change_note(change)
+        report.note = spec.change_note(change) or (f"retrying {sum(retry.values())} failed items" if retry else "")
         if report.note and self.console is not None:
             self.console.print(f"[yellow]{spec.name}[/] re-runs once: {report.note}", highlight=False)
         if force:
@@ -366,11 +419,13 @@ class Pipeline:
         writer = ctx.output()
         # shards -> sorted records.parquet / errors.parquet in the staging folder, without loading them
         n_out, n_errors = writer.finish(staging)
+        failed = self.store.failed_items(spec.name, staging)
         usage = _usage_diff(spec.name, usage_before)
         manifest = Manifest(
             stage=spec.name, fingerprint=fingerprint, config_hash=config_hash, inputs=inputs,
             counts={"in": ctx.count_in, "out": n_out, "errors": n_errors,
                     "skipped": dict(ctx.skipped), "resumed": writer.resumed,
+                    **({"failed": sum(failed.values()), "failed_reasons": failed} if failed else {}),
                     **({"kept_with_note": dict(ctx.noted)} if ctx.noted else {})},
             versions=library_versions(), started_at=started, finished_at=time.time(), llm_usage=usage,
             extra=ctx.extra, files=files, version=spec.version,
@@ -381,10 +436,17 @@ class Pipeline:
         report.skipped, report.seconds, report.resumed = dict(ctx.skipped), manifest.seconds, writer.resumed
         report.kept_with_note = dict(ctx.noted)
         report.llm_usage = usage
+        report.failed = failed
         notes = [f"resumed {writer.resumed} finished items"] if writer.resumed else []
         # the version change, then a stage's own lines (ctx.extra["notes"])
         report.note = "; ".join(filter(None, [report.note, *notes, *ctx.extra.get("notes", [])]))
         return report
+
+
+def _reset_endpoint_health() -> None:
+    from babelrag import llm_session
+
+    llm_session.reset_endpoint_health()
 
 
 def _usage_snapshot(stage: str) -> dict[str, Any]:
@@ -404,14 +466,15 @@ def run_pipeline(config: Config, until: str | None = None, only: Iterable[str] |
                  force: Iterable[str] = (), console: Any = None,
                  stages: tuple[StageSpec, ...] | None = None) -> RunReport:
     """Run the pipeline for the CLI: the run report is printed at the end (also on failure) and saved as
-    ``<build>/run_report.json``."""
+    ``<build>/run_report.json``. A run that ends with failed items raises ``IncompleteRun`` (exit code 3)
+    after the report, saying how many failed in which stage; a plain re-run retries exactly them."""
     import json
 
     from babelrag.atomic import atomic_write_text
 
     pipe = Pipeline(config, console=console, stages=stages)
     try:
-        return pipe.run(until=until, only=only, force=force)
+        report = pipe.run(until=until, only=only, force=force)
     finally:
         if pipe.report.stages:
             if console is not None:
@@ -419,3 +482,7 @@ def run_pipeline(config: Config, until: str | None = None, only: Iterable[str] |
             pipe.store.root.mkdir(parents=True, exist_ok=True)
             atomic_write_text(pipe.store.run_report_path,
                               json.dumps(pipe.report.to_dict(), indent=2, sort_keys=True))
+    incomplete = report.incomplete()
+    if incomplete is not None:
+        raise incomplete
+    return report

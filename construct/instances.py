@@ -25,6 +25,7 @@ from pydantic import Field, field_validator
 
 from babelrag.config import Section
 from babelrag.errors import ConfigError
+from babelrag.failed_items import is_retryable
 from babelrag.leakage import instance_leaks
 from babelrag.records import Article, DistractorSet, Document, Instance, QAItem, x_language
 from babelrag.stage import StageSpec
@@ -249,6 +250,15 @@ class Assembler:
         return inst
 
 
+class DocumentTranslationFailed(Exception):
+    """A document the instance shows in translation got no answer from the endpoint: the instance is a
+    failed item (retried next run), not one skipped for want of a translation."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(detail)
+        self.reason = reason
+
+
 def _needs_doc_translation(settings: list[Setting]) -> bool:
     return any(s.base == "multi" and (s.es or s.ed) for s in settings)
 
@@ -291,6 +301,7 @@ def run(ctx) -> None:  # noqa: ANN001 - StageContext (kept import-light)
     pivot = cfg.project.pivot_language
 
     translations: dict[str, tuple[str, str]] = {}
+    failed_docs: dict[str, str] = {}  # article id -> error of a translation call that got no answer
     if _needs_doc_translation(settings) and cfg.instances.translate_documents:
         from babelrag.construct.translate import needed_document_translations, translate_articles
 
@@ -300,7 +311,9 @@ def run(ctx) -> None:  # noqa: ANN001 - StageContext (kept import-light)
                                          endpoint=cfg.instances.endpoint,
                                          max_chars=cfg.instances.translate_max_chars)
             for art_id, value in results.items():
-                if isinstance(value, str):
+                if isinstance(value, str) and is_retryable(value.split(":", 1)[0]):
+                    failed_docs[art_id] = value
+                elif isinstance(value, str):
                     ctx.skip("document-translation-failed")
                 else:
                     translations[art_id] = value
@@ -312,7 +325,7 @@ def run(ctx) -> None:  # noqa: ANN001 - StageContext (kept import-light)
         multi_distracting=cfg.instances.multi_distracting_per_language,
         min_days_before=cfg.distractors.min_days_before,
         allow_fewer_distractors=cfg.instances.allow_fewer_distractors, seed=ctx.seed, pivot=pivot,
-        doc_translation=translations.get,
+        doc_translation=lambda art_id: _document_translation(translations, failed_docs, art_id),
     )
     out = ctx.output()
     per_setting: dict[str, int] = {s.name: 0 for s in settings}
@@ -338,6 +351,9 @@ def run(ctx) -> None:  # noqa: ANN001 - StageContext (kept import-light)
                 except LeakageError as exc:
                     ctx.error(iid, "leakage", str(exc))
                     continue
+                except DocumentTranslationFailed as exc:
+                    ctx.error(iid, exc.reason, str(exc))
+                    continue
                 expected = _expected_distractors(setting, cfg.instances)
                 if sum(d.role == "distractor" for d in inst.documents) < expected:
                     short += 1
@@ -345,6 +361,14 @@ def run(ctx) -> None:  # noqa: ANN001 - StageContext (kept import-light)
                 per_setting[setting.name] += 1
     ctx.extra["instances_per_setting"] = per_setting
     ctx.extra["instances_with_fewer_distractors"] = short
+
+
+def _document_translation(translations: dict[str, tuple[str, str]], failed: dict[str, str],
+                          art_id: str) -> Optional[tuple[str, str]]:
+    if art_id in failed:
+        raise DocumentTranslationFailed(f"translate:{failed[art_id].split(':', 1)[0]}",
+                                        f"translation of document {art_id}: {failed[art_id]}"[:1500])
+    return translations.get(art_id)
 
 
 def _expected_distractors(setting: Setting, icfg) -> int:  # noqa: ANN001

@@ -4,7 +4,8 @@ Reads the ``relevance`` stage (pairs whose ``relevant`` is not False), keeps en�
 ``questions.per_pair`` questions per pair with types cycling through ``questions.types`` (so every type is
 requested across the corpus), runs the chain in ``chains/crossdoc.py`` (question and answer in English
 first), then translates each question/answer: en–en questions into every target language, X–en questions
-into X. Chain failures become ErrorRecords; a failed translation stays visible in ``translations`` (``error``).
+into X. Chain failures become ErrorRecords; an unreadable translation stays visible in ``translations``
+(``error``), one whose call got no answer makes the item a failed item (retried by the next run).
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from typing import Any, Literal, Optional
 from pydantic import Field
 
 from babelrag.config import Section
+from babelrag.failed_items import is_retryable
 from babelrag.run_only import run_only
 from babelrag.construct.chains.crossdoc import CrossDocChain, Job, qa_id
 from babelrag.construct.pair_selection import select_pairs
@@ -70,6 +72,16 @@ def translation_targets(x: str, pivot: str, targets: list[str]) -> list[str]:
     return [t for t in targets if t != pivot]
 
 
+def failed_translation(translations: dict[str, Translation]) -> tuple[str, str] | None:
+    """(reason, detail) of a translation whose call got no answer, or None. Such a QA item is not written
+    without that language (as an unreadable translation is) but failed, so the next run retries it."""
+    for lang, entry in sorted(translations.items()):
+        reason = entry.error.split(":", 1)[0] if entry.error else ""
+        if is_retryable(reason):
+            return f"translate:{reason}", f"translation into {lang}: {entry.error}"
+    return None
+
+
 def run(ctx: Any) -> None:
     cfg = ctx.config
     q = cfg.questions
@@ -107,6 +119,10 @@ def run(ctx: Any) -> None:
                                     if langs else {it.id: {} for it in group})
         for it in items:
             tr = translations.get(it.id, {})
+            failed = failed_translation(tr)
+            if failed is not None:  # no answer from the endpoint: the item is retried next run
+                ctx.error(it.id, *failed)
+                continue
             for lang, entry in tr.items():
                 if entry.error:
                     ctx.note(f"translation-failed-{lang}")  # kept, without this language
