@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from babelrag import llm_session
 from babelrag.config import Config
 from babelrag.errors import IncompleteRun, StageError
 from babelrag.records import ErrorRecord
@@ -335,10 +336,7 @@ class Pipeline:
 
     def _endpoint_down(self) -> str:
         """Why the run stops after this stage: an LLM endpoint given up on as down ("" when none)."""
-        from babelrag import llm_session
-
-        down = llm_session.endpoints_down()
-        return "; ".join(down.values())
+        return "; ".join(llm_session.endpoints_down().values())
 
     def run(self, until: str | None = None, only: Iterable[str] | None = None,
             force: Iterable[str] = ()) -> RunReport:
@@ -359,7 +357,7 @@ class Pipeline:
             selected = [s for s in selected if s.name in only]
         self.store.root.mkdir(parents=True, exist_ok=True)
         self.store.clean_staging()
-        _reset_endpoint_health()
+        llm_session.reset_endpoint_health()  # it may have recovered since the last run
         for k, spec in enumerate(selected):
             try:
                 self.report.stages.append(self.run_stage(spec, force=spec.name in force))
@@ -441,12 +439,6 @@ class Pipeline:
         # the version change, then a stage's own lines (ctx.extra["notes"])
         report.note = "; ".join(filter(None, [report.note, *notes, *ctx.extra.get("notes", [])]))
         return report
-
-
-def _reset_endpoint_health() -> None:
-    from babelrag import llm_session
-
-    llm_session.reset_endpoint_health()
 
 
 def _usage_snapshot(stage: str) -> dict[str, Any]:

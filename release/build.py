@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from babelrag.errors import StageError
+from babelrag.errors import IncompleteRun, StageError
 from babelrag.records import Instance, QAItem
 from babelrag.release import layout
 from babelrag.release.naming import config_name
@@ -179,6 +179,16 @@ def plan(config: Any, console: Any = None) -> tuple[list[Instance], dict[str, st
     return instances, assignment, report, qas
 
 
+def refuse_failed_items(store: Any, stage_names: list[str]) -> None:
+    """A build whose stages still hold failed items (LLM calls that got no answer) is not released: the
+    release would silently lack them. A plain `babelrag run` retries them first."""
+    failed = {name: n for name in stage_names if (n := sum(store.failed_items(name).values()))}
+    if failed:
+        where = ", ".join(f"{name}: {n}" for name, n in failed.items())
+        raise IncompleteRun(f"the build still has failed items ({where}); run `babelrag run` again to retry "
+                            "them, then build the release")
+
+
 def build_release(config: Any, out_root: Optional[Path] = None, console: Any = None) -> ReleaseResult:
     import datasets
 
@@ -190,6 +200,7 @@ def build_release(config: Any, out_root: Optional[Path] = None, console: Any = N
 
     datasets.disable_progress_bars()
     store = BuildStore(config.build_dir)
+    refuse_failed_items(store, [s.name for s in stages()])
     instances, split_of_qa, report, qas = plan(config, console)
     report.raise_if_failed()
     if not instances:

@@ -147,3 +147,15 @@ def test_the_cli_exits_3_and_says_what_failed_and_how_to_resume(tmp_path):
     tail = proc.stderr.strip().splitlines()[-2:]
     assert "ask: 3 (server_error 3)" in "\n".join(tail) or "ask: 3 (server_error 3)" in proc.stderr
     assert "run the same command again to retry exactly the failed items" in tail[-1]
+
+
+def test_a_build_that_still_has_failed_items_is_not_released(tmp_path):
+    from babelrag.release.build import refuse_failed_items
+
+    build = tmp_path / "build"
+    with ScriptedServer(asking_stage.reply, faults=Faults(rate_500=1.0)) as srv:
+        with pytest.raises(IncompleteRun):
+            run_pipeline(config(build, srv.base_url, max_retries=0, max_consecutive_failures=0),
+                         stages=(asking_stage.SPEC,))
+    with pytest.raises(IncompleteRun, match=r"still has failed items \(ask: 12\); run `babelrag run` again"):
+        refuse_failed_items(BuildStore(build), ["ask", "count"])
