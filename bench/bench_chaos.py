@@ -28,16 +28,18 @@ from babelrag.testing.scripted_server import Faults, ScriptedServer  # noqa: E40
 from tests.test_demo_e2e import DemoBrain  # noqa: E402
 
 
-def raw_config(tmp: Path, base_url: str, max_pairs: int, timeout_s: float) -> dict:
-    raw = demo_config(tmp, base_url, "scripted", max_pairs, corpus="sample").model_dump(mode="json", exclude={"base_dir"})
-    raw["llm"]["endpoints"]["generator"].update(cache_namespace="scripted", timeout_s=timeout_s, retry_backoff_s=0.05,
+def raw_config(tmp: Path, base_url: str, args: argparse.Namespace) -> dict:
+    raw = demo_config(tmp, base_url, "scripted", args.max_pairs, corpus="sample").model_dump(mode="json",
+                                                                                              exclude={"base_dir"})
+    raw["llm"]["endpoints"]["generator"].update(cache_namespace="scripted", timeout_s=args.timeout,
+                                                max_retries=args.max_retries, retry_backoff_s=0.05,
                                                 retry_backoff_max_s=0.4)
     raw["llm"]["progress"] = False
     return raw
 
 
 def build(tmp: Path, name: str, srv: ScriptedServer, plan: KillPlan, args: argparse.Namespace) -> tuple[dict, dict]:
-    raw = raw_config(tmp / name, srv.base_url, args.max_pairs, args.timeout)
+    raw = raw_config(tmp / name, srv.base_url, args)
     srv.reset_log()  # also forgets which contents were seen: "retried" counts within this build only
     started = time.time()
     outcome = run_until_complete(write_config(tmp / f"{name}.yaml", raw), srv, plan, cwd=ROOT)
@@ -62,6 +64,7 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--max-pairs", type=int, default=4)
     p.add_argument("--timeout", type=float, default=0.5, help="the client's timeout_s (hangs last 3 times longer)")
+    p.add_argument("--max-retries", type=int, default=6, help="the client's max_retries (1: items fail too)")
     args = p.parse_args()
 
     brain = DemoBrain()
@@ -79,8 +82,8 @@ def main() -> None:
                            stage_files(Path(clean_raw["project"]["build_dir"])))
         diff += differences(release_files(release(chaos_raw)), release_files(release(clean_raw)))
 
-    print(f"fault rate {args.fault_rate:.0%} (500 + hangs past a {args.timeout} s timeout), seed {args.seed}, "
-          f"{plan.kills} planned kills")
+    print(f"fault rate {args.fault_rate:.0%} (500 + hangs past a {args.timeout} s timeout), max_retries "
+          f"{args.max_retries}, seed {args.seed}, {plan.kills} planned kills")
     print(f"undisturbed build: {clean['calls']} calls, {clean['seconds']:.0f} s")
     print(f"chaos build: {len(chaos['exits'])} runs (exit codes {chaos['exits']}), {chaos['restarts']} restarts, "
           f"{chaos['calls']} calls ({chaos['faults']} answered with a fault, {chaos['retried']} retried), "
