@@ -20,8 +20,8 @@ class StageError(BabelragError):
     """A stage cannot run (missing upstream output, missing optional dependency, ...)."""
 
 
-class IncompleteRun(BabelragError):
-    """The run finished what it could, but items failed (an endpoint that did not answer): they are
-    stored as failed, and a plain re-run retries exactly them. Not a config error, hence its own code."""
+class IncompleteRunError(BabelragError):
+    """The run finished but some calls failed (their items are counted, not hidden): what was written is
+    true but incomplete. A plain re-run retries exactly the failed calls; cached successes are not re-sent."""
 
     exit_code = 3

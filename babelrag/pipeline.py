@@ -21,7 +21,7 @@ from pydantic import BaseModel
 
 from babelrag import llm_session
 from babelrag.config import Config
-from babelrag.errors import IncompleteRun, StageError
+from babelrag.errors import IncompleteRunError, StageError
 from babelrag.records import ErrorRecord
 from babelrag.hashing import ContentHasher, stable_hash
 from babelrag.shards import ShardWriter
@@ -92,6 +92,12 @@ class StageReport:
     llm_usage: dict[str, Any] = field(default_factory=dict)
     note: str = ""
     failed: dict[str, int] = field(default_factory=dict)  # failed items (retried next run), per reason
+    stopped: str = ""  # why the run stopped after this stage (an LLM endpoint given up on as down)
+
+    @property
+    def errors_text(self) -> str:
+        """The errors column: all errors, and how many of them are failed items the next run retries."""
+        return f"{self.errors} ({sum(self.failed.values())} failed)" if self.failed else str(self.errors)
 
 
 @dataclass
@@ -100,12 +106,10 @@ class RunReport:
 
     stages: list[StageReport] = field(default_factory=list)
 
-    stopped: str = ""  # why the run stopped before its last stage (an endpoint given up on as down)
-
     def to_dict(self) -> dict[str, Any]:
-        return {"stages": [s.__dict__ for s in self.stages], **({"stopped": self.stopped} if self.stopped else {})}
+        return {"stages": [s.__dict__ for s in self.stages]}
 
-    def incomplete(self) -> IncompleteRun | None:
+    def incomplete(self) -> IncompleteRunError | None:
         """The error a run with failed items ends with (exit code 3), saying what failed where; None
         when nothing failed."""
         failed = [s for s in self.stages if s.failed]
@@ -115,19 +119,18 @@ class RunReport:
         where = "; ".join(f"{s.stage}: {sum(s.failed.values())} ("
                           + ", ".join(f"{k} {v}" for k, v in sorted(s.failed.items())) + ")" for s in failed)
         lines = [f"incomplete: {total} item{'s' * (total != 1)} failed — {where}"]
-        if self.stopped:
-            lines.append(self.stopped)
+        lines += [f"stopped after {s.stage}: {s.stopped}" for s in self.stages if s.stopped]
         lines.append("finished work is kept; run the same command again to retry exactly the failed items "
                      "(answers already received are not paid for again)")
-        return IncompleteRun("\n".join(lines))
+        return IncompleteRunError("\n".join(lines))
 
     def render(self) -> Any:
         from rich.table import Table
 
         table = Table(title="babelrag run report")
-        numeric = ("in", "out", "errors", "failed", "seconds", "llm calls", "tokens in/out", "cost")
-        for col in ("stage", "status", "in", "out", "errors", "failed", "skipped", "kept with note", "seconds",
-                    "llm calls", "tokens in/out", "cost", "note"):
+        numeric = ("in", "out", "errors", "seconds", "llm calls", "tokens in/out", "cost")
+        for col in ("stage", "status", "in", "out", "errors", "skipped", "kept with note", "seconds", "llm calls",
+                    "tokens in/out", "cost", "note"):
             table.add_column(col, justify="right" if col in numeric else "left")
         for s in self.stages:
             skipped = ", ".join(f"{k}={v}" for k, v in sorted(s.skipped.items())) or "-"
@@ -136,8 +139,7 @@ class RunReport:
             calls = f"{u.get('calls', 0):,}" + (f" ({u['cached']:,} cached)" if u.get("cached") else "")
             tokens = f"{u.get('prompt_tokens', 0):,}/{u.get('completion_tokens', 0):,}" if u.get("calls") else "-"
             cost = f"{u.get('cost', 0.0):.4f}" if u.get("cost") else "-"
-            table.add_row(s.stage, s.status, str(s.count_in), str(s.count_out), str(s.errors),
-                          str(sum(s.failed.values())) if s.failed else "-", skipped, noted,
+            table.add_row(s.stage, s.status, str(s.count_in), str(s.count_out), s.errors_text, skipped, noted,
                           f"{s.seconds:.1f}", calls if u else "-", tokens, cost, s.note)
         return table
 
@@ -377,7 +379,7 @@ class Pipeline:
         down = self._endpoint_down() if self.report.stages[-1].failed else ""
         if not down:
             return False
-        self.report.stopped = f"stopped after {spec.name}: {down}"
+        self.report.stages[-1].stopped = down
         self.report.stages.extend(StageReport(stage=s.name, status="not-run", note=f"{spec.name}: endpoint down")
                                   for s in rest)
         return True
@@ -458,7 +460,7 @@ def run_pipeline(config: Config, until: str | None = None, only: Iterable[str] |
                  force: Iterable[str] = (), console: Any = None,
                  stages: tuple[StageSpec, ...] | None = None) -> RunReport:
     """Run the pipeline for the CLI: the run report is printed at the end (also on failure) and saved as
-    ``<build>/run_report.json``. A run that ends with failed items raises ``IncompleteRun`` (exit code 3)
+    ``<build>/run_report.json``. A run that ends with failed items raises ``IncompleteRunError`` (exit code 3)
     after the report, saying how many failed in which stage; a plain re-run retries exactly them."""
     import json
 

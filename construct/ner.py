@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from babelrag.errors import ConfigError, IncompleteRun
+from babelrag.errors import ConfigError, IncompleteRunError
 
 _POSSESSIVE = re.compile(r"(?:['’`´]s|s['’`´])$")
 _EDGE_PUNCT = re.compile(r"^[\W_]+|[\W_]+$", re.UNICODE)
@@ -353,7 +353,7 @@ class LLMNER:
                                              schema=TitleEntities, stage=self.stage)
         unanswered = [r for r in results if r.retryable]
         if unanswered:  # the articles would be stored without their entities: stop, the re-run resumes here
-            raise IncompleteRun(f"{self.stage}: the LLM NER got no answer for {len(unanswered)} of {len(results)} "
+            raise IncompleteRunError(f"{self.stage}: the LLM NER got no answer for {len(unanswered)} of {len(results)} "
                                 f"titles ({unanswered[0].error}); the articles written so far are kept: run the "
                                 "same command again to go on from there")
         out = []

@@ -4,8 +4,7 @@ Reads the ``relevance`` stage (pairs whose ``relevant`` is not False), keeps en�
 ``questions.per_pair`` questions per pair with types cycling through ``questions.types`` (so every type is
 requested across the corpus), runs the chain in ``chains/crossdoc.py`` (question and answer in English
 first), then translates each question/answer: en–en questions into every target language, X–en questions
-into X. Chain failures become ErrorRecords; an unreadable translation stays visible in ``translations``
-(``error``), one whose call got no answer makes the item a failed item (retried by the next run).
+into X. Chain failures become ErrorRecords; a failed translation stays visible in ``translations`` (``error``).
 """
 from __future__ import annotations
 
@@ -14,11 +13,11 @@ from typing import Any, Literal, Optional
 from pydantic import Field
 
 from babelrag.config import Section
-from babelrag.failed_items import is_retryable
 from babelrag.run_only import run_only
 from babelrag.construct.chains.crossdoc import CrossDocChain, Job, qa_id
 from babelrag.construct.pair_selection import select_pairs
 from babelrag.records import Article, ArticlePair, Translation, x_language
+from babelrag.failed_items import is_retryable
 from babelrag.stage import StageSpec
 
 

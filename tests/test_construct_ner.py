@@ -251,7 +251,7 @@ def test_llm_backend_keeps_only_mentions_found_in_the_title(tmp_path):
 
 
 def test_llm_backend_that_gets_no_answer_stops_instead_of_storing_titles_without_entities(tmp_path):
-    from babelrag.errors import IncompleteRun
+    from babelrag.errors import IncompleteRunError
     from babelrag.llm.client import LLMRunner
     from babelrag.llm.settings import EndpointConfig, LLMSettings
     from babelrag.testing.scripted_server import Faults, ScriptedServer
@@ -260,7 +260,7 @@ def test_llm_backend_that_gets_no_answer_stops_instead_of_storing_titles_without
         settings = LLMSettings(endpoints={"ner": EndpointConfig(base_url=srv.base_url, model="m", max_retries=0)},
                                progress=False)
         with LLMRunner(settings, cache_dir=tmp_path / "c") as runner:
-            with pytest.raises(IncompleteRun, match=r"no answer for 1 of 1 titles \(server_error"):
+            with pytest.raises(IncompleteRunError, match=r"no answer for 1 of 1 titles \(server_error"):
                 EntityExtractor(LLMNER(runner, "ner"))(["Merkel in Berlin"], ["de"])
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from babelrag import llm_session
 from babelrag.config import config_from_dict
-from babelrag.errors import IncompleteRun
+from babelrag.errors import IncompleteRunError
 from babelrag.pipeline import run_pipeline
 from babelrag.records import Article, ErrorRecord
 from babelrag.shards import ShardWriter
@@ -53,7 +53,7 @@ def test_failed_items_are_retried_by_a_plain_rerun_and_end_equal_to_a_clean_run(
 
         build = tmp_path / "flaky"
         srv.set_faults(Faults(rate_500=0.6, seed=3))
-        with pytest.raises(IncompleteRun) as info:  # 60 % HTTP 500, two tries per item: some items fail
+        with pytest.raises(IncompleteRunError) as info:  # 60 % HTTP 500, two tries per item: some items fail
             run_pipeline(config(build, srv.base_url, max_retries=1, max_consecutive_failures=0), stages=stages)
         store = BuildStore(build)
         failed = sorted(e.item_id for e in store.read_errors("ask"))
@@ -91,7 +91,7 @@ def test_an_endpoint_that_hangs_is_given_up_after_n_calls_in_a_row(tmp_path, mon
     build = tmp_path / "build"
     # every call hangs past the client's timeout; without giving up, each of the 12 items would try 7 times
     with ScriptedServer(asking_stage.reply, faults=Faults(rate_hang=1.0, hang_s=5.0)) as srv:
-        with pytest.raises(IncompleteRun) as info:
+        with pytest.raises(IncompleteRunError) as info:
             run_pipeline(config(build, srv.base_url, timeout_s=0.2, max_retries=6, max_concurrency=2,
                                 max_consecutive_failures=4), stages=stages)
         calls = srv.count("chat")
@@ -154,8 +154,8 @@ def test_a_build_that_still_has_failed_items_is_not_released(tmp_path):
 
     build = tmp_path / "build"
     with ScriptedServer(asking_stage.reply, faults=Faults(rate_500=1.0)) as srv:
-        with pytest.raises(IncompleteRun):
+        with pytest.raises(IncompleteRunError):
             run_pipeline(config(build, srv.base_url, max_retries=0, max_consecutive_failures=0),
                          stages=(asking_stage.SPEC,))
-    with pytest.raises(IncompleteRun, match=r"still has failed items \(ask: 12\); run `babelrag run` again"):
+    with pytest.raises(IncompleteRunError, match=r"still has failed items \(ask: 12\); run `babelrag run` again"):
         refuse_failed_items(BuildStore(build), ["ask", "count"])

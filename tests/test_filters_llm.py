@@ -149,7 +149,7 @@ def test_lenient_judge_is_checked_against_the_gold_answer(runner):
 def test_a_check_that_gets_no_answer_leaves_the_question_failed_not_rejected(tmp_path, server, monkeypatch):
     """Neither rejected (on_llm_error: reject) nor kept (keep): a failed item, written once its check answers."""
     from babelrag import llm_session
-    from babelrag.errors import IncompleteRun
+    from babelrag.errors import IncompleteRunError
 
     build = tmp_path / "build"
     seed_stage(build, "ingest", list(corpus().values()), Article)
@@ -161,7 +161,7 @@ def test_a_check_that_gets_no_answer_leaves_the_question_failed_not_rejected(tmp
                                                           "max_retries": 1, "retry_backoff_s": 0}},
                                     "progress": False}})
     llm_session.reset()
-    with pytest.raises(IncompleteRun, match=r"filters: 1 \(server_error 1\)"):
+    with pytest.raises(IncompleteRunError, match=r"filters: 1 \(server_error 1\)"):
         run_pipeline(cfg, only=["filters"])
     store = BuildStore(build)
     assert [q.id for q in store.read("filters", QAItem)] == ["q-good"]
