@@ -21,9 +21,10 @@ from pydantic import BaseModel
 
 from babelrag import llm_session
 from babelrag.config import Config
-from babelrag.errors import IncompleteRunError, StageError
+from babelrag.errors import StageError
 from babelrag.records import ErrorRecord
 from babelrag.hashing import ContentHasher, stable_hash
+from babelrag.errors import IncompleteRunError
 from babelrag.shards import ShardWriter
 from babelrag.stage import StageSpec
 from babelrag.stage import stages as declared_stages
