@@ -129,7 +129,7 @@ from babelrag.cli import main
 from babelrag.stage import add_stage
 from tests.helpers.asking_stage import SPEC
 add_stage(SPEC)
-sys.argv = ["babelrag", "construct", "ask", "-c", sys.argv[1]]
+sys.argv = ["babelrag", "construct", sys.argv[2], "-c", sys.argv[1]]
 main()
 """
 
@@ -141,12 +141,15 @@ def test_the_cli_exits_3_and_says_what_failed_and_how_to_resume(tmp_path):
                        f"llm: {{progress: false, endpoints: {{generator: {{base_url: '{srv.base_url}', model: m, "
                        f"max_retries: 0, max_consecutive_failures: 0}}}}}}\n", encoding="utf-8")
         env = {**os.environ, "PYTHONPATH": str(ROOT), "ASKING_STAGE_N": "3"}
-        proc = subprocess.run([sys.executable, "-c", CLI_SCRIPT, str(cfg)], env=env, cwd=ROOT, capture_output=True,
-                              text=True, timeout=300)
+        proc = subprocess.run([sys.executable, "-c", CLI_SCRIPT, str(cfg), "ask"], env=env, cwd=ROOT,
+                              capture_output=True, text=True, timeout=300)
+    status = subprocess.run([sys.executable, "-c", CLI_SCRIPT, str(cfg), "status"], env={**env, "COLUMNS": "200"},
+                            cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 3, proc.stderr[-3000:]
     tail = proc.stderr.strip().splitlines()[-2:]
     assert "ask: 3 (server_error 3)" in "\n".join(tail) or "ask: 3 (server_error 3)" in proc.stderr
     assert "run the same command again to retry exactly the failed items" in tail[-1]
+    assert status.returncode == 0 and "current, 3 failed" in status.stdout + status.stderr
 
 
 def test_a_build_that_still_has_failed_items_is_not_released(tmp_path):
