@@ -27,6 +27,12 @@ def is_retryable(reason: str | None) -> bool:
     return bool(reason) and reason.rsplit(":", 1)[-1] in RETRYABLE_REASONS  # type: ignore[union-attr]
 
 
+def error_reason(error: str | None) -> str:
+    """The reason at the head of an LLM result's error text (``"timeout: ..."`` -> ``"timeout"``), for code
+    that keeps only the text (a translation's ``error``)."""
+    return (error or "").split(":", 1)[0].strip()
+
+
 def count_failed(reasons: Iterable[str]) -> Counter[str]:
     """Failed items per reason (final errors left out)."""
     return Counter(r for r in reasons if is_retryable(r))

@@ -25,7 +25,7 @@ from pydantic import Field, field_validator
 
 from babelrag.config import Section
 from babelrag.errors import ConfigError
-from babelrag.failed_items import is_retryable
+from babelrag.failed_items import error_reason, is_retryable
 from babelrag.leakage import instance_leaks
 from babelrag.records import Article, DistractorSet, Document, Instance, QAItem, x_language
 from babelrag.stage import StageSpec
@@ -311,7 +311,7 @@ def run(ctx) -> None:  # noqa: ANN001 - StageContext (kept import-light)
                                          endpoint=cfg.instances.endpoint,
                                          max_chars=cfg.instances.translate_max_chars)
             for art_id, value in results.items():
-                if isinstance(value, str) and is_retryable(value.split(":", 1)[0]):
+                if isinstance(value, str) and is_retryable(error_reason(value)):
                     failed_docs[art_id] = value
                 elif isinstance(value, str):
                     ctx.skip("document-translation-failed")
@@ -366,7 +366,7 @@ def run(ctx) -> None:  # noqa: ANN001 - StageContext (kept import-light)
 def _document_translation(translations: dict[str, tuple[str, str]], failed: dict[str, str],
                           art_id: str) -> Optional[tuple[str, str]]:
     if art_id in failed:
-        raise DocumentTranslationFailed(f"translate:{failed[art_id].split(':', 1)[0]}",
+        raise DocumentTranslationFailed(f"translate:{error_reason(failed[art_id])}",
                                         f"translation of document {art_id}: {failed[art_id]}"[:1500])
     return translations.get(art_id)
 

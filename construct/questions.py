@@ -17,7 +17,7 @@ from babelrag.run_only import run_only
 from babelrag.construct.chains.crossdoc import CrossDocChain, Job, qa_id
 from babelrag.construct.pair_selection import select_pairs
 from babelrag.records import Article, ArticlePair, Translation, x_language
-from babelrag.failed_items import is_retryable
+from babelrag.failed_items import error_reason, is_retryable
 from babelrag.stage import StageSpec
 
 
@@ -75,7 +75,7 @@ def failed_translation(translations: dict[str, Translation]) -> tuple[str, str] 
     """(reason, detail) of a translation whose call got no answer, or None. Such a QA item is not written
     without that language (as an unreadable translation is) but failed, so the next run retries it."""
     for lang, entry in sorted(translations.items()):
-        reason = entry.error.split(":", 1)[0] if entry.error else ""
+        reason = error_reason(entry.error)
         if is_retryable(reason):
             return f"translate:{reason}", f"translation into {lang}: {entry.error}"
     return None
