@@ -20,26 +20,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from babelrag.config import config_from_dict  # noqa: E402
-from babelrag.demo import demo_config  # noqa: E402
-from babelrag.testing.chaos import (COMPLETE, KillPlan, differences, release_files, run_until_complete,  # noqa: E402
-                                    stage_files, write_config)
+from babelrag.testing.chaos import (COMPLETE, KillPlan, differences, release_files, release_of,  # noqa: E402
+                                    run_until_complete, sample_config, stage_files, write_config)
 from babelrag.testing.scripted_server import Faults, ScriptedServer  # noqa: E402
 from tests.test_demo_e2e import DemoBrain  # noqa: E402
 
 
-def raw_config(tmp: Path, base_url: str, args: argparse.Namespace) -> dict:
-    raw = demo_config(tmp, base_url, "scripted", args.max_pairs, corpus="sample").model_dump(mode="json",
-                                                                                              exclude={"base_dir"})
-    raw["llm"]["endpoints"]["generator"].update(cache_namespace="scripted", timeout_s=args.timeout,
-                                                max_retries=args.max_retries, retry_backoff_s=0.05,
-                                                retry_backoff_max_s=0.4)
-    raw["llm"]["progress"] = False
-    return raw
-
-
 def build(tmp: Path, name: str, srv: ScriptedServer, plan: KillPlan, args: argparse.Namespace) -> tuple[dict, dict]:
-    raw = raw_config(tmp / name, srv.base_url, args)
+    raw = sample_config(tmp / name, srv.base_url, args.max_pairs, timeout_s=args.timeout,
+                        max_retries=args.max_retries)
     srv.reset_log()  # also forgets which contents were seen: "retried" counts within this build only
     started = time.time()
     outcome = run_until_complete(write_config(tmp / f"{name}.yaml", raw), srv, plan, cwd=ROOT)
@@ -49,12 +38,6 @@ def build(tmp: Path, name: str, srv: ScriptedServer, plan: KillPlan, args: argpa
     return raw, {"exits": outcome.exits, "restarts": outcome.restarts, "calls": len(log),
                  "retried": sum(e["attempt"] > 0 for e in log), "faults": sum(bool(e["fault"]) for e in log),
                  "seconds": time.time() - started}
-
-
-def release(raw: dict) -> Path:
-    from babelrag.release.build import build_release
-
-    return build_release(config_from_dict(raw)).folder
 
 
 def main() -> None:
@@ -73,14 +56,15 @@ def main() -> None:
         clean_raw, clean = build(tmp, "clean", srv, KillPlan(None), args)
         half = args.fault_rate / 2
         srv.set_faults(Faults(rate_500=half, rate_hang=half, hang_s=3 * args.timeout, seed=args.seed))
-        plan = KillPlan.seeded(args.seed, args.kills, max_requests=max(1, clean["calls"] // 2), first_window_s=(2.0, 20.0))
+        plan = KillPlan.seeded(args.seed, args.kills, max_requests=max(1, clean["calls"] // 2),
+                               first_window_s=(2.0, 20.0))
         chaos_raw, chaos = build(tmp, "chaos", srv, plan, args)
         srv.set_faults(Faults())
         if brain.unknown:
             sys.exit("the scripted model met prompts it does not know:\n" + "\n".join(brain.unknown[:5]))
         diff = differences(stage_files(Path(chaos_raw["project"]["build_dir"])),
                            stage_files(Path(clean_raw["project"]["build_dir"])))
-        diff += differences(release_files(release(chaos_raw)), release_files(release(clean_raw)))
+        diff += differences(release_files(release_of(chaos_raw)), release_files(release_of(clean_raw)))
 
     print(f"fault rate {args.fault_rate:.0%} (500 + hangs past a {args.timeout} s timeout), max_retries "
           f"{args.max_retries}, seed {args.seed}, {plan.kills} planned kills")

@@ -22,11 +22,10 @@ import pytest
 
 from babelrag import llm_session
 from babelrag.config import load_config
-from babelrag.demo import demo_config
 from babelrag.errors import IncompleteRunError
 from babelrag.pipeline import run_pipeline
-from babelrag.testing.chaos import (COMPLETE, KILLED, KillPlan, differences, release_files, run_until_complete,
-                                    stage_files, write_config)
+from babelrag.testing.chaos import (COMPLETE, KILLED, KillPlan, differences, release_files, release_of,
+                                    run_until_complete, sample_config, stage_files, write_config)
 from babelrag.testing.scripted_server import Faults, ScriptedServer
 from tests.test_demo_e2e import DemoBrain
 
@@ -37,30 +36,13 @@ MAX_PAIRS = 3
 LLM_FREE = ("ingest", "index", "pairs", "_shared")  # the stages (and their shared files) disturbed builds reuse
 
 
-def raw_config(tmp: Path, base_url: str, **endpoint) -> dict:
-    """The demo's config on the sample corpus as a YAML-ready dict; the endpoint is named by a namespace, so
-    builds made against another port or with other timeouts share fingerprints and provenance."""
-    raw = demo_config(tmp, base_url, "scripted", MAX_PAIRS, corpus="sample").model_dump(mode="json", exclude={"base_dir"})
-    raw["llm"]["endpoints"]["generator"].update(cache_namespace="scripted", retry_backoff_s=0.05,
-                                                retry_backoff_max_s=0.4, **endpoint)
-    raw["llm"]["progress"] = False
-    return raw
-
-
-def release(raw: dict) -> Path:
-    from babelrag.config import config_from_dict
-    from babelrag.release.build import build_release
-
-    return build_release(config_from_dict(raw)).folder
-
-
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
     """The scripted endpoint, and an undisturbed build made by one plain `babelrag run`."""
     tmp = tmp_path_factory.mktemp("clean")
     brain = DemoBrain()
     with ScriptedServer(brain) as srv:
-        raw = raw_config(tmp, srv.base_url)
+        raw = sample_config(tmp, srv.base_url, MAX_PAIRS)
         outcome = run_until_complete(write_config(tmp / "babelrag.yaml", raw), srv, KillPlan(None), cwd=ROOT)
         assert outcome.exits == [COMPLETE], outcome.stderr_tail
         assert not brain.unknown, brain.unknown
@@ -69,7 +51,7 @@ def world(tmp_path_factory):
 
 def disturbed_build(world, name: str, tmp: Path, **endpoint) -> tuple[Path, dict]:
     srv, _, clean, _ = world
-    raw = raw_config(tmp / name, srv.base_url, **endpoint)
+    raw = sample_config(tmp / name, srv.base_url, MAX_PAIRS, **endpoint)
     build = Path(raw["project"]["build_dir"])
     for part in LLM_FREE:
         shutil.copytree(clean / "build" / part, build / part)
@@ -95,7 +77,7 @@ def test_sigkill_at_random_points_with_5xx_and_timeouts_ends_byte_identical(worl
     chaos_build, clean_build = Path(raw["project"]["build_dir"]), Path(clean_raw["project"]["build_dir"])
     assert differences(stage_files(chaos_build), stage_files(clean_build)) == []
     assert (chaos_build / "instances" / "records.parquet").exists()
-    assert differences(release_files(release(raw)), release_files(release(clean_raw))) == []
+    assert differences(release_files(release_of(raw)), release_files(release_of(clean_raw))) == []
 
 
 def test_60_percent_http_500_exits_3_then_a_plain_rerun_retries_exactly_the_failed_items(world, tmp_path):

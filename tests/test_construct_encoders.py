@@ -139,7 +139,8 @@ def test_openai_encoder_whose_endpoint_does_not_answer_ends_incomplete(tmp_path)
                                progress=False)
         with LLMRunner(settings, cache_dir=tmp_path / "llm") as runner:
             enc = build_encoder(enc_cfg("openai", endpoint="emb", batch_size=2), runner_factory=lambda: runner)
-            with pytest.raises(IncompleteRunError, match=r"failed for 2 of 2 texts: server_error.*run the same command again"):
+            with pytest.raises(IncompleteRunError,
+                               match=r"failed for 2 of 2 texts: server_error.*run the same command again"):
                 enc.encode([EN, DE, OTHER], "passage")
 
 

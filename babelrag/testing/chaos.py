@@ -22,10 +22,30 @@ from typing import Any, Optional
 
 import yaml
 
+from babelrag.config import config_from_dict
+from babelrag.demo import demo_config
+from babelrag.release.build import build_release
 from babelrag.testing.scripted_server import ScriptedServer
 
 #: exit codes a run of the chaos loop may end with: complete, incomplete (failed items), killed by us
 COMPLETE, INCOMPLETE, KILLED = 0, 3, -signal.SIGKILL
+
+
+def sample_config(tmp: Path, base_url: str, max_pairs: int, **endpoint: Any) -> dict[str, Any]:
+    """The demo's config on the sample corpus as a YAML-ready dict, pointed at a scripted endpoint that a
+    namespace names (builds made against another port or with other timeouts share fingerprints and
+    provenance); ``endpoint`` overrides its settings (timeouts, retries)."""
+    raw = demo_config(tmp, base_url, "scripted", max_pairs, corpus="sample").model_dump(mode="json",
+                                                                                         exclude={"base_dir"})
+    raw["llm"]["endpoints"]["generator"].update(cache_namespace="scripted", retry_backoff_s=0.05,
+                                                retry_backoff_max_s=0.4, **endpoint)
+    raw["llm"]["progress"] = False
+    return raw
+
+
+def release_of(raw: dict[str, Any]) -> Path:
+    """Build the release of the build a config dict names; returns its folder."""
+    return build_release(config_from_dict(raw)).folder
 
 
 def write_config(path: Path, raw: dict[str, Any]) -> Path:
