@@ -19,12 +19,12 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from babelrag import llm_session
 from babelrag.config import Config
 from babelrag.errors import StageError
 from babelrag.records import ErrorRecord
 from babelrag.hashing import ContentHasher, stable_hash
 from babelrag.errors import IncompleteRunError
+from babelrag import llm_session
 from babelrag.shards import ShardWriter
 from babelrag.stage import StageSpec
 from babelrag.stage import stages as declared_stages
@@ -322,10 +322,6 @@ class Pipeline:
             parts["prompts"] = self.prompt_versions(spec)
         return stable_hash(parts), config_hash, inputs
 
-    def is_current(self, spec: StageSpec) -> bool:
-        manifest = self.store.manifest(spec.name)
-        return manifest is not None and manifest.fingerprint == self.fingerprint(spec)[0]
-
     def _failed_to_retry(self, spec: StageSpec, existing: Manifest | None, fingerprint: str,
                          force: bool) -> dict[str, int]:
         """Failed items (per reason) of a finished, otherwise current output: the stage re-runs for them
@@ -340,6 +336,10 @@ class Pipeline:
     def _endpoint_down(self) -> str:
         """Why the run stops after this stage: an LLM endpoint given up on as down ("" when none)."""
         return "; ".join(llm_session.endpoints_down().values())
+
+    def is_current(self, spec: StageSpec) -> bool:
+        manifest = self.store.manifest(spec.name)
+        return manifest is not None and manifest.fingerprint == self.fingerprint(spec)[0]
 
     def run(self, until: str | None = None, only: Iterable[str] | None = None,
             force: Iterable[str] = ()) -> RunReport:
