@@ -244,9 +244,13 @@ def run(ctx: Any) -> None:
         finder = CandidateFinder(store, encoder, {i: doc.day for i, doc in docs.items()},
                                  {i: doc.language for i, doc in docs.items()}, pool=max(3 * d.per_language, 10),
                                  seed=ctx.seed, exclude_nearest=d.per_language)
-
-        def choose(qa: QAItem, latest: Any) -> list[Distractor]:
-            """The distractors of one question in every language it needs (VerificationFailed: none)."""
+        for qa in ctx.progress(todo, total=len(todo), desc="questions"):
+            failed: VerificationFailed | None = None  # a check without an answer: the question is retried next run
+            missing = [a for a in qa.article_ids if a not in articles]
+            if missing:
+                ctx.error(qa.id, "missing-article", f"supporting article(s) {missing} not in the ingest output")
+                continue
+            latest = min(articles[a].day for a in qa.article_ids) - d.min_days_before
             chosen: list[Distractor] = []
             for lang in needed_languages(qa, articles, pivot):
                 cands = finder.find(qa, lang, latest, kinds, pivot)
@@ -254,8 +258,12 @@ def run(ctx: Any) -> None:
                     head = list(dict.fromkeys(aid for k in KINDS if k != "irrelevant"
                                               for aid, _ in cands.get(k, [])[: 2 * d.per_language]))
                     texts = ctx.read_ids("ingest", Article, head)
-                    drop = answering(ctx.llm, qa, [h for h in head if h in texts], texts, stage=ctx.spec.name,
-                                     endpoint=d.endpoint, max_chars=d.max_article_chars)
+                    try:
+                        drop = answering(ctx.llm, qa, [h for h in head if h in texts], texts, stage=ctx.spec.name,
+                                         endpoint=d.endpoint, max_chars=d.max_article_chars)
+                    except VerificationFailed as exc:
+                        failed = exc
+                        break
                     stats["llm_rejected"] += len(drop)
                     cands = {k: [c for c in v if c[0] not in drop] for k, v in cands.items()}
                 picked, borrowed = select(cands, sequence)
@@ -266,18 +274,8 @@ def run(ctx: Any) -> None:
                 for aid, kind, score in picked:
                     stats["kinds"][kind] += 1
                     chosen.append(Distractor(article_id=aid, language=lang, kind=kind, score=round(score, 6)))
-            return chosen
-
-        for qa in ctx.progress(todo, total=len(todo), desc="questions"):
-            missing = [a for a in qa.article_ids if a not in articles]
-            if missing:
-                ctx.error(qa.id, "missing-article", f"supporting article(s) {missing} not in the ingest output")
-                continue
-            latest = min(articles[a].day for a in qa.article_ids) - d.min_days_before
-            try:
-                chosen = choose(qa, latest)
-            except VerificationFailed as exc:  # retried next run
-                ctx.error(qa.id, exc.reason, str(exc))
+            if failed is not None:
+                ctx.error(qa.id, failed.reason, str(failed))
                 continue
             # the rules the instances stage checks again: never supporting, never too recent
             leak = [c.article_id for c in chosen if c.article_id in qa.article_ids

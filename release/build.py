@@ -30,6 +30,7 @@ from babelrag.release import layout
 from babelrag.release.naming import config_name
 from babelrag.release.validate import Rules, ValidationReport, validate
 from babelrag.errors import IncompleteRunError
+from babelrag.stage import stage_names
 
 
 
@@ -180,10 +181,10 @@ def plan(config: Any, console: Any = None) -> tuple[list[Instance], dict[str, st
     return instances, assignment, report, qas
 
 
-def refuse_failed_items(store: Any, stage_names: list[str]) -> None:
+def refuse_failed_items(store: Any) -> None:
     """A build whose stages still hold failed items (LLM calls that got no answer) is not released: the
     release would silently lack them. A plain `babelrag run` retries them first."""
-    failed = {name: n for name in stage_names if (n := sum(store.failed_items(name).values()))}
+    failed = {name: n for name in stage_names() if (n := sum(store.failed_items(name).values()))}
     if failed:
         where = ", ".join(f"{name}: {n}" for name, n in failed.items())
         raise IncompleteRunError(f"the build still has failed items ({where}); run `babelrag run` again to retry "
@@ -201,7 +202,7 @@ def build_release(config: Any, out_root: Optional[Path] = None, console: Any = N
 
     datasets.disable_progress_bars()
     store = BuildStore(config.build_dir)
-    refuse_failed_items(store, [s.name for s in stages()])
+    refuse_failed_items(store)
     instances, split_of_qa, report, qas = plan(config, console)
     report.raise_if_failed()
     if not instances:

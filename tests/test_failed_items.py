@@ -154,11 +154,16 @@ def test_the_cli_exits_3_and_says_what_failed_and_how_to_resume(tmp_path):
 
 def test_a_build_that_still_has_failed_items_is_not_released(tmp_path):
     from babelrag.release.build import refuse_failed_items
+    from babelrag.stage import add_stage, remove_stage
 
     build = tmp_path / "build"
-    with ScriptedServer(asking_stage.reply, faults=Faults(rate_500=1.0)) as srv:
-        with pytest.raises(IncompleteRunError):
-            run_pipeline(config(build, srv.base_url, max_retries=0, max_consecutive_failures=0),
-                         stages=(asking_stage.SPEC,))
-    with pytest.raises(IncompleteRunError, match=r"still has failed items \(ask: 12\); run `babelrag run` again"):
-        refuse_failed_items(BuildStore(build), ["ask", "count"])
+    add_stage(asking_stage.SPEC)  # declared, as a plug-in's stage would be
+    try:
+        with ScriptedServer(asking_stage.reply, faults=Faults(rate_500=1.0)) as srv:
+            with pytest.raises(IncompleteRunError):
+                run_pipeline(config(build, srv.base_url, max_retries=0, max_consecutive_failures=0),
+                             stages=(asking_stage.SPEC,))
+        with pytest.raises(IncompleteRunError, match=r"still has failed items \(ask: 12\); run `babelrag run` again"):
+            refuse_failed_items(BuildStore(build))
+    finally:
+        remove_stage(asking_stage.SPEC.name)
