@@ -20,8 +20,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from babelrag.testing.chaos import (COMPLETE, KillPlan, differences, release_files, release_of,  # noqa: E402
+from babelrag.testing.chaos import (COMPLETE, KillPlan, differences, release_files,  # noqa: E402
                                     run_until_complete, sample_config, stage_files, write_config)
+from babelrag.config import config_from_dict  # noqa: E402
+from babelrag.release.build import build_release  # noqa: E402
 from babelrag.testing.scripted_server import Faults, ScriptedServer  # noqa: E402
 from tests.test_demo_e2e import DemoBrain  # noqa: E402
 
@@ -38,6 +40,10 @@ def build(tmp: Path, name: str, srv: ScriptedServer, plan: KillPlan, args: argpa
     return raw, {"exits": outcome.exits, "restarts": outcome.restarts, "calls": len(log),
                  "retried": sum(e["attempt"] > 0 for e in log), "faults": sum(bool(e["fault"]) for e in log),
                  "seconds": time.time() - started}
+
+
+def release_of(raw: dict) -> Path:
+    return build_release(config_from_dict(raw)).folder
 
 
 def main() -> None:

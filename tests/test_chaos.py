@@ -21,10 +21,11 @@ from pathlib import Path
 import pytest
 
 from babelrag import llm_session
-from babelrag.config import load_config
+from babelrag.config import config_from_dict, load_config
 from babelrag.errors import IncompleteRunError
 from babelrag.pipeline import run_pipeline
-from babelrag.testing.chaos import (COMPLETE, KILLED, KillPlan, differences, release_files, release_of,
+from babelrag.release.build import build_release
+from babelrag.testing.chaos import (COMPLETE, KILLED, KillPlan, differences, release_files,
                                     run_until_complete, sample_config, stage_files, write_config)
 from babelrag.testing.scripted_server import Faults, ScriptedServer
 from tests.test_demo_e2e import DemoBrain
@@ -34,6 +35,10 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[1]
 MAX_PAIRS = 3
 LLM_FREE = ("ingest", "index", "pairs", "_shared")  # the stages (and their shared files) disturbed builds reuse
+
+
+def release_of(raw: dict) -> Path:
+    return build_release(config_from_dict(raw)).folder
 
 
 @pytest.fixture(scope="module")

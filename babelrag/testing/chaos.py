@@ -22,9 +22,7 @@ from typing import Any, Optional
 
 import yaml
 
-from babelrag.config import config_from_dict
 from babelrag.demo import demo_config
-from babelrag.release.build import build_release
 from babelrag.testing.scripted_server import ScriptedServer
 
 #: exit codes a run of the chaos loop may end with: complete, incomplete (failed items), killed by us
@@ -41,11 +39,6 @@ def sample_config(tmp: Path, base_url: str, max_pairs: int, **endpoint: Any) -> 
                                                 retry_backoff_max_s=0.4, **endpoint)
     raw["llm"]["progress"] = False
     return raw
-
-
-def release_of(raw: dict[str, Any]) -> Path:
-    """Build the release of the build a config dict names; returns its folder."""
-    return build_release(config_from_dict(raw)).folder
 
 
 def write_config(path: Path, raw: dict[str, Any]) -> Path:
