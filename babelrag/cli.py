@@ -178,6 +178,9 @@ def construct_status(config: Path = ConfigOpt) -> None:
             table.add_row(spec.name, "not built", "-", "-", "-")
             continue
         state = states[spec.name]
+        failed = sum(pipe.store.failed_items(spec.name).values())
+        if failed:  # a plain run retries them
+            state = f"{state}, {failed} failed"
         when = _dt.datetime.fromtimestamp(m.finished_at).isoformat(timespec="seconds")
         table.add_row(spec.name, state, str(m.counts.get("out", 0)), str(m.counts.get("errors", 0)), when)
     console = _console()

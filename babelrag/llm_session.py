@@ -39,6 +39,19 @@ def usage_for_stage(stage: str) -> dict[str, Any]:
     return usage.stage_totals(stage)
 
 
+def endpoints_down() -> dict[str, str]:
+    """Endpoints the shared runner gave up on in this run (name -> why), for the pipeline to stop on."""
+    if _RUNNER is None or not hasattr(_RUNNER, "endpoints_down"):
+        return {}
+    return _RUNNER.endpoints_down()
+
+
+def reset_endpoint_health() -> None:
+    """A new run gives every endpoint a fresh chance (it may have recovered since the last run)."""
+    if _RUNNER is not None and hasattr(_RUNNER, "reset_endpoint_health"):
+        _RUNNER.reset_endpoint_health()
+
+
 def reset() -> None:
     global _RUNNER, _RUNNER_KEY
     if _RUNNER is not None and hasattr(_RUNNER, "close"):

@@ -21,13 +21,14 @@ from pydantic import BaseModel
 
 from babelrag.build_lock import build_lock
 from babelrag.config import Config
-from babelrag.errors import InputError, StageError
+from babelrag.errors import IncompleteRunError, InputError, StageError
 from babelrag.fs_errors import filesystem_error
 from babelrag.funnel import Funnel, build_funnel
 from babelrag.interrupts import (RESUME_HINT, StagePosition, interrupt_line, is_interrupt, mark_reported,
                                  signal_name)
 from babelrag.records import ErrorRecord
 from babelrag.hashing import ContentHasher, stable_hash
+from babelrag import llm_session
 from babelrag.shards import ShardWriter
 from babelrag.stage import StageSpec
 from babelrag.stage import stages as declared_stages
@@ -117,6 +118,13 @@ class StageReport:
     resumed: int = 0
     llm_usage: dict[str, Any] = field(default_factory=dict)
     note: str = ""
+    failed: dict[str, int] = field(default_factory=dict)  # failed items (retried next run), per reason
+    stopped: str = ""  # why the run stopped after this stage (an LLM endpoint given up on as down)
+
+    @property
+    def errors_text(self) -> str:
+        """The errors column: all errors, and how many of them are failed items the next run retries."""
+        return f"{self.errors} ({sum(self.failed.values())} failed)" if self.failed else str(self.errors)
 
 
 @dataclass
@@ -139,6 +147,21 @@ class RunReport:
         """One table per load summary (``summary_tables``)."""
         return summary_tables(self.config)
 
+    def incomplete(self) -> IncompleteRunError | None:
+        """The error a run with failed items ends with (exit code 3), saying what failed where; None
+        when nothing failed."""
+        failed = [s for s in self.stages if s.failed]
+        if not failed:
+            return None
+        total = sum(sum(s.failed.values()) for s in failed)
+        where = "; ".join(f"{s.stage}: {sum(s.failed.values())} ("
+                          + ", ".join(f"{k} {v}" for k, v in sorted(s.failed.items())) + ")" for s in failed)
+        lines = [f"incomplete: {total} item{'s' * (total != 1)} failed — {where}"]
+        lines += [f"stopped after {s.stage}: {s.stopped}" for s in self.stages if s.stopped]
+        lines.append("finished work is kept; run the same command again to retry exactly the failed items "
+                     "(answers already received are not paid for again)")
+        return IncompleteRunError("\n".join(lines))
+
     def render(self) -> Any:
         from rich.table import Table
 
@@ -156,7 +179,7 @@ class RunReport:
             calls = f"{u.get('calls', 0):,}" + (f" ({u['cached']:,} cached)" if u.get("cached") else "")
             tokens = f"{u.get('prompt_tokens', 0):,}/{u.get('completion_tokens', 0):,}" if u.get("calls") else "-"
             cost = f"{u.get('cost', 0.0):.4f}" if u.get("cost") else "-"
-            table.add_row(s.stage, s.status, str(s.count_in), str(s.count_out), str(s.errors), skipped, noted,
+            table.add_row(s.stage, s.status, str(s.count_in), str(s.count_out), s.errors_text, skipped, noted,
                           f"{s.seconds:.1f}", calls if u else "-", tokens, cost, s.note)
         if self.funnel is None:
             return table
@@ -375,6 +398,21 @@ class Pipeline:
             parts["prompts"] = self.prompt_versions(spec)
         return stable_hash(parts), config_hash, inputs
 
+    def _failed_to_retry(self, spec: StageSpec, existing: Manifest | None, fingerprint: str,
+                         force: bool) -> dict[str, int]:
+        """Failed items (per reason) of a finished, otherwise current output: the stage re-runs for them
+        alone, starting from its committed output (``BuildStore.reopen_for_retry``)."""
+        if force or existing is None or existing.fingerprint != fingerprint:
+            return {}
+        failed = self.store.failed_items(spec.name)
+        if failed:
+            self.store.reopen_for_retry(spec.name, fingerprint)
+        return failed
+
+    def _endpoint_down(self) -> str:
+        """Why the run stops after this stage: an LLM endpoint given up on as down ("" when none)."""
+        return "; ".join(llm_session.endpoints_down().values())
+
     def is_current(self, spec: StageSpec) -> bool:
         manifest = self.store.manifest(spec.name)
         return manifest is not None and manifest.fingerprint == self.fingerprint(spec)[0]
@@ -418,9 +456,12 @@ class Pipeline:
         check_input_paths(self.config, selected)
         self.store.root.mkdir(parents=True, exist_ok=True)
         self.store.clean_staging()
+        llm_session.reset_endpoint_health()  # it may have recovered since the last run
         for k, spec in enumerate(selected):
             try:
                 self.report.stages.append(self.run_stage(spec, force=spec.name in force))
+                if self._stop_after(spec, selected[k + 1:]):
+                    break
             except BaseException as exc:  # the report names the failing stage (and what did not run), then re-raises
                 stopped = self._stopped_report(spec, exc)
                 self.report.stages.append(stopped)
@@ -429,6 +470,17 @@ class Pipeline:
                 raise
         return self.report
 
+    def _stop_after(self, spec: StageSpec, rest: list[StageSpec]) -> bool:
+        """After a stage whose endpoint was given up on as down, the later stages do not run (they would
+        only fail fast too); the run ends incomplete, naming the endpoint."""
+        down = self._endpoint_down() if self.report.stages[-1].failed else ""
+        if not down:
+            return False
+        self.report.stages[-1].stopped = down
+        self.report.stages.extend(StageReport(stage=s.name, status="not-run", note=f"{spec.name}: endpoint down")
+                                  for s in rest)
+        return True
+
     def run_stage(self, spec: StageSpec, force: bool = False) -> StageReport:
         for name in spec.inputs:
             self.store.require(name)
@@ -436,7 +488,8 @@ class Pipeline:
         files = self._files.get(spec.name, {})
         report = StageReport(stage=spec.name)
         existing = self.store.manifest(spec.name)
-        if not force and existing is not None and existing.fingerprint == fingerprint:
+        retry = self._failed_to_retry(spec, existing, fingerprint, force)
+        if not force and existing is not None and existing.fingerprint == fingerprint and not retry:
             report.status = "cached"
             report.count_in = existing.counts.get("in", 0)
             report.count_out = existing.counts.get("out", 0)
@@ -446,7 +499,7 @@ class Pipeline:
             report.note = "; ".join(["unchanged since last run", *existing.extra.get("notes", [])])
             return report
         change = existing.version if existing is not None else spec.version
-        report.note = spec.change_note(change)
+        report.note = spec.change_note(change) or (f"retrying {sum(retry.values())} failed items" if retry else "")
         if report.note and self.console is not None:
             self.console.print(f"[yellow]{spec.name}[/] re-runs once: {report.note}", highlight=False)
         if force:
@@ -464,11 +517,13 @@ class Pipeline:
         writer = ctx.output()
         # shards -> sorted records.parquet / errors.parquet in the staging folder, without loading them
         n_out, n_errors = writer.finish(staging)
+        failed = self.store.failed_items(spec.name, staging)
         usage = _usage_diff(spec.name, usage_before)
         manifest = Manifest(
             stage=spec.name, fingerprint=fingerprint, config_hash=config_hash, inputs=inputs,
             counts={"in": ctx.count_in, "out": n_out, "errors": n_errors,
                     "skipped": dict(ctx.skipped), "resumed": writer.resumed,
+                    **({"failed": sum(failed.values()), "failed_reasons": failed} if failed else {}),
                     **({"kept_with_note": dict(ctx.noted)} if ctx.noted else {})},
             versions=library_versions(), started_at=started, finished_at=time.time(), llm_usage=usage,
             extra=ctx.extra, files=files, version=spec.version,
@@ -479,6 +534,7 @@ class Pipeline:
         report.skipped, report.seconds, report.resumed = dict(ctx.skipped), manifest.seconds, writer.resumed
         report.kept_with_note = dict(ctx.noted)
         report.llm_usage = usage
+        report.failed = failed
         notes = [f"resumed {writer.resumed} finished items"] if writer.resumed else []
         # the version change, then a stage's own lines (ctx.extra["notes"])
         report.note = "; ".join(filter(None, [report.note, *notes, *ctx.extra.get("notes", [])]))
@@ -523,7 +579,9 @@ def run_pipeline(config: Config, until: str | None = None, only: Iterable[str] |
                  stages: tuple[StageSpec, ...] | None = None) -> RunReport:
     """Run the pipeline for the CLI: the run report is printed at the end (also on failure or interrupt) and
     saved as ``<build>/run_report.json``. The build's lock is held throughout (``babelrag.build_lock``: one
-    writer per build); a file-system failure becomes one line naming the path (``babelrag.fs_errors``)."""
+    writer per build); a file-system failure becomes one line naming the path (``babelrag.fs_errors``). A run
+    that ends with failed items raises ``IncompleteRunError`` (exit code 3) after the report, saying how many
+    failed in which stage; a plain re-run retries exactly them."""
     pipe = Pipeline(config, console=console, stages=stages)
     with build_lock(config.build_dir):
         try:
@@ -536,7 +594,10 @@ def run_pipeline(config: Config, until: str | None = None, only: Iterable[str] |
                 raise fs_error from exc
             raise
         _save_report(pipe, console, failing=False)
-        return report
+    incomplete = report.incomplete()
+    if incomplete is not None:
+        raise incomplete
+    return report
 
 
 def _say_interrupted(exc: BaseException, console: Any) -> None:

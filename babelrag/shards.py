@@ -6,6 +6,7 @@ commit merges all shards into one id-sorted file whose bytes do not depend on ho
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import time
 from pathlib import Path
@@ -14,6 +15,7 @@ from typing import TypeVar
 from pydantic import BaseModel
 
 from babelrag.atomic import atomic_write_text
+from babelrag.failed_items import is_retryable
 from babelrag.parquet_io import arrow_schema, iter_column, write_records
 from babelrag.records import ErrorRecord
 from babelrag.sorted_merge import merge_sorted_files
@@ -31,7 +33,8 @@ SHARD_FORMAT = 2
 class ShardWriter:
     """Collects a stage's records in small atomic shards so a killed run resumes where it stopped.
 
-    ``has(id)`` tells whether a record (or error) for that id is already stored; ``add``/``add_error``
+    ``has(id)`` tells whether a record (or a final error) for that id is already stored — an item stored
+    as *failed* (``babelrag.failed_items``) counts as done only within the run that failed it; ``add``/``add_error``
     buffer, and every ``shard_size`` items (or ``flush_seconds``) a shard file is renamed into place.
     Each shard is sorted by id; ``finish`` merges them into the stage's final files without loading
     them. Only the ids are kept in memory (for ``has``).
@@ -46,11 +49,9 @@ class ShardWriter:
         self._schema = arrow_schema(model)
         self._error_schema = arrow_schema(ErrorRecord)
         meta = folder / "partial.json"
-        expected = {"fingerprint": fingerprint, "format": SHARD_FORMAT}
-        if folder.exists():
-            stale = not meta.exists() or json.loads(meta.read_text()) != expected
-            if stale:
-                shutil.rmtree(folder)
+        expected = _partial_meta(fingerprint)
+        if folder.exists() and not shards_current(folder, fingerprint):
+            shutil.rmtree(folder)
         folder.mkdir(parents=True, exist_ok=True)
         if not meta.exists():
             atomic_write_text(meta, json.dumps(expected))
@@ -66,8 +67,9 @@ class ShardWriter:
         self.resumed = 0
         for shard in self._shards("records"):
             self._done.update(iter_column(shard, "id"))
-        for shard in self._shards("errors"):
-            self._done.update(iter_column(shard, "item_id"))
+        for shard in self._shards("errors"):  # a failed item (endpoint trouble) is not done: retried
+            self._done.update(i for i, r in zip(iter_column(shard, "item_id"), iter_column(shard, "reason"))
+                              if not is_retryable(r))
         self.resumed = len(self._done)
         self._next_shard = len(self._shards("records")) + 1
         self._last_flush = time.monotonic()
@@ -127,3 +129,34 @@ class ShardWriter:
                                    work, exclude=iter_column(dest / RECORDS_FILE, "id"))
         self.count_out, self.count_errors = n_out, n_err
         return n_out, n_err
+
+
+def _partial_meta(fingerprint: str) -> dict:
+    return {"fingerprint": fingerprint, "format": SHARD_FORMAT}
+
+
+def shards_current(folder: Path, fingerprint: str) -> bool:
+    """Whether ``folder`` holds shards of an unfinished run with this fingerprint (resumable)."""
+    meta = folder / "partial.json"
+    return meta.exists() and json.loads(meta.read_text()) == _partial_meta(fingerprint)
+
+
+def reopen_as_shards(stage_dir: Path, folder: Path, fingerprint: str) -> None:
+    """Make a committed stage's output the first shard pair of a new unfinished run in ``folder``, so
+    a run that retries its failed items keeps every record and final error as they are (hard links:
+    a shard is never written in place). Does nothing when ``folder`` already holds such a run (one that
+    was killed while retrying). Atomic: the folder appears complete or not at all."""
+    if shards_current(folder, fingerprint):
+        return
+    tmp = folder.with_name(folder.name + ".reopen")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    for name, kind in ((RECORDS_FILE, "records"), (ERRORS_FILE, "errors")):
+        dest = tmp / f"shard-000001.{kind}.parquet"
+        try:
+            os.link(stage_dir / name, dest)
+        except OSError:  # another file system, or links not allowed
+            shutil.copyfile(stage_dir / name, dest)
+    atomic_write_text(tmp / "partial.json", json.dumps(_partial_meta(fingerprint)))
+    shutil.rmtree(folder, ignore_errors=True)
+    os.replace(tmp, folder)

@@ -3,7 +3,9 @@
 Layout::
 
     <build_dir>/<stage>/records.parquet   typed records (features from the pydantic model), sorted by id
-    <build_dir>/<stage>/errors.parquet    ErrorRecord rows for items that failed, sorted by item id
+    <build_dir>/<stage>/errors.parquet    ErrorRecord rows for items that failed, sorted by item id (those
+                                          whose reason is retryable are *failed items*: the next run
+                                          retries them, ``babelrag.failed_items``)
     <build_dir>/<stage>/manifest.json     fingerprint, inputs, counts, versions, usage — written last
     <build_dir>/.partial/<stage>/         shards of an unfinished run (resume after a crash / kill -9)
     <build_dir>/.staging/                 stage folders being assembled
@@ -40,10 +42,11 @@ from pydantic import BaseModel
 from babelrag.atomic import atomic_write_text, replace_dir
 from babelrag.build_layout import ANNOTATE_DIR, LLM_CACHE_DIR, PARTIAL_DIR, RUN_REPORT_FILE, SHARED_DIR, STAGING_DIR
 from babelrag.errors import StageError
+from babelrag.failed_items import count_failed
 from babelrag.hashing import sha256_file
-from babelrag.parquet_io import iter_records, read_by_ids, read_records, write_records
+from babelrag.parquet_io import iter_column, iter_records, read_by_ids, read_records, write_records
 from babelrag.records import ErrorRecord
-from babelrag.shards import ERRORS_FILE, RECORDS_FILE, ShardWriter
+from babelrag.shards import ERRORS_FILE, RECORDS_FILE, ShardWriter, reopen_as_shards
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -154,6 +157,17 @@ class BuildStore:
         self.require(stage)
         datasets.disable_progress_bars()
         return datasets.Dataset.from_parquet(str(self.stage_dir(stage) / RECORDS_FILE))
+
+    def failed_items(self, stage: str, folder: Path | None = None) -> dict[str, int]:
+        """Failed items (``babelrag.failed_items``: retried by the next run) per reason in the stage's
+        committed output, or in ``folder`` (a staging folder about to be committed)."""
+        path = (folder or self.stage_dir(stage)) / ERRORS_FILE
+        return dict(sorted(count_failed(iter_column(path, "reason")).items())) if path.exists() else {}
+
+    def reopen_for_retry(self, stage: str, fingerprint: str) -> None:
+        """The committed output becomes the stage's unfinished run, so the run that retries its failed
+        items keeps everything else (its writer skips what is done)."""
+        reopen_as_shards(self.stage_dir(stage), self.partial_dir(stage), fingerprint)
 
     def partial_writer(self, stage: str, model: type[M], fingerprint: str, **kw: Any) -> ShardWriter:
         return ShardWriter(self.partial_dir(stage), model, fingerprint, **kw)

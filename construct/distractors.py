@@ -178,10 +178,19 @@ class CandidateFinder:
         return out
 
 
+class VerificationFailed(Exception):
+    """A verification call got no answer (endpoint down, timeouts, 5xx): the question's distractor set is a
+    failed item, retried by the next run, rather than one chosen without those candidates."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(detail)
+        self.reason = reason
+
+
 def answering(runner: Any, qa: QAItem, candidates: list[str], articles: dict[str, Article], *, stage: str,
               endpoint: Optional[str], max_chars: int) -> set[str]:
     """Candidates from which the LLM answers the question correctly (judged); unreadable replies count
-    as answering, to stay on the safe side."""
+    as answering, to stay on the safe side. Raises ``VerificationFailed`` when a call got no answer."""
     from babelrag.construct.chains.outputs import Attempt
     from babelrag.construct.filters import _judge
     from babelrag.llm import Prompt
@@ -194,12 +203,20 @@ def answering(runner: Any, qa: QAItem, candidates: list[str], articles: dict[str
                                 items=[{"published": articles[c].date_label, "title": articles[c].title,
                                         "text": articles[c].text[:max_chars], "question": qa.question}
                                        for c in candidates])
+    _raise_failed(res)
     bad = {c for c, r in zip(candidates, res) if not r.ok}
     pending = [(k, qa.question, qa.answer, r.value.answer) for k, r in zip(keys, res)
                if r.ok and r.value.answerable and r.value.answer.strip()]
     judged = _judge(runner, pending, stage=stage, endpoint=endpoint)
+    _raise_failed(judged.values())
     bad |= {k.split("|", 1)[1] for k, j in judged.items() if not j.ok or j.value.correct}
     return bad
+
+
+def _raise_failed(results: Any) -> None:
+    for r in results:
+        if r.retryable:
+            raise VerificationFailed(f"verify:{r.reason}", f"distractor check {r.item_id}: {r.error}")
 
 
 def run(ctx: Any) -> None:
@@ -232,6 +249,7 @@ def run(ctx: Any) -> None:
                                  {i: doc.language for i, doc in docs.items()}, pool=max(3 * d.per_language, 10),
                                  seed=ctx.seed, exclude_nearest=d.per_language)
         for qa in ctx.progress(todo, total=len(todo), desc="questions"):
+            failed: VerificationFailed | None = None  # a check without an answer: the question is retried next run
             missing = [a for a in qa.article_ids if a not in articles]
             if missing:
                 ctx.error(qa.id, "missing-article", f"supporting article(s) {missing} not in the ingest output")
@@ -251,8 +269,12 @@ def run(ctx: Any) -> None:
                     head = list(dict.fromkeys(aid for k in KINDS if k != "irrelevant"
                                               for aid, _ in cands.get(k, [])[: 2 * d.per_language]))
                     texts = ctx.read_ids("ingest", Article, head)
-                    drop = answering(ctx.llm, qa, [h for h in head if h in texts], texts, stage=ctx.spec.name,
-                                     endpoint=d.endpoint, max_chars=d.max_article_chars)
+                    try:
+                        drop = answering(ctx.llm, qa, [h for h in head if h in texts], texts, stage=ctx.spec.name,
+                                         endpoint=d.endpoint, max_chars=d.max_article_chars)
+                    except VerificationFailed as exc:
+                        failed = exc
+                        break
                     stats["llm_rejected"] += len(drop)
                     cands = {k: [c for c in v if c[0] not in drop] for k, v in cands.items()}
                 picked, borrowed = select(cands, sequence)
@@ -263,6 +285,9 @@ def run(ctx: Any) -> None:
                 for aid, kind, score in picked:
                     stats["kinds"][kind] += 1
                     chosen.append(Distractor(article_id=aid, language=lang, kind=kind, score=round(score, 6)))
+            if failed is not None:
+                ctx.error(qa.id, failed.reason, str(failed))
+                continue
             # the rules the instances stage checks again: never supporting, never too recent
             leak = [c.article_id for c in chosen if c.article_id in qa.article_ids
                     or c.article_id not in docs or not docs[c.article_id].fresh or docs[c.article_id].day > latest]

@@ -6,7 +6,9 @@ filter is one module, see docs/architecture.md).
 A question rejected by one filter is not sent to the later (dearer, LLM) ones. Every question is written
 out with ``filters`` (one ``FilterVerdict`` per filter: status pass|fail|error|not_run, detail), ``accepted``
 and ``rejected_by``; rejections are counted per filter in the run report (``rejected:<filter>``) and the
-pass/fail/error counts per filter are saved in the manifest (``extra.filters``).
+pass/fail/error counts per filter are saved in the manifest (``extra.filters``). A question whose LLM check
+got no answer (endpoint down, timeouts, 5xx after the retries) is not written but stored as a failed item,
+which the next run retries (``babelrag.failed_items``).
 """
 from __future__ import annotations
 
@@ -87,6 +89,9 @@ class Verdict:
     status: str  # pass | fail | error
     detail: str = ""
     score: Optional[float] = None
+    # set when the verdict is missing because the LLM call failed (endpoint down, timeouts, 5xx): the
+    # question is then a failed item, retried by the next run, not a rejected one (babelrag.failed_items)
+    failed_reason: Optional[str] = None
 
     @property
     def passed(self) -> bool:
@@ -155,7 +160,7 @@ def check_well_formed_llm(runner: Any, items: list[QAItem], *, stage: str, endpo
     out = {}
     for it, r in zip(items, res):
         if not r.ok:
-            out[it.id] = _llm_error(r.error, on_error)
+            out[it.id] = _llm_error(r, on_error)
         else:
             ok = r.value.score >= min_rating
             out[it.id] = Verdict("pass" if ok else "fail", f"LLM rating {r.value.score}/5: {r.value.reason}"[:300],
@@ -261,7 +266,12 @@ def check_near_duplicate(items: list[QAItem], threshold: float, model: Any = Non
 
 
 # --- LLM filters -----------------------------------------------------------------------------------
-def _llm_error(error: Optional[str], on_error: str) -> Verdict:
+def _llm_error(result: Any, on_error: str) -> Verdict:
+    """The verdict for a failed LLM result: a call that never got an answer leaves the question failed
+    (retried next run, whatever ``on_llm_error`` says); an unreadable answer follows ``on_llm_error``."""
+    error = result.error if result is not None else "no judgement"
+    if result is not None and result.retryable:
+        return Verdict("error", f"LLM call failed: {error}"[:300], failed_reason=result.reason)
     return Verdict("error" if on_error == "reject" else "pass", f"LLM failure: {error}"[:300])
 
 
@@ -298,13 +308,13 @@ def _attempt_verdicts(attempts: dict[str, Any], judged: dict[str, Any], on_error
     notes = []
     for key, r in attempts.items():
         if not r.ok:
-            return _llm_error(r.error, on_error), notes
+            return _llm_error(r, on_error), notes
         if not r.value.answerable or not r.value.answer.strip():
             notes.append(f"{label(key)}: declined")
             continue
         j = judged.get(key)
         if j is None or not j.ok:
-            return _llm_error(j.error if j else "no judgement", on_error), notes
+            return _llm_error(j, on_error), notes
         recall = gold_recall(gold, r.value.answer) if min_overlap > 0 else None
         if j.value.correct and recall is not None and recall < min_overlap:
             notes.append(f"{label(key)}: judged correct but shares {recall:.0%} of the gold answer")
@@ -510,9 +520,22 @@ def run(ctx: Any) -> None:
     ctx.count_in += len(items)
     needed = {a for it in items for a in it.article_ids}
     articles = ctx.read_ids("ingest", Article, needed)
-    updated, counts = apply_filters(items, build_checks(ctx, articles))
+    failed: dict[str, Verdict] = {}
+
+    def watched(check: Callable[[list[QAItem]], dict[str, Verdict]]) -> Callable[[list[QAItem]], dict[str, Verdict]]:
+        def run_check(alive: list[QAItem]) -> dict[str, Verdict]:
+            got = check(alive)
+            failed.update((i, v) for i, v in got.items() if v.failed_reason and i not in failed)
+            return got
+        return run_check
+
+    updated, counts = apply_filters(items, [(name, watched(check)) for name, check in build_checks(ctx, articles)])
     out = ctx.output()
     for it in updated:
+        if it.id in failed:  # not judged (the LLM call failed): retried next run
+            if not out.has(it.id):
+                ctx.error(it.id, failed[it.id].failed_reason or "", failed[it.id].detail)
+            continue
         if it.rejected_by:
             ctx.skip(f"rejected:{it.rejected_by}")
         if not out.has(it.id):

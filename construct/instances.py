@@ -25,6 +25,7 @@ from pydantic import Field, field_validator
 
 from babelrag.config import Section
 from babelrag.errors import ConfigError
+from babelrag.failed_items import error_reason, is_retryable
 from babelrag.leakage import instance_leaks
 from babelrag.construct.translate import needed_document_translations, translate_articles, translate_qas
 from babelrag.records import Article, DistractorSet, Document, Instance, QAItem, Translation, x_language
@@ -255,6 +256,15 @@ class Assembler:
         return inst
 
 
+class DocumentTranslationFailed(Exception):
+    """A document the instance shows in translation got no answer from the endpoint: the instance is a
+    failed item (retried next run), not one skipped for want of a translation."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(detail)
+        self.reason = reason
+
+
 def _needs_doc_translation(settings: list[Setting]) -> bool:
     return any(s.base == "multi" and (s.es or s.ed) for s in settings)
 
@@ -293,16 +303,17 @@ def stale_translations(qas: list[QAItem], wanted: Callable[[QAItem], set[str]]) 
 
 
 def retranslate_corrected(ctx, qas: list[QAItem], wanted: Callable[[QAItem], set[str]],  # noqa: ANN001
-                          pivot: str) -> list[QAItem]:
+                          pivot: str) -> tuple[list[QAItem], dict[tuple[str, str], str]]:
     """One reviewed source of truth per question: a translation of English the annotators corrected is
     replaced by a machine translation of the corrected text (``machine_translated``), so no instance
     pairs a corrected ``en_answer`` with a gold answer translated from the rejected one. A human
     translation made against the corrected text is current and kept. A failed re-translation leaves the
-    language without a translation: its instances are counted skips (``no-translation-<lang>``), never
-    built from the old text."""
+    language without a translation, never built from the old text: a call that got no answer is returned as
+    ``{(qa id, language): error}`` (those instances are failed items, retried by the next run); any other
+    failure makes its instances counted skips (``no-translation-<lang>``)."""
     stale = stale_translations(qas, wanted)
     if not stale:
-        return qas
+        return qas, {}
     by_id = {q.id: q for q in qas}
     fresh: dict[str, dict[str, Translation]] = {}
     by_langs: dict[tuple[str, ...], list[QAItem]] = {}
@@ -311,10 +322,12 @@ def retranslate_corrected(ctx, qas: list[QAItem], wanted: Callable[[QAItem], set
     for langs, group in by_langs.items():
         fresh.update(translate_qas(ctx.llm, group, list(langs), stage=ctx.spec.name,
                                    endpoint=ctx.config.instances.endpoint, source_language=pivot))
+    unanswered = {(qa_id, lang): tr.error or "" for qa_id, trs in fresh.items() for lang, tr in trs.items()
+                  if not tr.usable and is_retryable(error_reason(tr.error))}
     failed = sum(1 for trs in fresh.values() for tr in trs.values() if not tr.usable)
     ctx.extra["retranslated_after_review"] = {"requested": sum(map(len, stale.values())), "failed": failed}
-    if failed:
-        ctx.skip("retranslation-failed", failed)
+    if failed > len(unanswered):
+        ctx.skip("retranslation-failed", failed - len(unanswered))
 
     def replaced(qa: QAItem) -> QAItem:
         new = fresh.get(qa.id)
@@ -323,7 +336,7 @@ def retranslate_corrected(ctx, qas: list[QAItem], wanted: Callable[[QAItem], set
         kept = [t for t in qa.translations if t.language not in new]
         return qa.model_copy(update={"translations": sorted([*kept, *new.values()], key=lambda t: t.language)})
 
-    return [replaced(q) for q in qas]
+    return [replaced(q) for q in qas], unanswered
 
 
 def run(ctx) -> None:  # noqa: ANN001 - StageContext (kept import-light)
@@ -342,13 +355,14 @@ def run(ctx) -> None:  # noqa: ANN001 - StageContext (kept import-light)
     languages = list(cfg.project.languages)
     pivot = cfg.project.pivot_language
     translations: dict[str, tuple[str, str]] = {}  # filled below, before any instance is built
+    failed_docs: dict[str, str] = {}  # article id -> error of a translation call that got no answer
     asm = Assembler(
         articles=articles, mono_supporting=cfg.instances.mono_supporting,
         mono_distracting=cfg.instances.mono_distracting,
         multi_distracting=cfg.instances.multi_distracting_per_language,
         min_days_before=cfg.distractors.min_days_before,
         allow_fewer_distractors=cfg.instances.allow_fewer_distractors, seed=ctx.seed, pivot=pivot,
-        doc_translation=translations.get,
+        doc_translation=lambda art_id: _document_translation(translations, failed_docs, art_id),
     )
 
     def wanted(qa: QAItem) -> set[str]:
@@ -358,7 +372,7 @@ def run(ctx) -> None:  # noqa: ANN001 - StageContext (kept import-light)
         except Skip:
             return set()
 
-    accepted = retranslate_corrected(ctx, accepted, wanted, pivot)
+    accepted, unanswered = retranslate_corrected(ctx, accepted, wanted, pivot)
 
     if _needs_doc_translation(settings) and cfg.instances.translate_documents:
         todo = needed_document_translations(accepted, dsets, articles, pivot, cfg.instances.multi_distracting_per_language)
@@ -367,7 +381,9 @@ def run(ctx) -> None:  # noqa: ANN001 - StageContext (kept import-light)
                                          endpoint=cfg.instances.endpoint,
                                          max_chars=cfg.instances.translate_max_chars)
             for art_id, value in results.items():
-                if isinstance(value, str):
+                if isinstance(value, str) and is_retryable(error_reason(value)):
+                    failed_docs[art_id] = value
+                elif isinstance(value, str):
                     ctx.skip("document-translation-failed")
                 else:
                     translations[art_id] = value
@@ -389,6 +405,10 @@ def run(ctx) -> None:  # noqa: ANN001 - StageContext (kept import-light)
                 if out.has(iid):
                     per_setting[setting.name] += 1
                     continue
+                if (qa.id, lang) in unanswered:  # the re-translation got no answer: retried by the next run
+                    error = unanswered[(qa.id, lang)]
+                    ctx.error(iid, f"translate:{error_reason(error)}", f"re-translation into {lang}: {error}"[:1500])
+                    continue
                 try:
                     inst = asm.build(qa, setting, lang, dsets.get(qa.id))
                 except Skip as skip:
@@ -397,6 +417,9 @@ def run(ctx) -> None:  # noqa: ANN001 - StageContext (kept import-light)
                 except LeakageError as exc:
                     ctx.error(iid, "leakage", str(exc))
                     continue
+                except DocumentTranslationFailed as exc:
+                    ctx.error(iid, exc.reason, str(exc))
+                    continue
                 expected = _expected_distractors(setting, cfg.instances)
                 if sum(d.role == "distractor" for d in inst.documents) < expected:
                     short += 1
@@ -404,6 +427,14 @@ def run(ctx) -> None:  # noqa: ANN001 - StageContext (kept import-light)
                 per_setting[setting.name] += 1
     ctx.extra["instances_per_setting"] = per_setting
     ctx.extra["instances_with_fewer_distractors"] = short
+
+
+def _document_translation(translations: dict[str, tuple[str, str]], failed: dict[str, str],
+                          art_id: str) -> Optional[tuple[str, str]]:
+    if art_id in failed:
+        raise DocumentTranslationFailed(f"translate:{error_reason(failed[art_id])}",
+                                        f"translation of document {art_id}: {failed[art_id]}"[:1500])
+    return translations.get(art_id)
 
 
 def _expected_distractors(setting: Setting, icfg) -> int:  # noqa: ANN001

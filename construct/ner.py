@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from babelrag.errors import ConfigError
+from babelrag.errors import ConfigError, IncompleteRunError
 from babelrag.languages import language_name
 
 _POSSESSIVE = re.compile(r"(?:['’`´]s|s['’`´])$")
@@ -352,6 +352,11 @@ class LLMNER:
         items = [{"title": t, "language": language_name(lang)} for t, lang in zip(titles, languages)]
         results = self.runner.map_structured(endpoint=self.endpoint, prompt=self.prompt, items=items,
                                              schema=TitleEntities, stage=self.stage)
+        unanswered = [r for r in results if r.retryable]
+        if unanswered:  # the articles would be stored without their entities: stop, the re-run resumes here
+            raise IncompleteRunError(f"{self.stage}: the LLM NER got no answer for {len(unanswered)} of {len(results)} "
+                                f"titles ({unanswered[0].error}); the articles written so far are kept: run the "
+                                "same command again to go on from there")
         out = []
         for title, res in zip(titles, results):
             if res.ok:

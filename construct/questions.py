@@ -19,6 +19,7 @@ from babelrag.run_only import run_only
 from babelrag.construct.chains.crossdoc import CrossDocChain, Job, qa_id
 from babelrag.construct.pair_selection import select_pairs
 from babelrag.records import Article, ArticlePair, Translation, translation_targets, x_language
+from babelrag.failed_items import error_reason, is_retryable
 from babelrag.stage import StageSpec
 
 
@@ -78,6 +79,16 @@ def pair_types(pair_id: str, types: list[str], per_pair: int) -> list[str]:
     return [types[(offset + k) % len(types)] for k in range(per_pair)]
 
 
+def failed_translation(translations: dict[str, Translation]) -> tuple[str, str] | None:
+    """(reason, detail) of a translation whose call got no answer, or None. Such a QA item is not written
+    without that language (as an unreadable translation is) but failed, so the next run retries it."""
+    for lang, entry in sorted(translations.items()):
+        reason = error_reason(entry.error)
+        if is_retryable(reason):
+            return f"translate:{reason}", f"translation into {lang}: {entry.error}"
+    return None
+
+
 def run(ctx: Any) -> None:
     cfg = ctx.config
     q = cfg.questions
@@ -115,6 +126,10 @@ def run(ctx: Any) -> None:
                                     if langs else {it.id: {} for it in group})
         for it in items:
             tr = translations.get(it.id, {})
+            failed = failed_translation(tr)
+            if failed is not None:  # no answer from the endpoint: the item is retried next run
+                ctx.error(it.id, *failed)
+                continue
             for lang, entry in tr.items():
                 if entry.error:
                     ctx.note(f"translation-failed-{lang}")  # kept, without this language

@@ -32,6 +32,8 @@ from babelrag.records import Instance, QAItem
 from babelrag.release import layout
 from babelrag.release.naming import config_name
 from babelrag.release.validate import Rules, ValidationReport, validate
+from babelrag.errors import IncompleteRunError
+from babelrag.stage import stage_names
 
 
 
@@ -174,6 +176,16 @@ def plan(config: Any, console: Any = None) -> tuple[list[Instance], dict[str, st
     return instances, assignment, report, qas
 
 
+def refuse_failed_items(store: Any) -> None:
+    """A build whose stages still hold failed items (LLM calls that got no answer) is not released: the
+    release would silently lack them. A plain `babelrag run` retries them first."""
+    failed = {name: n for name in stage_names() if (n := sum(store.failed_items(name).values()))}
+    if failed:
+        where = ", ".join(f"{name}: {n}" for name, n in failed.items())
+        raise IncompleteRunError(f"the build still has failed items ({where}); run `babelrag run` again to retry "
+                            "them, then build the release")
+
+
 def build_release(config: Any, out_root: Optional[Path] = None, console: Any = None) -> ReleaseResult:
     """Validate, split and write the release; then each ``release.time_slices`` window as a release of its own
     (``<name>-<slice>``: the instances whose supporting articles were all published inside the window, with
@@ -181,6 +193,7 @@ def build_release(config: Any, out_root: Optional[Path] = None, console: Any = N
     from babelrag.store import BuildStore
 
     store = BuildStore(config.build_dir)
+    refuse_failed_items(store)
     instances, split_of_qa, report, qas = plan(config, console)
     report.raise_if_failed()
     if not instances:

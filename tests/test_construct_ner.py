@@ -250,6 +250,20 @@ def test_llm_backend_keeps_only_mentions_found_in_the_title(tmp_path):
     assert backend.failures == 1
 
 
+def test_llm_backend_that_gets_no_answer_stops_instead_of_storing_titles_without_entities(tmp_path):
+    from babelrag.errors import IncompleteRunError
+    from babelrag.llm.client import LLMRunner
+    from babelrag.llm.settings import EndpointConfig, LLMSettings
+    from babelrag.testing.scripted_server import Faults, ScriptedServer
+
+    with ScriptedServer(lambda body: json.dumps({"entities": ["Berlin"]}), faults=Faults(rate_500=1.0)) as srv:
+        settings = LLMSettings(endpoints={"ner": EndpointConfig(base_url=srv.base_url, model="m", max_retries=0)},
+                               progress=False)
+        with LLMRunner(settings, cache_dir=tmp_path / "c") as runner:
+            with pytest.raises(IncompleteRunError, match=r"no answer for 1 of 1 titles \(server_error"):
+                EntityExtractor(LLMNER(runner, "ner"))(["Merkel in Berlin"], ["de"])
+
+
 def test_ingest_stage_with_llm_backend_uses_the_shared_runner(tmp_path):
     """ner.backend: llm inside the ingest stage goes through ctx.llm (config endpoints, usage per stage)."""
     from babelrag import llm_session

@@ -210,10 +210,11 @@ def test_run_only_settings_never_make_a_stage_stale(tmp_path):
 
     endpoint_fields = {n for n, f in EndpointConfig.model_fields.items() if is_run_only(f)}
     assert endpoint_fields == {"api_key_env", "max_concurrency", "rpm", "tpm", "timeout_s", "max_retries",
-                               "retry_backoff_s", "retry_backoff_max_s", "transport", "price_per_1k_input",
-                               "price_per_1k_output"}
+                               "retry_backoff_s", "retry_backoff_max_s", "max_consecutive_failures", "transport",
+                               "price_per_1k_input", "price_per_1k_output"}
     values = {"api_key_env": "OTHER_KEY", "max_concurrency": 2, "rpm": 10, "tpm": 1000, "timeout_s": 5.0,
-              "max_retries": 0, "retry_backoff_s": 2.0, "retry_backoff_max_s": 3.0, "transport": "aiohttp",
+              "max_retries": 0, "retry_backoff_s": 2.0, "retry_backoff_max_s": 3.0, "max_consecutive_failures": 0,
+              "transport": "aiohttp",
               "price_per_1k_input": 0.5, "price_per_1k_output": 1.5}
     changes = [(f"llm.endpoints.gen.{k}", v) for k, v in values.items()]
     assert {n for n, f in LLMSettings.model_fields.items() if is_run_only(f)} == {

@@ -142,3 +142,36 @@ def test_freshness_trusts_only_real_publication_dates(tmp_path):
     multi = [x.article_id for x in sets["q-multi"].distractors]
     assert multi and not {"bank1", "bank3"} & set(multi)
     assert all(arts[x].date_source == "published" and arts[x].published.isoformat() <= day_before(14) for x in multi)
+
+
+def test_a_verification_call_without_an_answer_leaves_the_question_failed_then_a_rerun_finishes(tmp_path):
+    """Not a distractor set chosen without the unchecked candidates: a failed item, retried by the next run."""
+    from babelrag import llm_session
+    from babelrag.errors import IncompleteRunError
+    from babelrag.pipeline import run_pipeline
+    from babelrag.testing.scripted_server import Fault
+
+    down = {"on": True}
+
+    def flaky(body):  # the check of bank2 gets HTTP 500 until the endpoint recovers
+        text = next(m["content"] for m in body["messages"] if m["role"] == "user")
+        if down["on"] and "Portuguese banks expand offices" in text:
+            return Fault("500")
+        return answers_from_bank1(body)
+
+    with ScriptedServer(answers_from_bank1) as srv:
+        clean_build, _, clean_cfg = setup(tmp_path / "clean", srv, verify_with_llm=True)
+        Pipeline(clean_cfg).run(only=["index", "distractors"])
+    with ScriptedServer(flaky) as srv:
+        build, _, cfg = setup(tmp_path / "flaky", srv, verify_with_llm=True)
+        llm_session.reset()
+        with pytest.raises(IncompleteRunError, match=r"distractors: 2 \(verify:server_error 2\)"):
+            run_pipeline(cfg, only=["index", "distractors"])
+        assert BuildStore(build).read("distractors", DistractorSet) == []
+        down["on"] = False
+        llm_session.reset()
+        run_pipeline(cfg, only=["index", "distractors"])
+        llm_session.reset()
+    store, clean = BuildStore(build), BuildStore(clean_build)
+    assert store.read("distractors", DistractorSet) == clean.read("distractors", DistractorSet)
+    assert store.read_errors("distractors") == []

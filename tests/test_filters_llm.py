@@ -1,5 +1,6 @@
 """LLM filters against the scripted OpenAI-compatible server over real HTTP: realistic and malformed replies."""
 import re
+import sys
 
 import pytest
 
@@ -7,11 +8,14 @@ from babelrag.config import config_from_dict
 from babelrag.construct.filters import check_needs_both, check_needs_retrieval, gold_recall
 from babelrag.llm.client import LLMRunner
 from babelrag.llm.settings import EndpointConfig, LLMSettings
-from babelrag.pipeline import Pipeline
+from babelrag.pipeline import Pipeline, run_pipeline
 from babelrag.records import Article, QAItem
 from babelrag.store import BuildStore
-from babelrag.testing.scripted_server import ScriptedServer
+from babelrag.testing.scripted_server import Fault, ScriptedServer
 from tests.helpers.qa_fixtures import corpus, seed_stage
+
+
+RECOVERED = False  # see test_a_check_that_gets_no_answer_leaves_the_question_failed_not_rejected
 
 
 def last_user(body):
@@ -29,6 +33,8 @@ def model(body):
         same = any(w in cand for w in re.findall(r"\d+|Paris", gold))
         return {"correct": "Yes." if same else "no", "reason": "compared numbers"}
     m = re.search(r"[Qq]uestion: (.*)", text)
+    if m and "second office" in m.group(1) and text.startswith("Closed-book") and not RECOVERED:
+        return Fault("500")  # this call gets no answer until the endpoint recovers
     if m is None:  # the client's one JSON-repair re-ask: a garbling model stays garbled
         return "Here it is again: answerable yes, 300."
     question = m.group(1)
@@ -138,3 +144,35 @@ def test_lenient_judge_is_checked_against_the_gold_answer(runner):
     assert guarded["inv"].detail == "closed-book: judged correct but shares 0% of the gold answer"
     assert gold_recall("300 staff in Porto", "They hired 300 people") == 1 / 3  # of "300", "staff", "porto"
     assert gold_recall("the", "anything") is None
+
+
+def test_a_check_that_gets_no_answer_leaves_the_question_failed_not_rejected(tmp_path, server, monkeypatch):
+    """Neither rejected (on_llm_error: reject) nor kept (keep): a failed item, written once its check answers."""
+    from babelrag import llm_session
+    from babelrag.errors import IncompleteRunError
+
+    build = tmp_path / "build"
+    seed_stage(build, "ingest", list(corpus().values()), Article)
+    seed_stage(build, "questions", [
+        item("q-good", "Which city hosts the office of Lumen Bank that opened on August 20?", "Porto, 300 staff"),
+        item("q-down", "Where will Lumen Bank open its second office after Porto?", "Lisbon")], QAItem)
+    cfg = config_from_dict({"project": {"build_dir": str(build)}, "filters": {"on_llm_error": "keep"},
+                            "llm": {"endpoints": {"gen": {"base_url": server.base_url, "model": "scripted",
+                                                          "max_retries": 1, "retry_backoff_s": 0}},
+                                    "progress": False}})
+    llm_session.reset()
+    with pytest.raises(IncompleteRunError, match=r"filters: 1 \(server_error 1\)"):
+        run_pipeline(cfg, only=["filters"])
+    store = BuildStore(build)
+    assert [q.id for q in store.read("filters", QAItem)] == ["q-good"]
+    assert [(e.item_id, e.reason) for e in store.read_errors("filters")] == [("q-down", "server_error")]
+
+    monkeypatch.setattr(sys.modules[__name__], "RECOVERED", True)
+    llm_session.reset()
+    start = len(server.log)
+    run_pipeline(cfg, only=["filters"])
+    out = {q.id: q for q in store.read("filters", QAItem)}
+    assert out["q-down"].accepted and out["q-good"].accepted and store.read_errors("filters") == []
+    sent = [e["last_user"] for e in server.log[start:]]
+    assert sent and all("second office" in u for u in sent)  # only the failed question's check went out again
+    llm_session.reset()

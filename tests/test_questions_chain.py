@@ -292,3 +292,48 @@ def test_raising_the_pair_budget_never_changes_the_questions_already_asked():
     after = {(j.id, j.q_type) for j in plan_jobs([newcomer, *pairs], arts, types, 1, "en", ["en", "de"],
                                                  max_pairs=None)}
     assert before <= after and len(after) == len(before) + 1
+
+
+def test_a_translation_without_an_answer_leaves_the_item_failed_then_a_rerun_adds_it(tmp_path):
+    """Not kept without that language (as an unreadable translation is): failed, and retried by the next run,
+    which sends only the calls that got no answer."""
+    from babelrag import llm_session
+    from babelrag.errors import IncompleteRunError
+    from babelrag.pipeline import run_pipeline
+    from babelrag.testing.scripted_server import Fault
+
+    down = {"on": True}
+
+    def flaky(body):  # German translations get HTTP 500 until the endpoint recovers
+        if down["on"] and "Named entities to handle" in first_user(body) and "German" in body["messages"][0]["content"]:
+            return Fault("500")
+        return model(body)
+
+    build = tmp_path / "build"
+    arts = corpus()
+    seed_stage(build, "ingest", list(arts.values()), Article)
+    seed_stage(build, "relevance", [ArticlePair(id="p1", article_a="a1", article_b="a2", language_a="en",
+                                                language_b="en", method="dense", relevant=True)], ArticlePair)
+    with ScriptedServer(flaky) as srv:
+        cfg = config_from_dict({"project": {"build_dir": str(build), "languages": ["en", "de", "es"]},
+                                "questions": {"per_pair": 2, "target_languages": ["de", "es"]},
+                                "llm": {"endpoints": {"g": {"base_url": srv.base_url, "model": "scripted",
+                                                            "max_retries": 0}}, "progress": False}})
+        llm_session.reset()
+        with pytest.raises(IncompleteRunError, match=r"questions: 2 \(translate:server_error 2\)"):
+            run_pipeline(cfg, only=["questions"])
+        store = BuildStore(build)
+        assert store.read("questions", QAItem) == []
+        down["on"] = False
+        llm_session.reset()
+        start = len(srv.log)
+        run_pipeline(cfg, only=["questions"])
+        resent = srv.log[start:]
+        llm_session.reset()
+    items = store.read("questions", QAItem)
+    assert len(items) == 2 and all(i.translation("de").usable for i in items)
+    assert store.read_errors("questions") == []
+    # only translations went out again (German; Spanish is unreadable, so never cached, with its repair
+    # re-ask): the summaries, facts, question and answer came from the cache
+    assert resent and all("Named entities to handle" in e["last_user"] or "previous reply" in e["last_user"]
+                          for e in resent)

@@ -20,6 +20,7 @@ from typing import Any, Awaitable, Callable, Optional, Sequence, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from babelrag.errors import InputError
+from babelrag.failed_items import is_retryable
 from babelrag.llm.cache import ResponseCache, cache_key
 from babelrag.llm.settings import EndpointConfig, LLMSettings
 from babelrag.llm.limiter import EndpointLimiter
@@ -56,6 +57,11 @@ class Result:
 
         return Provenance(model=self.model, endpoint=self.endpoint, prompt_id=self.prompt_id,
                           prompt_version=self.prompt_version, config_hash=config_hash)
+
+    @property
+    def retryable(self) -> bool:
+        """A failed item the next run retries (the endpoint did not answer), not a final outcome."""
+        return not self.ok and is_retryable(self.reason)
 
     def error_record(self, stage: str):
         """ErrorRecord for a failed item (the run report counts them by reason)."""
@@ -114,6 +120,14 @@ class _Endpoint:
     limiter: EndpointLimiter
     secret: str
     json_mode: bool = True  # switched off for this run if the server rejects response_format
+    streak: int = 0  # failed calls in a row that say the endpoint is unreachable or broken
+    down: str = ""  # why the endpoint was given up on for this run ("" while it is not)
+
+
+#: call failures that count towards giving an endpoint up (it did not answer, or answered 5xx), and
+#: answers that show it is up (a 429 or a 4xx comes from a working server) and end the streak
+DOWN_SIGNS = frozenset({"connection", "timeout", "server_error"})
+UP_SIGNS = frozenset({"rate_limit", "http_409", "auth", "quota", "bad_request", "not_found"})
 
 
 class AsyncLLM:
@@ -152,6 +166,35 @@ class AsyncLLM:
             self._eps[resolved] = ep
         return ep
 
+    def endpoints_down(self) -> dict[str, str]:
+        """Endpoints given up on (name -> why): ``max_consecutive_failures`` calls in a row failed."""
+        return {name: ep.down for name, ep in list(self._eps.items()) if ep.down}
+
+    def reset_health(self) -> None:
+        for ep in list(self._eps.values()):
+            ep.streak, ep.down = 0, ""
+
+    def _health(self, ep: _Endpoint, failure: Failure) -> None:
+        """Count failures in a row; at ``max_consecutive_failures`` the endpoint is down for this run:
+        every waiting and later call fails at once (reason ``endpoint_down``) instead of spending each
+        item's retries (an endpoint that hangs costs timeout_s per try)."""
+        if failure.reason in UP_SIGNS:
+            ep.streak = 0
+            return
+        if failure.reason not in DOWN_SIGNS:
+            return
+        ep.streak += 1
+        limit = ep.cfg.max_consecutive_failures
+        if limit and ep.streak >= limit and not ep.down:
+            ep.down = (f"endpoint {ep.name!r} ({ep.cfg.base_url}) failed {ep.streak} calls in a row "
+                       f"(last: {failure.reason}: {failure.message[:200]}); babelrag gave up on it for this run "
+                       f"— check that it is up, then run again (llm.endpoints.{ep.name}.max_consecutive_failures "
+                       f"= {limit} sets when to give up)")
+
+    def _check_up(self, ep: _Endpoint, attempts: int) -> None:
+        if ep.down:
+            raise CallFailed(Failure("endpoint_down", False, ep.down), attempts)
+
     def _redact(self, ep: _Endpoint, text: str) -> str:
         return text.replace(ep.secret, "***") if ep.secret else text
 
@@ -163,7 +206,9 @@ class AsyncLLM:
         limiter = ep.limiter
         attempts = 0
         while True:
+            self._check_up(ep, attempts)
             async with ep.sem:
+                self._check_up(ep, attempts)  # it may have gone down while this call waited for a slot
                 entry = await limiter.acquire(est_tokens) if limiter.active else None
                 attempts += 1
                 try:
@@ -175,7 +220,9 @@ class AsyncLLM:
                     ep.limiter.settle(entry, est_tokens)
                     self.usage.record_call(stage, ep.name, cfg.model, retry=attempts > 1,
                                            repair=repair and attempts == 1)
+                    self._health(ep, failure)
                 else:
+                    ep.streak = 0
                     tokens = usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0)
                     ep.limiter.settle(entry, tokens)
                     self.usage.record_call(stage, ep.name, cfg.model, retry=attempts > 1,
@@ -539,6 +586,16 @@ class LLMRunner:
         """Embed texts (value = list[float]); one Result per text, in order."""
         return self._run(lambda llm: self.aembed(endpoint=endpoint, texts=texts, stage=stage,
                                                  item_ids=item_ids, batch_size=batch_size, llm=llm))
+
+    def endpoints_down(self) -> dict[str, str]:
+        """Endpoints given up on in this run (``AsyncLLM.endpoints_down``)."""
+        llm = self._llm
+        return llm.endpoints_down() if llm is not None else {}
+
+    def reset_endpoint_health(self) -> None:
+        llm = self._llm
+        if llm is not None:
+            llm.reset_health()
 
     def close(self) -> None:
         """Close HTTP clients, stop the loop thread, release the cache. Idempotent."""

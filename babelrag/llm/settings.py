@@ -62,6 +62,10 @@ class EndpointConfig(BaseModel):
     max_retries: int = run_only(6, ge=0, le=50)
     retry_backoff_s: float = run_only(0.5, ge=0)  # first backoff; doubles per attempt, full jitter
     retry_backoff_max_s: float = run_only(30.0, ge=0)
+    # give the endpoint up for the run after this many failed calls in a row (connection refused or
+    # dropped, timeout, 5xx): the stage's remaining items are stored as failed at once and the run stops,
+    # instead of each item spending its retries (a hanging endpoint costs timeout_s per try). 0 = never.
+    max_consecutive_failures: int = run_only(20, ge=0)
     # openai: the openai SDK's AsyncOpenAI (default); openai-aiohttp: the SDK over its DefaultAioHttpClient
     # (a third less client CPU per request); aiohttp: babelrag's lean client speaking the same
     # protocol with the SDK's headers and timeouts, ~4x less client CPU per request, for endpoints

@@ -395,6 +395,11 @@ class ScriptedServer:
             self.state.log.clear()
             self.state.seen.clear()
 
+    def set_faults(self, faults: Faults) -> None:
+        """Change the fault rates from now on (an endpoint that recovers, or starts failing, mid-test)."""
+        with self.state.lock:
+            self.state.faults = faults
+
     def start(self) -> "ScriptedServer":
         self._thread = threading.Thread(target=self._serve, name="scripted-server", daemon=True)
         self._thread.start()

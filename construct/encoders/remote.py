@@ -5,7 +5,7 @@ from typing import Any
 
 import numpy as np
 
-from babelrag.errors import ConfigError, StageError
+from babelrag.errors import ConfigError, IncompleteRunError, StageError
 
 from .base import Encoder, EncoderEnv, Kind
 from .registry import register
@@ -38,6 +38,9 @@ class OpenAIEncoder(Encoder):
                                     batch_size=self.batch_size)
         bad = [r for r in results if not r.ok]
         if bad:
-            raise StageError(f"embeddings endpoint {self.endpoint or 'default'} failed for {len(bad)} of "
-                             f"{len(texts)} texts: {bad[0].error}")
+            message = (f"embeddings endpoint {self.endpoint or 'default'} failed for {len(bad)} of "
+                       f"{len(texts)} texts: {bad[0].error}")
+            if all(r.retryable for r in bad):  # no answer (down, timeouts, 5xx): the same command resumes
+                raise IncompleteRunError(f"{message}; finished work is kept: run the same command again")
+            raise StageError(message)
         return np.asarray([r.value for r in results], dtype=np.float32)
