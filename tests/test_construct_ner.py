@@ -156,12 +156,21 @@ def _ingest_config(tmp_path, corpus, **ner):
     })
 
 
+def unreadable_corpus(tmp_path):
+    """A corpus path that exists (so the up-front input check passes) but that ingest refuses when it reads it."""
+    import gzip
+
+    path = tmp_path / "compressed.jsonl"
+    path.write_bytes(gzip.compress(b'{"id": "x"}\n'))
+    return path
+
+
 def test_language_without_model_is_warned_before_the_corpus_is_read(tmp_path, caplog):
     from babelrag.errors import InputError
     from babelrag.pipeline import Pipeline
 
-    config = _ingest_config(tmp_path, tmp_path / "missing.jsonl")
-    with caplog.at_level("WARNING"), pytest.raises(InputError, match="corpus file not found"):
+    config = _ingest_config(tmp_path, unreadable_corpus(tmp_path))
+    with caplog.at_level("WARNING"), pytest.raises(InputError, match="gzip-compressed"):
         Pipeline(config).run(until="ingest")
     assert any("no model for de" in r.getMessage() and "no-ner-model-<lang>" in r.getMessage()
                for r in caplog.records)
@@ -189,11 +198,12 @@ def test_ingest_counts_titles_without_model_and_keeps_them(tmp_path):
 
 @pytest.mark.parametrize("processes", [1, 2])  # NER in the driver (it loads the models) or in the workers
 def test_missing_models_fail_before_the_corpus_is_read(tmp_path, processes):
-    """The corpus file does not exist: the NER error comes first, so it was raised before reading, also
-    when the driver only checks the models are there (NER in the workers)."""
+    """The corpus file cannot be read (a gzip file named .jsonl): the NER error comes first, so it was raised
+    before reading, also when the driver only checks the models are there (NER in the workers). (A missing
+    file is refused before any stage runs, so it cannot show the order.)"""
     from babelrag.pipeline import Pipeline
 
-    corpus = tmp_path / "missing.jsonl"
+    corpus = unreadable_corpus(tmp_path)
 
     def config(**ner):
         cfg = _ingest_config(tmp_path, corpus, **ner)
