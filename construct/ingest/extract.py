@@ -17,8 +17,8 @@ import logging
 import re
 from typing import Any
 
-from .html import (article_paragraphs, canonical_url, dateline_day, decode_html, lead_paragraphs, other_stories_text,
-                   page_title, without_hidden_lines, without_related, without_trailing_teasers)
+from .html import (UndecodablePage, article_paragraphs, canonical_url, dateline_day, decode_html, lead_paragraphs,
+                   other_stories_text, page_title, without_hidden_lines, without_related, without_trailing_teasers)
 from .page import Page
 from .readers import RawArticle, Skip, parse_date, stable_id
 
@@ -172,10 +172,15 @@ def headline(html: str, url: str, tree=None) -> str:
 
 
 def article_from_html(body: bytes | str, url: str = "", content_type: str = "", *, where: str = "",
-                      source: str = "", fetched: dt.date | None = None) -> RawArticle | Skip:
-    """Decode (charset from the HTTP header, ``<meta>`` or detection), find the URL (given, else the
-    canonical link), then headline, main text and publication date."""
-    html, _ = decode_html(body, content_type)
+                      source: str = "", fetched: dt.date | None = None, record_id: str = "") -> RawArticle | Skip:
+    """Decode (charset from the HTTP header, ``<meta>`` or detection; a page no encoding decodes strictly is
+    the skip ``undecodable-page``), find the URL (given, else the canonical link), then headline, main text
+    and publication date."""
+    try:
+        html, _ = decode_html(body, content_type)
+    except UndecodablePage as exc:
+        named = " ".join(part for part in (record_id, url) if part)
+        return Skip("undecodable-page", where, f"{named}: {exc}" if named else str(exc))
     url = url or canonical_url(html)
     if not url:
         return Skip("no-url", where, "not in the URL map and no usable <link rel=canonical>")
@@ -204,7 +209,7 @@ def extract_item(item: Page | Any) -> Any:
     """Pool task: a ``Page`` becomes an article or a skip; anything else (a reader's Skip) passes through."""
     if isinstance(item, Page):
         return article_from_html(item.body, item.url, item.content_type, where=item.where, source=item.source,
-                                 fetched=item.fetched)
+                                 fetched=item.fetched, record_id=item.record_id)
     return item
 
 

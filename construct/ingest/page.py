@@ -18,3 +18,4 @@ class Page:
     source: str = ""          # input file the article came from
     content_type: str = ""    # HTTP Content-Type header (WARC), carries the charset
     fetched: dt.date | None = None  # WARC-Date: a page cannot be published after it was fetched
+    record_id: str = ""       # WARC-Record-ID, named in skips

@@ -210,7 +210,8 @@ def warc_page(record: Any, where: str, source: str) -> "Page":
     if record.http_headers is not None:
         ctype = record.http_headers.get_header("Content-Type") or ""
     return Page(body=body, url=record.rec_headers.get_header("WARC-Target-URI") or "", where=where,
-                source=source, content_type=ctype, fetched=parse_date(record.rec_headers.get_header("WARC-Date")))
+                source=source, content_type=ctype, fetched=parse_date(record.rec_headers.get_header("WARC-Date")),
+                record_id=record.rec_headers.get_header("WARC-Record-ID") or "")
 
 
 def read_warc(path: Path) -> Iterator[Item]:
