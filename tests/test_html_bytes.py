@@ -6,11 +6,6 @@ the fix every case below stored U+FFFD ("Rheinmetall-Mitarbeiter m�ssen") with
 """
 import io
 import json
-import os
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -21,6 +16,7 @@ from babelrag.construct.ingest.html import UndecodablePage, decode_html
 from babelrag.pipeline import Pipeline
 from babelrag.records import Article
 from babelrag.store import BuildStore
+from tests.helpers.killed_ingest import kill_ingest_when
 
 REAL = Path(__file__).parent / "fixtures" / "realpages"
 NTREX = Path(__file__).parent / "fixtures" / "ntrex_samelang" / "articles.jsonl"
@@ -130,25 +126,7 @@ def test_read_as_notes_of_files_finished_before_a_kill_survive_the_resume(tmp_pa
                                  {"path": str(tmp_path / "html"), "format": "html", "url_map": str(tmp_path / "urls.tsv")}],
                       "min_tokens": 20},
            "executor": {"processes": 1}}
-    script = ("import sys, json; import babelrag.construct.ingest as ingest; ingest.CHECKPOINT_SECONDS = 0.2; "
-              "from babelrag.config import config_from_dict; from babelrag.pipeline import Pipeline; "
-              "Pipeline(config_from_dict(json.loads(sys.argv[1]))).run(until='ingest')")
-    run = subprocess.Popen([sys.executable, "-c", script, json.dumps(raw)], env={**os.environ, "HF_HUB_OFFLINE": "1"},
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    state = tmp_path / "build" / ".partial" / "ingest" / "pass1" / "state.json"
-    deadline = time.time() + 300
-    seen = 0
-    while time.time() < deadline and run.poll() is None:
-        if state.exists():
-            checkpoint = json.loads(state.read_text())
-            seen = checkpoint["count_in"] if checkpoint["inputs_done"] >= 1 else 0
-            if seen >= len(rows) + 5:
-                break
-        time.sleep(0.05)
-    assert run.poll() is None, "the ingest finished before it could be killed"
-    os.kill(run.pid, signal.SIGKILL)
-    run.wait()
-    checkpoint = json.loads(state.read_text())
+    checkpoint = kill_ingest_when(raw, lambda done: done["inputs_done"] >= 1 and done["count_in"] >= len(rows) + 5)
     assert checkpoint["inputs_done"] == 1 and not checkpoint["done"]
     config = config_from_dict(raw)
     report = Pipeline(config).run(until="ingest")
