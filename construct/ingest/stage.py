@@ -42,8 +42,11 @@ class NerConfig(Section):
 # version 2: HTML/WARC pages extracted by trafilatura + htmldate + own headline (was news-please)
 # version 3: title entities normalised per language (acronyms, built-in aliases, fr/it elisions, zh name runs)
 STAGE = StageSpec(
-    "ingest", "babelrag.construct.ingest:run", "Article", (), ("corpus", "project", "ner"), version="3",
-    changes=(("3", "title entities normalised per language; published is stored as a date (Arrow date32)"),),
+    "ingest", "babelrag.construct.ingest:run", "Article", (), ("corpus", "project", "ner"), version="5",
+    changes=(("3", "title entities normalised per language; published is stored as a date (Arrow date32)"),
+             # "4" is main's (undated articles); 5 follows it
+             ("5", "HTML/WARC pages decoded strictly: a page in a wrong declared charset is detected instead of "
+                   "stored with U+FFFD, a damaged one is the skip undecodable-page")),
     description="read WARC/HTML/JSONL, date window, length, language ID, dedupe, title NER",
     files=("corpus.inputs[].path", "corpus.inputs[].url_map", "ner.gazetteer", "ner.stanza_dir",
            "ner.spacy_model", "ner.spacy_models{}"),
