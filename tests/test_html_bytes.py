@@ -13,6 +13,7 @@ import pytest
 from babelrag.config import config_from_dict
 from babelrag.construct.ingest.extract import article_from_html
 from babelrag.construct.ingest.html import UndecodablePage, decode_html
+from babelrag.construct.ingest.readers import read_warc
 from babelrag.pipeline import Pipeline
 from babelrag.records import Article
 from babelrag.store import BuildStore
@@ -104,6 +105,24 @@ def test_warc_records_in_a_wrong_charset_are_decoded_and_damaged_ones_refused_na
     note = next(n for n in manifest.extra["notes"] if n.startswith("undecodable-page"))
     assert f"first {path}@" in note and "<urn:uuid:" in note and f"{URL2}?v=2" in note
     assert "declared utf-8 (HTTP header), but byte 0xe9" in note
+
+
+def test_a_damaged_records_url_with_a_latin1_byte_is_reported_as_that_byte_not_u_fffd(tmp_path):
+    """The URL of a cut-short record, named in the damage report, keeps its byte (\\xe9) visible."""
+    from warcio.statusandheaders import StatusAndHeaders
+    from warcio.warcwriter import WARCWriter
+
+    buf = io.BytesIO()
+    writer = WARCWriter(buf, gzip=False)
+    headers = StatusAndHeaders("200 OK", [("Content-Type", "text/html; charset=utf-8")], protocol="HTTP/1.1")
+    writer.write_record(writer.create_warc_record(URL2 + "-caf-X", "response", payload=io.BytesIO(original(PAGE)),
+                                                  http_headers=headers))
+    data = buf.getvalue().replace(b"-caf-X", b"-caf\xe9", 1)  # a crawler that wrote the raw Latin-1 byte
+    path = tmp_path / "cut.warc"
+    path.write_bytes(data[: len(data) // 2])
+    [skip] = list(read_warc(path))
+    assert skip.reason == "truncated-record"
+    assert "\ufffd" not in skip.detail and f"({URL2}-caf\\xe9)" in skip.detail
 
 
 def test_read_as_notes_of_files_finished_before_a_kill_survive_the_resume(tmp_path):
