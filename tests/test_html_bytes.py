@@ -83,6 +83,21 @@ def test_html_pages_in_a_wrong_charset_are_decoded_and_damaged_ones_refused_by_n
     assert f"first {html / 'damaged.html'}" in note and "mostly UTF-8" in note and "0xe9" in note
 
 
+def test_an_undeclared_gbk_page_is_read_with_the_gb18030_decoder(tmp_path):
+    """A Chinese page saved in GBK, its <meta> still saying UTF-8: the detector's tied guesses (GB2312,
+    GB18030) are one family, read with its WHATWG decoder (before: refused as ambiguous, or earlier U+FFFD)."""
+    name, url = "xinhuanet.com.c_1125597921.html", "http://www.xinhuanet.com/local/2020-02/19/c_1125597921.htm"
+    text, codec = decode_html(original(name).decode("utf-8").encode("gbk"))
+    assert (text, codec) == (original(name).decode("utf-8"), "gb18030")
+    html = tmp_path / "html"
+    html.mkdir()
+    (html / "page.html").write_bytes(original(name).decode("utf-8").encode("gbk"))
+    (tmp_path / "urls.tsv").write_text(f"page.html\t{url}\n", encoding="utf-8")
+    stored, manifest, _ = ingest(tmp_path, [{"path": str(html), "format": "html", "url_map": str(tmp_path / "urls.tsv")}],
+                                 languages=("en", "zh"))
+    assert stored[url].text == expected_text(name, url)
+
+
 def _warc(records) -> bytes:
     from warcio.statusandheaders import StatusAndHeaders
     from warcio.warcwriter import WARCWriter
