@@ -46,6 +46,12 @@ _MAGIC = ((b"\x1f\x8b", "gzip-compressed", "decompress it first (gunzip)"),
           (b"PK\x03\x04", "a zip archive", "unzip it first"),
           (b"PAR1", "a parquet file", "pass it where parquet is accepted, or export it as JSONL"))
 _ASCII_PROBE = bytes(range(0x20, 0x7F)) + b"\t\r\n"
+# WHATWG: one decoder serves each of these families (GB2312 and GBK text is read with the GB18030 decoder,
+# Big5 with HKSCS, EUC-KR with windows-949, Shift_JIS with windows-31J): tied guesses within a family that
+# decode a few marks differently are the family's decoder, not an ambiguity
+_FAMILY_DECODER = {"gb2312": "gb18030", "gbk": "gb18030", "gb18030": "gb18030", "big5": "big5hkscs",
+                   "big5hkscs": "big5hkscs", "euc_kr": "cp949", "cp949": "cp949", "shift_jis": "cp932",
+                   "cp932": "cp932"}
 
 
 @dataclass(frozen=True)
@@ -120,7 +126,8 @@ def _refuse_binary(path: Path, head: bytes, error: type[BabelragError]) -> None:
 
 def detect(sample: bytes) -> tuple[Optional[str], list[str]]:
     """(codec, []) for the detector's choice, or (None, candidates) when its equally good guesses decode
-    the sample differently (or it has none). windows-1252 wins a tie."""
+    the sample differently (or it has none). windows-1252 wins a tie; guesses within one CJK family
+    (GB2312/GBK/GB18030, …) are that family's WHATWG decoder."""
     from charset_normalizer import from_bytes
 
     matches = list(from_bytes(sample))
@@ -134,8 +141,20 @@ def detect(sample: bytes) -> tuple[Optional[str], list[str]]:
     texts = {str(m) for m in ties}
     names = [codec_name(m.encoding) or m.encoding for m in ties]
     if len(texts) > 1:
+        family = {_FAMILY_DECODER.get(n) for n in names}
+        if len(family) == 1 and None not in family and _decodes(sample, decoder := family.pop()):
+            return decoder, []
         return None, names
     return codec_name(best.encoding), []
+
+
+def _decodes(sample: bytes, codec: str) -> bool:
+    """Whether ``codec`` decodes ``sample`` (which may end inside a multi-byte character)."""
+    try:
+        codecs.getincrementaldecoder(codec)().decode(sample, final=False)
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _bad_byte(path: Path, lineno: int, offset: int, raw: bytes, exc: UnicodeDecodeError, what: str) -> str:

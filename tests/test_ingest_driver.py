@@ -2,16 +2,12 @@
 decides duplicates and writes; the output is the byte-identical output of NER in the driver. And a run
 killed during extraction resumes at item level (issue 23 item 7), to the output of an uninterrupted run."""
 import json
-import os
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 from babelrag.config import config_from_dict
 from babelrag.pipeline import Pipeline
 from babelrag.store import BuildStore
+from tests.helpers.killed_ingest import kill_ingest_when
 
 SAMPLE = Path(__file__).resolve().parents[1] / "babelrag" / "data" / "sample" / "articles.jsonl"
 
@@ -82,22 +78,8 @@ def _pages_corpus(root: Path) -> dict:
 def test_an_ingest_killed_during_extraction_resumes_from_its_checkpoint(tmp_path):
     raw = _pages_corpus(tmp_path)
     raw["project"]["build_dir"] = str(tmp_path / "killed")
-    script = ("import sys, json; import babelrag.construct.ingest as ingest; ingest.CHECKPOINT_SECONDS = 0.2; "
-              "from babelrag.config import config_from_dict; from babelrag.pipeline import Pipeline; "
-              "Pipeline(config_from_dict(json.loads(sys.argv[1]))).run(until='ingest')")
-    run = subprocess.Popen([sys.executable, "-c", script, json.dumps(raw)], env={**os.environ, "HF_HUB_OFFLINE": "1"},
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     state = tmp_path / "killed" / ".partial" / "ingest" / "pass1" / "state.json"
-    deadline = time.time() + 300
-    seen = 0
-    while time.time() < deadline and seen < 10 and run.poll() is None:
-        if state.exists():
-            seen = json.loads(state.read_text())["count_in"]
-        time.sleep(0.05)
-    assert run.poll() is None, "the ingest finished before it could be killed"
-    os.kill(run.pid, signal.SIGKILL)
-    run.wait()
-    checkpoint = json.loads(state.read_text())
+    checkpoint = kill_ingest_when(raw, lambda done: done["count_in"] >= 10)
     assert 10 <= checkpoint["count_in"] < 144 and not checkpoint["done"]
     from babelrag.config import config_from_dict
 

@@ -32,8 +32,10 @@ from .readers import RawArticle, Skip, iter_input
 
 NER_BATCH = 256
 N_PERM = 64  # MinHash functions per article
-# skips that mean a damaged input line (not a filter): the run report names the first one's file:line
+# skips that mean a damaged input line or page (not a filter): the run report names the first one's
+# file:line (file, or WARC file@offset with record id and URL)
 DAMAGED_LINE_REASONS = ("bad-json", "bad-field", "lone-surrogate")
+DAMAGED_PAGE_REASONS = ("undecodable-page",)
 
 
 @dataclass
@@ -179,7 +181,7 @@ def run(ctx: StageContext) -> None:
         ctx.skip(reason)
         first_skip.setdefault(reason, f"{where} {detail}".strip())
 
-    encodings: dict[str, str] = {}
+    encodings: dict[str, str] = dict(done.encodings)  # files read before a kill keep their note
 
     def heard_encoding(path: Path, encoding: Any) -> None:
         encodings[str(path)] = encoding.describe()
@@ -210,9 +212,10 @@ def run(ctx: StageContext) -> None:
                     if item.entities is not None:
                         row.update(title_entities=item.entities, no_ner_model=item.no_ner_model)
                     spool.add(row, item.hashes, item.signature)
-                spool.checkpoint(index, consumed, ctx.count_in, ctx.skipped, first_skip, every=CHECKPOINT_SECONDS)
-            spool.checkpoint(index + 1, 0, ctx.count_in, ctx.skipped, first_skip)
-        spool.checkpoint(len(inputs), 0, ctx.count_in, ctx.skipped, first_skip, done=True)
+                spool.checkpoint(index, consumed, ctx.count_in, ctx.skipped, first_skip, encodings,
+                                 every=CHECKPOINT_SECONDS)
+            spool.checkpoint(index + 1, 0, ctx.count_in, ctx.skipped, first_skip, encodings)
+        spool.checkpoint(len(inputs), 0, ctx.count_in, ctx.skipped, first_skip, encodings, done=True)
     finally:
         spool.close()
     _report_input_damage(ctx, first_skip, encodings)
@@ -234,10 +237,13 @@ def run(ctx: StageContext) -> None:
 
 
 def _report_input_damage(ctx: StageContext, first_skip: dict[str, str], encodings: dict[str, str]) -> None:
-    """Run-report notes for damaged input lines (count and the first one's file:line) and for input files
-    read in another encoding than UTF-8, so a bad corpus is visible, not only counted."""
+    """Run-report notes for damaged input lines and pages (count and the first one's file:line) and for input
+    files read in another encoding than UTF-8 (also those read before a killed run resumed), so a bad
+    corpus is visible, not only counted."""
     notes = [f"{reason}: {ctx.skipped[reason]} input line(s) skipped, first {first_skip.get(reason, '?')}"
              for reason in DAMAGED_LINE_REASONS if ctx.skipped.get(reason)]
+    notes += [f"{reason}: {ctx.skipped[reason]} page(s) skipped, first {first_skip.get(reason, '?')}"
+              for reason in DAMAGED_PAGE_REASONS if ctx.skipped.get(reason)]
     notes += [f"{path} read as {how}" for path, how in sorted(encodings.items())]
     if encodings:
         ctx.extra["input_encodings"] = encodings

@@ -34,6 +34,7 @@ class Pass1State:
     count_in: int = 0
     skipped: dict[str, int] = field(default_factory=dict)
     first_skip: dict[str, str] = field(default_factory=dict)  # an example per reason, for the zero-articles error
+    encodings: dict[str, str] = field(default_factory=dict)  # input file -> "read as" (not plain UTF-8)
     done: bool = False
 
 
@@ -100,7 +101,8 @@ class Pass1Spool:
         self.state.spool_bytes += len(line)
 
     def checkpoint(self, inputs_done: int, consumed: int, count_in: int, skipped: Mapping[str, int],
-                   first_skip: Mapping[str, str], done: bool = False, every: float = 0.0) -> None:
+                   first_skip: Mapping[str, str], encodings: Mapping[str, str] | None = None, done: bool = False,
+                   every: float = 0.0) -> None:
         """Record progress (at most every ``every`` seconds): files flushed to disk first, then the state."""
         now = time.monotonic()
         if every and now - self._last < every:
@@ -111,6 +113,7 @@ class Pass1Spool:
             os.fsync(handle.fileno())
         self.state.inputs_done, self.state.consumed, self.state.count_in = inputs_done, consumed, count_in
         self.state.skipped, self.state.first_skip, self.state.done = dict(skipped), dict(first_skip), done
+        self.state.encodings = dict(encodings or {})
         atomic_write_text(self._state_file, json.dumps(asdict(self.state)))
 
     def close(self) -> None:

@@ -17,8 +17,8 @@ import logging
 import re
 from typing import Any
 
-from .html import (article_paragraphs, canonical_url, dateline_day, decode_html, lead_paragraphs, other_stories_text,
-                   page_title, without_hidden_lines, without_related, without_trailing_teasers)
+from .html import (UndecodablePage, article_paragraphs, canonical_url, dateline_day, decode_html, lead_paragraphs,
+                   other_stories_text, page_title, without_hidden_lines, without_related, without_trailing_teasers)
 from .dates import DateHints
 from .page import Page
 from .readers import RawArticle, Skip, parse_date, stable_id
@@ -189,11 +189,16 @@ def headline(html: str, url: str, tree=None) -> str:
 
 def article_from_html(body: bytes | str, url: str = "", content_type: str = "", *, where: str = "",
                       source: str = "", fetched: dt.date | None = None, modified: dt.date | None = None,
-                      infer_dates: bool = False) -> RawArticle | Skip:
-    """Decode (charset from the HTTP header, ``<meta>`` or detection), find the URL (given, else the
-    canonical link), then headline, main text and publication date. ``infer_dates`` (``corpus.undated:
-    infer``): a page without a publication date also gets its modification date looked for (``hints``)."""
-    html, _ = decode_html(body, content_type)
+                      infer_dates: bool = False, record_id: str = "") -> RawArticle | Skip:
+    """Decode (charset from the HTTP header, ``<meta>`` or detection; a page no encoding decodes strictly is
+    the skip ``undecodable-page``), find the URL (given, else the canonical link), then headline, main text
+    and publication date. ``infer_dates`` (``corpus.undated: infer``): a page without a publication date also
+    gets its modification date looked for (``hints``)."""
+    try:
+        html, _ = decode_html(body, content_type)
+    except UndecodablePage as exc:
+        named = " ".join(part for part in (record_id, url) if part)
+        return Skip("undecodable-page", where, f"{named}: {exc}" if named else str(exc))
     url = url or canonical_url(html)
     if not url:
         return Skip("no-url", where, "not in the URL map and no usable <link rel=canonical>")
@@ -225,7 +230,8 @@ def extract_item(item: Page | Any, infer_dates: bool = False) -> Any:
     """Pool task: a ``Page`` becomes an article or a skip; anything else (a reader's Skip) passes through."""
     if isinstance(item, Page):
         return article_from_html(item.body, item.url, item.content_type, where=item.where, source=item.source,
-                                 fetched=item.fetched, modified=item.modified, infer_dates=infer_dates)
+                                 fetched=item.fetched, modified=item.modified, infer_dates=infer_dates,
+                                 record_id=item.record_id)
     return item
 
 

@@ -15,6 +15,7 @@ import re
 from functools import lru_cache
 from urllib.parse import urljoin, urlsplit
 
+from babelrag.text_input import SAMPLE_BYTES, detect
 from babelrag.text_input import codec_name as _codec
 
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([-\w:.]+)""", re.IGNORECASE)
@@ -32,32 +33,75 @@ def charset_from_content_type(content_type: str | None) -> str | None:
     return _codec(m.group(1)) if m else None
 
 
+class UndecodablePage(ValueError):
+    """A page whose bytes no single encoding decodes strictly: the ingest stage counts it as the skip
+    ``undecodable-page`` (naming the file, or the WARC record and URL) instead of storing U+FFFD."""
+
+
+def _bad_byte(body: bytes, exc: UnicodeDecodeError, codec: str) -> str:
+    return f"byte 0x{body[exc.start]:02x} at offset {exc.start} is not {codec}"
+
+
+def _utf8_counts(body: bytes) -> tuple[int, int]:
+    """(valid multi-byte UTF-8 characters, bytes that are not UTF-8) in ``body``."""
+    text = body.decode("utf-8", "surrogateescape")  # each stray byte -> one U+DC80..U+DCFF
+    bad = len(_ESCAPED.findall(text))
+    return len(_NON_ASCII.findall(text)) - bad, bad
+
+
+_ESCAPED = re.compile("[\udc80-\udcff]")
+_NON_ASCII = re.compile("[^\x00-\x7f]")
+
+
 def decode_html(body: bytes | str, content_type: str | None = None) -> tuple[str, str]:
-    """``(text, codec)``: byte-order mark, then the HTTP header's charset, then ``<meta charset>`` /
-    ``http-equiv``, then statistical detection (charset-normalizer); UTF-8 with replacement last."""
+    """``(text, codec)``, decoded strictly (never ``errors="replace"``: a U+FFFD in a build was in the page).
+
+    Order: byte-order mark; the HTTP header's charset, then ``<meta charset>`` / ``http-equiv``; when none is
+    declared or the declared one does not decode the bytes, UTF-8, then the encoding charset-normalizer
+    detects (``babelrag.text_input.detect``, the same detector as for JSONL files). Raises
+    ``UndecodablePage`` when
+
+    - the bytes are mostly UTF-8 (at least as many valid multi-byte characters as stray bytes) but not all:
+      a UTF-8 page with damaged or mixed-in bytes, which a legacy codec would turn into mojibake;
+    - the detector's equally good guesses disagree, or its choice does not decode the page either.
+    """
     if isinstance(body, str):
         return body, "str"
     for bom, name in ((codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16")):
         if body.startswith(bom):
-            return body.decode(name, errors="replace"), name
-    declared = charset_from_content_type(content_type)
+            try:
+                return body.decode(name), name
+            except UnicodeDecodeError as exc:
+                raise UndecodablePage(f"the byte-order mark says {name}, but {_bad_byte(body, exc, name)}") from None
+    declared, said = charset_from_content_type(content_type), "HTTP header"
     if declared is None:
         m = _META_CHARSET.search(body[:8192])
-        declared = _codec(m.group(1).decode("ascii", "replace")) if m else None
+        declared, said = (_codec(m.group(1).decode("ascii")) if m else None), "<meta> charset"
     if declared and declared.startswith("utf-16"):
         declared = "utf-8"  # a meta tag readable as ASCII cannot be UTF-16 (WHATWG rule)
+    why = ""
     if declared:
-        return body.decode(declared, errors="replace"), declared
+        try:
+            return body.decode(declared), declared
+        except UnicodeDecodeError as exc:
+            why = f"declared {declared} ({said}), but {_bad_byte(body, exc, declared)}; "
     try:
         return body.decode("utf-8"), "utf-8"
-    except UnicodeDecodeError:
-        pass
-    from charset_normalizer import from_bytes
-
-    best = from_bytes(body[:200_000]).best()
-    name = _codec(best.encoding) if best is not None else None
-    name = name or "utf-8"
-    return body.decode(name, errors="replace"), name
+    except UnicodeDecodeError as exc:
+        first_bad = exc.start
+    good, bad = _utf8_counts(body)
+    if good >= bad:
+        raise UndecodablePage(f"{why}mostly UTF-8 ({good} multi-byte characters) but {bad} byte(s) are not, "
+                              f"the first at offset {first_bad} (0x{body[first_bad]:02x})")
+    detected, candidates = detect(body[:SAMPLE_BYTES])
+    if detected is None:
+        guess = f"could be any of {', '.join(dict.fromkeys(candidates))}" if candidates else "could not be detected"
+        raise UndecodablePage(f"{why}not UTF-8 and its encoding {guess}")
+    try:
+        return body.decode(detected), detected
+    except UnicodeDecodeError as exc:
+        raise UndecodablePage(f"{why}detected {detected}, but "
+                              f"{_bad_byte(body, exc, detected)}") from None
 
 
 def canonical_url(html: str, page_url: str = "") -> str:

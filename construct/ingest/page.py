@@ -19,3 +19,4 @@ class Page:
     content_type: str = ""    # HTTP Content-Type header (WARC), carries the charset
     fetched: dt.date | None = None  # WARC-Date: a page cannot be published after it was fetched
     modified: dt.date | None = None  # the HTTP Last-Modified header (WARC): a hint for corpus.undated: infer
+    record_id: str = ""       # WARC-Record-ID, named in skips

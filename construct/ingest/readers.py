@@ -217,7 +217,7 @@ def warc_page(record: Any, where: str, source: str) -> "Page":
         modified = http_date(last)
     return Page(body=body, url=record.rec_headers.get_header("WARC-Target-URI") or "", where=where,
                 source=source, content_type=ctype, fetched=parse_date(record.rec_headers.get_header("WARC-Date")),
-                modified=modified)
+                modified=modified, record_id=record.rec_headers.get_header("WARC-Record-ID") or "")
 
 
 def http_date(value: str) -> dt.date | None:

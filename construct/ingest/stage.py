@@ -55,7 +55,9 @@ STAGE = StageSpec(
              ("4", "articles carry date_source and windowed (corpus.undated: drop | keep | infer); "
                    "corpus.min_tokens counts words in the article's language: Chinese, Japanese and Thai by a "
                    "word segmenter, Korean by spaces, Devanagari/Bengali/Thai vowel signs inside words; Thai "
-                   "near-duplicates by character shingles")),
+                   "near-duplicates by character shingles; HTML/WARC pages decoded strictly: a page in a wrong "
+                   "declared charset is detected instead of stored with U+FFFD, a damaged one is the skip "
+                   "undecodable-page")),
     description="read WARC/HTML/JSONL, date window, length, language ID, dedupe, title NER",
     files=("corpus.inputs[].path", "corpus.inputs[].url_map", "ner.gazetteer", "ner.stanza_dir",
            "ner.spacy_model", "ner.spacy_models{}"),

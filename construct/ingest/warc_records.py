@@ -202,7 +202,8 @@ def _resync_gzip(fh: BinaryIO, start: int) -> int | None:
 
 def _target_uri(head: bytes) -> str:
     m = re.search(rb"\r?\nWARC-Target-URI:[ \t]*<?([^\r\n>]*)", head[:MAX_HEADER_BYTES], re.IGNORECASE)
-    return m.group(1).decode("utf-8", "replace").strip() if m else ""
+    # for the damage report only; a byte that is not UTF-8 is shown as \xNN, never as U+FFFD
+    return m.group(1).decode("utf-8", "backslashreplace").strip() if m else ""
 
 
 def _content_length(head: bytes) -> int | None:
