@@ -23,6 +23,7 @@ from typing import Any, Optional
 from babelrag.atomic import atomic_write_bytes
 from babelrag.errors import InputError
 from babelrag.evaluators import strict_json
+from babelrag.evaluators.human_labels import read_human_verdicts as read_decisions
 from babelrag.rows import iter_jsonl
 from babelrag.stats import clt_mean, cohen_kappa, krippendorff_alpha, ppi_mean, raw_agreement
 
@@ -146,12 +147,19 @@ def judged_items(results: Mapping[str, Any], where: str = "results.json") -> lis
 
 def read_human_verdicts(path: str | Path) -> list[HumanVerdict]:
     """Human verdicts from JSONL: one object per line with ``instance_id``, ``model`` and ``human`` (true =
-    the answer is correct). Every bad line is named with its number."""
+    the answer is correct), or the decisions file ``babelrag annotate pull answer_judgement`` writes
+    (``id`` = ``<model>:<instance id>``, ``human_verdict`` correct|incorrect|null; undecided rows left out).
+    Every bad line is named with its number."""
     path = Path(path)
     if not path.is_file():
         raise InputError(f"--human {path}: file not found; pass a JSONL file with instance_id, model, human")
+    rows = list(iter_jsonl(path))
+    if rows and "human_verdict" in rows[0][1]:  # the Argilla answer-judgement decisions
+        decided = read_decisions(path)
+        return [HumanVerdict(answer_id.split(":", 1)[1], answer_id.split(":", 1)[0], verdict, f"{path}:{answer_id}")
+                for answer_id, verdict in decided.items()]
     out, problems = [], []
-    for lineno, row in iter_jsonl(path):
+    for lineno, row in rows:
         missing = [k for k in HUMAN_FIELDS if k not in row]
         unknown = sorted(set(row) - set(HUMAN_FIELDS))
         if missing or unknown or not isinstance(row.get("human"), bool):

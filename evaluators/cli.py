@@ -76,7 +76,8 @@ def run(
 def calibrate(
     evaluation: Path = typer.Argument(..., help="Output folder of `babelrag evaluate run` (its results.json)."),
     human: Path = typer.Option(..., "--human", help="Human verdicts, JSONL: instance_id, model, human (true = the "
-                                                    "answer is correct), on a random sample of the answers."),
+                                                    "answer is correct), on a random sample of the answers; or "
+                                                    "the decisions file `annotate pull answer_judgement` writes."),
     out: Optional[Path] = typer.Option(None, help="Where to write the report (default: EVALUATION/calibration.json)."),
 ) -> None:
     """Judge-human agreement (Cohen's kappa, Krippendorff's alpha) per judge and for the panel, and each model's

@@ -137,6 +137,16 @@ def test_calibrate_cli_on_an_evaluation_with_a_lenient_judge(tmp_path):
     assert "weak: judge accuracy 0.000 (n=6), human-corrected 0.000" in res.stdout
     assert "lenient: agreement 0.000, Cohen's kappa 0.000" in res.stdout
 
+    # the same verdicts as the Argilla answer-judgement pull writes them (decisions file, one undecided row)
+    decisions = tmp_path / "answer_judgement.decisions.jsonl"
+    decisions.write_text("".join(json.dumps({"id": f"{m}:{i}", "human_verdict": "correct" if m == "good" else
+                                             "incorrect"}) + "\n" for m in ("good", "weak") for i in ids)
+                         + json.dumps({"id": f"good:{sorted(i.id for i in _instances())[5]}", "human_verdict": None})
+                         + "\n")
+    res = _cli("evaluate", "calibrate", tmp_path / "ev", "--human", decisions, "--out", tmp_path / "from_argilla.json")
+    assert res.returncode == 0, res.stderr
+    assert strict_load(tmp_path / "from_argilla.json")["models"] == report["models"]
+
     human.write_text(json.dumps({"instance_id": ids[0], "model": "good", "human": "yes"}) + "\n")
     res = _cli("evaluate", "calibrate", tmp_path / "ev", "--human", human, "--out", tmp_path / "c.json")
     assert res.returncode == 2 and f"{human}:1: human must be true or false, got 'yes'" in res.stderr
