@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 
+from babelrag.construct.exactsearch import searcher
 from babelrag.errors import InputError
 from babelrag.executor import chunks
 from babelrag.rows import iter_jsonl
@@ -143,10 +144,12 @@ def dense_pairs(ctx: StageContext, same_language: list[str] | None = None,
     pivot = ctx.config.project.pivot_language
     from babelrag.construct.index import open_index
 
-    store, docs = open_index(ctx)  # checked before any encoder loads
+    opened, docs = open_index(ctx)  # checked before any encoder loads
+    store = opened
     if store is None:
         return [], list(graph_pairs or [])
     try:
+        store = searcher(ctx, store)  # exact blocked search over the vectors read once (dense.search), or Milvus
         # the encoder whose vectors are searched; events mode builds it again below, for the queries
         ctx.extra["encoder"] = ctx.store.require("index").extra.get("encoder")
         events_path = ctx.config.resolve(cfg.events_file) if cfg.events_file else None
@@ -169,7 +172,7 @@ def dense_pairs(ctx: StageContext, same_language: list[str] | None = None,
             pairs += hybrid
         return pairs, kept_graph
     finally:
-        store.close()
+        opened.close()
 
 
 def _make_pair(x: Doc, en: Doc, score: float, event_id: str = "") -> ArticlePair:
