@@ -343,11 +343,11 @@ def article_pairs(ctx: StageContext, store: Any, docs: dict[str, Doc], pivot: st
             keep = mine[:1] if margin is None else [h for h in mine if h[1] >= top - margin]
             found.extend((q, docs[i], score) for i, score in keep)
         if margin is not None and found:
-            by_lang: dict[str, list[Doc]] = defaultdict(list)
+            by_lang: dict[str, dict[str, Doc]] = defaultdict(dict)  # each pivot article once, first-seen order
             for q, en, _ in found:
-                if en not in by_lang[q.language]:
-                    by_lang[q.language].append(en)
-            back = {lang: _hits_in_window(store, ens, [lang], docs, cfg) for lang, ens in by_lang.items()}
+                by_lang[q.language].setdefault(en.id, en)
+            back = {lang: _hits_in_window(store, list(ens.values()), [lang], docs, cfg)
+                    for lang, ens in by_lang.items()}
             mutual = [(q, en, score) for q, en, score in found
                       if (b := back[q.language].get(en.id)) and score >= b[0][1] - margin]
             if len(mutual) < len(found):
@@ -397,13 +397,14 @@ def _hits_in_window(store: Any, queries: list[Doc], languages: list[str], docs: 
     vecs = store.vectors([q.id for q in queries])
     lo = min(q.day for q in queries) - cfg.max_days_apart
     hi = max(q.day for q in queries) + cfg.max_days_apart
-    results = store.search(np.stack([vecs[q.id] for q in queries]), top_k=top_k or max(cfg.top_k, 20),
-                           languages=languages, published_from=lo, published_to=hi)
+    results = store.search_columns(np.stack([vecs[q.id] for q in queries]), top_k=top_k or max(cfg.top_k, 20),
+                                   languages=languages, published_from=lo, published_to=hi)
     out: dict[str, list[tuple[str, float]]] = {}
-    for q, hits in zip(queries, results):
-        for h in hits:  # best first
-            if h.score < floor:
+    window = cfg.max_days_apart
+    for q, (ids, scores, days, _) in zip(queries, results):
+        for i, score, day in zip(ids, scores, days):  # best first
+            if score < floor:
                 break
-            if abs(h.published - q.day) <= cfg.max_days_apart and h.id in docs:
-                out.setdefault(q.id, []).append((h.id, h.score))
+            if abs(day - q.day) <= window and i in docs:
+                out.setdefault(q.id, []).append((i, score))
     return out

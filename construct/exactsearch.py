@@ -97,12 +97,22 @@ class WindowIndex:
                exclude_ids: Sequence[str] | None = None) -> list[list[Hit]]:
         """Each query's ``top_k`` best rows of ``languages`` published in [published_from, published_to],
         ``exclude_ids`` left out: best first, ties by id."""
+        return [[Hit(id=i, score=v, language=x, published=d) for i, v, d, x in zip(*row)]
+                for row in self.search_columns(queries, top_k, languages, published_from, published_to,
+                                               exclude_ids, with_languages=True)]
+
+    def search_columns(self, queries: np.ndarray, top_k: int = 10, languages: Sequence[str] | None = None,
+                       published_from: int | None = None, published_to: int | None = None,
+                       exclude_ids: Sequence[str] | None = None,
+                       with_languages: bool = False) -> list[tuple[list, ...]]:
+        """``search`` as columns per query: (ids, scores, days[, languages]) lists, no object per hit (mining
+        reads millions of hits)."""
         q = np.atleast_2d(np.asarray(queries, dtype=np.float32))
         wanted = [x for x in (languages or sorted(self._by_language)) if x in self._by_language]
         cands = [(x, p, *p.span(published_from, published_to)) for x in wanted for p in [self._by_language[x]]]
         cands = [c for c in cands if c[3] > c[2]]
         if not cands:
-            return [[] for _ in range(len(q))]
+            return [([], [], [], []) for _ in range(len(q))]
         if len(cands) == 1:
             _, p, a, b = cands[0]
             ids, days, rank, vecs = p.ids[a:b], p.days[a:b], p.rank[a:b], p.vectors[a:b]  # views
@@ -117,14 +127,15 @@ class WindowIndex:
         if exclude_ids:
             dropped |= np.isin(ids, np.asarray(list(exclude_ids), dtype=object))
         k = min(top_k, int(len(ids) - dropped.sum()))
-        out: list[list[Hit]] = []
+        out: list[tuple[list, ...]] = []
         for s in range(0, len(q), self.block):
             if k <= 0:
-                out.extend([] for _ in range(min(self.block, len(q) - s)))
+                out.extend(([], [], [], []) for _ in range(min(self.block, len(q) - s)))
                 continue
-            for row, cols, scores in _top_rows(self._matmul(q[s:s + self.block], vecs), k, rank, dropped):
-                out.append([Hit(id=str(ids[c]), score=float(v), language=names[lang_of[c]],
-                                published=int(days[c])) for c, v in zip(cols.tolist(), scores.tolist())])
+            cols, scores = _top_rows(self._matmul(q[s:s + self.block], vecs), k, rank, dropped)
+            langs_of = ([[names[x] for x in row] for row in lang_of[cols].tolist()] if with_languages
+                        else [[]] * len(cols))
+            out.extend(zip(ids[cols].tolist(), scores.tolist(), days[cols].tolist(), langs_of))
         return out
 
 
@@ -145,22 +156,27 @@ def searcher(ctx: Any, store: Any) -> Any:
 
 
 def _top_rows(scores: np.ndarray, k: int, rank: np.ndarray,
-              dropped: np.ndarray) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
-    """Per row of a block's score matrix: the k best columns, higher score first, then lower ``rank``."""
+              dropped: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of a block's score matrix: the k best columns and their scores, higher score first, then lower
+    ``rank``; vectorised, with a per-row pass only where a tie at the k-th score reaches past the k kept."""
     if dropped.any():
         scores[:, dropped] = -np.inf
     n = scores.shape[1]
     if k < n:
         part = np.argpartition(scores, n - k, axis=1)[:, n - k:]
-        kth = np.take_along_axis(scores, part, axis=1).min(axis=1)
     else:
-        kth = np.full(len(scores), -np.inf, dtype=scores.dtype)
-    for r in range(len(scores)):
-        row = scores[r]
-        cols = np.flatnonzero(row >= kth[r]) if k < n else np.flatnonzero(~dropped)
-        vals = row[cols]
-        order = np.lexsort((rank[cols], -vals))[:k]  # ties at the k-th score: by id, never by position
-        yield r, cols[order], vals[order]
+        part = np.broadcast_to(np.arange(n), scores.shape).copy()
+    vals = np.take_along_axis(scores, part, axis=1)
+    order = np.lexsort((rank[part], -vals), axis=1)
+    cols, vals = np.take_along_axis(part, order, axis=1), np.take_along_axis(vals, order, axis=1)
+    if k < n:
+        tied = np.count_nonzero(scores >= vals[:, -1:], axis=1) > k  # argpartition chose among equal scores
+        for r in np.flatnonzero(tied):
+            row = scores[r]
+            every = np.flatnonzero(row >= vals[r, -1])
+            best = np.lexsort((rank[every], -row[every]))[:k]
+            cols[r], vals[r] = every[best], row[every[best]]
+    return cols, vals
 
 
 def _device_matmul(device: str) -> Any:

@@ -52,7 +52,7 @@ def _release_lite(path: str) -> None:
         server_manager_instance.release_server(path)
 
 
-@dataclass
+@dataclass(slots=True)
 class Hit:
     id: str
     score: float
@@ -233,6 +233,15 @@ class VectorStore:
                                title=ent.get("title", "")))
             out.append(row)
         return out
+
+    def search_columns(self, queries: np.ndarray, top_k: int = 10, languages: Sequence[str] | None = None,
+                       published_from: int | None = None, published_to: int | None = None,
+                       exclude_ids: Sequence[str] | None = None) -> list[tuple[list, ...]]:
+        """``search`` as (ids, scores, days, languages) lists per query (the shape ``WindowIndex`` gives)."""
+        return [([h.id for h in hits], [h.score for h in hits], [h.published for h in hits],
+                 [h.language for h in hits])
+                for hits in self.search(queries, top_k, languages, published_from, published_to,
+                                        exclude_ids=exclude_ids)]
 
     def drop(self) -> None:
         self.client.drop_collection(self.collection)
