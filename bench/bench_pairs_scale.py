@@ -203,8 +203,13 @@ def hnsw_recall(data: Path, queries: int = 500, k: int = K) -> None:
     from babelrag.construct.exactsearch import WindowIndex
     from babelrag.construct.vectorstore import VectorStore
 
+    import fcntl
+
     days, langs, vecs = planted_arrays(data)
     ids = [f"a{i:07d}" for i in range(len(days))]
+    # one Milvus server per machine at a time (its etcd binds port 2380): the tests' lock (test_construct_vectorstore)
+    lock = open(os.path.join(tempfile.gettempdir(), "babelrag-milvus-server.lock"), "w")
+    fcntl.flock(lock, fcntl.LOCK_EX)
     srv = milvus.MilvusServer()
     srv.set_base_dir(tempfile.mkdtemp(prefix="bench-milvus-server-"))
     srv.start()
@@ -235,6 +240,7 @@ def hnsw_recall(data: Path, queries: int = 500, k: int = K) -> None:
     finally:
         srv.stop()
         srv.cleanup()
+        lock.close()
 
 
 def main() -> None:
