@@ -196,7 +196,7 @@ def planted_arrays(data: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return np.asarray(days), np.asarray(langs), np.stack(vecs)
 
 
-def hnsw_recall(data: Path, queries: int = 500, k: int = K) -> None:
+def hnsw_recall(data: Path, queries: int = 500, k: int = K, ef: int = 64) -> None:
     """recall@k of a Milvus server's HNSW index on the stage's windowed searches, against exact search."""
     import milvus
 
@@ -225,14 +225,14 @@ def hnsw_recall(data: Path, queries: int = 500, k: int = K) -> None:
         for i in pick:
             where = {"languages": ["en"], "published_from": int(days[i]) - 14, "published_to": int(days[i]) + 14}
             t = time.perf_counter()
-            h = {x.id for x in vs.search(vecs[i], top_k=k, search_params={"ef": 64}, **where)[0]}
+            h = {x.id for x in vs.search(vecs[i], top_k=k, search_params={"ef": ef}, **where)[0]}
             t_h += time.perf_counter() - t
             t = time.perf_counter()
             e = {x.id for x in exact.search(vecs[i], top_k=k, **where)[0]}
             t_e += time.perf_counter() - t
             got += len(h & e)
             want += len(e)
-        print(f"HNSW (M 16, efConstruction 200, ef 64) on a Milvus {milvus.__version__} server, {len(ids):,} vectors: "
+        print(f"HNSW (M 16, efConstruction 200, ef {ef}) on a Milvus {milvus.__version__} server, {len(ids):,} vectors: "
               f"recall@{k} {got / max(1, want):.4f} over {len(pick)} windowed queries; "
               f"{t_h / len(pick) * 1e3:.1f} ms/query one at a time vs exact {t_e / len(pick) * 1e3:.1f} ms/query")
         vs.drop()
@@ -253,6 +253,7 @@ def main() -> None:
     ap.add_argument("--milvus", action="store_true", help="also time dense.search: milvus (Milvus Lite's search)")
     ap.add_argument("--milvus-max", type=int, default=12_000)
     ap.add_argument("--hnsw", action="store_true", help="recall@k of HNSW on a Milvus server (PyPI milvus)")
+    ap.add_argument("--hnsw-ef", type=int, nargs="+", default=[64], help="HNSW search ef values to measure")
     ap.add_argument("--keep", type=Path, default=None, help="build folder to keep (default: a temporary one)")
     args = ap.parse_args()
     register_planted()
@@ -298,7 +299,8 @@ def main() -> None:
                   f"x{bound10:.2f} per 10x; peak RSS {ra['rss_mb']:.0f} -> {rb['rss_mb']:.0f} MB")
         if args.hnsw:
             big = max(cases, key=lambda c: c[1])
-            hnsw_recall(root / f"c{big[1]}-{big[2]}.jsonl")
+            for ef in args.hnsw_ef:
+                hnsw_recall(root / f"c{big[1]}-{big[2]}.jsonl", ef=ef)
     finally:
         if args.keep is None:
             shutil.rmtree(root, ignore_errors=True)
