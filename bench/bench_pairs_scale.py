@@ -217,6 +217,8 @@ def hnsw_recall(data: Path, queries: int = 500, k: int = K, ef: int = 64) -> Non
         uri = f"http://127.0.0.1:{srv.config.configurable_items['proxy_port'][1]}"
         vs = VectorStore(uri, "bench_hnsw", vecs.shape[1], index_type="HNSW")
         vs.upsert(ids, vecs, langs.tolist(), days.tolist(), [""] * len(ids), [""] * len(ids), batch=2000)
+        vs.client.flush(vs.collection)  # seal the segments so HNSW indexes them (growing ones are searched apart)
+        print(f"server rows: {vs.count():,} of {len(ids):,}", flush=True)
         exact = WindowIndex(ids, langs.tolist(), days.tolist(), vecs)
         rng = np.random.default_rng(0)
         pick = rng.choice(np.flatnonzero(langs == "de"), size=min(queries, int((langs == "de").sum())), replace=False)

@@ -11,8 +11,8 @@ Memory: the vectors (articles x dim float32, what Milvus Lite holds too) plus on
 tied hits in no set order), so a search gives the same hits whatever the block.
 Milvus Lite scans rows in a Python loop per query batch with a fixed cost per call (issue 34: 8.7-11.8x the
 batched numpy search at 100k vectors). ``dense.search: milvus`` keeps the store's own search (a Milvus server
-with HNSW answers the same calls, approximately: with a one-language +-14-day filter its recall@20 was 0.30 at
-20k vectors, the same at ef 64 and 512, not yet explained; ``bench/bench_pairs_scale.py --hnsw``, docs/scaleout.md).
+with HNSW answers the same calls, approximately: with a one-language +-14-day filter its recall@20 was 0.30-0.88
+at 20k vectors from run to run; ``bench/bench_pairs_scale.py --hnsw``, docs/scaleout.md).
 """
 from __future__ import annotations
 
