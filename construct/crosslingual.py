@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import Any
 
 
+from babelrag.construct.exactsearch import searcher
 from babelrag.errors import InputError
 from babelrag.executor import chunks
 from babelrag.rows import iter_jsonl
 from babelrag.pipeline import StageContext
-from babelrag.construct.vectorstore import build_filter
 from babelrag.records import Article, ArticlePair, days_apart, undated, within_days
 
 
@@ -149,10 +149,12 @@ def dense_pairs(ctx: StageContext, same_language: list[str] | None = None,
     pivot = ctx.config.project.pivot_language
     from babelrag.construct.index import open_index
 
-    store, docs = open_index(ctx)  # checked before any encoder loads
+    opened, docs = open_index(ctx)  # checked before any encoder loads
+    store = opened
     if store is None:
         return [], list(graph_pairs or [])
     try:
+        store = searcher(ctx, store)  # exact blocked search over the vectors read once (dense.search), or Milvus
         # the encoder whose vectors are searched; events mode builds it again below, for the queries
         ctx.extra["encoder"] = ctx.store.require("index").extra.get("encoder")
         events_path = ctx.config.resolve(cfg.events_file) if cfg.events_file else None
@@ -175,7 +177,7 @@ def dense_pairs(ctx: StageContext, same_language: list[str] | None = None,
             pairs += hybrid
         return pairs, kept_graph
     finally:
-        store.close()
+        opened.close()
 
 
 def _make_pair(x: Doc, en: Doc, score: float, event_id: str = "") -> ArticlePair:
@@ -349,11 +351,11 @@ def article_pairs(ctx: StageContext, store: Any, docs: dict[str, Doc], pivot: st
             keep = mine[:1] if margin is None else [h for h in mine if h[1] >= top - margin]
             found.extend((q, docs[i], score) for i, score in keep)
         if margin is not None and found:
-            by_lang: dict[str, list[Doc]] = defaultdict(list)
+            by_lang: dict[str, dict[str, Doc]] = defaultdict(dict)  # each pivot article once, first-seen order
             for q, en, _ in found:
-                if en not in by_lang[q.language]:
-                    by_lang[q.language].append(en)
-            back = {lang: _hits_in_window(store, ens, [lang], docs, cfg) for lang, ens in by_lang.items()}
+                by_lang[q.language].setdefault(en.id, en)
+            back = {lang: _hits_in_window(store, list(ens.values()), [lang], docs, cfg)
+                    for lang, ens in by_lang.items()}
             mutual = [(q, en, score) for q, en, score in found
                       if (b := back[q.language].get(en.id)) and score >= b[0][1] - margin]
             if len(mutual) < len(found):
@@ -402,6 +404,7 @@ def _hits_in_window(store: Any, queries: list[Doc], languages: list[str], docs: 
     floor = cfg.min_score if min_score is None else min_score
     vecs = store.vectors([q.id for q in queries])
     out: dict[str, list[tuple[str, float]]] = {}
+    window = cfg.max_days_apart
     # dated queries search their batch's date span plus the undated articles; undated ones (corpus.undated
     # keep/infer) search without a window
     for group in ([q for q in queries if not undated(q.day)], [q for q in queries if undated(q.day)]):
@@ -409,14 +412,14 @@ def _hits_in_window(store: Any, queries: list[Doc], languages: list[str], docs: 
             continue
         span: dict[str, Any] = {}
         if not undated(group[0].day):
-            span = {"published_from": min(q.day for q in group) - cfg.max_days_apart,
-                    "published_to": max(q.day for q in group) + cfg.max_days_apart, "or_undated": True}
-        results = store.search(np.stack([vecs[q.id] for q in group]), top_k=top_k or max(cfg.top_k, 20),
-                               filter_expr=build_filter(languages, **span))
-        for q, hits in zip(group, results):
-            for h in hits:  # best first
-                if h.score < floor:
+            span = {"published_from": min(q.day for q in group) - window,
+                    "published_to": max(q.day for q in group) + window, "or_undated": True}
+        results = store.search_columns(np.stack([vecs[q.id] for q in group]), top_k=top_k or max(cfg.top_k, 20),
+                                       languages=languages, **span)
+        for q, (ids, scores, days, _) in zip(group, results):
+            for i, score, day in zip(ids, scores, days):  # best first
+                if score < floor:
                     break
-                if within_days(h.published, q.day, cfg.max_days_apart) and h.id in docs:
-                    out.setdefault(q.id, []).append((h.id, h.score))
+                if within_days(day, q.day, window) and i in docs:
+                    out.setdefault(q.id, []).append((i, score))
     return out

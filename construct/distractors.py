@@ -22,6 +22,7 @@ from typing import Any, Optional
 from pydantic import Field, field_validator
 
 from babelrag.config import Section
+from babelrag.construct.exactsearch import searcher
 from babelrag.records import Article, Distractor, DistractorSet, QAItem, x_language
 from babelrag.stage import StageSpec
 
@@ -149,14 +150,12 @@ class CandidateFinder:
     def find(self, qa: QAItem, lang: str, latest_day: int, kinds: set[str], pivot: str) -> dict[str, list]:
         import numpy as np
 
-        from babelrag.construct.vectorstore import build_filter
-
-        expr = build_filter([lang], published_to=latest_day, exclude_ids=list(qa.article_ids))
+        where = {"languages": [lang], "published_to": latest_day, "exclude_ids": list(qa.article_ids)}
         out: dict[str, list[tuple[str, float]]] = {}
         qvec = self.encoder.encode([query_text(qa, lang, pivot)], "query")[0]
         # self.days holds the articles with a real publication date only: an inferred date placed in windows
         # (corpus.inferred_dates_in_windows) passes the store's date filter but never freshness
-        related = [(h.id, h.score) for h in self.store.search(qvec, top_k=self.pool, filter_expr=expr)[0]
+        related = [(h.id, h.score) for h in self.store.search(qvec, top_k=self.pool, **where)[0]
                    if h.id in self.days]
         out["related"] = related
         if "seemingly_relevant" in kinds:
@@ -165,7 +164,7 @@ class CandidateFinder:
                 centre = np.mean(sup, axis=0)
                 centre = centre / max(float(np.linalg.norm(centre)), 1e-12)
                 out["seemingly_relevant"] = [(h.id, h.score) for h in
-                                             self.store.search(centre, top_k=self.pool, filter_expr=expr)[0]
+                                             self.store.search(centre, top_k=self.pool, **where)[0]
                                              if h.id in self.days]
         if "irrelevant" in kinds:
             near = {aid for aid, _ in related[: self.exclude_nearest]}  # random, but never the closest few
@@ -244,8 +243,9 @@ def run(ctx: Any) -> None:
     stats = {"kinds": {k: 0 for k in KINDS}, "borrowed": 0, "llm_rejected": 0, "short": 0}
     with ExitStack() as held:  # the store and the encoder (a device pool's workers) close with the stage
         held.callback(store.close)
+        index = searcher(ctx, store)  # exact search over the vectors read once (dense.search), or Milvus
         encoder = held.enter_context(encoder_for(ctx))  # for the questions; the articles are in the store
-        finder = CandidateFinder(store, encoder, {i: doc.day for i, doc in docs.items() if doc.fresh},
+        finder = CandidateFinder(index, encoder, {i: doc.day for i, doc in docs.items() if doc.fresh},
                                  {i: doc.language for i, doc in docs.items()}, pool=max(3 * d.per_language, 10),
                                  seed=ctx.seed, exclude_nearest=d.per_language)
         for qa in ctx.progress(todo, total=len(todo), desc="questions"):

@@ -16,6 +16,7 @@ from babelrag.llm.settings import check_env_name
 from babelrag.construct.encoders.settings import EncoderConfig  # dense.encoder (kind: a registered encoder)
 from babelrag.pipeline import StageContext
 from babelrag.records import EPOCH, Article, ArticlePair, undated
+from babelrag.run_only import run_only
 from babelrag.stage import StageSpec
 
 
@@ -76,6 +77,11 @@ class DenseConfig(Section):
     max_pairs_per_event: int = Field(10, ge=1)  # events: X-pivot pairs kept per event and language
     mutual: bool = True  # articles: keep a pair only when each is (within mutual_margin of) the other's best match
     mutual_margin: float = Field(0.05, ge=0.0)  # 0 = strict mutual best (drops multi-article events)
+    # how pairs and distractors search the index: exact = every vector read once from the store, top-k in blocks
+    # of queries over date windows (construct/exactsearch.py; the same hits, ~10x faster than Milvus Lite);
+    # milvus = the store's own search (a Milvus server with HNSW for collections beyond one machine's memory)
+    search: Literal["exact", "milvus"] = run_only("exact")
+    search_device: str = run_only("cpu", pattern=r"^(cpu|cuda(:\d+)?)$")  # exact search: numpy BLAS, or torch on a GPU
 
 
 STAGE = StageSpec(

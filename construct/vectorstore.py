@@ -6,12 +6,16 @@ published (int days since 1970-01-01, so date ranges are integer filters), title
 Upserts are idempotent: re-ingesting the same articles replaces rows instead of duplicating them.
 
 Note: Milvus Lite allows one process per data file; a second process gets "Open local milvus failed".
+milvus-lite serves a file from a server inside the process that ``client.close()`` leaves running (and the file
+locked) until the process exits; ``VectorStore.close`` stops it when the last store of this process on that
+file closes, so a stage that is done with the file hands it on (to another process, a later stage).
 """
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,7 +30,30 @@ SOURCE_MAX = 512
 ID_MAX = 256
 
 
-@dataclass
+_LITE_LOCK = threading.Lock()
+_LITE_OPEN: dict[str, int] = {}  # Milvus Lite file -> stores of this process holding it open
+
+
+def _lite_path(uri: str) -> str | None:
+    return os.path.abspath(uri) if uri.endswith(".db") and "://" not in uri else None
+
+
+def _release_lite(path: str) -> None:
+    """One store fewer on a Milvus Lite file; the last one stops milvus-lite's server for it (and its lock)."""
+    with _LITE_LOCK:
+        left = _LITE_OPEN.get(path, 1) - 1
+        if left > 0:
+            _LITE_OPEN[path] = left
+            return
+        _LITE_OPEN.pop(path, None)
+        try:
+            from milvus_lite.server_manager import server_manager_instance
+        except ImportError:  # an older milvus-lite without a server manager: nothing held in this process
+            return
+        server_manager_instance.release_server(path)
+
+
+@dataclass(slots=True)
 class Hit:
     id: str
     score: float
@@ -72,13 +99,23 @@ class VectorStore:
         self.collection = collection
         self.dim = dim
         self.index_type = index_type
+        self._lite = _lite_path(uri)
+        if self._lite:
+            with _LITE_LOCK:
+                _LITE_OPEN[self._lite] = _LITE_OPEN.get(self._lite, 0) + 1
         try:
             self.client = MilvusClient(uri=uri, token=token or "")
         except Exception as exc:
+            if self._lite:
+                _release_lite(self._lite)
             hint = (" (Milvus Lite allows one process per data file: is another babelrag run using it?)"
                     if not uri.startswith("http") else " (is the server running and reachable?)")
             raise StageError(f"cannot open Milvus at {uri}: {type(exc).__name__}: {str(exc)[:200]}{hint}") from None
-        self._ensure(index_params or {})
+        try:
+            self._ensure(index_params or {})
+        except BaseException:
+            self.close()  # the file is not left held by a store nobody can close
+            raise
 
     @classmethod
     def lite(cls, folder: Path, collection: str, dim: int, index_type: str = "FLAT") -> VectorStore:
@@ -141,18 +178,21 @@ class VectorStore:
             n += len(rows)
         return n
 
-    def prune(self, keep: set[str], batch: int = 5000) -> int:
-        """Delete rows whose id is not in ``keep`` (articles gone from the corpus since the last run)."""
-        stale: list[str] = []
-        it = self.client.query_iterator(self.collection, batch_size=batch, filter="", output_fields=["id"])
+    def iter_rows(self, fields: Sequence[str], batch: int = 5000) -> Iterator[list[dict[str, Any]]]:
+        """Every row's ``fields``, ``batch`` rows at a time (how mining reads the vectors once)."""
+        it = self.client.query_iterator(self.collection, batch_size=batch, filter="", output_fields=list(fields))
         try:
             while True:
                 rows = it.next()
                 if not rows:
                     break
-                stale.extend(r["id"] for r in rows if r["id"] not in keep)
+                yield rows
         finally:
             it.close()
+
+    def prune(self, keep: set[str], batch: int = 5000) -> int:
+        """Delete rows whose id is not in ``keep`` (articles gone from the corpus since the last run)."""
+        stale = [r["id"] for rows in self.iter_rows(["id"], batch) for r in rows if r["id"] not in keep]
         for s in range(0, len(stale), 500):
             expr = f"id in [{', '.join(_quote(x) for x in stale[s:s + 500])}]"
             self.client.delete(self.collection, filter=expr)
@@ -184,8 +224,10 @@ class VectorStore:
 
     def search(self, queries: np.ndarray, top_k: int = 10, languages: Sequence[str] | None = None,
                published_from: int | None = None, published_to: int | None = None,
-               filter_expr: str | None = None, search_params: dict[str, Any] | None = None) -> list[list[Hit]]:
-        expr = filter_expr if filter_expr is not None else build_filter(languages, published_from, published_to)
+               filter_expr: str | None = None, search_params: dict[str, Any] | None = None,
+               exclude_ids: Sequence[str] | None = None, or_undated: bool = False) -> list[list[Hit]]:
+        expr = (filter_expr if filter_expr is not None
+                else build_filter(languages, published_from, published_to, exclude_ids, or_undated))
         q = np.atleast_2d(np.asarray(queries, dtype=np.float32))
         res = self.client.search(self.collection, data=q.tolist(), limit=top_k, filter=expr,
                                  output_fields=["language", "published", "title"], consistency_level="Strong",
@@ -201,14 +243,27 @@ class VectorStore:
             out.append(row)
         return out
 
+    def search_columns(self, queries: np.ndarray, top_k: int = 10, languages: Sequence[str] | None = None,
+                       published_from: int | None = None, published_to: int | None = None,
+                       exclude_ids: Sequence[str] | None = None, or_undated: bool = False) -> list[tuple[list, ...]]:
+        """``search`` as (ids, scores, days, languages) lists per query (the shape ``WindowIndex`` gives)."""
+        return [([h.id for h in hits], [h.score for h in hits], [h.published for h in hits],
+                 [h.language for h in hits])
+                for hits in self.search(queries, top_k, languages, published_from, published_to,
+                                        exclude_ids=exclude_ids, or_undated=or_undated)]
+
     def drop(self) -> None:
         self.client.drop_collection(self.collection)
 
     def close(self) -> None:
+        """Close the client; the last store of this process on a Milvus Lite file also frees the file."""
         try:
             self.client.close()
         except Exception:
             pass
+        if self._lite:
+            path, self._lite = self._lite, None  # a second close() releases nothing twice
+            _release_lite(path)
 
 
 def store_from_config(ctx: Any, dim: int) -> VectorStore:

@@ -226,6 +226,7 @@ def test_run_only_settings_never_make_a_stage_stale(tmp_path):
                 ("project.name", "renamed"), ("executor.backend", "ray"), ("executor.address", "auto"),
                 ("executor.processes", 1), ("executor.chunk_size", 3), ("questions.batch_size", 2),
                 ("index.block_size", 64), ("dense.encoder.batch_size", 4),
+                ("dense.search", "milvus"), ("dense.search_device", "cuda:1"),  # same hits (test_exact_search.py)
                 ("evaluate.judges", ["judge"])]
     for dotted, value in changes:
         assert _stale(tmp_path, _set(_base(), dotted, value)) == set(), dotted
