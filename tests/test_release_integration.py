@@ -53,7 +53,8 @@ def test_real_instances_stage_to_release_and_exports(tmp_path):
     folder = tmp_path / "rel" / "integ-0.1.0"
     info = json.loads((folder / "release.json").read_text())
     assert sum(sum(s.values()) for s in info["configs"].values()) == produced
-    assert {"mono-de", "mono-zh", "multi-de", "multi-eq-en", "en-baseline", "oracle-en"} <= set(info["configs"])
+    # multi+EQ's config name spells its variant out (it was multi-eq-en; release/naming.py reads both)
+    assert {"mono-de", "mono-zh", "multi-de", "multi-en-en_question", "en-baseline", "oracle-en"} <= set(info["configs"])
     for cfg_name, splits in info["configs"].items():
         dd = datasets.load_dataset(str(folder), cfg_name, cache_dir=str(tmp_path / "cache"))
         assert {s: len(dd[s]) for s in dd} == splits
