@@ -10,7 +10,7 @@ articles; the benchmark instances whose question is in that language.
 """
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -37,7 +37,8 @@ class Funnel:
 
     languages: list[LanguageFunnel] = field(default_factory=list)
     drops: dict[str, dict[str, int]] = field(default_factory=dict)
-    failed: dict[str, int] = field(default_factory=dict)
+    failed: dict[str, int] = field(default_factory=dict)  # calls that got no answer: a plain re-run retries them
+    errors: dict[str, int] = field(default_factory=dict)  # items whose error is their final outcome
     missing_stages: list[str] = field(default_factory=list)  # not run yet (their columns stay 0)
 
     def to_dict(self) -> dict[str, Any]:
@@ -58,6 +59,8 @@ class Funnel:
         lines = [Text(f"{stage}: dropped {reason} = {n}") for stage, reasons in self.drops.items()
                  for reason, n in sorted(reasons.items())]
         lines += [Text(f"{stage}: {n} item(s) failed (a plain re-run retries them)") for stage, n in self.failed.items()]
+        lines += [Text(f"{stage}: {n} item(s) ended in an error (final; errors.parquet says why)")
+                  for stage, n in self.errors.items()]
         if self.missing_stages:
             lines.append(Text(f"not run yet: {', '.join(self.missing_stages)}"))
         return Group(table, *lines)
@@ -105,10 +108,14 @@ def build_funnel(store: BuildStore, stages: tuple[str, ...] = ("ingest", "pairs"
     if checked is not None:
         for lang, n in articles_in(checked, [r is not False for r in checked["relevant"]]).items():
             row(lang).relevant = n
+    rejected: dict[str, int] = {}
     for stage, attr in (("questions", "questions"), ("filters", "accepted")):
-        items = _columns(store, stage, ["article_ids", "accepted"])
+        items = _columns(store, stage, ["article_ids", "accepted", "rejected_by"])
         if items is None:
             continue
+        if stage == "filters":  # the stage keeps rejected questions (accepted: false, rejected_by)
+            rejected = dict(Counter(f"rejected-by-{by or 'unknown'}"
+                                    for ok, by in zip(items["accepted"], items["rejected_by"]) if not ok))
         per_lang: Counter[str] = Counter()
         for ids, accepted in zip(items["article_ids"], items["accepted"]):
             if stage == "filters" and not accepted:
@@ -127,20 +134,14 @@ def build_funnel(store: BuildStore, stages: tuple[str, ...] = ("ingest", "pairs"
             continue
         skipped = {k: int(v) for k, v in (manifest.counts.get("skipped") or {}).items() if v}
         if stage == "filters":
-            skipped = {**skipped, **_rejections(store)}
+            skipped = {**skipped, **rejected}
         if skipped:
             funnel.drops[stage] = skipped
-        if manifest.counts.get("errors"):
-            funnel.failed[stage] = int(manifest.counts["errors"])
+        failed, errors = int(manifest.counts.get("failed") or 0), int(manifest.counts.get("errors") or 0)
+        if failed:
+            funnel.failed[stage] = failed
+        if errors > failed:
+            funnel.errors[stage] = errors - failed
     funnel.languages = [rows[k] for k in sorted(rows)]
     return funnel
 
-
-def _rejections(store: BuildStore) -> dict[str, int]:
-    """The filters stage keeps rejected questions (``accepted: false``, ``rejected_by``): count them per filter."""
-    items = _columns(store, "filters", ["accepted", "rejected_by"]) or {"accepted": [], "rejected_by": []}
-    counts: defaultdict[str, int] = defaultdict(int)
-    for accepted, by in zip(items["accepted"], items["rejected_by"]):
-        if not accepted:
-            counts[f"rejected-by-{by or 'unknown'}"] += 1
-    return dict(counts)

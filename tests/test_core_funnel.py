@@ -13,13 +13,13 @@ from babelrag.store import BuildStore, Manifest
 from tests.helpers.qa_fixtures import art, qa
 
 
-def seed(build, stage, records, model, skipped=None, errors=0):
+def seed(build, stage, records, model, skipped=None, errors=0, failed=0):
     store = BuildStore(build)
     store.root.mkdir(parents=True, exist_ok=True)
     staging = store.new_staging_dir(stage)
     store.commit(stage, staging, sorted(records, key=lambda r: r.id), model, [],
                  Manifest(stage=stage, fingerprint=f"seeded-{stage}", config_hash="", inputs={},
-                          counts={"skipped": skipped or {}, "errors": errors}))
+                          counts={"skipped": skipped or {}, "errors": errors, "failed": failed}))
 
 
 def pair(i, a, b, langs, relevant=None):
@@ -43,7 +43,7 @@ def test_funnel_counts_each_language_and_lists_every_drop_in_full(tmp_path):
                pairs[2].model_copy(update={"relevant": False})]
     seed(tmp_path, "relevance", checked, ArticlePair, skipped={"unsupported-language-pair": 16})
     questions = [qa("q1", "a1", "a2"), qa("q2", "d1", "a1")]
-    seed(tmp_path, "questions", questions, QAItem, errors=1)
+    seed(tmp_path, "questions", questions, QAItem, errors=3, failed=1)  # 1 without an answer, 2 final
     filtered = [questions[0].model_copy(update={"accepted": False, "rejected_by": "near_duplicate"}), questions[1]]
     seed(tmp_path, "filters", filtered, QAItem)
     seed(tmp_path, "instances", [instance("i1", "q2", "de"), instance("i2", "q2", "en")], Instance)
@@ -56,6 +56,7 @@ def test_funnel_counts_each_language_and_lists_every_drop_in_full(tmp_path):
                             "relevance": {"unsupported-language-pair": 16},
                             "filters": {"rejected-by-near_duplicate": 1}}
     assert funnel.failed == {"questions": 1} and funnel.missing_stages == []
+    assert funnel.errors == {"questions": 2}  # final errors are not promised to a re-run
 
     # the run report carries it, and a narrow console prints every reason whole
     report = RunReport(stages=[StageReport(stage="pairs", skipped={"dense-below-min-pair-similarity": 7})],
@@ -66,6 +67,7 @@ def test_funnel_counts_each_language_and_lists_every_drop_in_full(tmp_path):
     text = out.getvalue()
     assert "pairs: dropped dense-below-min-pair-similarity = 7" in text
     assert "questions: 1 item(s) failed" in text
+    assert "questions: 2 item(s) ended in an error (final" in text
     out = io.StringIO()  # at a common terminal width the table wraps the reason instead of cutting it
     Console(file=out, width=120, force_terminal=False).print(report.render())
     assert "dense-below-min-pai…" not in out.getvalue() and "=7" in out.getvalue()
