@@ -188,3 +188,51 @@ def test_the_cap_keys_are_checked(tmp_path):
         config(tmp_path, "http://127.0.0.1:1", max_cost_usd=0)
     with pytest.raises(ConfigError, match="positive amount"):
         config(tmp_path, "http://127.0.0.1:1", max_cost_usd_per_stage={"questions": -1})
+
+
+def test_evaluate_run_stops_at_the_cap_and_a_higher_cap_finishes_without_paying_twice(tmp_path):
+    """``evaluate run`` calls models and judges through the same LLM layer: the same cap applies (the build's
+    ledger), the run (CLI) exits 3 naming it after writing the partial report, and a re-run with a higher
+    cap completes with every request sent once."""
+    import yaml
+
+    from babelrag.config import load_config
+    from babelrag.evaluators.execution import evaluate_release
+    from tests.test_eval_run_contract import _cli, _config, _split_release
+    from tests.test_eval_runner import brain
+
+    release, _, _ = _split_release(tmp_path)
+
+    def configure(server, build: str, **llm) -> Path:
+        path = _config(tmp_path, server)
+        cfg = yaml.safe_load(path.read_text())
+        cfg["project"]["build_dir"] = str(tmp_path / build)
+        for ep in cfg["llm"]["endpoints"].values():
+            ep.update(price_per_1k_input=0.1, price_per_1k_output=1.0, max_tokens=16)
+        cfg["llm"].update(llm)
+        path.write_text(yaml.safe_dump(cfg))
+        return path
+
+    def sent(server) -> list[str]:
+        return [e["key"] for e in server.log if e.get("status") == 200]
+
+    with ScriptedServer(brain) as srv:
+        evaluate_release(load_config(configure(srv, "uncapped")), release, out_dir=tmp_path / "u")
+        full = json.loads((tmp_path / "uncapped" / "llm_spend.json").read_text())["total_usd"]
+        srv.reset_log()
+
+        cap = round(full * 0.9, 4)  # room for the first calls at their reservations, not for all
+        res = _cli("evaluate", "run", release, "-c", configure(srv, "build", max_cost_usd=cap), "--out", tmp_path / "e")
+        first = sent(srv)
+        assert res.returncode == 3, res.stderr[-3000:]
+        message = " ".join(res.stderr.split())
+        assert "the LLM budget stopped the evaluation" in message
+        assert f"the budget llm.max_cost_usd = ${cap:g} is used up" in message
+        spent = json.loads((tmp_path / "build" / "llm_spend.json").read_text())["total_usd"]
+        assert 0 < spent <= cap and first, (full, cap, spent)
+
+        srv.reset_log()
+        evaluate_release(load_config(configure(srv, "build", max_cost_usd=full * 2)), release, out_dir=tmp_path / "e")
+        second = sent(srv)
+    assert not set(first) & set(second) and len(set(second)) == len(second)  # no request paid twice
+    assert json.loads((tmp_path / "build" / "llm_spend.json").read_text())["total_usd"] == pytest.approx(full)
