@@ -24,6 +24,7 @@ from babelrag.config import Config
 from babelrag.errors import IncompleteRunError, InputError, StageError
 from babelrag.fs_errors import filesystem_error
 from babelrag.funnel import Funnel, build_funnel
+from babelrag.llm.budget import check_scopes
 from babelrag.interrupts import (RESUME_HINT, StagePosition, interrupt_line, is_interrupt, mark_reported,
                                  signal_name)
 from babelrag.records import ErrorRecord
@@ -461,6 +462,7 @@ class Pipeline:
             only = set(only)
             selected = [s for s in selected if s.name in only]
         check_input_paths(self.config, selected)
+        check_scopes(self.config.llm.max_cost_usd_per_stage, names)
         self.store.root.mkdir(parents=True, exist_ok=True)
         self.store.clean_staging()
         llm_session.reset_endpoint_health()  # it may have recovered since the last run

@@ -158,9 +158,13 @@ def test_a_per_stage_cap_stops_its_stage_only(tmp_path):
                          stages=(asking_stage.SPEC,))
         assert "llm.max_cost_usd_per_stage.ask = $0.3 is used up" in str(info.value)
         llm_session.reset()
-        report = run_pipeline(config(tmp_path / "c", srv.base_url, max_cost_usd_per_stage={"other": 0.3}),
+        report = run_pipeline(config(tmp_path / "c", srv.base_url, max_cost_usd_per_stage={"eval": 0.3}),
                               stages=(asking_stage.SPEC,))
-    assert not report.stages[0].failed and report.budget["max_cost_usd_per_stage"] == {"other": 0.3}
+    assert not report.stages[0].failed and report.budget["max_cost_usd_per_stage"] == {"eval": 0.3}
+    # a misspelt stage would cap nothing: refused before any call
+    with pytest.raises(ConfigError, match=r"max_cost_usd_per_stage names \['aks'\], which cover no LLM calls"):
+        run_pipeline(config(tmp_path / "d", "http://127.0.0.1:1", max_cost_usd_per_stage={"aks": 0.3}),
+                     stages=(asking_stage.SPEC,))
 
 
 def test_the_reservation_rule_never_lets_calls_in_flight_pass_the_cap():

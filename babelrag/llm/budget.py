@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Optional
 
 from babelrag.atomic import atomic_write_text
-from babelrag.errors import InputError
+from babelrag.errors import ConfigError, InputError
 from babelrag.llm.settings import EndpointConfig, LLMSettings
 
 #: completion tokens a reservation assumes for a call whose ``max_tokens`` is unset
@@ -44,6 +44,9 @@ UNBOUNDED_COMPLETION_TOKENS = 4096
 TEMPLATE_TOKENS = 16
 #: the whole-run cap's scope name
 TOTAL = "*"
+#: scopes of LLM calls made outside the pipeline's stages: ``evaluate run`` (``eval.answer.<model>``,
+#: ``eval.xrag.judge.<judge>``, ...) and ``construct contrastive``
+OTHER_SCOPES = ("eval", "contrastive")
 #: seconds between ledger writes while calls settle (the last write happens when the runner closes)
 FLUSH_EVERY_S = 0.5
 LEDGER_VERSION = 1
@@ -52,6 +55,17 @@ LEDGER_VERSION = 1
 def prompt_token_bound(texts: Sequence[str]) -> int:
     """At most this many prompt tokens for these message texts (bytes, plus the chat template)."""
     return sum(len(t.encode("utf-8")) for t in texts) + TEMPLATE_TOKENS * (len(texts) + 1)
+
+
+def check_scopes(per_stage: dict[str, float], stages: Sequence[str]) -> None:
+    """Every key of ``llm.max_cost_usd_per_stage`` names calls that can happen: a cap under a misspelt
+    name would never stop anything. Checked before a run."""
+    known = [*stages, *OTHER_SCOPES]
+    unknown = sorted(k for k in per_stage if not any(covers(k, s) or covers(s, k) for s in known))
+    if unknown:
+        raise ConfigError(f"llm.max_cost_usd_per_stage names {unknown}, which cover no LLM calls: use a stage name "
+                          f"({', '.join(stages)}), contrastive, or eval (evaluate run; eval.answer, "
+                          f"eval.xrag.judge, ... for parts of it)")
 
 
 def covers(scope: str, stage: str) -> bool:

@@ -477,6 +477,11 @@ def _shutdown(loop: _LoopThread, llm: AsyncLLM) -> None:
     """Close the HTTP clients on their own loop, then stop the loop thread (best effort)."""
     if os.getpid() != getattr(loop, "pid", os.getpid()):
         return
+    if llm.budget is not None:  # the last half second of spend, when the runner was never closed
+        try:
+            llm.budget.flush()
+        except Exception:  # noqa: BLE001 - best effort at exit
+            pass
     if threading.current_thread() is loop.thread:  # collected on the loop itself: cannot block here
         task = loop.loop.create_task(llm.aclose())
         task.add_done_callback(lambda _: loop.loop.stop())
