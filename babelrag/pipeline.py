@@ -170,10 +170,20 @@ class RunReport:
                      "(answers already received are not paid for again)")
         return IncompleteRunError("\n".join(lines))
 
+    def budget_line(self) -> str:
+        """Under the table when a cap is set: the build's LLM spend against it."""
+        b = self.budget
+        caps = ([f"${b['max_cost_usd']:g}"] if b.get("max_cost_usd") is not None else []) + [
+            f"{k} ${v:g}" for k, v in (b.get("max_cost_usd_per_stage") or {}).items()]
+        if not caps:
+            return ""
+        return (f"LLM spend on this build: ${b['spent_usd']:.4f} (${b['spent_this_run_usd']:.4f} in this run); "
+                f"cap {', '.join(caps)}")
+
     def render(self) -> Any:
         from rich.table import Table
 
-        table = Table(title="babelrag run report")
+        table = Table(title="babelrag run report", caption=self.budget_line() or None)
         numeric = ("in", "out", "errors", "seconds", "llm calls", "tokens in/out", "cost")
         for col in ("stage", "status", "in", "out", "errors", "skipped", "kept with note", "seconds", "llm calls",
                     "tokens in/out", "cost", "note"):

@@ -106,6 +106,8 @@ def test_a_low_cap_stops_the_run_cleanly_and_a_higher_cap_finishes_it_without_pa
     spent = manifest.llm_usage["cost"]
     assert f"${spent:.4f} spent on this build" in message
     assert f"ask: {len(left)} (budget {len(left)})" in message
+    assert f"LLM spend on this build: ${spent:.4f} (${spent:.4f} in this run); cap ${cap:g}" in " ".join(
+        (proc.stdout + proc.stderr).split())  # under the run report's table
     assert spent <= cap and spent == pytest.approx(per_call * len(done))
     report = json.loads(store.run_report_path.read_text())
     assert report["budget"]["max_cost_usd"] == cap and report["budget"]["spent_usd"] == pytest.approx(spent)
