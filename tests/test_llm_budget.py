@@ -22,7 +22,7 @@ from babelrag.llm.settings import LLMSettings
 from babelrag.pipeline import run_pipeline
 from babelrag.records import Article
 from babelrag.store import BuildStore
-from babelrag.testing.scripted_server import ScriptedServer
+from babelrag.testing.scripted_server import Faults, ScriptedServer
 from tests.helpers import asking_stage, counting_stage
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -133,6 +133,26 @@ def test_a_low_cap_stops_the_run_cleanly_and_a_higher_cap_finishes_it_without_pa
     assert sorted(a.id for a in store.read("ask", Article)) == asking_stage.item_ids()
     assert report.budget["spent_usd"] == pytest.approx(full_cost)
     assert report.budget["spent_this_run_usd"] == pytest.approx(per_call * len(left))
+
+
+def test_calls_in_flight_together_never_take_the_spend_past_the_cap(tmp_path, monkeypatch):
+    """Eight calls in flight at once (each held ~0.1 s by the server): the reservations keep the spend under
+    the cap although several calls were paid for at the same time."""
+    monkeypatch.setenv("ASKING_STAGE_N", "40")
+    with ScriptedServer(asking_stage.reply, faults=Faults(latency_s=0.1)) as srv:
+        full = run_pipeline(config(tmp_path / "uncapped", srv.base_url), stages=(asking_stage.SPEC,))
+        full_cost = full.stages[0].llm_usage["cost"]
+        srv.reset_log()
+        llm_session.reset()
+        cfg = config(tmp_path / "b", srv.base_url, max_cost_usd=round(full_cost * 0.75, 4))
+        cfg.llm.endpoints["generator"].max_concurrency = 8
+        with pytest.raises(IncompleteRunError, match="is used up"):
+            run_pipeline(cfg, stages=(asking_stage.SPEC,))
+        log = [e for e in srv.log if e["path"] == "chat"]
+    spent = BuildStore(tmp_path / "b").manifest("ask").llm_usage["cost"]
+    assert 0 < spent <= cfg.llm.max_cost_usd
+    overlapping = max(sum(1 for o in log if o["t"] <= e["t"] < o["t_end"]) for e in log)
+    assert overlapping > 1, "the calls never overlapped: the test did not exercise calls in flight"
 
 
 def test_cached_answers_cost_nothing_and_need_no_budget(tmp_path):
