@@ -15,10 +15,11 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
-#: reasons (``babelrag.llm.retry`` categories, plus ``endpoint_down``) for which a later call may succeed
+#: reasons (``babelrag.llm.retry`` categories, plus ``endpoint_down`` and ``budget``: the call did not start
+#: because it could pass ``llm.max_cost_usd``) for which a later call may succeed
 RETRYABLE_REASONS = frozenset({
     "rate_limit", "timeout", "connection", "server_error", "bad_body", "http_408", "http_409",
-    "auth", "quota", "unexpected", "endpoint_down",
+    "auth", "quota", "unexpected", "endpoint_down", "budget",
 })
 
 

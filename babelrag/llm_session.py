@@ -20,6 +20,7 @@ def get_runner(config: Config) -> Any:
     key = config.llm.model_dump_json() + str(config.build_dir)
     if _RUNNER is not None and _RUNNER_KEY == key:
         return _RUNNER
+    _flush_spend()  # a changed config (a raised cap) replaces the runner: its spend is on record first
     try:
         from babelrag.llm import runner_from_config
     except ImportError as exc:
@@ -47,9 +48,31 @@ def endpoints_down() -> dict[str, str]:
 
 
 def reset_endpoint_health() -> None:
-    """A new run gives every endpoint a fresh chance (it may have recovered since the last run)."""
+    """A new run gives every endpoint a fresh chance (it may have recovered since the last run) and starts
+    its budget account anew (the spend so far stays on record)."""
     if _RUNNER is not None and hasattr(_RUNNER, "reset_endpoint_health"):
         _RUNNER.reset_endpoint_health()
+    budget = getattr(_RUNNER, "budget", None)
+    if budget is not None:
+        budget.new_run()
+
+
+def budget_stopped() -> str:
+    """Why the budget (``llm.max_cost_usd``) refused calls in this run, with the spend ("" when it did not)."""
+    budget = getattr(_RUNNER, "budget", None)
+    return budget.stopped() if budget is not None else ""
+
+
+def budget_report() -> dict[str, Any]:
+    """Caps and spend for the run report (written to the ledger first); {} without a runner."""
+    budget = getattr(_RUNNER, "budget", None)
+    return budget.as_dict() if budget is not None else {}
+
+
+def _flush_spend() -> None:
+    budget = getattr(_RUNNER, "budget", None)
+    if budget is not None:
+        budget.flush()
 
 
 def reset() -> None:

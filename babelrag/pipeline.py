@@ -24,6 +24,7 @@ from babelrag.config import Config
 from babelrag.errors import IncompleteRunError, InputError, StageError
 from babelrag.fs_errors import filesystem_error
 from babelrag.funnel import Funnel, build_funnel
+from babelrag.llm.budget import check_scopes
 from babelrag.interrupts import (RESUME_HINT, StagePosition, interrupt_line, is_interrupt, mark_reported,
                                  signal_name)
 from babelrag.records import ErrorRecord
@@ -119,7 +120,7 @@ class StageReport:
     llm_usage: dict[str, Any] = field(default_factory=dict)
     note: str = ""
     failed: dict[str, int] = field(default_factory=dict)  # failed items (retried next run), per reason
-    stopped: str = ""  # why the run stopped after this stage (an LLM endpoint given up on as down)
+    stopped: str = ""  # why the run stopped after this stage (an LLM endpoint given up on as down, the budget)
 
     @property
     def errors_text(self) -> str:
@@ -136,11 +137,15 @@ class RunReport:
     # what the config's load hooks reported (``Config.load_summaries``: the language capability table, the
     # encoder chosen and why)
     config: dict[str, Any] = field(default_factory=dict)
+    # caps and spend of the build's LLM calls (``babelrag.llm.budget``: the build's spend over all runs)
+    budget: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"stages": [s.__dict__ for s in self.stages], "config": self.config}
         if self.funnel is not None:
             out["funnel"] = self.funnel.to_dict()
+        if self.budget:
+            out["budget"] = self.budget
         return out
 
     def render_config(self) -> list[Any]:
@@ -151,21 +156,34 @@ class RunReport:
         """The error a run with failed items ends with (exit code 3), saying what failed where; None
         when nothing failed."""
         failed = [s for s in self.stages if s.failed]
-        if not failed:
+        if not failed and not any(s.stopped for s in self.stages):
             return None
         total = sum(sum(s.failed.values()) for s in failed)
         where = "; ".join(f"{s.stage}: {sum(s.failed.values())} ("
                           + ", ".join(f"{k} {v}" for k, v in sorted(s.failed.items())) + ")" for s in failed)
-        lines = [f"incomplete: {total} item{'s' * (total != 1)} failed — {where}"]
+        lines = [f"incomplete: {total} item{'s' * (total != 1)} failed — {where or 'none'}"]
         lines += [f"stopped after {s.stage}: {s.stopped}" for s in self.stages if s.stopped]
+        not_run = [s.stage for s in self.stages if s.status == "not-run"]
+        if not_run:
+            lines.append(f"not run: {', '.join(not_run)}")
         lines.append("finished work is kept; run the same command again to retry exactly the failed items "
                      "(answers already received are not paid for again)")
         return IncompleteRunError("\n".join(lines))
 
+    def budget_line(self) -> str:
+        """Under the table when a cap is set: the build's LLM spend against it."""
+        b = self.budget
+        caps = ([f"${b['max_cost_usd']:g}"] if b.get("max_cost_usd") is not None else []) + [
+            f"{k} ${v:g}" for k, v in (b.get("max_cost_usd_per_stage") or {}).items()]
+        if not caps:
+            return ""
+        return (f"LLM spend on this build: ${b['spent_usd']:.4f} (${b['spent_this_run_usd']:.4f} in this run); "
+                f"cap {', '.join(caps)}")
+
     def render(self) -> Any:
         from rich.table import Table
 
-        table = Table(title="babelrag run report")
+        table = Table(title="babelrag run report", caption=self.budget_line() or None)
         numeric = ("in", "out", "errors", "seconds", "llm calls", "tokens in/out", "cost")
         for col in ("stage", "status", "in", "out", "errors", "skipped", "kept with note", "seconds", "llm calls",
                     "tokens in/out", "cost", "note"):
@@ -454,6 +472,7 @@ class Pipeline:
             only = set(only)
             selected = [s for s in selected if s.name in only]
         check_input_paths(self.config, selected)
+        check_scopes(self.config.llm.max_cost_usd_per_stage, names)
         self.store.root.mkdir(parents=True, exist_ok=True)
         self.store.clean_staging()
         llm_session.reset_endpoint_health()  # it may have recovered since the last run
@@ -471,13 +490,16 @@ class Pipeline:
         return self.report
 
     def _stop_after(self, spec: StageSpec, rest: list[StageSpec]) -> bool:
-        """After a stage whose endpoint was given up on as down, the later stages do not run (they would
-        only fail fast too); the run ends incomplete, naming the endpoint."""
+        """After a stage whose endpoint was given up on as down, or in which the budget
+        (``llm.max_cost_usd``) refused calls, the later stages do not run (they would only fail fast too);
+        the run ends incomplete, naming the endpoint or the cap and the spend."""
         down = self._endpoint_down() if self.report.stages[-1].failed else ""
-        if not down:
+        budget = llm_session.budget_stopped()
+        if not down and not budget:
             return False
-        self.report.stages[-1].stopped = down
-        self.report.stages.extend(StageReport(stage=s.name, status="not-run", note=f"{spec.name}: endpoint down")
+        self.report.stages[-1].stopped = "; ".join(filter(None, [down, budget]))
+        why = "endpoint down" if down else "LLM budget reached"
+        self.report.stages.extend(StageReport(stage=s.name, status="not-run", note=f"{spec.name}: {why}")
                                   for s in rest)
         return True
 
@@ -616,6 +638,13 @@ def _save_report(pipe: Pipeline, console: Any, failing: bool) -> None:
 
     if not pipe.report.stages:
         return
+    try:
+        pipe.report.budget = llm_session.budget_report()  # also puts this run's spend on record
+    except Exception as exc:  # noqa: BLE001 - a ledger that cannot be written never hides the run's own error
+        if not failing:
+            raise
+        if console is not None:
+            console.print(f"[yellow]LLM spend not recorded[/]: {exc}", highlight=False)
     try:
         pipe.report.funnel = build_funnel(pipe.store)
     except Exception as exc:  # noqa: BLE001 - the funnel only reports; it never hides the run's own error

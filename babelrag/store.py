@@ -40,7 +40,8 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from babelrag.atomic import atomic_write_text, replace_dir
-from babelrag.build_layout import ANNOTATE_DIR, LLM_CACHE_DIR, PARTIAL_DIR, RUN_REPORT_FILE, SHARED_DIR, STAGING_DIR
+from babelrag.build_layout import (ANNOTATE_DIR, LLM_CACHE_DIR, LLM_SPEND_FILE, PARTIAL_DIR, RUN_REPORT_FILE, SHARED_DIR,
+                                   STAGING_DIR)
 from babelrag.errors import StageError
 from babelrag.failed_items import count_failed
 from babelrag.hashing import sha256_file
@@ -108,6 +109,11 @@ class BuildStore:
     @property
     def run_report_path(self) -> Path:
         return self.root / RUN_REPORT_FILE
+
+    @property
+    def llm_spend_path(self) -> Path:
+        """The spend ledger: what LLM calls of this build cost over all runs (``babelrag.llm.budget``)."""
+        return self.root / LLM_SPEND_FILE
 
     def shared_dir(self, name: str) -> Path:
         """Folders shared across stages and re-runs (e.g. the Milvus Lite file, vector caches)."""

@@ -15,12 +15,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
-from babelrag.errors import ConfigError, InputError
+from babelrag.errors import ConfigError, IncompleteRunError, InputError
 from babelrag.freshness import DateWindow, Selection, select
 from babelrag.evaluators.answers import AnswerRecord, generate_answers, require_endpoints, write_answers
 from babelrag.evaluators.answers_file import UNANSWERED, unanswered_records
 from babelrag.evaluators.coverage import coverage, coverage_warnings
-from babelrag.evaluators.failures import check_failures, incomplete
+from babelrag.evaluators.failures import GenerationFailed, check_failures, incomplete
 from babelrag.evaluators.human_labels import read_human_verdicts
 from babelrag.evaluators.settings import EvalSettings
 from babelrag.langcheck import DEFAULT_LANGUAGES
@@ -267,7 +267,26 @@ def evaluate_release(config: Any, release: Any, out_dir: Optional[Path] = None, 
         answers = [a for a in answers if a.instance_id in chosen]  # the window's selection, recorded
     runner = runner_from_config(config)
     try:
-        return run_evaluation(runner, instances, models, judges, out, settings, prepared=prepared, console=console,
-                              answers=answers, answers_source=str(answers_file or ""), selection=selection)
+        try:
+            paths = run_evaluation(runner, instances, models, judges, out, settings, prepared=prepared,
+                                   console=console, answers=answers, answers_source=str(answers_file or ""),
+                                   selection=selection)
+        except (GenerationFailed, IncompleteRunError) as exc:
+            stopped = runner.budget_stopped()
+            if not stopped:
+                raise
+            raise budget_incomplete(stopped, getattr(exc, "paths", None)) from exc
+        stopped = runner.budget_stopped()
+        if stopped:  # judges refused by the cap leave items unjudged: never a complete-looking exit 0
+            raise budget_incomplete(stopped, paths)
+        return paths
     finally:
         runner.close()
+
+
+def budget_incomplete(stopped: str, paths: Optional[dict[str, Path]]) -> IncompleteRunError:
+    """The error an evaluation ends with when ``llm.max_cost_usd`` refused answer or judge calls."""
+    where = f"; the partial report is {paths['html']}" if paths else ""
+    error = IncompleteRunError(f"incomplete: the LLM budget stopped the evaluation — {stopped}{where}")
+    error.paths = paths  # type: ignore[attr-defined]
+    return error

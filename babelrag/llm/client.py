@@ -21,6 +21,7 @@ from pydantic import BaseModel, ValidationError
 
 from babelrag.errors import InputError
 from babelrag.failed_items import is_retryable
+from babelrag.llm.budget import Budget, BudgetExhausted, call_reservation, prompt_token_bound
 from babelrag.llm.cache import ResponseCache, cache_key
 from babelrag.llm.settings import EndpointConfig, LLMSettings
 from babelrag.llm.limiter import EndpointLimiter
@@ -135,10 +136,11 @@ class AsyncLLM:
 
     def __init__(self, settings: LLMSettings, cache: Optional[ResponseCache] = None,
                  usage: Optional[Usage] = None, *, limiter_period_s: float = 60.0,
-                 seed: Optional[int] = None) -> None:
+                 seed: Optional[int] = None, budget: Optional[Budget] = None) -> None:
         self.settings = settings
         self.cache = cache
         self.usage = usage if usage is not None else Usage(settings)
+        self.budget = budget
         self._period = limiter_period_s
         self._rng = random.Random(seed)
         self._eps: dict[str, _Endpoint] = {}
@@ -198,10 +200,29 @@ class AsyncLLM:
     def _redact(self, ep: _Endpoint, text: str) -> str:
         return text.replace(ep.secret, "***") if ep.secret else text
 
+    async def _reserve(self, ep: _Endpoint, stage: str, bound: tuple[int, Optional[int]], attempts: int) -> Any:
+        """Hold the most this attempt can cost against the budget (``babelrag.llm.budget``): wait while calls
+        in flight hold the room it needs, fail the call with reason ``budget`` when the spend leaves none."""
+        if self.budget is None:
+            return None
+        amount = call_reservation(ep.cfg, *bound)
+        delay = 0.005
+        while True:
+            try:
+                held = self.budget.reserve(stage, amount)
+            except BudgetExhausted as exc:
+                raise CallFailed(Failure("budget", False, str(exc)), attempts) from None
+            if held is not None:
+                return held
+            await asyncio.sleep(delay)  # a call in flight settles (on this loop or another runner's)
+            delay = min(delay * 2, 0.1)
+
     async def _with_retries(self, ep: _Endpoint, stage: str, est_tokens: int,
                             send: Callable[[], Awaitable[tuple[T, dict]]], *,
-                            repair: bool = False) -> tuple[T, dict, int]:
-        """Run ``send`` under the endpoint's limits; retry transient failures with backoff."""
+                            repair: bool = False,
+                            bound: tuple[int, Optional[int]] = (0, 0)) -> tuple[T, dict, int]:
+        """Run ``send`` under the endpoint's limits and the budget; retry transient failures with backoff.
+        ``bound``: at most this many (prompt, completion) tokens per attempt (None: no max_tokens)."""
         cfg = ep.cfg
         limiter = ep.limiter
         attempts = 0
@@ -209,6 +230,7 @@ class AsyncLLM:
             self._check_up(ep, attempts)
             async with ep.sem:
                 self._check_up(ep, attempts)  # it may have gone down while this call waited for a slot
+                held = await self._reserve(ep, stage, bound, attempts)
                 entry = await limiter.acquire(est_tokens) if limiter.active else None
                 attempts += 1
                 try:
@@ -220,15 +242,23 @@ class AsyncLLM:
                     ep.limiter.settle(entry, est_tokens)
                     self.usage.record_call(stage, ep.name, cfg.model, retry=attempts > 1,
                                            repair=repair and attempts == 1)
+                    if self.budget is not None:
+                        self.budget.settle(held, stage, 0.0)
                     self._health(ep, failure)
+                except BaseException:  # cancelled (an interrupt): the reservation goes with the run
+                    if self.budget is not None:
+                        self.budget.settle(held, stage, 0.0)
+                    raise
                 else:
                     ep.streak = 0
                     tokens = usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0)
                     ep.limiter.settle(entry, tokens)
-                    self.usage.record_call(stage, ep.name, cfg.model, retry=attempts > 1,
-                                           repair=repair and attempts == 1,
-                                           prompt_tokens=usage.get("prompt_tokens", 0),
-                                           completion_tokens=usage.get("completion_tokens", 0))
+                    cost = self.usage.record_call(stage, ep.name, cfg.model, retry=attempts > 1,
+                                                  repair=repair and attempts == 1,
+                                                  prompt_tokens=usage.get("prompt_tokens", 0),
+                                                  completion_tokens=usage.get("completion_tokens", 0))
+                    if self.budget is not None:
+                        self.budget.settle(held, stage, cost)
                     return value, usage, attempts
             if not failure.transient or attempts > cfg.max_retries:
                 raise CallFailed(failure, attempts)
@@ -251,8 +281,9 @@ class AsyncLLM:
                      "completion_tokens": int(u.get("completion_tokens") or 0)}
             return text, usage
 
+        bound = (prompt_token_bound([m.get("content") or "" for m in messages]), params.get("max_tokens"))
         return await self._with_retries(ep, stage, _estimate_tokens(messages, params.get("max_tokens")),
-                                        send, repair=repair)
+                                        send, repair=repair, bound=bound)
 
     def _params(self, ep: _Endpoint, prompt: Optional[Prompt], sampling: Optional[dict],
                 json_mode: bool) -> dict:
@@ -372,7 +403,8 @@ class AsyncLLM:
 
             try:
                 est = sum(len(t) for t in batch) // 4 + len(batch)
-                vecs, usage, attempts = await self._with_retries(ep, stage, est, send)
+                vecs, usage, attempts = await self._with_retries(ep, stage, est, send,
+                                                                 bound=(prompt_token_bound(batch), 0))
                 for i, vec in zip(todo, vecs):
                     if self.cache is not None:
                         self.cache.put(keys[i], kind="embed", model=ep.cfg.model, prompt_ref="",
@@ -445,6 +477,11 @@ def _shutdown(loop: _LoopThread, llm: AsyncLLM) -> None:
     """Close the HTTP clients on their own loop, then stop the loop thread (best effort)."""
     if os.getpid() != getattr(loop, "pid", os.getpid()):
         return
+    if llm.budget is not None:  # the last half second of spend, when the runner was never closed
+        try:
+            llm.budget.flush()
+        except Exception:  # noqa: BLE001 - best effort at exit
+            pass
     if threading.current_thread() is loop.thread:  # collected on the loop itself: cannot block here
         task = loop.loop.create_task(llm.aclose())
         task.add_done_callback(lambda _: loop.loop.stop())
@@ -465,9 +502,15 @@ class LLMRunner:
 
     def __init__(self, settings: LLMSettings, cache_dir: str | Path | None = None,
                  usage: Optional[Usage] = None, *, progress: Optional[bool] = None,
-                 limiter_period_s: float = 60.0, seed: Optional[int] = None) -> None:
+                 limiter_period_s: float = 60.0, seed: Optional[int] = None,
+                 spend_ledger: str | Path | None = None) -> None:
         self.settings = settings
         self.usage = usage if usage is not None else Usage(settings)
+        # the budget (``babelrag.llm.budget``): with a ledger the spend of every run is recorded there and
+        # a cap counts all of it; without one a cap counts this runner's calls only
+        capped = settings.max_cost_usd is not None or bool(settings.max_cost_usd_per_stage)
+        self.budget = Budget(settings, Path(spend_ledger) if spend_ledger else None) \
+            if capped or spend_ledger else None
         cache_dir = cache_dir if cache_dir is not None else settings.cache_dir
         self.cache = ResponseCache(cache_dir) if (settings.cache and cache_dir is not None) else None
         self.progress = settings.progress if progress is None else progress
@@ -479,7 +522,8 @@ class LLMRunner:
         self._lock = threading.Lock()
 
     def _client(self) -> AsyncLLM:
-        return AsyncLLM(self.settings, self.cache, self.usage, limiter_period_s=self._period, seed=self._seed)
+        return AsyncLLM(self.settings, self.cache, self.usage, limiter_period_s=self._period, seed=self._seed,
+                        budget=self.budget)
 
     def _run(self, make: Callable[[AsyncLLM], Awaitable[T]]) -> T:
         """Run ``make(llm)`` on the runner's loop thread (started on first use)."""
@@ -592,6 +636,10 @@ class LLMRunner:
         llm = self._llm
         return llm.endpoints_down() if llm is not None else {}
 
+    def budget_stopped(self) -> str:
+        """Why calls were refused by the budget in this runner's life ("" when none was)."""
+        return self.budget.stopped() if self.budget is not None else ""
+
     def reset_endpoint_health(self) -> None:
         llm = self._llm
         if llm is not None:
@@ -604,6 +652,8 @@ class LLMRunner:
             self._loop = self._llm = self._finalizer = None
         if finalizer is not None:
             finalizer()  # runs _shutdown once
+        if self.budget is not None:
+            self.budget.flush()
         if self.cache is not None:
             self.cache.close()
 
@@ -616,12 +666,13 @@ class LLMRunner:
 
 def runner_from_config(config: Any) -> LLMRunner:
     """The runner for a build config: cache under ``<build_dir>/cache/llm`` unless llm.cache_dir is set."""
+    from babelrag.store import BuildStore
+
     settings: LLMSettings = config.llm
+    store = BuildStore(config.build_dir)
     cache_dir = settings.cache_dir
     if cache_dir is not None and not Path(cache_dir).is_absolute() and hasattr(config, "resolve"):
         cache_dir = config.resolve(str(cache_dir))
     if cache_dir is None:
-        from babelrag.store import BuildStore
-
-        cache_dir = BuildStore(config.build_dir).llm_cache_dir
-    return LLMRunner(settings, cache_dir)
+        cache_dir = store.llm_cache_dir
+    return LLMRunner(settings, cache_dir, spend_ledger=store.llm_spend_path)

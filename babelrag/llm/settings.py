@@ -149,6 +149,10 @@ class LLMSettings(BaseModel):
     # CPU threads for the embedded model; None = every core (llama.cpp's own default is half of them,
     # which decodes ~1.7x slower on a 2-core machine)
     local_n_threads: Optional[int] = run_only(None, ge=1)
+    # hard budget in USD for the build's LLM calls, all runs together (``babelrag.llm.budget``): no call
+    # starts that could take the spend past it; None = no cap. Per stage: {stage or stage prefix: USD}
+    max_cost_usd: Optional[float] = run_only(None, gt=0)
+    max_cost_usd_per_stage: dict[str, float] = run_only({})
 
     @model_validator(mode="after")
     def _embedded_alone(self) -> "LLMSettings":
@@ -156,6 +160,14 @@ class LLMSettings(BaseModel):
             raise ValueError(f"llm.embedded starts the packaged model for every chain, but llm.endpoints names "
                              f"{sorted(self.endpoints)}: remove llm.endpoints, or set llm.embedded: false")
         return self
+
+    @field_validator("max_cost_usd_per_stage")
+    @classmethod
+    def _positive_caps(cls, v: dict[str, float]) -> dict[str, float]:
+        bad = {k: c for k, c in v.items() if not c > 0}
+        if bad:
+            raise ValueError(f"every cap must be a positive amount in USD (got {bad})")
+        return v
 
     @model_validator(mode="after")
     def _default_exists(self) -> "LLMSettings":

@@ -50,9 +50,11 @@ class Usage:
         return 0.0, 0.0
 
     def record_call(self, stage: str, endpoint: str, model: str, *, retry: bool = False,
-                    repair: bool = False, prompt_tokens: int = 0, completion_tokens: int = 0) -> None:
-        """One HTTP attempt went out (tokens are those the server reported, 0 if it failed)."""
+                    repair: bool = False, prompt_tokens: int = 0, completion_tokens: int = 0) -> float:
+        """One HTTP attempt went out (tokens are those the server reported, 0 if it failed); returns its
+        cost (for the budget)."""
         p_in, p_out = self._price(endpoint)
+        cost = prompt_tokens / 1000 * p_in + completion_tokens / 1000 * p_out
         with self._lock:
             row = self._row(stage, endpoint, model)
             row.calls += 1
@@ -60,7 +62,8 @@ class Usage:
             row.repairs += int(repair)
             row.prompt_tokens += prompt_tokens
             row.completion_tokens += completion_tokens
-            row.cost += prompt_tokens / 1000 * p_in + completion_tokens / 1000 * p_out
+            row.cost += cost
+        return cost
 
     def record_item(self, stage: str, endpoint: str, model: str, *, ok: bool, cached: bool,
                     reason: Optional[str] = None) -> None:
