@@ -140,6 +140,10 @@ def test_monolingual_pairs_questions_and_instances_are_german(monolingual_build)
     qas = store.read("questions", QAItem)
     mono = [q for q in qas if q.language == "de"]
     assert mono and all({langs[a] for a in q.article_ids} == {"de"} and not q.translations for q in mono)
+    # the four types, assigned by the pair-id hash as for the other settings (raising a cap never changes them)
+    from babelrag.construct.questions import pair_types
+
+    assert all([q.q_type] == pair_types(q.pair_id, ["aggregation", "comparison", "multi-hop", "set"], 1) for q in qas)
     assert {"summary", "crossdoc"} <= set(brain.german_steps)
     check = LanguageChecker(["en", "de"])
     assert all(check.check(q.question, "de") is None and check.check(q.answer, "de") is None for q in mono)
@@ -238,3 +242,14 @@ def test_a_build_with_no_english_sets_the_pivot():
     jobs = plan_jobs([pair], arts, list(cfg.questions.types), 1, cfg.project.pivot_language,
                      list(cfg.project.languages), None, monolingual=list(cfg.questions.monolingual))
     assert [j.language for j in jobs] == ["de"]
+
+
+def test_a_monolingual_question_is_never_sent_to_human_translation():
+    """Translators post-edit the English a question was written in; a monolingual question has none."""
+    from babelrag.annotate import projects, samples
+    from babelrag.annotate.settings import AnnotateSettings
+
+    rows = [{**samples.qa_items(1, reviewed=True)[-1], "x_language": None, "language": "de"},
+            {**samples.qa_items(2, reviewed=True)[-1], "x_language": "de"}]
+    assert [r.id for r in projects.build_records("translation", rows, AnnotateSettings(), "de")] == ["qa2"]
+    assert projects.registry.get("translation").skipped(rows, "de") == {projects.WRITTEN_IN_X: 1}
