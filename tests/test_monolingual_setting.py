@@ -60,15 +60,9 @@ class GermanBrain(DemoBrain):
                           {"question": f"Wo ist {m['org']} in den Nachrichten?", "answer": m["place"]}]}
 
     def crossdoc_in_german(self, system, user, body):
-        q_type = re.search(r"Write one (\S+) question", user).group(1)
-        first = user.split("Facts from the second article:", 1)[0]
-        facts = dict(re.findall(r"^\d+\. Q: (.*?) A: (.*)$", first, re.M))
-        org = re.search(r"der Bericht über (.*)\?", next(iter(facts))).group(1)
-        person = next(a for q, a in facts.items() if q.startswith("Wer wird"))
-        place = next(a for q, a in facts.items() if q.startswith("Wo ist"))
+        q_type, names = self.crossdoc_slots(user, r"der Bericht über (.*)\?", "Wer wird", "Wo ist")
         self.german_steps.append("crossdoc")
-        return {"question": TEMPLATES[q_type][1]["de"].format(org=org, place=place, person=person),
-                "used_a": [1], "used_b": [1]}
+        return {"question": TEMPLATES[q_type][1]["de"].format(**names), "used_a": [1], "used_b": [1]}
 
     def answer_in_german(self, system, user, body):
         facts = re.search(r"^Facts used: (.*)$", user, re.M).group(1)
