@@ -247,3 +247,23 @@ def test_a_monolingual_question_is_never_sent_to_human_translation():
             {**samples.qa_items(2, reviewed=True)[-1], "x_language": "de"}]
     assert [r.id for r in projects.build_records("translation", rows, AnnotateSettings(), "de")] == ["qa2"]
     assert projects.registry.get("translation").skipped(rows, "de") == {projects.WRITTEN_IN_X: 1}
+
+
+def test_the_card_declares_no_english_for_german_only_rows():
+    """A monolingual row's en_question repeats its German question: the card's languages are the rows' own
+    (the pivot is added only for rows that carry an English version), and validation checks it as German."""
+    from babelrag.records import Document, Instance
+    from babelrag.release.card import released_languages
+
+    q, a = "Welche zwei Zahlen nennen die Berichte über Norrvik Energy in Halden zusammengenommen?", \
+        "Ein Bericht nennt die Zahl 120, während der andere Bericht die Zahl 80 nennt."
+    doc = Document(article_id="de-1", title="Titel", text="Text", language="de", published="2026-08-01",
+                   role="supporting", kind="relevant")
+    mono = Instance(id="i1", qa_id="qa1", setting="monolingual", language="de", question=q, answer=a,
+                    en_question=q, en_answer=a, q_type="aggregation", documents=[doc])
+    oracle = mono.model_copy(update={"id": "i2", "setting": "oracle"})
+    assert mono.source_language("en") == oracle.source_language("en") == "de"
+    assert released_languages([mono, oracle], "en") == ["de"]
+    multi = mono.model_copy(update={"id": "i3", "setting": "multi", "en_question": "Which two figures?",
+                                    "en_answer": "120 and 80."})
+    assert multi.source_language("en") == "en" and released_languages([mono, multi], "en") == ["de", "en"]
