@@ -285,6 +285,7 @@ def side_by_side(language: str, question: str, answer: str, mt: dict) -> str:
 NOT_REVIEWED = "not reviewed yet: push the qa_verification merge output (`annotate pull qa_verification --merge-into`)"
 REJECTED = "rejected (by the filters or the review): never released"
 LANGUAGE_UNUSED = "no instance of the question uses this language (an X-English question is only asked in X)"
+WRITTEN_IN_X = "a monolingual question, written in its own language: nothing to translate"
 
 
 def translation_skip(qa: QAItem, language: str) -> str:
@@ -294,6 +295,8 @@ def translation_skip(qa: QAItem, language: str) -> str:
         return REJECTED
     if qa.human_review is None:
         return NOT_REVIEWED
+    if qa.language:
+        return WRITTEN_IN_X
     if qa.x_language is not None and language not in translation_targets(qa.x_language, "", [language]):
         return LANGUAGE_UNUSED
     return ""

@@ -154,6 +154,18 @@ def x_language(languages: Sequence[str], pivot: str) -> Optional[str]:
     return others[0] if others else ""
 
 
+def monolingual_language(languages: Sequence[str], monolingual: Sequence[str]) -> Optional[str]:
+    """The monolingual X–X rule (MIRAGE-Bench's setting), beside the pivot rule: two articles in a language the
+    curator lists in ``questions.monolingual`` make a question written in that language (X); anything else
+    None. It wins over the pivot rule, so a pivot listed there makes its pivot–pivot pairs monolingual too."""
+    if len(languages) == 2 and languages[0] == languages[1] and languages[0] in monolingual:
+        return languages[0]
+    return None
+
+
+MONOLINGUAL_SETTING = "monolingual"  # the instance setting of monolingual X–X questions (config ``monolingual-<x>``)
+
+
 def translation_targets(x: str, pivot: str, targets: Sequence[str]) -> list[str]:
     """The languages a question's instances use beside the pivot: en–en questions (``x`` "") go into every
     target, X–en questions into X only. The questions stage translates into these, and only these are
@@ -297,9 +309,12 @@ class QAItem(Record):
     # the pivot rule's verdict for its two articles (``x_language``): "" pivot–pivot, X for X–pivot;
     # None in records written before it was stored
     x_language: Optional[str] = None
+    # a monolingual X–X question (``monolingual_language``): question and answer are written in X, never
+    # translated; None: written in English first (the XRAG settings)
+    language: Optional[str] = None
     q_type: QuestionType
-    question: str  # English
-    answer: str  # English
+    question: str  # English (in ``language`` for a monolingual question)
+    answer: str  # English (in ``language`` for a monolingual question)
     summaries: list[str] = Field(default_factory=list)
     selected: list[SimpleQA] = Field(default_factory=list)
     translations: list[Translation] = Field(default_factory=list)  # one per language, sorted by language
@@ -401,11 +416,11 @@ class Instance(Record):
     """One benchmark item in one setting: question, gold answer and the documents to read."""
 
     qa_id: str
-    setting: str  # e.g. "mono", "multi", "en-baseline", "mono+EQ", "no-retrieval", "oracle"
+    setting: str  # e.g. "mono", "multi", "en-baseline", "mono+EQ", "monolingual", "no-retrieval", "oracle"
     language: str  # question language
     question: str
     answer: str
-    en_question: str
+    en_question: str  # the question as written: English (pivot), or X for a monolingual question (``source_language``)
     en_answer: str
     # one of our four types (QuestionType) for a babelrag build; a converted external benchmark keeps its own
     # category here (GaRAGe: "Simple", "Simple w. condition", "Post-processing heavy", ...), so none of its
@@ -419,6 +434,14 @@ class Instance(Record):
     # (None = not annotated).
     a_type: str = "original"
     crossdoc_type: Optional[int] = None
+
+    def source_language(self, pivot: str) -> str:
+        """The language of ``en_question`` / ``en_answer``: the pivot, unless they repeat the question and answer —
+        a monolingual question (its ``monolingual``, ``no-retrieval`` and ``oracle`` rows) was written in its own
+        language and has no English version; a pivot-language row repeats them too, in the pivot."""
+        if self.en_question == self.question and self.en_answer == self.answer:
+            return self.language
+        return pivot
 
 
 class ErrorRecord(Record):

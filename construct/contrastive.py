@@ -49,7 +49,7 @@ def chunk_questions(qas: Iterable[QAItem], articles: dict[str, Article], max_cha
                 continue
             seen.add(key)
             out.append(ChunkQuestion(id=f"{qa.id}:{k}", question=s.question, chunk=f"{art.title}\n{art.text[:max_chars]}",
-                                     language="en", answer=s.answer))  # questions are English
+                                     language=qa.language or "en", answer=s.answer))  # as written: English, or X (monolingual)
     return out
 
 

@@ -54,8 +54,10 @@ class DistractorsConfig(Section):
 
 STAGE = StageSpec(
     "distractors", "babelrag.construct.distractors:run", "DistractorSet", ("ingest", "index", "filters"),
-    ("distractors", "project"), uses_llm=True, version="2",
-    changes=(("2", "reads the index stage's store (never re-encodes the corpus) and typed translations"),),
+    ("distractors", "project"), uses_llm=True, version="3",
+    changes=(("2", "reads the index stage's store (never re-encodes the corpus) and typed translations"),
+             ("3", "a monolingual X–X question (questions.monolingual) gets X distractors only, found with its "
+                   "own question")),
     description="related / irrelevant / seemingly relevant distractors",
     # dense: the encoder and store the index stage built, whose output (and so this fingerprint) changes
     # with them; pair-only dense settings never make distractors stale
@@ -123,7 +125,10 @@ def select(candidates: dict[str, list[tuple[str, float]]], sequence: list[str]) 
 
 
 def needed_languages(qa: QAItem, articles: dict[str, Article], pivot: str) -> list[str]:
-    """The pivot language always; plus X for an X–pivot question (multilingual settings)."""
+    """The pivot language always; plus X for an X–pivot question (multilingual settings); X only for a
+    monolingual X–X question (its instances show X documents only)."""
+    if qa.language:
+        return [qa.language]
     x = qa.x_language
     if x is None:  # a record written before the questions stage stored the pivot rule
         x = x_language([articles[a].language if a in articles else pivot for a in qa.article_ids], pivot)
@@ -131,7 +136,7 @@ def needed_languages(qa: QAItem, articles: dict[str, Article], pivot: str) -> li
 
 
 def query_text(qa: QAItem, lang: str, pivot: str) -> str:
-    if lang != pivot:
+    if lang != pivot and lang != qa.language:  # a monolingual question is written in its language
         tr = qa.translation(lang)
         if tr is not None and tr.usable:
             return tr.question

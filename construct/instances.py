@@ -7,6 +7,8 @@ Settings (see ``docs/questions.md``):
 * ``multi``         X–en question pair; question in X; 1 supporting + M distractors in English and in X.
 * ``multi+EQ/+ES/+ED`` controlled variants (any combination): English question; X supporting article
   replaced by its English machine translation; X distractors replaced by English machine translations.
+* ``monolingual``   X–X question pair of a ``questions.monolingual`` language (MIRAGE-Bench's setting): question
+  written in X; 2 supporting + N distractors, all X articles (nothing translated).
 * ``no-retrieval``  question only;  ``oracle``  supporting articles only (for every question language).
 
 Leakage is checked on every finished instance (``check_leakage``; the rules live in ``babelrag.leakage``,
@@ -28,7 +30,8 @@ from babelrag.errors import ConfigError
 from babelrag.failed_items import error_reason, is_retryable
 from babelrag.leakage import instance_leaks
 from babelrag.construct.translate import needed_document_translations, translate_articles, translate_qas
-from babelrag.records import Article, DistractorSet, Document, Instance, QAItem, Translation, x_language
+from babelrag.records import (MONOLINGUAL_SETTING, Article, DistractorSet, Document, Instance, QAItem, Translation,
+                              x_language)
 from babelrag.stage import StageSpec
 
 
@@ -38,12 +41,13 @@ from babelrag.stage import StageSpec
 class InstancesConfig(Section):
     # mono: en–en questions, all documents English; multi: X–en questions. mono documents are already
     # English, so the +ES/+ED variants only exist for multi (mono+EQ is a synonym of en-baseline).
+    # monolingual: X–X questions of questions.monolingual, all documents in X (none without that setting)
     settings: list[str] = Field(
         default_factory=lambda: ["mono", "multi", "en-baseline", "multi+EQ", "multi+ES", "multi+ED",
-                                 "no-retrieval", "oracle"]
+                                 MONOLINGUAL_SETTING, "no-retrieval", "oracle"]
     )
-    mono_supporting: int = Field(2, ge=1, le=2)  # a pair has two articles
-    mono_distracting: int = Field(6, ge=0)
+    mono_supporting: int = Field(2, ge=1, le=2)  # a pair has two articles (mono and monolingual)
+    mono_distracting: int = Field(6, ge=0)  # mono: English distractors; monolingual: distractors in X
     multi_distracting_per_language: int = Field(3, ge=0)
     allow_fewer_distractors: bool = True  # False: skip an instance that cannot get its full distractor count
     translate_documents: bool = True  # machine-translate X articles to English for multi+ES / multi+ED
@@ -70,17 +74,18 @@ STAGE = StageSpec(
     ("instances", "project", "distractors"),
     description="one instance per question, setting and language", uses_llm=True,
     files=("instances.reviewed_qa",), input_paths=(("instances.reviewed_qa", ()),),
-    version="3",
+    version="4",
     changes=(("2", "reads typed translations (QAItem.translations)"),
              ("3", "re-translates question translations made from English a human review has since corrected; "
-                   "a_type says human_corrected / human_translated")),
+                   "a_type says human_corrected / human_translated"),
+             ("4", "the monolingual setting: X–X questions over X documents (questions.monolingual)")),
     llm_endpoints=(("instances.endpoint", (("instances.translate_documents", True),)),), runtime_sections=("llm",),
     prompts=("babelrag.construct.instances:chains/prompts/translate_article.yaml",
              "babelrag.construct.translate:chains/prompts/translate_qa.yaml"),
     owns={"instances": InstancesConfig}, order=70)
 
 BASES = ("mono", "multi")
-SPECIAL = ("en-baseline", "no-retrieval", "oracle")
+SPECIAL = ("en-baseline", MONOLINGUAL_SETTING, "no-retrieval", "oracle")
 VARIANTS = ("EQ", "ES", "ED")
 
 
@@ -89,7 +94,7 @@ class Setting:
     """A parsed setting name such as ``multi+ES+ED``."""
 
     name: str
-    base: str  # mono | multi | en-baseline | no-retrieval | oracle
+    base: str  # mono | multi | en-baseline | monolingual | no-retrieval | oracle
     eq: bool = False
     es: bool = False
     ed: bool = False
@@ -142,9 +147,12 @@ def _doc(article: Article, role: str, kind: str, translated: Optional[tuple[str,
 
 def qa_languages(qa: QAItem, articles: dict[str, Article], pivot: str = "en") -> tuple[str, Optional[str]]:
     """("mono", None) for a pivot–pivot question, ("multi", X) for an X–pivot one (the pivot rule the
-    questions stage stored; computed from the articles for records written before); Skip otherwise."""
+    questions stage stored; computed from the articles for records written before), ("monolingual", X) for a
+    question written in X over two X articles; Skip otherwise."""
     if any(a not in articles for a in qa.article_ids):
         raise Skip("missing-article")
+    if qa.language:
+        return MONOLINGUAL_SETTING, qa.language
     x = qa.x_language
     if x is None:
         x = x_language([articles[a].language for a in qa.article_ids], pivot)
@@ -183,7 +191,7 @@ class Assembler:
         return docs
 
     def _question(self, qa: QAItem, language: str) -> tuple[str, str, bool]:
-        if language == self.pivot:
+        if language == (qa.language or self.pivot):  # as written: English, or a monolingual question's X
             return qa.question, qa.answer, False
         tr = qa.translation(language)
         if tr is None or not tr.usable:
@@ -199,6 +207,11 @@ class Assembler:
     def documents(self, qa: QAItem, setting: Setting, kind: str, dset: Optional[DistractorSet]) -> list[Document]:
         support_ids = set(qa.article_ids)
         support = [self.articles[a] for a in qa.article_ids]
+        if kind == MONOLINGUAL_SETTING:
+            docs = [_doc(a, "supporting", "relevant") for a in support[: self.mono_supporting]]
+            if setting.base == MONOLINGUAL_SETTING:
+                docs += self._distractors(dset, support[0].language, self.mono_distracting, support_ids)
+            return docs
         if kind == "mono":
             docs = [_doc(a, "supporting", "relevant") for a in support[: self.mono_supporting]]
             if setting.base in ("mono", "en-baseline"):
@@ -221,6 +234,10 @@ class Assembler:
     def targets(self, qa: QAItem, setting: Setting, languages: list[str]) -> list[str]:
         """Question languages this setting yields for this question ([] when it does not apply)."""
         kind, x = qa_languages(qa, self.articles, self.pivot)
+        if kind == MONOLINGUAL_SETTING:  # written in X only: its own setting, and X without documents / oracle
+            return [x] if setting.base in (MONOLINGUAL_SETTING, "no-retrieval", "oracle") else []  # type: ignore[list-item]
+        if setting.base == MONOLINGUAL_SETTING:
+            return []
         if setting.base == "mono":
             if kind != "mono":
                 return []
@@ -238,7 +255,7 @@ class Assembler:
 
     def build(self, qa: QAItem, setting: Setting, language: str, dset: Optional[DistractorSet]) -> Instance:
         kind, _ = qa_languages(qa, self.articles, self.pivot)
-        if setting.base == "mono" and kind != "mono" or setting.base == "multi" and kind != "multi":
+        if setting.base in ("mono", "multi", MONOLINGUAL_SETTING) and kind != setting.base:
             raise Skip("setting-not-applicable")
         question, answer, q_mt = self._question(qa, language)
         docs = [] if setting.base == "no-retrieval" else self.documents(qa, setting, kind, dset)
@@ -247,7 +264,7 @@ class Assembler:
         rng.shuffle(docs)
         inst = Instance(
             id=iid, qa_id=qa.id, setting=setting.name, language=language, question=question, answer=answer,
-            en_question=qa.question, en_answer=qa.answer, q_type=qa.q_type, documents=docs,
+            en_question=qa.question, en_answer=qa.answer, q_type=qa.q_type, documents=docs,  # as written
             verified=qa.verified, machine_translated=q_mt or any(d.machine_translated for d in docs),
             a_type=qa.answer_type(language, self.pivot),
             dates=[self.articles[a].real_published for a in qa.article_ids],
@@ -438,7 +455,7 @@ def _document_translation(translations: dict[str, tuple[str, str]], failed: dict
 
 
 def _expected_distractors(setting: Setting, icfg) -> int:  # noqa: ANN001
-    if setting.base in ("mono", "en-baseline"):
+    if setting.base in ("mono", "en-baseline", MONOLINGUAL_SETTING):
         return icfg.mono_distracting
     if setting.base == "multi":
         return 2 * icfg.multi_distracting_per_language

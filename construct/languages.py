@@ -4,7 +4,8 @@ Run on every loaded config (the ``pairs`` stage declares ``on_load``, ``babelrag
 ``dense.encoder.kind: auto`` to the packaged encoder that covers every configured language (``coverage``), refuses
 a language the chosen encoder does not cover (naming the encoders that do), and returns the table that
 ``babelrag construct status`` prints and the run report keeps: per language its name in prompts, language ID,
-encoder coverage, title NER backend, the tokenisation ``corpus.min_tokens`` counts and the sentence splitting.
+encoder coverage, title NER backend, the tokenisation ``corpus.min_tokens`` counts, the sentence splitting and
+whether (and why) its same-language pairs are mined.
 Nothing is accepted here that the build would then leave silently unpaired.
 """
 from __future__ import annotations
@@ -33,6 +34,33 @@ class LanguageCapability:
     title_ner: str
     min_tokens: str
     sentences: str
+    same_language_pairs: str  # mined, and why (``same_language_reasons``), or why not
+
+
+def same_language_reasons(pivot: str, monolingual: list[str], same_language_in: str,
+                          languages: list[str]) -> dict[str, str]:
+    """Language -> why its same-language pairs are mined: the pivot (pivot–pivot questions), a language of
+    ``questions.monolingual`` (X–X questions written in X), or ``pairs.same_language_in: all``. A language
+    not in the result gets no same-language pairs: no question setting would use them."""
+    out: dict[str, str] = {}
+    for lang in languages:
+        if lang in monolingual:
+            out[lang] = f"questions.monolingual: {lang}–{lang} questions written in {lang}"
+        elif lang == pivot:
+            out[lang] = f"the pivot: {pivot}–{pivot} questions"
+        elif same_language_in == "all":
+            out[lang] = "pairs.same_language_in: all"
+    return out
+
+
+def _same_language_cell(config: Any, language: str) -> str:
+    pairs, questions = getattr(config, "pairs", None), getattr(config, "questions", None)
+    if pairs is None:
+        return "-"
+    reasons = same_language_reasons(config.project.pivot_language, list(getattr(questions, "monolingual", [])),
+                                    pairs.same_language_in, [language])
+    return (f"mined ({reasons[language]})" if language in reasons else
+            "not mined: no question setting uses them (questions.monolingual asks for X–X questions)")
 
 
 def _title_ner(config: Any, language: str) -> str:
@@ -117,7 +145,8 @@ def capability_table(config: Any) -> list[LanguageCapability]:
     return [LanguageCapability(
         language=lang, name=language_name(lang), language_id="lingua: yes",
         encoder=_encoder_cell(kind, lang) if kind else "-", title_ner=_title_ner(config, lang),
-        min_tokens=min_tokens_rule(lang), sentences=_sentences(lang)) for lang in config.project.languages]
+        min_tokens=min_tokens_rule(lang), sentences=_sentences(lang),
+        same_language_pairs=_same_language_cell(config, lang)) for lang in config.project.languages]
 
 
 def on_load(config: Any) -> dict[str, Any]:

@@ -4,22 +4,27 @@ Shared by ``relevance.max_pairs`` and ``questions.max_pairs`` so that a small bu
 build) checks and uses the same kind of pairs: X–en and en–en, non-English article first. Within a
 combination the next pick is the first pair (in id order) that shares no article, title entity or event
 with the pairs already chosen — otherwise the one sharing least — so a budget of eight does not spend
-itself on eight takes of the same story (near-duplicate questions the filters would drop). Pairs the pipeline cannot turn into questions (neither side in the pivot
-language, or a language outside ``project.languages``) are counted, never silently dropped.
+itself on eight takes of the same story (near-duplicate questions the filters would drop). X–X pairs of a
+language in ``questions.monolingual`` are their own combination (X, X). Pairs the pipeline cannot turn into
+questions (neither side in the pivot language nor a monolingual X–X pair, or a language outside
+``project.languages``) are counted, never silently dropped.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Callable, Optional
 
-from babelrag.records import Article, ArticlePair, x_language
+from babelrag.records import Article, ArticlePair, monolingual_language, x_language
 
 Chosen = tuple[ArticlePair, Article, Article]
 
 
 def select_pairs(pairs: list[ArticlePair], articles: dict[str, Article], pivot: str, languages: list[str],
-                 max_pairs: Optional[int], skip: Callable[..., Any] = lambda *a: None) -> list[Chosen]:
-    """Usable pairs oriented (X, pivot), at most ``max_pairs`` taken round-robin over (X, pivot)
-    combinations, returned in pair-id order. ``skip(reason[, n])`` counts what is left out."""
+                 max_pairs: Optional[int], skip: Callable[..., Any] = lambda *a: None,
+                 monolingual: Sequence[str] = ()) -> list[Chosen]:
+    """Usable pairs oriented (X, pivot), and X–X pairs of the ``monolingual`` languages, at most ``max_pairs``
+    taken round-robin over language combinations, returned in pair-id order. ``skip(reason[, n])`` counts
+    what is left out."""
     eligible: dict[tuple[str, str], list[Chosen]] = {}
     for pair in sorted(pairs, key=lambda p: p.id):
         if pair.relevant is False:
@@ -29,7 +34,8 @@ def select_pairs(pairs: list[ArticlePair], articles: dict[str, Article], pivot: 
         if a is None or b is None:
             skip("pair-article-missing")
             continue
-        x = x_language((a.language, b.language), pivot)
+        mono = monolingual_language((a.language, b.language), monolingual)
+        x = mono if mono is not None else x_language((a.language, b.language), pivot)
         if x is None or (x and x not in languages):
             skip("unsupported-language-pair")
             continue

@@ -14,6 +14,7 @@ from pydantic import Field, field_validator
 from babelrag.config import Section
 from babelrag.llm.settings import check_env_name
 from babelrag.construct.encoders.settings import EncoderConfig  # dense.encoder (kind: a registered encoder)
+from babelrag.construct.languages import same_language_reasons
 from babelrag.pipeline import StageContext
 from babelrag.records import EPOCH, Article, ArticlePair, undated
 from babelrag.run_only import run_only
@@ -30,8 +31,9 @@ class PairsConfig(Section):
     hub_max_articles: int = Field(200, ge=2)
     max_pairs: Optional[int] = Field(None, ge=1)  # None = every pair
     graphml: bool = True
-    # where same-language pairs are mined: the pivot language only (the questions use pivot–pivot and X–pivot
-    # pairs; an X–X pair would only be counted away at relevance), or every language (analysis, calibration)
+    # where same-language pairs are mined: the pivot language and the languages of questions.monolingual (the
+    # questions use pivot–pivot, X–pivot and those X–X pairs; any other X–X pair would only be counted away at
+    # relevance), or every language (analysis, calibration)
     same_language_in: Literal["pivot", "all"] = "pivot"
     # same-language pairs from dense similarity + shared entities (construct/samelang.py): languages whose
     # titles mostly have no entities (no NER model), every language, or none
@@ -85,7 +87,8 @@ class DenseConfig(Section):
 
 
 STAGE = StageSpec(
-    "pairs", "babelrag.construct.pairs:run", "ArticlePair", ("ingest", "index"), ("pairs", "dense", "project"),
+    "pairs", "babelrag.construct.pairs:run", "ArticlePair", ("ingest", "index"),
+    ("pairs", "dense", "project", "questions.monolingual"),
     description="related article pairs: entity graph + dense hybrid (same language), dense retrieval (cross-language)",
     files=("dense.events_file", "dense.encoder.name_or_path"),
     input_paths=(("dense.events_file", (("dense.enabled", True), ("dense.queries", "events"))),),
@@ -96,7 +99,9 @@ STAGE = StageSpec(
                                 "default; entity-graph pairs of those languages must pass the same score"),
                           ("3", "same-language pairs are mined in the pivot language only by default "
                                 "(pairs.same_language_in: all for every language): no question setting uses X–X "
-                                "pairs")))
+                                "pairs"),
+                          ("4", "same-language pairs are also mined in the languages of questions.monolingual "
+                                "(the monolingual X–X setting)")))
 
 PAIR_ID_PREFIX = {"entity_graph": "eg", "dense": "xl", "hybrid": "hy"}
 
@@ -177,18 +182,24 @@ def export_graph(ctx: StageContext, slices: dict[str, LanguageSlice], pairs: lis
 
 
 def same_language_scope(ctx: StageContext, languages: list[str]) -> set[str]:
-    """The languages same-language pairs are mined in (``pairs.same_language_in``), said up front: a curator
-    should not learn at relevance that de–de pairs were mined for nothing."""
-    pivot = ctx.config.project.pivot_language
-    scope = set(languages) if ctx.config.pairs.same_language_in == "all" else {pivot} & set(languages)
-    left_out = [lang for lang in languages if lang not in scope]
-    ctx.extra["same_language_mined_in"] = sorted(scope)
-    if left_out and ctx.console is not None:
-        ctx.console.print(f"pairs: same-language pairs mined in {', '.join(sorted(scope)) or 'no language'} only; "
-                          f"{', '.join(left_out)} articles pair across languages with {pivot} (the question "
-                          f"settings use {pivot}–{pivot} and X–{pivot} pairs; pairs.same_language_in: all mines "
-                          f"every language)")
-    return scope
+    """The languages same-language pairs are mined in (``same_language_reasons``), said up front with the
+    reason for each: a curator should not learn at relevance that de–de pairs were mined for nothing, nor
+    wonder why they were not."""
+    cfg = ctx.config
+    reasons = same_language_reasons(cfg.project.pivot_language, list(cfg.questions.monolingual),
+                                     cfg.pairs.same_language_in, languages)
+    left_out = [lang for lang in languages if lang not in reasons]
+    ctx.extra["same_language_mined_in"] = sorted(reasons)
+    ctx.extra["same_language_reasons"] = reasons
+    if ctx.console is not None and (left_out or cfg.questions.monolingual):
+        said = "; ".join(f"{lang} ({why})" for lang, why in sorted(reasons.items())) or "no language"
+        line = f"pairs: same-language pairs mined in {said}"
+        if left_out:
+            line += (f". Not in {', '.join(left_out)}: no question setting uses those pairs (their articles pair "
+                     f"across languages with {cfg.project.pivot_language}; questions.monolingual asks for X–X "
+                     "questions, pairs.same_language_in: all mines every language)")
+        ctx.console.print(line)
+    return set(reasons)
 
 
 def run(ctx: StageContext) -> None:

@@ -38,9 +38,11 @@ class RelevanceConfig(Section):
 
 
 STAGE = StageSpec(
-    "relevance", "babelrag.construct.relevance:run", "ArticlePair", ("ingest", "pairs"), ("relevance", "project"),
-    version="3", changes=(("2", "provenance hashes only its own settings and the endpoint it calls"),
-                          ("3", "relevance.criterion: the same story (as before) or the same specific event")),
+    "relevance", "babelrag.construct.relevance:run", "ArticlePair", ("ingest", "pairs"),
+    ("relevance", "project", "questions.monolingual"),
+    version="4", changes=(("2", "provenance hashes only its own settings and the endpoint it calls"),
+                          ("3", "relevance.criterion: the same story (as before) or the same specific event"),
+                          ("4", "relevance.max_pairs also picks the X–X pairs of questions.monolingual")),
     description="LLM topical-relevance check of each pair", uses_llm=True,
     llm_endpoints=(("relevance.endpoint", (("relevance.enabled", True),)),), runtime_sections=("llm",),
     prompts=("babelrag.construct.relevance:relevance.yaml", "babelrag.construct.relevance:relevance_event.yaml"),
@@ -87,7 +89,8 @@ def run(ctx: StageContext) -> None:
 
         cfg_all = ctx.config
         pairs = [p for p, _, _ in select_pairs(pairs, articles, cfg_all.project.pivot_language,
-                                               list(cfg_all.project.languages), cfg.max_pairs, ctx.skip)]
+                                               list(cfg_all.project.languages), cfg.max_pairs, ctx.skip,
+                                               list(cfg_all.questions.monolingual))]
     todo = []
     for p in pairs:
         if out.has(p.id):

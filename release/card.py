@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from babelrag.llm.local import MODEL_ALIAS
-from babelrag.records import ANSWER_TYPES, Instance
+from babelrag.records import ANSWER_TYPES, MONOLINGUAL_SETTING, Instance
 from babelrag.release import layout
 from babelrag.release.citation import METHOD_PAPERS, release_bibtex
 from babelrag.release.hub_metadata import bcp47, check_license, size_category
@@ -63,14 +63,15 @@ def count_noun(n: int, singular: str, plural: Optional[str] = None) -> str:
 
 
 def released_languages(instances: Iterable[Instance], pivot: str) -> list[str]:
-    """The languages the release holds: question languages, document languages, and the pivot language
-    of the ``en_question`` / ``en_answer`` fields — never a configured language no row or document has."""
+    """The languages the release holds: question languages, document languages, and the language of the
+    ``en_question`` / ``en_answer`` fields (the pivot; X for a monolingual question) — never a configured
+    language no row or document has."""
     out: set[str] = set()
     for inst in instances:
         out.add(inst.language)
         out.update(d.language for d in inst.documents)
         if inst.en_question.strip() or inst.en_answer.strip():
-            out.add(pivot)
+            out.add(inst.source_language(pivot))
     return sorted(out)
 
 
@@ -282,6 +283,17 @@ def licence_section(license_id: str, chosen: bool) -> str:
             f"cc-by-nc-4.0) and rebuild. {rights}")
 
 
+_MONOLINGUAL_SUMMARY = (", and monolingual questions as MIRAGE-Bench evaluates each language (`monolingual-<x>`: "
+                        "the question, answer and every document in one language X)")
+_MONOLINGUAL_SETTING_NOTE = ("`monolingual` question and answer written in X (not translated) from two X articles, "
+                             "supporting and distracting documents all in X (MIRAGE-Bench's per-language setting; "
+                             "its `no-retrieval` / `oracle` rows are in X too); ")
+
+
+def _has_monolingual(inp: CardInputs) -> bool:
+    return any(setting == MONOLINGUAL_SETTING for setting, _ in inp.config_meta.values())
+
+
 def render(inp: CardInputs) -> str:
     import yaml
 
@@ -332,12 +344,13 @@ def render(inp: CardInputs) -> str:
             f"{count_noun(inp.questions, 'question')} in {count_noun(len(inp.configs), 'configuration')} (one per "
             f"retrieval setting and question language) in {held}, built with "
             "babelrag following the XRAG construction (cross-document questions over related news articles, "
-            "with distractors).\n\n```python\nfrom datasets import load_dataset\n"
+            "with distractors)" + (_MONOLINGUAL_SUMMARY if _has_monolingual(inp) else "") + ".\n\n```python\nfrom datasets import load_dataset\n"
             f"ds = load_dataset(\"<repo or folder>\", \"{sorted(inp.configs)[0] if inp.configs else 'mono-de'}\")\n```"),
         "Configurations": _table(cfg_rows, ["config", "setting", "question language", "dev", "test"]) + (
             "\n\nSettings: `mono` question in X, English documents; `multi` question in X, supporting and "
             "distracting documents in English and X; `en-baseline` the English question; `+EQ/+ES/+ED` English "
             "question / supporting / distracting documents (machine-translated copies are flagged); "
+            + (_MONOLINGUAL_SETTING_NOTE if _has_monolingual(inp) else "") +
             "`no-retrieval` question only; `oracle` supporting documents only. Config names: the setting, the "
             "question language, then the controlled variants spelled out: `multi-de-en_support` is `multi+ES` "
             "with German questions (`en_question` +EQ, `en_support` +ES, `en_distractors` +ED); releases before "
@@ -345,7 +358,9 @@ def render(inp: CardInputs) -> str:
         "Publication dates": publication_dates_section(inp.date_ranges, inp.window),
         "Data fields": (
             "`id`, `qa_id` (shared by every setting of one question), `setting`, `language` (question language), "
-            "`question`, `answer`, `en_question`, `en_answer`, `q_type` (aggregation, comparison, multi-hop, set), "
+            "`question`, `answer`, `en_question`, `en_answer` (the question and answer as written: English; a "
+            "monolingual question's rows repeat its question and answer in X, as there is no English version), "
+            "`q_type` (aggregation, comparison, multi-hop, set), "
             "`documents` (list of `article_id, title, text, language, published, role` (supporting|distractor), "
             "`kind` (relevant|related|irrelevant|seemingly_relevant), `machine_translated`), `verified`, "
             "`machine_translated`, `dates` (supporting articles' publication dates), `a_type`, `crossdoc_type`. "

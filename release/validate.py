@@ -151,7 +151,7 @@ def check_instance(inst: Instance, rules: Rules, lang: Any, report: ValidationRe
         elif lang is not None:
             for name, text, declared in (("question", inst.question, inst.language),
                                          ("answer", inst.answer, inst.language),
-                                         ("en_question", inst.en_question, rules.pivot)):
+                                         ("en_question", inst.en_question, inst.source_language(rules.pivot))):
                 found = lang.check(text, declared)
                 if found:
                     add("language", f"{name} looks {language_label(found)}, declared {language_label(declared)}: "

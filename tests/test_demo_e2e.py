@@ -172,15 +172,20 @@ class DemoBrain:
                  {"question": f"Where is {m['org']} in the news?", "answer": m["place"]}]
         return {"pairs": pairs[:n]}
 
-    def crossdoc(self, system, user, body):
+    @staticmethod
+    def crossdoc_slots(user: str, org: str, person: str, place: str) -> tuple[str, dict[str, str]]:
+        """(question type, names) from a crossdoc prompt whose first fact list is ``simple_qa``'s three facts:
+        ``org`` the regex of the first fact's question, ``person`` / ``place`` how those facts' questions start."""
         q_type = re.search(r"Write one (\S+) question", user).group(1)
         first = user.split("Facts from the second article:", 1)[0]
         facts = dict(re.findall(r"^\d+\. Q: (.*?) A: (.*)$", first, re.M))
-        org = re.search(r"the report on (.*) cite\?", next(iter(facts))).group(1)
-        person = next(a for q, a in facts.items() if q.startswith("Who is quoted"))
-        place = next(a for q, a in facts.items() if q.startswith("Where is"))
-        question = TEMPLATES[q_type][0].format(org=org, place=place, person=person)
-        return {"question": question, "used_a": [1], "used_b": [1]}
+        return q_type, {"org": re.search(org, next(iter(facts))).group(1),
+                        "person": next(a for q, a in facts.items() if q.startswith(person)),
+                        "place": next(a for q, a in facts.items() if q.startswith(place))}
+
+    def crossdoc(self, system, user, body):
+        q_type, names = self.crossdoc_slots(user, r"the report on (.*) cite\?", "Who is quoted", "Where is")
+        return {"question": TEMPLATES[q_type][0].format(**names), "used_a": [1], "used_b": [1]}
 
     def answer(self, system, user, body):
         facts = re.search(r"^Facts used: (.*)$", user, re.M).group(1)

@@ -136,8 +136,8 @@ def test_chain_on_good_and_malformed_replies(server):
                                                                ("a2", "Porto")]
     assert j1.summaries[0].startswith("In short: Lumen Bank opens office in Porto")
     assert j1.provenance.model == "scripted" and j1.provenance.config_hash == "h"
-    assert j1.provenance.prompt_version == ("questions.summary@2,questions.simple_qa@1,questions.crossdoc@2,"
-                                            "questions.answer@1")
+    assert j1.provenance.prompt_version == ("questions.summary@3,questions.simple_qa@2,questions.crossdoc@3,"
+                                            "questions.answer@2")
     assert res.inferred_selection == 1 and {s.article_id for s in by["j2"].selected} == {"d1", "a1"}
 
 

@@ -41,6 +41,12 @@ class Job:
     a: Article
     b: Article
     q_type: str
+    language: Optional[str] = None  # a monolingual question's language (written in it); None: English
+
+
+def written_in(job: Job) -> str:
+    """The language every step of a job's chain writes in: English, or a monolingual question's language."""
+    return job.language or "en"
 
 
 @dataclass
@@ -65,6 +71,12 @@ def infer_used(question: str, pairs: list[QAPair]) -> list[int]:
     if best is None or not q & content_words(pairs[best].question + " " + pairs[best].answer):
         return []
     return [best + 1]
+
+
+def _step_id(step: str, key: tuple[str, str]) -> str:
+    """``summary:<article>`` for English (the ids earlier builds logged), ``summary:<article>@<x>`` in X."""
+    article, language = key
+    return f"{step}:{article}" if language == "en" else f"{step}:{article}@{language}"
 
 
 def _numbered(pairs: list[QAPair]) -> str:
@@ -98,32 +110,36 @@ class CrossDocChain:
         def fail(job: Job, reason: str, detail: str) -> None:
             failed.setdefault(job.id, ChainError(job.id, reason, detail[:1500]))
 
-        # 1. summaries, once per article
-        arts = {a.id: a for j in jobs for a in (j.a, j.b)}
+        # 1. summaries, once per article and language written in (English, or a monolingual question's X)
+        arts = {(a.id, written_in(j)): a for j in jobs for a in (j.a, j.b)}
         order = sorted(arts)
-        res = self._map("summary", [{"language": language_name(arts[i].language), "published": arts[i].date_label,
-                                     "title": arts[i].title, "text": arts[i].text[: self.max_chars]} for i in order],
-                        Summary, [f"summary:{i}" for i in order])
-        summaries = {i: r for i, r in zip(order, res)}
-        # 2. simple pairs, once per summarised article
-        ok_ids = [i for i in order if summaries[i].ok]
-        res = self._map("simple_qa", [{"summary": summaries[i].value.summary, "n": self.n_simple} for i in ok_ids],
-                        SimplePairs, [f"simple:{i}" for i in ok_ids])
-        simple = {i: r for i, r in zip(ok_ids, res)}
+        res = self._map("summary", [{"language": language_name(arts[k].language), "published": arts[k].date_label,
+                                     "title": arts[k].title, "text": arts[k].text[: self.max_chars],
+                                     "write_in": language_name(k[1])} for k in order],
+                        Summary, [_step_id("summary", k) for k in order])
+        summaries = {k: r for k, r in zip(order, res)}
+        # 2. simple pairs, once per summary
+        ok_ids = [k for k in order if summaries[k].ok]
+        res = self._map("simple_qa", [{"summary": summaries[k].value.summary, "n": self.n_simple,
+                                       "write_in": language_name(k[1])} for k in ok_ids],
+                        SimplePairs, [_step_id("simple", k) for k in ok_ids])
+        simple = {k: r for k, r in zip(ok_ids, res)}
         # 3. cross-document questions
         ready: list[Job] = []
         for j in jobs:
             for art in (j.a, j.b):
-                s = summaries[art.id]
+                key = (art.id, written_in(j))
+                s = summaries[key]
                 if not s.ok:
                     fail(j, f"summary:{s.reason}", f"summary of {art.id}: {s.error}")
-                elif not simple[art.id].ok:
-                    fail(j, f"simple_qa:{simple[art.id].reason}", f"simple pairs of {art.id}: {simple[art.id].error}")
+                elif not simple[key].ok:
+                    fail(j, f"simple_qa:{simple[key].reason}", f"simple pairs of {art.id}: {simple[key].error}")
             if j.id not in failed:
                 ready.append(j)
-        res = self._map("crossdoc", [{"pairs_a": _numbered(simple[j.a.id].value.pairs),
-                                      "pairs_b": _numbered(simple[j.b.id].value.pairs), "q_type": j.q_type,
-                                      "title_a": j.a.title, "title_b": j.b.title}
+        res = self._map("crossdoc", [{"pairs_a": _numbered(simple[(j.a.id, written_in(j))].value.pairs),
+                                      "pairs_b": _numbered(simple[(j.b.id, written_in(j))].value.pairs),
+                                      "q_type": j.q_type, "title_a": j.a.title, "title_b": j.b.title,
+                                      "write_in": language_name(written_in(j))}
                                      for j in ready], CrossDocQuestion, [f"crossdoc:{j.id}" for j in ready])
         chosen: dict[str, tuple[str, list[SimpleQA]]] = {}
         for j, r in zip(ready, res):
@@ -133,7 +149,7 @@ class CrossDocChain:
             sel: list[SimpleQA] = []
             inferred = False
             for art, used in ((j.a, r.value.used_a), (j.b, r.value.used_b)):
-                pairs = simple[art.id].value.pairs
+                pairs = simple[(art.id, written_in(j))].value.pairs
                 idx = [k for k in dict.fromkeys(used) if 1 <= k <= len(pairs)]
                 if not idx:
                     idx = infer_used(r.value.question, pairs)
@@ -149,10 +165,11 @@ class CrossDocChain:
             chosen[j.id] = (r.value.question, sel)
         # 4. answers
         answerable = [j for j in ready if j.id in chosen]
-        res = self._map("answer", [{"summary_a": summaries[j.a.id].value.summary,
-                                    "summary_b": summaries[j.b.id].value.summary,
+        res = self._map("answer", [{"summary_a": summaries[(j.a.id, written_in(j))].value.summary,
+                                    "summary_b": summaries[(j.b.id, written_in(j))].value.summary,
                                     "facts": " | ".join(f"{s.question} {s.answer}" for s in chosen[j.id][1]),
-                                    "question": chosen[j.id][0]} for j in answerable],
+                                    "question": chosen[j.id][0], "write_in": language_name(written_in(j))}
+                                   for j in answerable],
                         Answer, [f"answer:{j.id}" for j in answerable])
         for j, r in zip(answerable, res):
             if not r.ok:
@@ -161,8 +178,9 @@ class CrossDocChain:
             question, sel = chosen[j.id]
             out.items.append(QAItem(
                 id=j.id, pair_id=j.pair_id, article_ids=[j.a.id, j.b.id], q_type=j.q_type,  # type: ignore[arg-type]
-                question=question, answer=r.value.answer,
-                summaries=[summaries[j.a.id].value.summary, summaries[j.b.id].value.summary], selected=sel,
+                language=j.language, question=question, answer=r.value.answer,
+                summaries=[summaries[(j.a.id, written_in(j))].value.summary,
+                           summaries[(j.b.id, written_in(j))].value.summary], selected=sel,
                 provenance=Provenance(model=r.model, endpoint=r.endpoint, prompt_id="questions.chain",
                                       prompt_version=self.version(), config_hash=self.config_hash)))
         out.errors = [failed[j.id] for j in jobs if j.id in failed]
