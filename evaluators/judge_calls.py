@@ -42,6 +42,8 @@ class JudgeRunner:
         self.failed: list[FailedJudgeCall] = []
 
     def __getattr__(self, name: str) -> Any:
+        if name == "runner":  # not set yet (a copy being built): no recursion
+            raise AttributeError(name)
         return getattr(self.runner, name)
 
     def map_structured(self, *, endpoint: Any, stage: str, **kwargs: Any) -> list[Any]:

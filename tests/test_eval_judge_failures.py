@@ -3,19 +3,9 @@ the report says how many (results.json ``judge_failures``, per-model ``judge_cal
 ``judge_failed``, a warning), the run exits 3 naming the count, and a plain re-run sends exactly the failed
 calls again (every verdict that came is answered from the LLM cache). A judge that answered without a usable
 verdict stays ``no_verdict``: final, exit 0. Before: both were ``no_verdict`` and the run exited 0."""
-import yaml
-
 from babelrag.testing.scripted_server import Fault, ScriptedServer
-from tests.test_eval_run_contract import _cli, _config, _split_release, strict_load
-from tests.test_eval_runner import QUESTION, brain
-
-
-def _judged_by(tmp_path, srv, metrics):
-    cfg = _config(tmp_path, srv)
-    data = yaml.safe_load(cfg.read_text())
-    data["evaluate"]["metrics"] = list(metrics)
-    cfg.write_text(yaml.safe_dump(data))
-    return cfg
+from tests.test_eval_run_contract import _cli, released, strict_load
+from tests.test_eval_runner import QUESTION, _instances, brain
 
 
 def _faulty(faults):
@@ -36,10 +26,9 @@ DEFLECTION = '{"deflected"'  # GaRAGe's deflection judge prompt
 
 
 def test_judge_calls_without_answer_exit_3_with_the_count_and_a_rerun_retries_only_them(tmp_path):
-    release, test, _ = _split_release(tmp_path)  # four test instances
     faults = {(CANDIDATE, f"{QUESTION['de']} (0)"): Fault("500"), (DEFLECTION, f"{QUESTION['zh']} (1)"): Fault("429")}
     with ScriptedServer(_faulty(faults)) as srv:
-        cfg = _judged_by(tmp_path, srv, ["xrag", "garage", "mirage"])
+        release, cfg = released(tmp_path, srv, _instances()[:4], metrics=["xrag", "garage", "mirage"])
         res = _cli("evaluate", "run", release, "-c", cfg, "--out", tmp_path / "o", "--rounds", "20")
         assert res.returncode == 3, res.stdout + res.stderr
         said = " ".join(res.stderr.split())  # the console wraps long lines
@@ -70,9 +59,8 @@ def test_judge_calls_without_answer_exit_3_with_the_count_and_a_rerun_retries_on
 
 
 def test_a_judge_answering_without_a_usable_verdict_stays_no_verdict_and_exits_0(tmp_path):
-    release, _, _ = _split_release(tmp_path)
     with ScriptedServer(_faulty({(CANDIDATE, f"{QUESTION['de']} (0)"): "I would rather not say."})) as srv:
-        cfg = _judged_by(tmp_path, srv, ["xrag"])
+        release, cfg = released(tmp_path, srv, _instances()[:4], metrics=["xrag"])
         res = _cli("evaluate", "run", release, "-c", cfg, "--out", tmp_path / "o", "--rounds", "20")
     assert res.returncode == 0, res.stdout + res.stderr
     out = strict_load(tmp_path / "o" / "results.json")
