@@ -154,8 +154,9 @@ def run_evaluation(runner: "LLMRunner", instances: Sequence[Instance], models: S
         if console is not None:
             console.print(f"[yellow]warning:[/] {line}")
     ev = evaluate_answers(runner, instances, answers, judges, settings, prepared=prepared)
-    warnings = [*warnings, *judge_warning(ev.judge_failed)]
-    for line in judge_warning(ev.judge_failed):
+    unjudged = judge_warning(ev.judge_failed)  # judge calls that got no answer: the run ends with exit 3
+    warnings = [*warnings, *unjudged]
+    for line in unjudged:
         if console is not None:
             console.print(f"[yellow]warning:[/] {line}")
     answers = with_panel_verdicts(answers, ev)
