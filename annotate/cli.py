@@ -1,13 +1,18 @@
 """`babelrag annotate ...`: serve a local Argilla, push projects, pull responses, status, agreement.
 
-Imports stay inside commands so `babelrag --help` does not load argilla, httpx or pydantic models.
+Imports stay inside commands so `babelrag --help` does not load argilla, httpx or pydantic models. `push` and
+`pull` write into the build (audit files, suggestions, the highlight vector cache, pulled responses): they
+hold the build's lock (``babelrag.build_lock``) while they run, so a second writer is refused with exit 2.
 """
 from __future__ import annotations
 
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Optional
 
 import typer
+
+from babelrag.build_lock import build_lock
 
 app = typer.Typer(help="Human annotation in Argilla: server, projects, responses, agreement.", no_args_is_help=True)
 
@@ -31,6 +36,13 @@ def _load(config: Optional[Path]):
     paths = {k: cfg.resolve(str(getattr(server, k))) for k in ("home", "venv") if getattr(server, k) is not None}
     settings = cfg.annotate.model_copy(update={"server": server.model_copy(update=paths)})
     return settings, BuildStore(cfg.build_dir).annotate_dir
+
+
+def _writing(build_dir: Path, written: Path) -> AbstractContextManager:
+    """The build's lock while ``written`` lies inside the build (nothing to lock when it lies elsewhere)."""
+    if written.resolve().is_relative_to(build_dir.resolve()):
+        return build_lock(build_dir)
+    return nullcontext()
 
 
 def _client(settings):
@@ -92,7 +104,15 @@ def push(
     config: Optional[Path] = ConfigOpt,
 ) -> None:
     """Check the whole input, then create the project's dataset (users, workspaces, guidelines,
-    distribution) and add the records; a re-run skips records that already landed."""
+    distribution) and add the records; a re-run skips records that already landed. Holds the build's lock
+    (it writes audit files and suggestions into <build>/annotate)."""
+    settings, default_out = _load(config)
+    with _writing(default_out.parent, default_out):
+        _push(project, input, language, articles, update, settings, default_out)
+
+
+def _push(project: str, input: Path, language: str, articles: Optional[Path], update: bool, settings,
+          default_out: Path) -> None:
     from babelrag.errors import InputError
 
     from .input_checks import check_input, raise_problems
@@ -102,7 +122,6 @@ def push(
     from .registry import get
     from .suggested import write_suggested
 
-    settings, default_out = _load(config)
     pt = get(project)
     rows = read_rows(input, surrogates=False)  # check_input names them by record id, with every other problem
     languages = [language] if language else (settings.project(project).languages if pt.per_language else [""])
@@ -190,13 +209,19 @@ def pull(
     language: str = typer.Option("", "--language", "-l", help="Translation language to merge."),
     config: Optional[Path] = ConfigOpt,
 ) -> None:
-    """Write responses (who, when, status, values) to <out>/<project>.responses.jsonl; optionally merge."""
+    """Write responses (who, when, status, values) to <out>/<project>.responses.jsonl; optionally merge.
+    Holds the build's lock when <out> lies in the build (the default)."""
+    settings, default_out = _load(config)
+    out = out or default_out
+    with _writing(default_out.parent, out):
+        _pull(project, out, merge_into, language, settings)
+
+
+def _pull(project: str, out: Path, merge_into: Optional[Path], language: str, settings) -> None:
     from .pull import pull as do_pull
     from .pull import write_decisions
     from .push import argilla_errors, project_datasets
 
-    settings, default_out = _load(config)
-    out = out or default_out
     rg_client, target = _client(settings)
     con = _console()
     for name in _projects(project):

@@ -116,17 +116,14 @@ def run(config: Path = ConfigOpt,
         ) -> None:
     """Run the build pipeline (skips stages whose inputs and config are unchanged)."""
     from babelrag.build_lock import build_lock
-    from babelrag.config import load_config
     from babelrag.llm.local import with_embedded_model
     from babelrag.pipeline import run_pipeline
-    from babelrag.run_profiles import EMBEDDED_MODEL_DEFAULTS, run_overrides
+    from babelrag.run_profiles import load_run_config, run_overrides
 
     overrides = run_overrides(profile, max_pairs)
     if embedded:
         overrides = {**overrides, "llm": {**overrides.get("llm", {}), "embedded": True}}
-    loaded = load_config(config, overrides)
-    if loaded.llm.embedded:  # the embedded model's defaults (the YAML's own values win over them)
-        loaded = load_config(config, overrides, defaults=EMBEDDED_MODEL_DEFAULTS)
+    loaded = load_run_config(config, overrides)  # with the embedded model's defaults under the YAML when it runs
     console = _console()
     # the lock first: a second run on a build in use stops before it starts a model (re-entrant for the run)
     with build_lock(loaded.build_dir), \

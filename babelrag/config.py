@@ -187,9 +187,20 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None,
                 defaults: dict[str, Any] | None = None) -> Config:
     """Read and validate a YAML config; errors are ConfigError with one line per problem. ``overrides`` win
     over the file (command-line flags); the file wins over ``defaults`` (a mode's own defaults)."""
+    path = Path(path)
+    raw = read_config_file(path)
+    if defaults:
+        raw = deep_merge(defaults, raw)
+    if overrides:
+        raw = deep_merge(raw, overrides)
+    return config_from_dict(raw, source=str(path), base_dir=path.parent)
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    """The YAML config's sections as written, unvalidated (``load_config`` validates them); a missing file,
+    bad YAML or a non-mapping is a one-line ConfigError."""
     import yaml
 
-    path = Path(path)
     if not path.exists():
         raise ConfigError(f"config file not found: {path} (create one with `babelrag init {path}`)")
     try:
@@ -202,11 +213,7 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None,
         raise ConfigError(f"{path}: not valid YAML{where}: {getattr(exc, 'problem', exc)}") from None
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: expected a mapping of sections (project:, corpus:, ...), got {type(raw).__name__}")
-    if defaults:
-        raw = deep_merge(defaults, raw)
-    if overrides:
-        raw = deep_merge(raw, overrides)
-    return config_from_dict(raw, source=str(path), base_dir=path.parent)
+    return raw
 
 
 def config_from_dict(raw: dict[str, Any], source: str = "<config>", base_dir: Path | str = ".") -> Config:

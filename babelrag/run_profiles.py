@@ -6,9 +6,12 @@ config overrides (they win over the YAML), so the stage fingerprints see them li
 """
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from babelrag.config import deep_merge
+from pydantic import TypeAdapter, ValidationError
+
+from babelrag.config import Config, config_from_dict, deep_merge, read_config_file
 from babelrag.errors import ConfigError
 
 #: How many pairs each question needs checked: twice as many pairs are relevance-checked as are turned into
@@ -55,3 +58,23 @@ def run_overrides(profile: str | None, max_pairs: int | None) -> dict[str, Any]:
     if max_pairs is not None:
         out = deep_merge(out, pair_budget(max_pairs))
     return out
+
+
+def load_run_config(path: Path, overrides: dict[str, Any]) -> Config:
+    """`babelrag run`'s config, read and validated once: when the embedded model runs (``llm.embedded`` in the
+    YAML or from ``--embedded`` in ``overrides``), ``EMBEDDED_MODEL_DEFAULTS`` apply under the YAML's own values."""
+    raw = read_config_file(Path(path))
+    merged = deep_merge(raw, overrides)
+    if _embedded(merged):
+        merged = deep_merge(deep_merge(EMBEDDED_MODEL_DEFAULTS, raw), overrides)
+    return config_from_dict(merged, source=str(path), base_dir=Path(path).parent)
+
+
+def _embedded(raw: dict[str, Any]) -> bool:
+    """``llm.embedded`` as the config's validation will read it (a value it rejects: False here, the
+    validation reports it)."""
+    llm = raw.get("llm")
+    try:
+        return isinstance(llm, dict) and TypeAdapter(bool).validate_python(llm.get("embedded", False))
+    except ValidationError:
+        return False

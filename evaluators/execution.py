@@ -4,7 +4,9 @@ Every model is scored on every instance of the split (``coverage``): an instance
 from an ``--answers`` file, or whose generation failed after the LLM layer's retries — counts as wrong in
 its scores, the leaderboard shows its coverage (answered / total) and results.json warns. Failed generations
 also end the run with exit 3 once the report is written (``failures``): a plain re-run retries them.
-Items where every judge failed count as ``no_verdict`` (see ``xrag``). ``evaluate_release`` is what
+So do judge calls that got no answer (``judge_calls``: counted per model as ``judge_calls_failed``, in
+results.json's ``judge_failures`` and a warning). Items whose judges all answered without a usable verdict
+count as ``no_verdict`` (see ``xrag``): that is final. ``evaluate_release`` is what
 ``babelrag evaluate run`` and the demo call: release (folder, .jsonl or Hub id) -> answers -> report.
 """
 from __future__ import annotations
@@ -22,6 +24,8 @@ from babelrag.evaluators.answers_file import UNANSWERED, unanswered_records
 from babelrag.evaluators.coverage import coverage, coverage_warnings
 from babelrag.evaluators.failures import GenerationFailed, check_failures, incomplete
 from babelrag.evaluators.human_labels import read_human_verdicts
+from babelrag.evaluators.judge_calls import FailedJudgeCall, judge_failures
+from babelrag.evaluators.judge_calls import warning as judge_warning
 from babelrag.evaluators.settings import EvalSettings
 from babelrag.langcheck import DEFAULT_LANGUAGES
 from babelrag.records import Instance
@@ -45,6 +49,7 @@ class Evaluation:
     breakdown: dict[str, dict[str, Estimate]] = field(default_factory=dict)  # model -> "setting/lang" -> accuracy
     bradley_terry: list[dict[str, Any]] = field(default_factory=list)  # BTResult.leaderboard()
     extra: dict[str, Any] = field(default_factory=dict)  # battles summary, surrogate, support models
+    judge_failed: list[FailedJudgeCall] = field(default_factory=list)  # judge calls that got no answer
 
 
 def prepare_metrics(settings: EvalSettings) -> tuple[list["Metric"], dict[str, Any]]:
@@ -81,10 +86,14 @@ def evaluate_answers(runner: "LLMRunner", instances: Sequence[Instance], answers
     ok = {m: [a for a in recs if a.ok] for m, recs in sorted(per_model.items())}
     ev = Evaluation({}, {}, {}, {}, {m: _answer_counts(per_model[m], len(by_id)) for m in ok})
     scored = {m: per_model[m] for m, o in ok.items() if o}
+    for model in scored:
+        ev.counts[model]["judge_calls_failed"] = 0
     for metric in metrics:
         results = {}
         for model, recs in scored.items():
+            mark = len(run.runner.failed)
             res = metric.score(run, model, recs if metric.scores_unanswered else ok[model])
+            ev.counts[model]["judge_calls_failed"] += len(run.runner.failed) - mark  # judging this model's answers
             if res is None:
                 continue
             results[model] = res
@@ -92,6 +101,7 @@ def evaluate_answers(runner: "LLMRunner", instances: Sequence[Instance], answers
             ev.scores.setdefault(model, {}).update(metric.leaderboard(res))
             metric.views(run, model, res, ev)
         metric.compare(run, results, scored if metric.scores_unanswered else {m: ok[m] for m in scored}, ev)
+    ev.judge_failed = list(run.runner.failed)
     return ev
 
 
@@ -144,6 +154,11 @@ def run_evaluation(runner: "LLMRunner", instances: Sequence[Instance], models: S
         if console is not None:
             console.print(f"[yellow]warning:[/] {line}")
     ev = evaluate_answers(runner, instances, answers, judges, settings, prepared=prepared)
+    unjudged = judge_warning(ev.judge_failed)  # judge calls that got no answer: the run ends with exit 3
+    warnings = [*warnings, *unjudged]
+    for line in unjudged:
+        if console is not None:
+            console.print(f"[yellow]warning:[/] {line}")
     answers = with_panel_verdicts(answers, ev)
     write_answers(answers_path, answers)  # now with the panel's verdict: the annotators' hint
     from babelrag.evaluators.judge_flags import judging_flags
@@ -167,13 +182,14 @@ def run_evaluation(runner: "LLMRunner", instances: Sequence[Instance], models: S
         breakdown=ev.breakdown, coverage={m: (c.answered, c.total) for m, c in covered.items()},
         answers=answers,
         extra={"counts": ev.counts, "warnings": warnings, "judging": judging,
+               "judge_failures": judge_failures(ev.judge_failed),
                **({"notice": settings.notice} if settings.notice else {}), **ev.extra,
                **({"selection": selection.recorded()} if selection is not None and not selection.window.open else {}),
                "metrics": {m: {k: r.to_dict() for k, r in res.items()} for m, res in ev.results.items()}},
         columns={c.name: f"{metric.name}: {metric.description}" for metric in prepared[0] for c in metric.columns},
     ))
     paths["answers"] = answers_path
-    failed = incomplete(answers, model_endpoints, str(paths["html"])) if generated else None
+    failed = incomplete(answers if generated else (), model_endpoints, str(paths["html"]), ev.judge_failed)
     if failed is not None:
         failed.paths = paths  # type: ignore[attr-defined]  # the report is written: callers may still read it
         raise failed

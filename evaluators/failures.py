@@ -5,7 +5,8 @@ saying "no results" with exit code 0 hides that; the run stops with an error nam
 first error instead. When only some failed, the failed instances are unanswered: they count as wrong in
 the model's scores (``coverage``), every failing model is warned about (console and results.json
 ``warnings``), the report is written, and the run ends with ``IncompleteRunError`` (exit 3): a plain re-run
-retries exactly the failed calls, the answers that succeeded come from the LLM cache.
+retries exactly the failed calls, the answers that succeeded come from the LLM cache. Judge calls that got
+no answer (``judge_calls``) end the run the same way.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from babelrag.errors import BabelragError, IncompleteRunError
-
+from babelrag.evaluators.judge_calls import FailedJudgeCall, describe
 
 
 class GenerationFailed(BabelragError):
@@ -65,15 +66,21 @@ def check_failures(answers: Sequence[Any], endpoints: Mapping[str, str]) -> list
             if f.failed]
 
 
-def incomplete(answers: Sequence[Any], endpoints: Mapping[str, str], report: str) -> IncompleteRunError | None:
-    """The error that ends a run whose report is written but some of whose answer calls failed; None if
-    every call succeeded."""
+def incomplete(answers: Sequence[Any], endpoints: Mapping[str, str], report: str,
+               judge_calls: Sequence[FailedJudgeCall] = ()) -> IncompleteRunError | None:
+    """The error that ends a run whose report is written but some of whose answer calls failed or some of
+    whose judge calls got no answer (``judge_calls``); None if every call was answered."""
     failing = [f for f in model_failures(answers, endpoints) if f.failed]
-    if not failing:
+    if not failing and not judge_calls:
         return None
-    failed = sum(f.failed for f in failing)
+    parts = []
+    if failing:
+        failed = sum(f.failed for f in failing)
+        parts.append(f"{failed} answer call(s) failed (" + "; ".join(f"{f.model}: {f.failed} of {f.answers}"
+                                                                   for f in failing)
+                     + f"); they are scored as unanswered (wrong) in the report {report}")
+    if judge_calls:
+        parts.append(describe(judge_calls) + f"; the items they judge have no verdict from them in the report {report}")
     return IncompleteRunError(
-        f"incomplete: {failed} answer call(s) failed (" + "; ".join(f"{f.model}: {f.failed} of {f.answers}"
-                                                                  for f in failing)
-        + f"); they are scored as unanswered (wrong) in the report {report}. A plain re-run retries exactly "
-          "the failed calls (answers that succeeded come from the LLM cache)")
+        "incomplete: " + "; ".join(parts) + ". A plain re-run retries exactly the failed calls (answers and "
+        "verdicts that succeeded come from the LLM cache)")

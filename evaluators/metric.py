@@ -10,6 +10,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Optional
 
+from babelrag.evaluators.judge_calls import JudgeRunner
+
 if TYPE_CHECKING:  # pragma: no cover
     from babelrag.evaluators.answers import AnswerRecord
     from babelrag.evaluators.execution import Evaluation
@@ -30,7 +32,8 @@ class Column:
 @dataclass
 class MetricRun:
     """What every metric sees: the LLM runner, the instances by id, the judges, the languages answers
-    are detected among, the run settings, and what metrics share (support models, loaded once)."""
+    are detected among, the run settings, and what metrics share (support models, loaded once). The runner
+    is wrapped in a ``JudgeRunner``: judge calls that got no answer are recorded (``judge_calls``)."""
 
     runner: Any
     instances: Mapping[str, "Instance"]
@@ -38,6 +41,10 @@ class MetricRun:
     languages: Sequence[str]
     settings: "EvalSettings"
     shared: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.runner, JudgeRunner):
+            self.runner = JudgeRunner(self.runner)
 
     @property
     def judge(self) -> str:

@@ -6,7 +6,9 @@ Tie policy (explicit, chosen per run, recorded in every item):
 - ``"correct"``: a split panel gives the benefit of the doubt.
 - ``"first"``: the first judge in panel order that voted (the "chair") breaks the tie.
 Judges that failed (``None`` votes, e.g. unparseable replies) abstain and are counted; an item where
-every judge abstained gets no verdict: it is left out of accuracy and counted as ``no_verdict``.
+every judge abstained gets no verdict: it is left out of accuracy and counted as ``no_verdict`` — unless a
+judge call on it got no answer (timeout, 5xx, ...: ``judge_calls``): then it is counted as ``judge_failed``,
+not as a verdict of any kind, and a plain re-run asks that judge again.
 
 Language rule (XRAG): an answer not in the expected language is incorrect whatever the panel says;
 an empty answer has no language and is wrong-language. The language is that of the answer's function words,
@@ -74,6 +76,7 @@ class XragItem:
     detected_language: Optional[str] = None  # filled by the scorer unless given
     extra: dict[str, Any] = field(default_factory=dict)
     unanswered: bool = False  # the system gave no answer (``coverage``): incorrect, wrong language, no judge asked
+    judge_failed: int = 0  # judge calls on it that got no answer (their votes are None; a re-run retries them)
 
 
 def _coerce(items: Iterable[XragItem | Mapping[str, Any]]) -> list[XragItem]:
@@ -144,11 +147,12 @@ def score_panel(
             "correct": None if vote.verdict is None else bool(vote.verdict and lang_ok),
             "votes_correct": vote.correct_votes, "votes_incorrect": vote.incorrect_votes,
             "votes_abstained": vote.abstained, "tie": vote.tie, "tie_policy": tie_policy,
-            "human": it.human, "answered": not it.unanswered, **it.extra,
+            "human": it.human, "answered": not it.unanswered, "judge_failed": it.judge_failed, **it.extra,
         })
     counts = {
         "items": len(rows),
-        "no_verdict": sum(r["correct"] is None for r in rows),
+        "no_verdict": sum(r["correct"] is None and not r["judge_failed"] for r in rows),  # final
+        "judge_failed": sum(bool(r["judge_failed"]) for r in rows),  # not judged yet: a re-run retries
         "ties": sum(r["tie"] for r in rows),
         "abstained_votes": sum(r["votes_abstained"] for r in rows),
         "wrong_language": sum(not r["language_correct"] for r in rows),
@@ -159,7 +163,7 @@ def score_panel(
     for r in rows:
         r["accuracy"] = float("nan") if r["correct"] is None else float(r["correct"])
     res = make_result("xrag.panel", rows, ("accuracy", "language_correct"), rounds=rounds, seed=seed, counts=counts)
-    res.counts.pop("accuracy_undefined", None)  # same number as no_verdict
+    res.counts.pop("accuracy_undefined", None)  # no_verdict + the judge_failed items without a verdict
     groups = sorted({(r["setting"], r["language"]) for r in rows})
     for setting, lang in groups:
         sub = [r for r in rows if (r["setting"], r["language"]) == (setting, lang)]
@@ -211,12 +215,14 @@ class XragMetric(Metric):
         from babelrag.evaluators.judges import panel_votes
 
         answered = [a for a in answers if a.ok]
+        mark = len(run.runner.failed)
         votes = dict(zip((a.id for a in answered), panel_votes(run.runner, run.judges, [
             {"question": run.instances[a.instance_id].question, "gold": run.instances[a.instance_id].answer,
              "answer": a.answer} for a in answered], [a.id for a in answered])))
         human = run.settings.human
+        failed = run.runner.failed_items(since=mark)
         return score_panel([XragItem(a.instance_id, a.setting, a.language, a.answer, votes.get(a.id, ()),
-                                     human=human.get(a.id), unanswered=not a.ok,
+                                     human=human.get(a.id), unanswered=not a.ok, judge_failed=failed[a.id],
                                      # each judge's own vote: judge-human agreement (``calibration``)
                                      extra={"answer_id": a.id,
                                             **({"judge_votes": dict(zip(run.judges, votes[a.id]))}

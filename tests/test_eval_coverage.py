@@ -6,11 +6,10 @@ and failed generations were left out with exit 0."""
 import json
 
 import pytest
-import yaml
 
 from babelrag.records import Document, Instance
 from babelrag.testing.scripted_server import Fault, ScriptedServer
-from tests.test_eval_run_contract import _cli, _config, _split_release, _write_release, strict_load
+from tests.test_eval_run_contract import _cli, _config, _split_release, released, strict_load
 from tests.test_eval_runner import GOLD, QUESTION, brain
 
 N = 20
@@ -33,19 +32,8 @@ def _line(model, k, answer):
     return json.dumps({"instance_id": f"t{k:02d}", "model": model, "answer": answer})
 
 
-@pytest.fixture()
-def server():
-    with ScriptedServer(brain) as srv:
-        yield srv
-
-
-def test_a_system_answering_2_of_20_ranks_below_one_answering_all(server, tmp_path):
-    release = tmp_path / "release"
-    _write_release(release, {"test": _twenty()})
-    cfg = _config(tmp_path, server)
-    data = yaml.safe_load(cfg.read_text())
-    data["evaluate"]["metrics"] = ["xrag", "citations", "mirage"]
-    cfg.write_text(yaml.safe_dump(data))
+def test_a_system_answering_2_of_20_ranks_below_one_answering_all(eval_server, tmp_path):
+    release, cfg = released(tmp_path, eval_server, _twenty(), metrics=["xrag", "citations", "mirage"])
     answers = tmp_path / "answers.jsonl"
     right = GOLD["de"] + "[1][2]"  # the release order shows the two supporting articles first
     answers.write_text("\n".join([_line("sys-a", k, right) for k in range(2)]
@@ -127,7 +115,7 @@ def test_failed_answer_calls_count_as_unanswered_exit_3_and_a_plain_rerun_retrie
     assert out["warnings"] == [] and out["coverage"]["weak"] == {"answered": 4, "instances": 4}
 
 
-def test_garage_and_ragas_count_an_unanswered_instance_as_wrong_without_a_judge(server, tmp_path):
+def test_garage_and_ragas_count_an_unanswered_instance_as_wrong_without_a_judge(eval_server, tmp_path):
     from babelrag.evaluators.answers_file import answer_record
     from babelrag.evaluators.execution import run_evaluation
     from babelrag.evaluators.settings import EvalSettings
@@ -136,8 +124,8 @@ def test_garage_and_ragas_count_an_unanswered_instance_as_wrong_without_a_judge(
     instances = _instances()  # 6 answerable instances, the supporting articles first in the release order
     answers = [answer_record(inst, model, GOLD[inst.language] + "[1][2]", "citations", "")
                for model in ("full", "part") for inst in instances if model == "full" or inst.id in ("i0de", "i0zh")]
-    before = server.count("chat")
-    paths = run_evaluation(_runner(server, tmp_path), instances, [], ["judge-1"], tmp_path / "eval",
+    before = eval_server.count("chat")
+    paths = run_evaluation(_runner(eval_server, tmp_path), instances, [], ["judge-1"], tmp_path / "eval",
                            EvalSettings(rounds=20, metrics=("xrag", "garage", "ragas")), answers=answers)
     data = json.loads(paths["json"].read_text())
     row = {r["model"]: r for r in data["leaderboard"]}
@@ -151,4 +139,4 @@ def test_garage_and_ragas_count_an_unanswered_instance_as_wrong_without_a_judge(
     assert garage["counts"]["unanswered"] == 4 and data["metrics"]["part"]["ragas"]["counts"]["unanswered"] == 4
     # 7 judge prompts per distinct answer: part's 2 answers are full's (from the cache), its 4 missing ones are
     # never sent to a judge
-    assert server.count("chat") - before == 6 * 7
+    assert eval_server.count("chat") - before == 6 * 7

@@ -5,9 +5,8 @@ import pytest
 from babelrag.errors import InputError
 from babelrag.evaluators.answers import read_answers
 from babelrag.freshness import DateWindow, date_range, select
-from babelrag.testing.scripted_server import ScriptedServer
-from tests.test_eval_run_contract import _cli, _config, _write_release, strict_load
-from tests.test_eval_runner import _instances, brain
+from tests.test_eval_run_contract import _cli, released, strict_load
+from tests.test_eval_runner import _instances
 
 # supporting-article dates per instance id (de and zh instances of three questions)
 DATES = {
@@ -29,16 +28,8 @@ def _dated():
     return out
 
 
-@pytest.fixture()
-def server():
-    with ScriptedServer(brain) as srv:
-        yield srv
-
-
-def test_after_scores_only_instances_newer_than_the_cutoff_and_records_the_selection(server, tmp_path):
-    release = tmp_path / "release"
-    _write_release(release, {"test": _dated()})
-    cfg = _config(tmp_path, server)
+def test_after_scores_only_instances_newer_than_the_cutoff_and_records_the_selection(eval_server, tmp_path):
+    release, cfg = released(tmp_path, eval_server, _dated())
     res = _cli("evaluate", "run", release, "-c", cfg, "--out", tmp_path / "a", "--rounds", "20",
                "--after", "2024-06-30")
     assert res.returncode == 0, res.stderr
@@ -66,10 +57,8 @@ def test_after_scores_only_instances_newer_than_the_cutoff_and_records_the_selec
     assert "selection" not in strict_load(tmp_path / "c" / "results.json")
 
 
-def test_a_window_with_no_instance_or_a_bad_date_is_a_clear_error(server, tmp_path):
-    release = tmp_path / "release"
-    _write_release(release, {"test": _dated()})
-    cfg = _config(tmp_path, server)
+def test_a_window_with_no_instance_or_a_bad_date_is_a_clear_error(eval_server, tmp_path):
+    release, cfg = released(tmp_path, eval_server, _dated())
     res = _cli("evaluate", "run", release, "-c", cfg, "--out", tmp_path / "x", "--after", "2026-01-01")
     assert res.returncode == 2 and "all its supporting articles published after 2026-01-01" in res.stderr
     assert "Traceback" not in res.stderr and not (tmp_path / "x").exists()
@@ -78,12 +67,10 @@ def test_a_window_with_no_instance_or_a_bad_date_is_a_clear_error(server, tmp_pa
     assert not (tmp_path / "y").exists()
 
 
-def test_answers_file_is_narrowed_to_the_window(server, tmp_path):
+def test_answers_file_is_narrowed_to_the_window(eval_server, tmp_path):
     import json
 
-    release = tmp_path / "release"
-    _write_release(release, {"test": _dated()})
-    cfg = _config(tmp_path, server)
+    release, cfg = released(tmp_path, eval_server, _dated())
     answers = tmp_path / "answers.jsonl"
     answers.write_text("".join(json.dumps({"instance_id": i.id, "model": "ext", "answer": i.answer}) + "\n"
                                for i in _dated()), encoding="utf-8")

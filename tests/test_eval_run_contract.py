@@ -50,6 +50,19 @@ def _config(tmp_path, server, models=("good",)):
     return path
 
 
+def released(tmp_path, server, instances, metrics=None, models=("good",)):
+    """(release folder, config path): a release whose test split holds ``instances``, and a config evaluating
+    ``models`` on it through ``server`` (``metrics``: evaluate.metrics, default the config's default)."""
+    release = tmp_path / "release"
+    _write_release(release, {"test": instances})
+    cfg = _config(tmp_path, server, models)
+    if metrics is not None:
+        data = yaml.safe_load(cfg.read_text())
+        data["evaluate"]["metrics"] = list(metrics)
+        cfg.write_text(yaml.safe_dump(data))
+    return release, cfg
+
+
 def _cli(*args):
     return subprocess.run([str(BIN), *map(str, args)], capture_output=True, text=True, timeout=300,
                           env={**os.environ, "HF_HUB_OFFLINE": "1"})

@@ -12,7 +12,7 @@ import pytest
 
 from babelrag.config import config_from_dict
 from babelrag.construct.ingest.extract import article_from_html
-from babelrag.construct.ingest.html import UndecodablePage, decode_html
+from babelrag.construct.ingest.html import UndecodablePage, decode_html, decode_page
 from babelrag.construct.ingest.readers import read_warc
 from babelrag.pipeline import Pipeline
 from babelrag.records import Article
@@ -24,6 +24,7 @@ NTREX = Path(__file__).parent / "fixtures" / "ntrex_samelang" / "articles.jsonl"
 PAGE = "tagesschau.de.rheinmetall.html"  # declares <meta ... charset=utf-8>, German text with umlauts
 URL = "https://www.tagesschau.de/investigativ/ndr/rheinmetall-datenleck-101.html"
 URL2 = "https://www.lopinion.fr/edition/economie/glyphosate-radiographie-d-intoxication-collective-186859"
+FRENCH = "lopinion.fr.glyphosate.html"  # URL2's page: UTF-8, declared so in its <meta>
 
 
 def original(name: str) -> bytes:
@@ -98,14 +99,14 @@ def test_an_undeclared_gbk_page_is_read_with_the_gb18030_decoder(tmp_path):
     assert stored[url].text == expected_text(name, url)
 
 
-def _warc(records) -> bytes:
+def _warc(records, content_type: str = "text/html; charset=utf-8") -> bytes:
     from warcio.statusandheaders import StatusAndHeaders
     from warcio.warcwriter import WARCWriter
 
     buf = io.BytesIO()
     writer = WARCWriter(buf, gzip=True)
     for url, body in records:
-        headers = StatusAndHeaders("200 OK", [("Content-Type", "text/html; charset=utf-8")], protocol="HTTP/1.1")
+        headers = StatusAndHeaders("200 OK", [("Content-Type", content_type)], protocol="HTTP/1.1")
         writer.write_record(writer.create_warc_record(url, "response", payload=io.BytesIO(body), http_headers=headers))
     return buf.getvalue()
 
@@ -169,3 +170,39 @@ def test_read_as_notes_of_files_finished_before_a_kill_survive_the_resume(tmp_pa
     assert manifest.extra["input_encodings"] == {str(corpus): "cp1252 (not UTF-8 from line 1; detected by "
                                                               "charset-normalizer)"}
     assert f"{corpus} read as cp1252" in report.stages[0].note
+
+
+def labelled_latin1(name: str) -> bytes:
+    """The UTF-8 page with its <meta> saying ISO-8859-1, as a CMS template's default leaves it."""
+    body = original(name)
+    assert body.count(b"charset=utf-8") == 1
+    return body.replace(b"charset=utf-8", b"charset=iso-8859-1")
+
+
+def test_a_utf8_page_declaring_a_legacy_charset_is_read_as_utf8_and_counted(tmp_path):
+    """Before: ISO-8859-1 / windows-1252 decode any bytes, so the page was stored as mojibake
+    ("Der RÃ¼stungskonzern") with exit 0 and nothing counted."""
+    page = decode_page(labelled_latin1(PAGE))
+    assert (page.text, page.codec, page.declared, page.mislabelled) == (
+        original(PAGE).decode("utf-8").replace("charset=utf-8", "charset=iso-8859-1"), "utf-8", "cp1252", True)
+    with pytest.raises(UndecodablePage, match=r"declared cp1252 \(HTTP header\), but the bytes are UTF-8 .*mostly UTF-8"):
+        decode_page(with_stray_byte(PAGE), "text/html; charset=windows-1252")  # cannot be repaired
+    # the real pages that are in ISO-8859-1 / windows-1252 as they declare stay as they were read
+    for entry in json.loads((REAL / "expected.json").read_text(encoding="utf-8")):
+        if {"charset-iso-8859-1", "charset-windows-1252"} & set(entry["features"]):
+            legacy = decode_page(original(entry["file"]))
+            assert not legacy.mislabelled and legacy.codec in ("latin-1", "cp1252"), entry["file"]
+
+    html = tmp_path / "html"
+    html.mkdir()
+    (html / "meta.html").write_bytes(labelled_latin1(PAGE))
+    (tmp_path / "urls.tsv").write_text(f"meta.html\t{URL}\n", encoding="utf-8")
+    crawl = tmp_path / "crawl.warc.gz"  # a French page as it is, served with a server's default charset header
+    crawl.write_bytes(_warc([(URL2, original(FRENCH))], "text/html; charset=ISO-8859-1"))
+    stored, manifest, _ = ingest(tmp_path, [{"path": str(html), "format": "html", "url_map": str(tmp_path / "urls.tsv")},
+                                            {"path": str(crawl), "format": "warc"}])
+    assert stored[URL].text == expected_text(PAGE, URL) and "Ã" not in stored[URL].text
+    assert "Rüstungskonzern" in stored[URL].text  # the umlaut, not "RÃ¼stungskonzern"
+    assert stored[URL2].text == expected_text(FRENCH, URL2) and "Ã" not in stored[URL2].text
+    assert manifest.counts["kept_with_note"]["mislabelled-charset"] == 2
+    assert manifest.extra["mislabelled_charsets"] == {"cp1252": 2}  # ISO-8859-1 is read as windows-1252 (WHATWG)

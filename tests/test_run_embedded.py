@@ -58,6 +58,33 @@ def test_embedded_defaults_never_override_the_curators_yaml(tmp_path):
     assert loaded.filters.needs_both_articles is False  # not set: the embedded model's default
 
 
+def test_run_embedded_reads_and_validates_the_config_once(tmp_path, monkeypatch):
+    """Before: `run --embedded` loaded the YAML, saw llm.embedded, and loaded it again with the embedded
+    model's defaults (two reads, two validations, every load hook twice)."""
+    import babelrag.config
+    import babelrag.llm.local
+
+    reads, seen = [], []
+    real_read = babelrag.config.read_text
+    monkeypatch.setattr(babelrag.config, "read_text", lambda *a, **k: reads.append(a[0]) or real_read(*a, **k))
+
+    def no_model(config, console):  # stop where the run would start the packaged model
+        seen.append(config)
+        raise ConfigError("stopped before starting the model")
+
+    monkeypatch.setattr(babelrag.llm.local, "with_embedded_model", no_model)
+    for flag, yaml_llm in ((["--embedded"], {}), ([], {"llm": {"embedded": True}})):
+        reads.clear()
+        cfg = _write(tmp_path / "c.yaml", {"project": {"build_dir": str(tmp_path / "b")},
+                                           "filters": {"needs_retrieval": True}, **yaml_llm})
+        res = CliRunner().invoke(app, ["run", "-c", str(cfg), *flag])
+        assert "stopped before starting the model" in str(res.exception), res.output
+        assert len(reads) == 1, reads
+        loaded = seen[-1]
+        assert loaded.llm.embedded and loaded.filters.needs_both_articles is False  # the embedded defaults
+        assert loaded.filters.needs_retrieval is True  # under the YAML's own value
+
+
 def test_embedded_and_named_endpoints_are_refused_together(tmp_path):
     raw = {"llm": {"embedded": True, "endpoints": {"g": {"base_url": "http://127.0.0.1:9", "model": "m"}}}}
     with pytest.raises(ConfigError, match="llm.embedded starts the packaged model for every chain"):

@@ -11,6 +11,7 @@ import datetime as dt
 import functools
 import json
 import logging
+from collections import Counter
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
@@ -211,6 +212,8 @@ def run(ctx: StageContext) -> None:
                            "source": art.source, "n_tokens": item.n_tokens}
                     if item.entities is not None:
                         row.update(title_entities=item.entities, no_ner_model=item.no_ner_model)
+                    if art.mislabelled_charset:
+                        row["mislabelled_charset"] = art.mislabelled_charset
                     spool.add(row, item.hashes, item.signature)
                 spool.checkpoint(index, consumed, ctx.count_in, ctx.skipped, first_skip, encodings,
                                  every=CHECKPOINT_SECONDS)
@@ -341,10 +344,12 @@ def _write(ctx: StageContext, spool: Path, drop: np.ndarray, extractor: Any) -> 
 
     total = int((~drop).sum())
     sources = dict.fromkeys(DATE_SOURCES, 0)
+    mislabelled: Counter[str] = Counter()  # declared charset -> kept pages that declared it wrongly ("": none)
     with open(spool, encoding="utf-8") as fh:
         rows = (json.loads(line) for i, line in enumerate(fh) if not drop[i])
         for row in ctx.progress(rows, total=total, desc="title NER"):
             sources[row["date_source"]] += 1
+            mislabelled[row.pop("mislabelled_charset", "")] += 1
             if out.has(row["id"]):
                 continue
             if "title_entities" in row:  # NER done by the worker (TitleNER): counted as the driver would
@@ -357,6 +362,10 @@ def _write(ctx: StageContext, spool: Path, drop: np.ndarray, extractor: Any) -> 
                 flush()
         flush()
     report_date_sources(ctx, sources)
+    mislabelled.pop("", None)
+    if mislabelled:  # kept, read as UTF-8 (not as the mojibake the declared charset gives)
+        ctx.note("mislabelled-charset", sum(mislabelled.values()))
+        ctx.extra["mislabelled_charsets"] = dict(sorted(mislabelled.items()))
     failures = getattr(extractor.backend, "failures", 0)
     if failures:
         ctx.note("ner-failed (no entities)", failures)

@@ -17,7 +17,7 @@ import logging
 import re
 from typing import Any
 
-from .html import (UndecodablePage, article_paragraphs, canonical_url, dateline_day, decode_html, lead_paragraphs,
+from .html import (UndecodablePage, article_paragraphs, canonical_url, dateline_day, decode_page, lead_paragraphs,
                    other_stories_text, page_title, without_hidden_lines, without_related, without_trailing_teasers)
 from .dates import DateHints
 from .page import Page
@@ -191,14 +191,16 @@ def article_from_html(body: bytes | str, url: str = "", content_type: str = "", 
                       source: str = "", fetched: dt.date | None = None, modified: dt.date | None = None,
                       infer_dates: bool = False, record_id: str = "") -> RawArticle | Skip:
     """Decode (charset from the HTTP header, ``<meta>`` or detection; a page no encoding decodes strictly is
-    the skip ``undecodable-page``), find the URL (given, else the canonical link), then headline, main text
+    the skip ``undecodable-page``; a UTF-8 page declaring a legacy charset is read as UTF-8 and its article
+    carries ``mislabelled_charset``), find the URL (given, else the canonical link), then headline, main text
     and publication date. ``infer_dates`` (``corpus.undated: infer``): a page without a publication date also
     gets its modification date looked for (``hints``)."""
     try:
-        html, _ = decode_html(body, content_type)
+        page = decode_page(body, content_type)
     except UndecodablePage as exc:
         named = " ".join(part for part in (record_id, url) if part)
         return Skip("undecodable-page", where, f"{named}: {exc}" if named else str(exc))
+    html = page.text
     url = url or canonical_url(html)
     if not url:
         return Skip("no-url", where, "not in the URL map and no usable <link rel=canonical>")
@@ -223,7 +225,8 @@ def article_from_html(body: bytes | str, url: str = "", content_type: str = "", 
     if published is None and infer_dates:
         hints.modified = modified_date(html, url, latest=fetched) or modified
     return RawArticle(id=stable_id(url), title=title, text=text, published=published, url=url,
-                      source=source or where, hints=hints)
+                      source=source or where, hints=hints,
+                      mislabelled_charset=(page.declared or "") if page.mislabelled else "")
 
 
 def extract_item(item: Page | Any, infer_dates: bool = False) -> Any:

@@ -12,6 +12,7 @@ import datetime as dt
 import html as htmllib
 import json
 import re
+from dataclasses import dataclass
 from functools import lru_cache
 from urllib.parse import urljoin, urlsplit
 
@@ -53,24 +54,48 @@ _ESCAPED = re.compile("[\udc80-\udcff]")
 _NON_ASCII = re.compile("[^\x00-\x7f]")
 
 
+@dataclass(frozen=True)
+class DecodedPage:
+    """A page's text, the codec that decoded it and the charset the page declared (HTTP header or ``<meta>``;
+    None when it declared none or has a byte-order mark)."""
+
+    text: str
+    codec: str
+    declared: str | None = None
+
+    @property
+    def mislabelled(self) -> bool:
+        """The declared charset was wrong: the page was read in another one (the run report counts these)."""
+        return bool(self.declared) and self.codec != self.declared
+
+
 def decode_html(body: bytes | str, content_type: str | None = None) -> tuple[str, str]:
-    """``(text, codec)``, decoded strictly (never ``errors="replace"``: a U+FFFD in a build was in the page).
+    """``(text, codec)`` of ``decode_page``."""
+    page = decode_page(body, content_type)
+    return page.text, page.codec
+
+
+def decode_page(body: bytes | str, content_type: str | None = None) -> DecodedPage:
+    """The page decoded strictly (never ``errors="replace"``: a U+FFFD in a build was in the page).
 
     Order: byte-order mark; the HTTP header's charset, then ``<meta charset>`` / ``http-equiv``; when none is
     declared or the declared one does not decode the bytes, UTF-8, then the encoding charset-normalizer
-    detects (``babelrag.text_input.detect``, the same detector as for JSONL files). Raises
-    ``UndecodablePage`` when
+    detects (``babelrag.text_input.detect``, the same detector as for JSONL files). A legacy charset that
+    decodes the bytes is still not taken when they are UTF-8 (``_utf8_in_disguise``): windows-1252 or
+    ISO-8859-1 decode any bytes, and a UTF-8 page labelled so (a template's or server's default) would be
+    stored as mojibake ("Ã©" for "é"); it is read as UTF-8 and ``mislabelled``. Raises ``UndecodablePage``
+    when
 
     - the bytes are mostly UTF-8 (at least as many valid multi-byte characters as stray bytes) but not all:
       a UTF-8 page with damaged or mixed-in bytes, which a legacy codec would turn into mojibake;
     - the detector's equally good guesses disagree, or its choice does not decode the page either.
     """
     if isinstance(body, str):
-        return body, "str"
+        return DecodedPage(body, "str")
     for bom, name in ((codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16")):
         if body.startswith(bom):
             try:
-                return body.decode(name), name
+                return DecodedPage(body.decode(name), name)
             except UnicodeDecodeError as exc:
                 raise UndecodablePage(f"the byte-order mark says {name}, but {_bad_byte(body, exc, name)}") from None
     declared, said = charset_from_content_type(content_type), "HTTP header"
@@ -82,11 +107,15 @@ def decode_html(body: bytes | str, content_type: str | None = None) -> tuple[str
     why = ""
     if declared:
         try:
-            return body.decode(declared), declared
+            text = body.decode(declared)
         except UnicodeDecodeError as exc:
             why = f"declared {declared} ({said}), but {_bad_byte(body, exc, declared)}; "
+        else:
+            if declared == "utf-8" or not _utf8_in_disguise(body):
+                return DecodedPage(text, declared, declared)
+            why = f"declared {declared} ({said}), but the bytes are UTF-8 (read so, it gives mojibake); "
     try:
-        return body.decode("utf-8"), "utf-8"
+        return DecodedPage(body.decode("utf-8"), "utf-8", declared)
     except UnicodeDecodeError as exc:
         first_bad = exc.start
     good, bad = _utf8_counts(body)
@@ -98,10 +127,19 @@ def decode_html(body: bytes | str, content_type: str | None = None) -> tuple[str
         guess = f"could be any of {', '.join(dict.fromkeys(candidates))}" if candidates else "could not be detected"
         raise UndecodablePage(f"{why}not UTF-8 and its encoding {guess}")
     try:
-        return body.decode(detected), detected
+        return DecodedPage(body.decode(detected), detected, declared)
     except UnicodeDecodeError as exc:
         raise UndecodablePage(f"{why}detected {detected}, but "
                               f"{_bad_byte(body, exc, detected)}") from None
+
+
+def _utf8_in_disguise(body: bytes) -> bool:
+    """Whether bytes that a declared legacy charset decodes are really UTF-8: valid multi-byte UTF-8
+    characters, at least as many as stray bytes. Text in a legacy charset almost never forms them (a
+    letter above 0x7F is followed by ASCII, not by continuation bytes 0x80-0xBF); its declared decoding
+    would show the typical mojibake pairs ("Ã©", "Ã¼", "â€™"). Mostly but not wholly UTF-8: undecodable."""
+    good, bad = _utf8_counts(body)
+    return good > 0 and good >= bad
 
 
 def canonical_url(html: str, page_url: str = "") -> str:

@@ -31,6 +31,7 @@ class RawArticle:
     source: str = ""
     declared_language: str | None = None  # what the input claims (news-please's langdetect); lingua decides
     hints: DateHints = field(default_factory=DateHints)  # corpus.undated: infer reads them (dates.py)
+    mislabelled_charset: str = ""  # the wrong charset the page declared (read in the right one; counted)
 
 
 @dataclass

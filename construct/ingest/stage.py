@@ -49,15 +49,19 @@ class NerConfig(Section):
 # version 2: HTML/WARC pages extracted by trafilatura + htmldate + own headline (was news-please)
 # version 3: title entities normalised per language (acronyms, built-in aliases, fr/it elisions, zh name runs)
 # version 4: min_tokens counts words per language (zh/ja/th segmented, ko by spaces, marks kept in words)
+# version 5: a UTF-8 page declaring a legacy charset is read as UTF-8 (was: stored as mojibake)
 STAGE = StageSpec(
-    "ingest", "babelrag.construct.ingest:run", "Article", (), ("corpus", "project", "ner"), version="4",
+    "ingest", "babelrag.construct.ingest:run", "Article", (), ("corpus", "project", "ner"), version="5",
     changes=(("3", "title entities normalised per language; published is stored as a date (Arrow date32)"),
              ("4", "articles carry date_source and windowed (corpus.undated: drop | keep | infer); "
                    "corpus.min_tokens counts words in the article's language: Chinese, Japanese and Thai by a "
                    "word segmenter, Korean by spaces, Devanagari/Bengali/Thai vowel signs inside words; Thai "
                    "near-duplicates by character shingles; HTML/WARC pages decoded strictly: a page in a wrong "
                    "declared charset is detected instead of stored with U+FFFD, a damaged one is the skip "
-                   "undecodable-page")),
+                   "undecodable-page"),
+             ("5", "a UTF-8 page that declares a legacy charset (windows-1252, ISO-8859-1, ...) is read as UTF-8 "
+                   "instead of stored as mojibake, and counted (mislabelled-charset); mostly-UTF-8 bytes under "
+                   "such a label are the skip undecodable-page")),
     description="read WARC/HTML/JSONL, date window, length, language ID, dedupe, title NER",
     files=("corpus.inputs[].path", "corpus.inputs[].url_map", "ner.gazetteer", "ner.stanza_dir",
            "ner.spacy_model", "ner.spacy_models{}"),

@@ -1,0 +1,95 @@
+"""Judge calls that got no answer: failed items of an evaluation, not verdicts.
+
+A judge that answered but whose reply holds no usable verdict (unreadable after the LLM layer's repair
+re-ask) has given the item's final outcome: the metric counts it (``no_verdict``, NaN) as before. A judge
+call that got *no answer* — timeout, dropped connection, 5xx, rate limit, bad body, refused key, endpoint
+down (``failed_items.is_retryable``) — says nothing about the answer judged: the metric still scores what
+it has, but the call is recorded here, results.json and the report say how many (``judge_failures``,
+a warning, per-model ``judge_failed`` counts), and the run ends with exit 3. A plain re-run retries exactly
+those calls; the verdicts that came are answered from the LLM cache.
+
+``JudgeRunner`` wraps the LLM runner that metrics get (``MetricRun.runner``), so every judge call of every
+metric, plug-ins included, goes through one place.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from babelrag.failed_items import is_retryable
+
+
+@dataclass(frozen=True)
+class FailedJudgeCall:
+    """One judge call (one item of one judge prompt) that got no answer."""
+
+    stage: str  # the LLM stage, e.g. ``eval.xrag.judge.judge-1``
+    judge: str  # the judge endpoint's name
+    item_id: str
+    reason: str  # the LLM layer's reason (timeout, server_error, ...)
+    error: str
+
+
+class JudgeRunner:
+    """The LLM runner as metrics use it: calls pass through unchanged; a judge call that got no answer is
+    recorded in ``failed`` (in call order). Anything else (``settings``, ``usage``, ``embed``) is the
+    wrapped runner's."""
+
+    def __init__(self, runner: Any) -> None:
+        self.runner = runner
+        self.failed: list[FailedJudgeCall] = []
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "runner":  # not set yet (a copy being built): no recursion
+            raise AttributeError(name)
+        return getattr(self.runner, name)
+
+    def map_structured(self, *, endpoint: Any, stage: str, **kwargs: Any) -> list[Any]:
+        return self._record(endpoint, stage, self.runner.map_structured(endpoint=endpoint, stage=stage, **kwargs))
+
+    def map_text(self, *, endpoint: Any, stage: str, **kwargs: Any) -> list[Any]:
+        return self._record(endpoint, stage, self.runner.map_text(endpoint=endpoint, stage=stage, **kwargs))
+
+    def _record(self, endpoint: Any, stage: str, results: list[Any]) -> list[Any]:
+        for r in results:
+            if not r.ok and is_retryable(r.reason):
+                self.failed.append(FailedJudgeCall(stage, r.endpoint or str(endpoint), r.item_id, r.reason or "",
+                                                   r.error or ""))
+        return results
+
+    def failed_items(self, since: int = 0) -> Counter[str]:
+        """Item id -> judge calls that got no answer, among those recorded after the ``since``-th."""
+        return Counter(f.item_id for f in self.failed[since:])
+
+
+def judge_failures(failed: Sequence[FailedJudgeCall]) -> dict[str, Any]:
+    """results.json's ``judge_failures``: how many judge calls got no answer, per stage and judge with
+    their reasons and the first error (``{"failed": 0, "by_call": {}}`` when every call was answered)."""
+    by_call: dict[str, dict[str, Any]] = {}
+    for f in failed:
+        row = by_call.setdefault(f.stage, {"judge": f.judge, "failed": 0, "reasons": Counter(), "first_error": f.error})
+        row["failed"] += 1
+        row["reasons"][f.reason] += 1
+    return {"failed": len(failed),
+            "by_call": {stage: {**row, "reasons": dict(sorted(row["reasons"].items()))}
+                        for stage, row in sorted(by_call.items())}}
+
+
+def describe(failed: Sequence[FailedJudgeCall]) -> str:
+    """``3 judge call(s) got no answer (eval.xrag.judge.judge-1: 3 timeout)``; empty when none."""
+    if not failed:
+        return ""
+    parts = [f"{stage}: " + ", ".join(f"{n} {reason}" for reason, n in row["reasons"].items())
+             for stage, row in judge_failures(failed)["by_call"].items()]
+    return f"{len(failed)} judge call(s) got no answer ({'; '.join(parts)})"
+
+
+def warning(failed: Sequence[FailedJudgeCall]) -> list[str]:
+    """The report's warning line (none when every judge call was answered)."""
+    if not failed:
+        return []
+    return [describe(failed) + ": the items they judge have no verdict from them in this report, which is "
+            "incomplete; a plain re-run retries exactly those calls (verdicts that came are in the LLM cache). "
+            f"First error: {failed[0].error}"]

@@ -1,0 +1,69 @@
+"""A judge call that got no answer is not a verdict, through the real CLI and the scripted server's faults:
+the report says how many (results.json ``judge_failures``, per-model ``judge_calls_failed``, XRAG's
+``judge_failed``, a warning), the run exits 3 naming the count, and a plain re-run sends exactly the failed
+calls again (every verdict that came is answered from the LLM cache). A judge that answered without a usable
+verdict stays ``no_verdict``: final, exit 0. Before: both were ``no_verdict`` and the run exited 0."""
+from babelrag.testing.scripted_server import Fault, ScriptedServer
+from tests.test_eval_run_contract import _cli, released, strict_load
+from tests.test_eval_runner import QUESTION, _instances, brain
+
+
+def _faulty(faults):
+    """``brain``, except that a judge prompt matching a (marker, question) pair of ``faults`` gets that pair's
+    reply (a ``Fault``, or an unusable text)."""
+    def handler(body):
+        user = body["messages"][-1]["content"]
+        if body["model"].startswith("judge"):
+            for (marker, question), reply in faults.items():
+                if marker in user and question in user:
+                    return reply
+        return brain(body)
+    return handler
+
+
+CANDIDATE = "Candidate answer:"  # the XRAG judge and MIRAGE's answer-overlap prompts
+DEFLECTION = '{"deflected"'  # GaRAGe's deflection judge prompt
+
+
+def test_judge_calls_without_answer_exit_3_with_the_count_and_a_rerun_retries_only_them(tmp_path):
+    faults = {(CANDIDATE, f"{QUESTION['de']} (0)"): Fault("500"), (DEFLECTION, f"{QUESTION['zh']} (1)"): Fault("429")}
+    with ScriptedServer(_faulty(faults)) as srv:
+        release, cfg = released(tmp_path, srv, _instances()[:4], metrics=["xrag", "garage", "mirage"])
+        res = _cli("evaluate", "run", release, "-c", cfg, "--out", tmp_path / "o", "--rounds", "20")
+        assert res.returncode == 3, res.stdout + res.stderr
+        said = " ".join(res.stderr.split())  # the console wraps long lines
+        assert ("incomplete: 3 judge call(s) got no answer (eval.garage.deflection: 1 rate_limit; "
+                "eval.mirage_overlap: 1 server_error; eval.xrag.judge.judge-1: 1 server_error)") in said
+        assert "A plain re-run retries exactly the failed calls" in res.stderr and "Traceback" not in res.stderr
+        out = strict_load(tmp_path / "o" / "results.json")
+        assert out["judge_failures"]["failed"] == 3
+        assert out["judge_failures"]["by_call"]["eval.xrag.judge.judge-1"]["judge"] == "judge-1"
+        assert out["counts"]["good"]["judge_calls_failed"] == 3
+        xrag = out["metrics"]["good"]["xrag"]
+        assert xrag["counts"]["judge_failed"] == 1 and xrag["counts"]["no_verdict"] == 0  # not a verdict at all
+        assert xrag["aggregate"]["accuracy"]["n"] == 3
+        assert any("3 judge call(s) got no answer" in w for w in out["warnings"])
+        assert "3 judge call(s) got no answer" in (tmp_path / "o" / "report.html").read_text()
+
+        faults.clear()  # the judge recovered: a plain re-run sends exactly the three failed calls again
+        first = list(srv.log)
+        res = _cli("evaluate", "run", release, "-c", cfg, "--out", tmp_path / "o", "--rounds", "20")
+        assert res.returncode == 0, res.stdout + res.stderr
+        again = srv.log[len(first):]
+        answered = {e["key"] for e in first if e["status"] == 200}
+        assert len(again) == 3 and not answered & {e["key"] for e in again}
+        assert {e["key"] for e in again} == {e["key"] for e in first if e["status"] in (429, 500)}
+    out = strict_load(tmp_path / "o" / "results.json")
+    assert out["judge_failures"] == {"failed": 0, "by_call": {}} and out["counts"]["good"]["judge_calls_failed"] == 0
+    assert out["metrics"]["good"]["xrag"]["aggregate"]["accuracy"]["n"] == 4 and not out["warnings"]
+
+
+def test_a_judge_answering_without_a_usable_verdict_stays_no_verdict_and_exits_0(tmp_path):
+    with ScriptedServer(_faulty({(CANDIDATE, f"{QUESTION['de']} (0)"): "I would rather not say."})) as srv:
+        release, cfg = released(tmp_path, srv, _instances()[:4], metrics=["xrag"])
+        res = _cli("evaluate", "run", release, "-c", cfg, "--out", tmp_path / "o", "--rounds", "20")
+    assert res.returncode == 0, res.stdout + res.stderr
+    out = strict_load(tmp_path / "o" / "results.json")
+    xrag = out["metrics"]["good"]["xrag"]
+    assert xrag["counts"]["no_verdict"] == 1 and xrag["counts"]["judge_failed"] == 0
+    assert out["judge_failures"]["failed"] == 0
