@@ -134,6 +134,26 @@ def run(config: Path = ConfigOpt,
         run_pipeline(ready, until=until, force=force, console=console)
 
 
+@app.command()
+def plan(config: Path = ConfigOpt,
+         as_json: bool = typer.Option(False, "--json", help="Print the plan as JSON (stdout) instead of a table."),
+         assume: list[str] = typer.Option([], "--assume", help="KEY=VALUE: relevant_share, pass_share, answer_share "
+                                          "(shares in [0, 1], default 1: a ceiling) or latency_s (repeatable)."),
+         ) -> None:
+    """Estimate LLM calls, tokens, cost and wall time per stage before any LLM call (docs/plan.md)."""
+    import json
+
+    from babelrag.construct.plan import Assumptions, make_plan
+
+    assumptions = Assumptions.parse(assume)  # a bad --assume stops before anything is built
+    console = _console()
+    result = make_plan(_load(config), assumptions, console=console)
+    if as_json:
+        typer.echo(json.dumps(result.to_dict(), indent=2, allow_nan=False))
+    else:
+        console.print(result.render())
+
+
 @construct_app.command("contrastive")
 def construct_contrastive(config: Path = ConfigOpt,
                           out: Path = typer.Option(..., "--out", "-o", help="JSONL file to write."),
