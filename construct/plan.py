@@ -150,28 +150,32 @@ class Plan:
         from rich.text import Text
 
         table = Table(title="babelrag plan (before any LLM call)")
-        for col in ("stage", "state", "endpoint", "calls", "prompt tok", "completion tok (max)", "cost $ (max)",
-                    "wall time", "basis"):
-            table.add_column(col, justify="right" if col in ("calls", "prompt tok", "completion tok (max)",
-                                                             "cost $ (max)", "wall time") else "left",
-                             overflow="fold" if col == "basis" else "ellipsis")
+        numeric = ("calls", "prompt tok", "compl. tok (max)", "cost $ (max)", "wall")
+        for col in ("stage / prompt", "state", *numeric):
+            table.add_column(col, justify="right" if col in numeric else "left", no_wrap=True)
+
+        def cells(calls: float, prompt: float, completion: float, completion_max: float, cost: float,
+                  cost_max: float) -> list[str]:
+            return [f"{int(calls):,}", f"{int(prompt):,}", f"{int(completion):,} ({int(completion_max):,})",
+                    f"{cost:.4f} ({cost_max:.4f})"]
+
+        keys = ("calls", "prompt_tokens", "completion_tokens", "completion_tokens_max", "cost_usd", "cost_usd_max")
+        bases = []
         for s in self.stages:
-            basis = "; ".join([*(f"{st.prompt}: {st.basis}" for st in s.steps if st.calls), *s.notes]) or "-"
-            table.add_row(s.stage, s.state, s.endpoint or "-", f"{int(s.total('calls')):,}",
-                          f"{int(s.total('prompt_tokens')):,}",
-                          f"{int(s.total('completion_tokens')):,} ({int(s.total('completion_tokens_max')):,})",
-                          f"{s.total('cost_usd'):.4f} ({s.total('cost_usd_max'):.4f})", _duration(s.wall_s), basis)
-        t, r = self.totals(), self.totals(only_to_run=True)
-        for label, tot in (("total", t), ("to run", r)):
-            table.add_row(f"[bold]{label}[/]", "", "", f"{tot['calls']:,}", f"{tot['prompt_tokens']:,}",
-                          f"{tot['completion_tokens']:,} ({tot['completion_tokens_max']:,})",
-                          f"{tot['cost_usd']:.4f} ({tot['cost_usd_max']:.4f})", _duration(tot["wall_s"]), "")
+            table.add_row(f"[bold]{s.stage}[/]", s.state, *cells(*(s.total(k) for k in keys)),
+                          _duration(s.wall_s))
+            for st in s.steps:
+                table.add_row(f"  {st.prompt.split('@')[0]}", "", *cells(*(getattr(st, k) for k in keys)), "")
+                bases.append(f"  {s.stage} [{s.endpoint}] {st.prompt}: {st.basis}")
+            bases += [f"  {s.stage}: {note}" for note in s.notes]
+        for label, tot in (("total", self.totals()), ("to run", self.totals(only_to_run=True))):
+            table.add_row(f"[bold]{label}[/]", "", *cells(*(tot[k] for k in keys)), _duration(tot["wall_s"]))
         a = self.assumptions
         lines = [f"assumptions: relevant_share={a.relevant_share:g}, pass_share={a.pass_share:g}, "
                  f"answer_share={a.answer_share:g}, latency_s={a.latency_s:g} (change with --assume KEY=VALUE)",
                  f"tokens: {self.token_rule}; completion: typical per prompt, in brackets at max_tokens",
                  "not counted: retries, JSON repairs, answers already in the LLM response cache",
-                 *self.notes]
+                 *self.notes, "counts:", *bases]
         return Group(table, Text("\n".join(lines)))
 
 
