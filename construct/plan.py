@@ -219,12 +219,12 @@ class Pricer:
     def step(self, name: Optional[str], prompt: Prompt, variables: list[dict[str, Any]], calls: float,
              basis: str, completion: Optional[Callable[[dict[str, Any]], int]] = None) -> StepPlan:
         """Mean rendered size over (a sample of) ``variables`` times ``calls``."""
-        _, ep = self.endpoint(name)
-        max_tokens = prompt.sampling.get("max_tokens") or (ep.max_tokens if ep else None) or 512
         sample = variables[:SAMPLE]
         n = max(0, round(calls))
         if not sample or n == 0:
             return StepPlan(prompt.ref, 0, 0, 0, 0, basis=basis)
+        _, ep = self.endpoint(name)  # only for a step that calls: an unresolvable name is then a ConfigError
+        max_tokens = prompt.sampling.get("max_tokens") or (ep.max_tokens if ep else None) or 512
         mean_prompt = sum(message_tokens(prompt.render(**v)) for v in sample) / len(sample)
         mean_completion = (sum(min(max_tokens, completion(v)) for v in sample) / len(sample) if completion
                            else min(max_tokens, typical(prompt)))

@@ -154,6 +154,11 @@ def test_cli_plan_json_is_strict_and_the_table_names_the_stages(planned_run, tmp
     assert data["assumptions"]["relevant_share"] == 1.0 and "characters / 4" in data["token_rule"]
     res = CliRunner().invoke(app, ["plan", "-c", str(path)])
     assert res.exit_code == 0 and "babelrag plan" in res.output and "assumptions:" in res.output
+    # --max-pairs plans the run `babelrag run --max-pairs 2` would make: 4 pairs checked, 2 turned into questions
+    res = CliRunner().invoke(app, ["plan", "-c", str(path), "--json", "--max-pairs", "2"])
+    assert res.exit_code == 0, res.output
+    steps = {st["prompt"].split("@")[0]: st["calls"] for s in json.loads(res.stdout)["stages"] for st in s["steps"]}
+    assert steps["construct.pair_relevance"] == 4 and steps["questions.crossdoc"] == 2, steps
     res = CliRunner().invoke(app, ["plan", "-c", str(path), "--assume", "pass_share=2"])
     assert res.exit_code != 0 and isinstance(res.exception, ConfigError)
     assert "plan" in CliRunner().invoke(app, ["--help"]).output
