@@ -95,6 +95,9 @@ class StepPlan:
     cost_usd: float = 0.0
     cost_usd_max: float = 0.0
     basis: str = ""  # where the count comes from
+    # sequential waves the stage sends this prompt in (a chain's steps wait for each other, batch by batch):
+    # each takes at least one call's latency, however high the concurrency
+    rounds: int = 1
 
 
 @dataclass
@@ -217,7 +220,7 @@ class Pricer:
         return llm.endpoint(name)
 
     def step(self, name: Optional[str], prompt: Prompt, variables: list[dict[str, Any]], calls: float,
-             basis: str, completion: Optional[Callable[[dict[str, Any]], int]] = None) -> StepPlan:
+             basis: str, completion: Optional[Callable[[dict[str, Any]], int]] = None, rounds: int = 1) -> StepPlan:
         """Mean rendered size over (a sample of) ``variables`` times ``calls``."""
         sample = variables[:SAMPLE]
         n = max(0, round(calls))
@@ -229,24 +232,26 @@ class Pricer:
         mean_completion = (sum(min(max_tokens, completion(v)) for v in sample) / len(sample) if completion
                            else min(max_tokens, typical(prompt)))
         step = StepPlan(prompt.ref, n, round(mean_prompt * n), round(mean_completion * n), max_tokens * n,
-                        basis=basis)
+                        basis=basis, rounds=max(1, rounds))
         if ep is not None:
             p_in, p_out = ep.price_per_1k_input, ep.price_per_1k_output
             step.cost_usd = round(step.prompt_tokens / 1000 * p_in + step.completion_tokens / 1000 * p_out, 6)
             step.cost_usd_max = round(step.prompt_tokens / 1000 * p_in + step.completion_tokens_max / 1000 * p_out, 6)
         return step
 
-    def wall_s(self, name: Optional[str], calls: int, tokens: int, latency_s: float) -> float:
-        """Seconds at the endpoint's concurrency, RPM and TPM, whichever binds."""
+    def wall_s(self, name: Optional[str], steps: list[StepPlan], latency_s: float) -> float:
+        """Seconds at the endpoint's concurrency (each prompt's waves one after the other), RPM and TPM,
+        whichever binds."""
+        calls = sum(s.calls for s in steps)
         if calls == 0:
             return 0.0
         _, ep = self.endpoint(name)
         concurrency = ep.max_concurrency if ep else self.config.llm.local_max_concurrency
-        times = [math.ceil(calls / concurrency) * latency_s]
+        times = [sum(s.rounds * math.ceil(s.calls / (s.rounds * concurrency)) for s in steps if s.calls) * latency_s]
         if ep is not None and ep.rpm:
             times.append(calls / ep.rpm * 60)
         if ep is not None and ep.tpm:
-            times.append(tokens / ep.tpm * 60)
+            times.append(sum(s.prompt_tokens + s.completion_tokens for s in steps) / ep.tpm * 60)
         return max(times)
 
 
@@ -283,9 +288,7 @@ class Planner:
         resolved, ep = self.pricer.endpoint(endpoint) if any(s.calls for s in steps) else ("", None)
         plan = StagePlan(stage, self.states.get(stage, "not built"), resolved, ep.model if ep else "",
                          [s for s in steps if s.calls] or steps[:0], notes=notes or [])
-        calls = int(plan.total("calls"))
-        plan.wall_s = self.pricer.wall_s(endpoint, calls, int(plan.total("prompt_tokens") + plan.total(
-            "completion_tokens")), self.a.latency_s)
+        plan.wall_s = self.pricer.wall_s(endpoint, plan.steps, self.a.latency_s)
         manifest = self.store.manifest(stage)
         if manifest is not None and manifest.llm_usage.get("calls"):
             plan.recorded = {k: manifest.llm_usage.get(k, 0) for k in
@@ -321,7 +324,8 @@ class Planner:
         items = [relevance_stage.prompt_items(p, arts, cfg.excerpt_chars) for p in pairs]
         step = self.pricer.step(cfg.endpoint, prompt, items, len(pairs),
                                 f"{len(pairs)} candidate pairs" + (f" (relevance.max_pairs {cfg.max_pairs})"
-                                                                    if cfg.max_pairs else ""))
+                                                                    if cfg.max_pairs else ""),
+                                rounds=math.ceil(len(pairs) / relevance_stage.BATCH))
         return self.stage_plan("relevance", cfg.endpoint, [step]), checked
 
     # questions ---------------------------------------------------------------------------------------
@@ -347,11 +351,14 @@ class Planner:
                    "facts": filler(t["simple_qa"] // 2), "question": filler(t["crossdoc"] // 2)}] * min(len(jobs), 1)
         where = f"{len(jobs)} questions ({basis}; questions.per_pair {q.per_pair}" + (
             f", questions.max_pairs {q.max_pairs})" if q.max_pairs else ")")
+        batches = math.ceil(len(jobs) / q.batch_size)  # each batch runs the chain's steps one after the other
         steps = [self.pricer.step(q.endpoint, prompts["summary"], summaries, len(articles),
-                                  f"{len(articles)} articles of the chosen pairs"),
-                 self.pricer.step(q.endpoint, prompts["simple_qa"], simple, len(articles), "one per summary"),
-                 self.pricer.step(q.endpoint, prompts["crossdoc"], cross, len(jobs), where),
-                 self.pricer.step(q.endpoint, prompts["answer"], answer, len(jobs), "one per question")]
+                                  f"{len(articles)} articles of the chosen pairs", rounds=batches),
+                 self.pricer.step(q.endpoint, prompts["simple_qa"], simple, len(articles), "one per summary",
+                                  rounds=batches),
+                 self.pricer.step(q.endpoint, prompts["crossdoc"], cross, len(jobs), where, rounds=batches),
+                 self.pricer.step(q.endpoint, prompts["answer"], answer, len(jobs), "one per question",
+                                  rounds=batches)]
         items = [QAItem(id=j.id, pair_id=j.pair_id, article_ids=[j.a.id, j.b.id], q_type=j.q_type,
                         question=filler(t["crossdoc"] // 2), answer=filler(t["answer"]),
                         x_language=x_language([j.a.language, j.b.language], self.pivot)) for j in jobs]
@@ -362,7 +369,8 @@ class Planner:
             steps.append(self.pricer.step(q.endpoint, tr_prompt, [
                 {"language_name": language_name(lang), "question": it.question, "answer": it.answer,
                  "entities": filler(10)} for it, lang in tr_items], len(tr_items),
-                f"{len(tr_items)} (question, target language): en–en into every target, X–en into X"))
+                f"{len(tr_items)} (question, target language): en–en into every target, X–en into X",
+                rounds=batches))
         if self.built("questions"):
             items = self.store.read("questions", QAItem)
         return self.stage_plan("questions", q.endpoint, steps), items
@@ -426,10 +434,11 @@ class Planner:
                      "question": q.question} for q in kept[:SAMPLE] for a in stand_ins[:2]]
         calls = langs * per_lang
         steps = [self.pricer.step(d.endpoint, answer, attempts, calls,
-                                  f"at most {per_lang} candidates x {langs} (question, language)"),
+                                  f"at most {per_lang} candidates x {langs} (question, language)", rounds=langs),
                  self.pricer.step(d.endpoint, judge, [{"question": q.question, "gold": q.answer,
                                                        "candidate": filler(typical(judge))} for q in kept[:SAMPLE]],
-                                  calls * self.a.answer_share, f"answer_share {self.a.answer_share:g}, each judged")]
+                                  calls * self.a.answer_share, f"answer_share {self.a.answer_share:g}, each judged",
+                                  rounds=langs)]
         return self.stage_plan("distractors", d.endpoint, steps,
                                ["ceiling: supporting articles stand in for the candidates' texts"])
 
@@ -474,7 +483,8 @@ def _merge(steps: list[StepPlan]) -> list[StepPlan]:
             out[s.prompt] = s
             continue
         m = out[s.prompt]
-        for k in ("calls", "prompt_tokens", "completion_tokens", "completion_tokens_max", "cost_usd", "cost_usd_max"):
+        for k in ("calls", "prompt_tokens", "completion_tokens", "completion_tokens_max", "cost_usd", "cost_usd_max",
+                  "rounds"):
             setattr(m, k, getattr(m, k) + getattr(s, k))
         m.basis = f"{m.basis}; {s.basis}"
     return list(out.values())

@@ -110,11 +110,18 @@ def test_plan_measures_prompt_sizes_and_bounds_completion_and_cost(planned_run):
 
 
 def test_wall_time_follows_the_endpoint_limits(planned_run):
-    _, before, _, _, _ = planned_run
-    for s in before.stages:
-        calls = int(s.total("calls"))
-        if calls:  # 30 requests a minute bind before 4 at a time at 2 s each
-            assert s.wall_s == pytest.approx(max(calls / 30 * 60, -(-calls // 4) * 2.0))
+    cfg, before, _, _, _ = planned_run
+    for s in before.stages:  # 30 requests a minute bind before 4 at a time at 2 s each
+        assert s.wall_s == pytest.approx(s.total("calls") / 30 * 60)
+    # no RPM limit, 64 at a time: the chain's five steps still wait for each other (2 s each)
+    endpoint = cfg.llm.endpoints["generator"]
+    endpoint.rpm, endpoint.max_concurrency = None, 64
+    try:
+        fast = {s.stage: s for s in make_plan(cfg).stages}
+    finally:
+        endpoint.rpm, endpoint.max_concurrency = 30, 4
+    assert fast["questions"].wall_s == pytest.approx(5 * 2.0)
+    assert fast["relevance"].wall_s == pytest.approx(2.0)
 
 
 def test_plan_of_a_finished_build_reads_its_counts(planned_run):
