@@ -499,7 +499,7 @@ def ensure_cheap_stages(config: Config, console: Any = None) -> None:
     paid = []
     if config.ner.backend == "llm":
         paid.append("ner.backend is llm (ingest asks the LLM for title entities)")
-    if config.dense.enabled and config.dense.encoder.kind == "openai":
+    if config.dense.encoder.kind == "openai":  # the index embeds through it whether or not dense pairs are on
         paid.append("dense.encoder.kind is openai (index and pairs embed through an endpoint)")
     if paid:
         raise InputError(f"the plan needs ingest, index and pairs built, and building them here would call an "

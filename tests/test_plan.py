@@ -92,6 +92,16 @@ def test_plan_estimates_the_calls_of_the_run(planned_run):
     # every prompt the run asked is in the plan, none it did not ask
     asked = {STAGE_OF_ROUTE[r] for r in brain.calls if r in STAGE_OF_ROUTE}
     assert asked == {s for s, n in estimated.items() if n}
+    # per prompt, the default assumptions (every pair related, every question kept, every attempt answered)
+    # make the plan a ceiling: no prompt is asked more often than planned
+    per_prompt = Counter()
+    for s in plan["stages"]:
+        for st in s["steps"]:
+            prompt_id = st["prompt"].split("@")[0]
+            per_prompt["relevance" if prompt_id == "construct.pair_relevance" else prompt_id.split(".")[1]] += st["calls"]
+    for route, n in brain.calls.items():
+        if route in STAGE_OF_ROUTE:
+            assert n <= per_prompt[route], (route, n, per_prompt)
 
 
 def test_plan_measures_prompt_sizes_and_bounds_completion_and_cost(planned_run):
