@@ -186,3 +186,15 @@ def test_assumptions_parse_rejects_unknown_keys():
     with pytest.raises(ConfigError, match="KEY one of"):
         Assumptions.parse(["relevance=0.4"])
     assert isinstance(Plan([], Assumptions()).to_dict()["total"]["calls"], int)
+
+
+def test_plan_never_builds_a_cheap_stage_that_would_call_an_endpoint(tmp_path):
+    from babelrag.errors import InputError
+    from babelrag.store import BuildStore
+
+    cfg = demo_config(tmp_path, "http://127.0.0.1:9/v1", "scripted", 4, "sample")
+    cfg.ner.backend = "llm"  # ingest would ask the endpoint for title entities
+    with pytest.raises(InputError, match="--until pairs") as err:
+        make_plan(cfg)
+    assert err.value.exit_code == 2 and "ner.backend is llm" in str(err.value)
+    assert BuildStore(cfg.build_dir).manifest("ingest") is None  # nothing was built
