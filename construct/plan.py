@@ -446,7 +446,7 @@ class Planner:
     def instances(self, kept: list[QAItem]) -> StagePlan:
         cfg = self.config.instances
         settings = [instances_stage.parse_setting(s) for s in cfg.settings]
-        notes = [f"instances.reviewed_qa: corrected questions are re-translated (not counted)"] \
+        notes = ["instances.reviewed_qa: corrected questions are re-translated (not counted)"] \
             if cfg.reviewed_qa else []
         if not (cfg.translate_documents and instances_stage._needs_doc_translation(settings)):
             return self.stage_plan("instances", None, [], notes)
