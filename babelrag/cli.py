@@ -131,6 +131,30 @@ def run(config: Path = ConfigOpt,
         run_pipeline(ready, until=until, force=force, console=console)
 
 
+@app.command()
+def plan(config: Path = ConfigOpt,
+         as_json: bool = typer.Option(False, "--json", help="Print the plan as JSON (stdout) instead of a table."),
+         assume: list[str] = typer.Option([], "--assume", help="KEY=VALUE: relevant_share, pass_share, answer_share "
+                                          "(shares in [0, 1], default 1: a ceiling) or latency_s (repeatable)."),
+         profile: Optional[str] = typer.Option(None, help="Plan with `babelrag run --profile`'s caps."),
+         max_pairs: Optional[int] = typer.Option(None, help="Plan with `babelrag run --max-pairs`'s pair budget."),
+         ) -> None:
+    """Estimate LLM calls, tokens, cost and wall time per stage before any LLM call (docs/plan.md)."""
+    import json
+
+    from babelrag.config import load_config
+    from babelrag.construct.plan import Assumptions, make_plan
+    from babelrag.run_profiles import run_overrides
+
+    assumptions = Assumptions.parse(assume)  # a bad --assume stops before anything is built
+    console = _console()
+    result = make_plan(load_config(config, run_overrides(profile, max_pairs)), assumptions, console=console)
+    if as_json:
+        typer.echo(json.dumps(result.to_dict(), indent=2, allow_nan=False))
+    else:
+        console.print(result.render())
+
+
 @construct_app.command("contrastive")
 def construct_contrastive(config: Path = ConfigOpt,
                           out: Path = typer.Option(..., "--out", "-o", help="JSONL file to write."),
