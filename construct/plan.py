@@ -338,32 +338,41 @@ class Planner:
         else:
             related = [p for p in checked if p.relevant is not False]
             basis = f"{len(related)} related pairs"
-        jobs = plan_jobs(related, arts, list(q.types), q.per_pair, self.pivot, self.languages, q.max_pairs)
-        articles = {a.id: a for j in jobs for a in (j.a, j.b)}
+        jobs = plan_jobs(related, arts, list(q.types), q.per_pair, self.pivot, self.languages, q.max_pairs,
+                         monolingual=list(q.monolingual))
+        # one summary per article and language written in (English, or a monolingual question's X), as the chain
+        written = {(a.id, crossdoc.written_in(j)): a for j in jobs for a in (j.a, j.b)}
+        articles = {a.id: a for a in written.values()}
         prompts = crossdoc.load_prompts()
         t = {k: typical(p) for k, p in prompts.items()}
         summaries = [{"language": language_name(a.language), "published": a.date_label, "title": a.title,
-                      "text": a.text[: q.max_article_chars]} for a in articles.values()]
-        simple = [{"summary": filler(t["summary"]), "n": q.simple_per_summary}] * min(len(articles), 1)
+                      "text": a.text[: q.max_article_chars], "write_in": language_name(w)}
+                     for (_, w), a in written.items()]
+        simple = [{"summary": filler(t["summary"]), "n": q.simple_per_summary,
+                   "write_in": language_name(w)} for (_, w) in written][:1]
         cross = [{"pairs_a": filler(t["simple_qa"]), "pairs_b": filler(t["simple_qa"]), "q_type": j.q_type,
-                  "title_a": j.a.title, "title_b": j.b.title} for j in jobs]
+                  "title_a": j.a.title, "title_b": j.b.title, "write_in": language_name(crossdoc.written_in(j))}
+                 for j in jobs]
         answer = [{"summary_a": filler(t["summary"]), "summary_b": filler(t["summary"]),
-                   "facts": filler(t["simple_qa"] // 2), "question": filler(t["crossdoc"] // 2)}] * min(len(jobs), 1)
+                   "facts": filler(t["simple_qa"] // 2), "question": filler(t["crossdoc"] // 2),
+                   "write_in": language_name(crossdoc.written_in(j))} for j in jobs][:1]
         where = f"{len(jobs)} questions ({basis}; questions.per_pair {q.per_pair}" + (
             f", questions.max_pairs {q.max_pairs})" if q.max_pairs else ")")
         batches = math.ceil(len(jobs) / q.batch_size)  # each batch runs the chain's steps one after the other
-        steps = [self.pricer.step(q.endpoint, prompts["summary"], summaries, len(articles),
-                                  f"{len(articles)} articles of the chosen pairs", rounds=batches),
-                 self.pricer.step(q.endpoint, prompts["simple_qa"], simple, len(articles), "one per summary",
+        steps = [self.pricer.step(q.endpoint, prompts["summary"], summaries, len(written),
+                                  f"{len(written)} (article, language written in) of the chosen pairs",
+                                  rounds=batches),
+                 self.pricer.step(q.endpoint, prompts["simple_qa"], simple, len(written), "one per summary",
                                   rounds=batches),
                  self.pricer.step(q.endpoint, prompts["crossdoc"], cross, len(jobs), where, rounds=batches),
                  self.pricer.step(q.endpoint, prompts["answer"], answer, len(jobs), "one per question",
                                   rounds=batches)]
         items = [QAItem(id=j.id, pair_id=j.pair_id, article_ids=[j.a.id, j.b.id], q_type=j.q_type,
                         question=filler(t["crossdoc"] // 2), answer=filler(t["answer"]),
-                        x_language=x_language([j.a.language, j.b.language], self.pivot)) for j in jobs]
-        if q.translate:
-            tr_items = [(it, lang) for it in items
+                        x_language=x_language([j.a.language, j.b.language], self.pivot), language=j.language)
+                 for j in jobs]
+        if q.translate:  # a monolingual question is written in X and never translated
+            tr_items = [(it, lang) for it in items if not it.language
                         for lang in translation_targets(it.x_language or "", self.pivot, list(q.target_languages))]
             tr_prompt = Prompt.beside(crossdoc.__file__, "prompts/translate_qa.yaml")
             steps.append(self.pricer.step(q.endpoint, tr_prompt, [
