@@ -31,9 +31,8 @@ from babelrag.errors import IncompleteRunError, StageError
 from babelrag.freshness import DateWindow, date_range, select
 from babelrag.parquet_io import read_rows
 from babelrag.records import Instance, QAItem
-from babelrag.release import card, layout, versioning
+from babelrag.release import card, layout, schema, versioning
 from babelrag.release.naming import config_name
-from babelrag.release.schema import SCHEMA_VERSION, arrow_rows, instance_features, json_schemas
 from babelrag.release.splits import assign_splits
 from babelrag.release.validate import Rules, ValidationReport, validate
 from babelrag.stage import stage_names, stages
@@ -86,7 +85,7 @@ def instance_table(rows: list[dict[str, Any]]) -> Any:
     import pyarrow as pa
 
 
-    return pa.Table.from_pylist(arrow_rows(rows), schema=instance_features().arrow_schema)
+    return pa.Table.from_pylist(schema.arrow_rows(rows), schema=schema.instance_features().arrow_schema)
 
 
 def write_table(path: Path, table: Any) -> None:
@@ -222,7 +221,7 @@ def _write_release(config: Any, store: Any, instances: list[Instance], split_of_
 
     version = config.release.version
     releases = versioning.existing_releases(out_root, release_name)
-    change = versioning.check_version(version, hashes, SCHEMA_VERSION, releases)
+    change = versioning.check_version(version, hashes, schema.SCHEMA_VERSION, releases)
 
     manifests = {s.name: m for s in stages() if (m := store.manifest(s.name)) is not None}
     released = card.released_date(manifests)
@@ -254,7 +253,7 @@ def _write_release(config: Any, store: Any, instances: list[Instance], split_of_
 
     final = out_root / release_folder_name(release_name, version)
     with atomic_dir(final) as tmp:
-        features = instance_features()
+        features = schema.instance_features()
         track = _tracker(console, "release: writing configs") or (lambda items, total: items)
         for cfg, splits in track(sorted(rows.items()), len(rows)):
             tables = {split: instance_table(split_rows) for split, split_rows in sorted(splits.items())}
@@ -262,13 +261,13 @@ def _write_release(config: Any, store: Any, instances: list[Instance], split_of_
                 write_table(layout.split_file(tmp, cfg, split), table)
             dd = datasets.DatasetDict({s: table_dataset(t, features) for s, t in tables.items()})
             dd.save_to_disk(str(tmp / layout.DISK_DIR / cfg))
-        for name, schema in json_schemas().items():
+        for name, json_schema in schema.json_schemas().items():
             atomic_write_text(tmp / layout.SCHEMA_DIR / f"{name}.schema.json",
-                              json.dumps(schema, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+                              json.dumps(json_schema, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
         atomic_write_text(tmp / layout.CARD, card.render(inputs))
         atomic_write_text(tmp / layout.CHANGELOG, versioning.changelog(previous_changelog, version, released,
                                                                        change_lines))
-        info = {"name": release_name, "version": version, "schema_version": SCHEMA_VERSION,
+        info = {"name": release_name, "version": version, "schema_version": schema.SCHEMA_VERSION,
                 "data_hash": data_hash, "data_hashes": hashes, "configs": counts, "released": released,
                 "seed": config.project.seed, "dev_fraction": config.release.dev_fraction,
                 "build_config_hashes": {s: m.config_hash for s, m in manifests.items()},
