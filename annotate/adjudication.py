@@ -19,9 +19,10 @@ from typing import Any
 from babelrag.errors import InputError
 
 from . import registry
+from .argilla_api import adjudication_name, get_dataset
 from .decisions import Decision, DecisionRules, decide
 from .projects import FieldSpec, ProjectRecord, ProjectSpec, Suggestion, guidelines_text, spec, to_argilla_records
-from .push import adjudication_name, ensure_users, get_dataset
+from .push import ensure_users
 from .settings import AnnotateSettings
 from .stored import server_records
 

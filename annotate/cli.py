@@ -46,7 +46,7 @@ def _writing(build_dir: Path, written: Path) -> AbstractContextManager:
 
 
 def _client(settings):
-    from .push import argilla_errors, client, resolve_target
+    from .argilla_api import argilla_errors, client, resolve_target
 
     target = resolve_target(settings)
     with argilla_errors(target.url, "connecting"):
@@ -115,10 +115,11 @@ def _push(project: str, input: Path, language: str, articles: Optional[Path], up
           default_out: Path) -> None:
     from babelrag.errors import InputError
 
+    from .argilla_api import argilla_errors
     from .input_checks import check_input, raise_problems
     from .inputs import read_rows
     from .projects import build_records, spec
-    from .push import argilla_errors, plan_push, run_push
+    from .push import plan_push, run_push
     from .registry import get
     from .suggested import write_suggested
 
@@ -218,9 +219,9 @@ def pull(
 
 
 def _pull(project: str, out: Path, merge_into: Optional[Path], language: str, settings) -> None:
+    from .argilla_api import argilla_errors, project_datasets
     from .pull import pull as do_pull
     from .pull import write_decisions
-    from .push import argilla_errors, project_datasets
 
     rg_client, target = _client(settings)
     con = _console()
@@ -282,8 +283,8 @@ def adjudicate(
     from babelrag.errors import InputError
 
     from .adjudication import adjudication_records, disputed, push_adjudication, rules_of
+    from .argilla_api import argilla_errors
     from .pull import read_responses
-    from .push import argilla_errors
 
     settings, default_out = _load(config)
     out = out or default_out
@@ -311,8 +312,8 @@ def status(project: str = typer.Argument("all"), config: Optional[Path] = Config
     """Progress per project dataset and per annotator (live from the server)."""
     from rich.table import Table
 
+    from .argilla_api import adjudication_datasets, argilla_errors
     from .pull import fetch_rows, project_annotators, status_table
-    from .push import adjudication_datasets, argilla_errors
 
     settings, _ = _load(config)
     rg_client, target = _client(settings)

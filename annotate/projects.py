@@ -20,8 +20,9 @@ from babelrag.errors import InputError
 from babelrag.records import Article, Instance, QAItem, translation_targets
 
 from . import registry
-from .settings import AnnotateSettings
 from .inputs import ContrastivePair, ModelAnswer, parse
+from .project_type import BuildContext
+from .settings import AnnotateSettings
 from .sources import LexicalHighlighter, make_highlighter, source_fields
 
 GUIDELINES_DIR = Path(__file__).with_name("guidelines")
@@ -413,8 +414,6 @@ def build_records(project: str, rows: list, settings: AnnotateSettings, language
     says. ``language``: required by per-language projects (translation); ``articles`` (id -> Article):
     the source articles of projects that show them, highlighted by ``highlighter`` (default: the one
     ``settings.highlight`` names, without a vector cache)."""
-    from .project_type import BuildContext
-
     pt = registry.get(project)
     if pt.per_language and not language:
         raise InputError(f"the {project} project needs a target language (--language de)")

@@ -1,6 +1,6 @@
 """Pull responses back from Argilla: one row per (record, annotator) with who, when and status.
 
-Read over Argilla's REST API (the SDK drops response timestamps). Rows are sorted and written as
+Read over Argilla's REST API (``argilla_api``; the SDK drops response timestamps). Rows are sorted and written as
 JSONL atomically (``babelrag.atomic``); a second pull of unchanged data leaves the file byte-for-byte
 identical (and untouched). Drafts and discards are kept with their status; agreement and merging use
 submitted responses only. Records nobody has answered yet are counted as pending.
@@ -11,17 +11,14 @@ import json
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any, Optional
 
 from babelrag.atomic import atomic_write_text
-
 from babelrag.rows import iter_jsonl
 
+from .argilla_api import adjudication_datasets, iter_records, project_datasets, question_names, usernames
 from .merge import answer_verdicts, forced_choice_outcomes
 from .settings import AnnotateSettings
-from .push import adjudication_datasets, project_datasets, usernames
-
-PAGE = 1000
 
 
 @dataclass
@@ -35,29 +32,6 @@ class PullResult:
     by_status: dict[str, int] = field(default_factory=dict)
 
 
-def _get(rg_client, url: str, **params: Any) -> Any:
-    resp = rg_client.http_client.get(url, params=params)
-    resp.raise_for_status()
-    return resp.json()
-
-
-def _records(rg_client, dataset_id: str, include: str = "responses,suggestions") -> Iterator[dict]:
-    """Every record of a dataset, page by page, with the relationships ``include`` names (a push, which
-    only compares records, leaves the responses out)."""
-    offset = 0
-    while True:
-        page = _get(rg_client, f"/api/v1/datasets/{dataset_id}/records", include=include, offset=offset, limit=PAGE)
-        yield from page["items"]
-        offset += len(page["items"])
-        if not page["items"] or offset >= page["total"]:
-            return
-
-
-def question_names(rg_client, dataset_id: str) -> dict[str, str]:
-    """Question id -> name (records name their suggestions' and responses' questions by id)."""
-    return {q["id"]: q["name"] for q in _get(rg_client, f"/api/v1/datasets/{dataset_id}/questions")["items"]}
-
-
 def fetch_rows(rg_client, settings: AnnotateSettings, project: str,
                datasets: Optional[list[Any]] = None) -> tuple[list[dict], list[dict]]:
     """(response rows, record rows) for every dataset of a project (or the given ``datasets``: its
@@ -66,7 +40,7 @@ def fetch_rows(rg_client, settings: AnnotateSettings, project: str,
     responses, records = [], []
     for ds in project_datasets(rg_client, settings, project) if datasets is None else datasets:
         questions = question_names(rg_client, str(ds.id))
-        for rec in _records(rg_client, str(ds.id)):
+        for rec in iter_records(rg_client, str(ds.id)):
             sugs = rec.get("suggestions", [])
             suggestions = {questions.get(s["question_id"], s["question_id"]): s["value"] for s in sugs}
             agents = {questions.get(s["question_id"], s["question_id"]): s.get("agent") for s in sugs}

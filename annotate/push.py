@@ -1,7 +1,7 @@
-"""Connect to Argilla, create workspaces/users from config, and push project records (idempotently).
+"""Create workspaces/users from config and push project records to Argilla (idempotently).
 
-Target: ``ARGILLA_API_URL``/``ARGILLA_API_KEY`` (a hosted Argilla) if set, else the local server
-started by ``babelrag annotate serve`` from the same home dir. Records are keyed by the build's record
+The server and the requests are ``argilla_api``'s (``resolve_target``: a hosted Argilla from
+``ARGILLA_API_URL``/``ARGILLA_API_KEY``, else the local server of ``babelrag annotate serve``). Records are keyed by the build's record
 id: pushing the same records twice sends nothing the second time and keeps existing responses; a
 record whose content changed (fields, metadata or suggestions: ``stored``) is replaced only with
 ``--update``, keeping its responses.
@@ -9,10 +9,8 @@ record whose content changed (fields, metadata or suggestions: ``stored``) is re
 from __future__ import annotations
 
 import json
-import os
 import secrets
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -20,70 +18,12 @@ from typing import Any, Callable, Optional
 from babelrag.atomic import atomic_write_text
 from babelrag.errors import InputError, StageError
 
-from .settings import AnnotateSettings
+from .argilla_api import delete_response, delete_suggestions, get_dataset, quiet, record_responses, usernames
+from . import input_checks  # called through the module: the CLI test counts the checks it runs
 from .projects import ProjectRecord, spec, to_argilla_records, to_argilla_settings
-from .stored import (changed, delete_response, delete_suggestions, judged_changed, record_responses, server_records,
-                     stale_suggestions)
-
-
-@dataclass(frozen=True)
-class Target:
-    url: str
-    api_key: str
-    source: str  # "env", "config" or "local server"
-
-
-def resolve_target(settings: AnnotateSettings) -> Target:
-    from .server.process import load_credentials, running_server
-
-    url = os.environ.get("ARGILLA_API_URL") or settings.api_url
-    key = os.environ.get("ARGILLA_API_KEY")
-    if url:
-        if not key:
-            raise StageError(f"Argilla at {url}: set ARGILLA_API_KEY to an owner/admin API key")
-        return Target(url.rstrip("/"), key, "env" if os.environ.get("ARGILLA_API_URL") else "config")
-    home = settings.server.resolved_home()
-    info = running_server(home)
-    creds = load_credentials(home)
-    if not info or not creds:
-        raise StageError(
-            f"no Argilla server: start one with `babelrag annotate serve` (home {home}) "
-            "or set ARGILLA_API_URL and ARGILLA_API_KEY for a hosted Argilla"
-        )
-    return Target(info["url"], creds["api_key"], "local server")
-
-
-@contextmanager
-def argilla_errors(url: str, what: str):
-    """Turn SDK/HTTP failures into one-line StageErrors that name the server and the step."""
-    import httpx
-    from argilla._exceptions._base import ArgillaError
-
-    try:
-        yield
-    except ArgillaError as exc:
-        raise StageError(f"Argilla at {url}: {what} failed: {exc}") from None
-    except httpx.HTTPStatusError as exc:
-        hint = " (the API key needs the owner or admin role)" if exc.response.status_code in (401, 403) else ""
-        raise StageError(f"Argilla at {url}: {what} failed: HTTP {exc.response.status_code}{hint}: "
-                         f"{exc.response.text[:300]}") from None
-    except httpx.HTTPError as exc:
-        raise StageError(f"Argilla at {url}: {what} failed: {exc} (is the server running?)") from None
-
-
-def client(target: Target):
-    import argilla as rg
-
-    return rg.Argilla(api_url=target.url, api_key=target.api_key, timeout=120, retries=2)
-
-
-def _quiet(fn, *args):
-    """SDK look-ups warn when a name is absent; absence is the normal case here."""
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return fn(*args)
+from .server.process import write_private
+from .settings import AnnotateSettings
+from .stored import changed, judged_changed, server_records, stale_suggestions
 
 
 def user_credentials_path(settings: AnnotateSettings) -> Path:
@@ -94,17 +34,15 @@ def ensure_users(rg_client, settings: AnnotateSettings) -> dict[str, str]:
     """Create workspaces and users (idempotent); generated passwords go to ``users.json`` (mode 0600)."""
     import argilla as rg
 
-    from .server.process import _write_private
-
     workspaces = {}
     for name in dict.fromkeys([*settings.all_workspaces(), *(w for u in settings.users for w in settings.user_workspaces(u))]):
-        ws = _quiet(rg_client.workspaces, name)
+        ws = quiet(rg_client.workspaces, name)
         workspaces[name] = ws if ws is not None else rg.Workspace(name=name, client=rg_client).create()
     members = {name: {u.username for u in ws.users} for name, ws in workspaces.items()}
     path = user_credentials_path(settings)
     stored: dict[str, str] = json.loads(path.read_text()) if path.exists() else {}
     for u in settings.users:
-        user = _quiet(rg_client.users, u.username)
+        user = quiet(rg_client.users, u.username)
         if user is None:
             password = u.password or stored.get(u.username) or secrets.token_urlsafe(12)
             role = "annotator" if u.role == "adjudicator" else u.role
@@ -113,7 +51,7 @@ def ensure_users(rg_client, settings: AnnotateSettings) -> dict[str, str]:
             if not u.password:  # save at once: a later failure must not lose the password
                 stored[u.username] = password
                 path.parent.mkdir(parents=True, exist_ok=True)
-                _write_private(path, stored)
+                write_private(path, stored)
         for ws in settings.user_workspaces(u):
             if u.username not in members[ws]:
                 user.add_to_workspace(workspaces[ws])
@@ -144,13 +82,6 @@ class PartialPush(StageError):
         self.landed = landed
 
 
-def get_dataset(rg_client, name: str, workspace: str):
-    ws = _quiet(rg_client.workspaces, workspace)
-    if ws is None:
-        return None
-    return _quiet(lambda: rg_client.datasets(name=name, workspace=ws))
-
-
 @dataclass
 class PushPlan:
     """What a push will do, decided before anything is written: the dataset (None: to be created), the
@@ -177,18 +108,16 @@ def plan_push(rg_client, settings: AnnotateSettings, project: str, records: list
     dataset with the same content (fields, metadata, suggestions) are left out (a re-run after a failed
     push resumes); with other content they are an error unless ``update``. ``checked``: the caller ran
     ``check_input`` on these records already (the CLI checks every language's records before connecting)."""
-    from .input_checks import check_input, conflicts, raise_problems
-
     name, workspace = settings.dataset_name(project, suffix), settings.project(project).workspace or settings.workspace
-    problems = [] if checked else check_input(records, spec(project))
+    problems = [] if checked else input_checks.check_input(records, spec(project))
     dataset = get_dataset(rg_client, name, workspace)
     if dataset is not None:
         _check_dataset_fields(dataset, records)
     held = server_records(rg_client, str(dataset.id)) if dataset is not None else {}
     existing = {rid: h.content for rid, h in held.items()}
     todo = changed(records, existing)
-    problems += conflicts(todo, existing, update)  # only the changed ones can be problems
-    raise_problems(problems, source, name)
+    problems += input_checks.conflicts(todo, existing, update)  # only the changed ones can be problems
+    input_checks.raise_problems(problems, source, name)
     stale = {r.id: (held[r.id].argilla_id, ids) for r in todo
              if r.id in held and (ids := stale_suggestions(r, held[r.id]))}
     answered = {}
@@ -304,40 +233,3 @@ def _partial_message(dataset: str, landed: list[str], total: int, exc: Exception
     detail = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
     return (f"push to {dataset} failed midway: {what}: {detail}. Re-run the same command when the server is "
             "back: records that landed are skipped, the rest are pushed (no duplicates).")
-
-
-def project_datasets(rg_client, settings: AnnotateSettings, project: str) -> list[Any]:
-    """Every dataset of a project (translation has one per language) in its workspace."""
-    workspace = settings.project(project).workspace or settings.workspace
-    base = settings.dataset_name(project)
-    ws = _quiet(rg_client.workspaces, workspace)
-    if ws is None:
-        return []
-    return sorted((d for d in ws.datasets if d.name == base or d.name.startswith(base + "-")), key=lambda d: d.name)
-
-
-def adjudication_name(settings: AnnotateSettings, dataset: str) -> str:
-    """The adjudication dataset of a project dataset: ``babelrag-translation-de`` ->
-    ``babelrag-adjudication-translation-de`` (the language stays the suffix)."""
-    prefix = settings.dataset_prefix + "-" if settings.dataset_prefix else ""
-    return prefix + "adjudication-" + dataset.removeprefix(prefix)
-
-
-def adjudication_datasets(rg_client, settings: AnnotateSettings, project: str) -> list[Any]:
-    """The adjudication datasets of a project (in the adjudication workspace)."""
-    ws = _quiet(rg_client.workspaces, settings.adjudication_workspace)
-    if ws is None:
-        return []
-    base = adjudication_name(settings, settings.dataset_name(project))
-    return sorted((d for d in ws.datasets if d.name == base or d.name.startswith(base + "-")), key=lambda d: d.name)
-
-
-def find_dataset(rg_client, settings: AnnotateSettings, project: str, suffix: str = "") -> Optional[Any]:
-    return get_dataset(rg_client, settings.dataset_name(project, suffix), settings.project(project).workspace or settings.workspace)
-
-
-def usernames(rg_client) -> dict[str, str]:
-    """User id -> username (responses name their annotator by id)."""
-    resp = rg_client.http_client.get("/api/v1/users")
-    resp.raise_for_status()
-    return {u["id"]: u["username"] for u in resp.json()["items"]}

@@ -10,6 +10,8 @@ from typing import Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from .registry import names as project_names
+
 ARGILLA_SERVER_VERSION = "2.8.0"
 
 
@@ -104,8 +106,6 @@ class AnnotateSettings(_Strict):
 
     @model_validator(mode="after")
     def _check(self) -> "AnnotateSettings":
-        from .registry import names as project_names
-
         unknown = sorted(set(self.projects) - set(project_names()))
         if unknown:
             raise ValueError(f"annotate.projects: unknown project(s) {unknown}; known: {', '.join(project_names())}")

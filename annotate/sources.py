@@ -16,14 +16,17 @@ from __future__ import annotations
 
 import html
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 import numpy as np
 
-from babelrag.evaluators.sentences import split_sentences
-from babelrag.tokens import content_words, tokenize
-from babelrag.records import Article, SimpleQA
+from babelrag.construct.encoders import CachedEncoder, VectorCache, build_encoder
+from babelrag.errors import ConfigError
 from babelrag.excerpt import excerpt
+from babelrag.records import Article, SimpleQA
+from babelrag.sentences import split_sentences
+from babelrag.tokens import content_words, tokenize
 
 MAX_ARTICLE_CHARS = 6000  # an article with nothing highlighted is shown whole up to this length
 PASSAGES_OVER = 1000  # an article with a highlighted sentence is cut to passages above this length
@@ -135,11 +138,6 @@ def make_highlighter(settings: Any, cache: Optional[Path] = None,
         return LexicalHighlighter()
 
     def make_encoder() -> Any:
-        from types import SimpleNamespace
-
-        from babelrag.construct.encoders import CachedEncoder, VectorCache, build_encoder
-        from babelrag.errors import ConfigError
-
         try:
             inner = build_encoder(SimpleNamespace(kind=settings.encoder, name_or_path=None,
                                                   batch_size=settings.batch_size))

@@ -12,6 +12,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from .argilla_api import iter_records, question_names
 from .projects import HINTS, ProjectRecord, shown_fields, shown_metadata
 
 
@@ -48,11 +49,9 @@ def content(record: ProjectRecord) -> Content:
 
 def server_records(rg_client, dataset_id: str) -> dict[str, ServerRecord]:
     """External id -> every record of the dataset, with suggestions and without responses."""
-    from .pull import _records, question_names
-
     questions = question_names(rg_client, dataset_id)
     return {rec["external_id"] or rec["id"]: _server_record(rec, questions)
-            for rec in _records(rg_client, dataset_id, include="suggestions")}
+            for rec in iter_records(rg_client, dataset_id, include="suggestions")}
 
 
 def _server_record(rec: dict, questions: dict[str, str]) -> ServerRecord:
@@ -78,24 +77,6 @@ def judged_changed(record: ProjectRecord, held: ServerRecord) -> bool:
         return {k: v for k, v in fields.items() if k != HINTS.name}
 
     return judged(content(record).fields) != judged(held.content.fields)
-
-
-def record_responses(rg_client, argilla_id: str) -> list[dict]:
-    """The responses a record holds (one request for that record only)."""
-    resp = rg_client.http_client.get(f"/api/v1/records/{argilla_id}")
-    resp.raise_for_status()
-    return resp.json().get("responses") or []
-
-
-def delete_response(rg_client, response_id: str) -> None:
-    """Argilla recomputes the record's status: with too few submitted responses it is pending again."""
-    resp = rg_client.http_client.delete(f"/api/v1/responses/{response_id}")
-    resp.raise_for_status()
-
-
-def delete_suggestions(rg_client, argilla_id: str, ids: list[str]) -> None:
-    resp = rg_client.http_client.delete(f"/api/v1/records/{argilla_id}/suggestions", params={"ids": ",".join(ids)})
-    resp.raise_for_status()
 
 
 def changed(records: list[ProjectRecord], held: Mapping[str, Content]) -> list[ProjectRecord]:

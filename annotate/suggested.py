@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 from babelrag.atomic import atomic_write_text
+from babelrag.rows import iter_jsonl
 
 from .projects import ProjectRecord, spec
 
@@ -20,8 +21,6 @@ def suggested_path(out_dir: Path, project: str) -> Path:
 
 
 def read_suggested(out_dir: Path, project: str) -> list[dict]:
-    from babelrag.rows import iter_jsonl
-
     path = suggested_path(out_dir, project)
     return [row for _, row in iter_jsonl(path)] if path.exists() else []
 

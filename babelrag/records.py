@@ -474,6 +474,29 @@ class ContrastivePair(Record):
     provenance: Provenance = Field(default_factory=Provenance)
 
 
+def _stop_list(value: Any) -> Any:
+    return [value] if isinstance(value, str) else value
+
+
+class Sampling(BaseModel):
+    """The sampling parameters an answer was generated with: the endpoint's defaults, then the prompt's, then
+    the call's (``LLMRunner``). The usual request parameters are typed (an Arrow struct in parquet); any other
+    parameter a prompt file sets is kept as given, so the record still says what was sent (``stop`` as a list)."""
+
+    model_config = ConfigDict(extra="allow")
+    temperature: Optional[float] = None
+    top_p: Optional[float] = None
+    max_tokens: Optional[int] = None
+    seed: Optional[int] = None
+    stop: Annotated[Optional[list[str]], BeforeValidator(_stop_list)] = None
+    presence_penalty: Optional[float] = None
+    frequency_penalty: Optional[float] = None
+
+    def params(self) -> dict[str, Any]:
+        """As request parameters: the ones set (None left out)."""
+        return self.model_dump(exclude_none=True)
+
+
 class AnswerRecord(BaseModel):
     """One model's answer to one instance (``evaluate run`` writes them to answers.jsonl), with everything
     needed to reproduce and score it, and the question and gold answer so a reader (``annotate push
@@ -498,7 +521,25 @@ class AnswerRecord(BaseModel):
     prompt_id: str = ""
     prompt_version: str = ""
     style: str = "citations"
-    sampling_json: str = "{}"
+    sampling: Sampling = Field(default_factory=Sampling)
     dataset_version: str = ""
     cached: bool = False
     judge_verdict: Optional[Literal["correct", "incorrect"]] = None  # a judge panel's majority, if any
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_sampling_json(cls, data: Any) -> Any:
+        """Answers written before ``sampling`` was typed carry it as a JSON string (``sampling_json``)."""
+        if not isinstance(data, dict) or "sampling_json" not in data:
+            return data
+        data = dict(data)
+        text = data.pop("sampling_json")
+        if "sampling" not in data:
+            data["sampling"] = json.loads(text or "{}") if isinstance(text, str) else text
+        return data
+
+    @property
+    def sampling_json(self) -> str:
+        """The sampling parameters as the sorted JSON text older answers files held."""
+        return json.dumps(self.sampling.params(), sort_keys=True)
+

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import httpx
 
+from babelrag.annotate import argilla_api as api
 from babelrag.annotate import projects, pull as pl, push as ps, samples
 from babelrag.annotate.settings import AnnotateSettings, ServerSettings
 from babelrag.annotate.server.process import ArgillaServer
@@ -48,7 +49,7 @@ def main() -> None:
     server.start()
     first_start_s = time.perf_counter() - t
     try:
-        client = ps.client(ps.resolve_target(settings))
+        client = api.client(api.resolve_target(settings))
         items = samples.qa_items(args.records)
         records = projects.build_records("qa_verification", items, settings,
                                          articles={a["id"]: a for a in samples.articles(args.records)})
@@ -69,7 +70,7 @@ def main() -> None:
         # one annotator answers 100 records so the pull carries responses
         token = httpx.post(f"{server.url}/api/v1/token", data={"username": "ann1", "password": "ann1-password"}).json()
         headers = {"Authorization": f"Bearer {token['access_token']}"}
-        ds = ps.find_dataset(client, settings, "qa_verification")
+        ds = api.find_dataset(client, settings, "qa_verification")
         listing = client.http_client.get(f"/api/v1/datasets/{ds.id}/records", params={"limit": 100}).json()["items"]
         for rec in listing:
             body = {"status": "submitted", "values": {"natural": {"value": "yes"}, "answerable": {"value": "yes"},

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import httpx
 
+from babelrag.annotate import argilla_api as api
 from babelrag.annotate import projects, push as ps, samples
 from babelrag.annotate.pull import fetch_rows
 from babelrag.annotate.settings import AnnotateSettings, ServerSettings
@@ -46,7 +47,7 @@ def phase(server: ArgillaServer, client, settings: AnnotateSettings, prefix: str
     s = settings.model_copy(update={"dataset_prefix": prefix})
     recs = projects.build_records("answer_judgement", samples.model_answers(records), s)
     ps.push(client, s, "answer_judgement", recs)
-    dataset_id = str(ps.find_dataset(client, s, "answer_judgement").id)
+    dataset_id = str(api.find_dataset(client, s, "answer_judgement").id)
     for a in team:  # figures are per phase
         a.submits, a.queue, a.acknowledged, a.errors = [], [], [], []
     start = threading.Barrier(len(team) + 1, timeout=120)  # a sign-in that fails breaks it: no hang
@@ -137,7 +138,7 @@ def main() -> None:
                                 min_submitted=args.clients, server=ServerSettings(home=home, port=0))
     server = ArgillaServer(settings.server).start()
     try:
-        client = ps.client(ps.resolve_target(settings))
+        client = api.client(api.resolve_target(settings))
         one = phase(server, client, settings, "load1", team[:1], args.records, args.seconds)
         many = phase(server, client, settings, f"load{args.clients}", team, args.records, args.seconds)
     finally:

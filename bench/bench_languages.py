@@ -58,7 +58,8 @@ def main(argv: list[str] | None = None) -> int:
     ok = [lang for lang in LANGUAGES if lang == PIVOT or accepted(lang)]
     refused = [lang for lang in LANGUAGES if lang not in ok]
     with tempfile.TemporaryDirectory() as tmp:
-        results = run(Path(tmp), [lang for lang in ok if lang != PIVOT], encoder=args.encoder)
+        results = run(Path(tmp), [lang for lang in ok if lang != PIVOT], ROOT / "tests" / "fixtures" / "ntrex_languages",
+                      encoder=args.encoder)
     ordered = {lang: results[lang] for lang in LANGUAGES if lang in results}
     text = table(ordered, refused, args.encoder)
     print(text)

@@ -58,6 +58,7 @@ def llm_settings(endpoint: str | None, model: str | None, api_key_env: str | Non
 def main(argv: list[str] | None = None) -> int:
     from babelrag.testing import pair_relevance
     from babelrag.testing.pair_calibration import HALVES, pooled
+    from babelrag.testing.pair_calibration import load_set as load_events
     from babelrag.testing.samelang_calibration import cross_language_set, load_set
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -73,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--min-pair-similarity", type=float, default=None, help="cross-language candidates")
     args = ap.parse_args(argv)
     languages = (args.languages or (SAMELANG if args.which == "samelang" else CROSSLANG)).split(",")
-    nine = load_set()
+    nine = load_set(ROOT / "tests" / "fixtures" / "ntrex_samelang")
     unknown = sorted(set(languages) - set(nine.languages))
     if unknown or (args.which == "crosslang" and "en" in languages):
         ap.error(f"--languages: {', '.join(unknown) or 'en'} not in the NTREX set's "
@@ -94,7 +95,8 @@ def main(argv: list[str] | None = None) -> int:
                 result = pair_relevance.same_language(Path(tmp) / lang / "build", data, args.encoder, relevance,
                                                       llm, pairs)
             else:
-                data = cross_language_set(nine, lang, Path(tmp) / lang)
+                data = cross_language_set(nine, lang, Path(tmp) / lang,
+                                          load_events(ROOT / "tests" / "fixtures" / "ntrex_events"))
                 dense = ({} if args.min_pair_similarity is None
                          else {"min_pair_similarity": args.min_pair_similarity})
                 result = pair_relevance.cross_language(Path(tmp) / lang / "build", data, args.encoder, relevance,

@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     grid = ([float(t) for t in args.thresholds.split(",")] if args.thresholds
             else GRID[(args.score, args.encoder)])
     other = "passage" if args.score == "title" else "title"
-    data = load_set()
+    data = load_set(ROOT / "tests" / "fixtures" / "ntrex_samelang")
     print(f"set: {len(data.language)} articles, {len(data.languages)} languages ({', '.join(data.languages)}); "
           f"encoder {args.encoder}; score {args.score}; stage default "
           f"{DEFAULT_HYBRID_MIN_SCORE[args.score].get(args.encoder)}")

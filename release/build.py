@@ -25,16 +25,18 @@ from pathlib import Path
 from typing import Any, Optional
 
 from babelrag.annotate.summary import dataset_annotation_summary
-from babelrag.errors import StageError
+from babelrag.atomic import atomic_dir, atomic_write_text
+from babelrag.console import track
+from babelrag.errors import IncompleteRunError, StageError
 from babelrag.freshness import DateWindow, date_range, select
 from babelrag.parquet_io import read_rows
 from babelrag.records import Instance, QAItem
-from babelrag.release import layout
+from babelrag.release import card, layout, schema, versioning
 from babelrag.release.naming import config_name
+from babelrag.release.splits import assign_splits
 from babelrag.release.validate import Rules, ValidationReport, validate
-from babelrag.errors import IncompleteRunError
-from babelrag.stage import stage_names
-
+from babelrag.stage import stage_names, stages
+from babelrag.store import RECORDS_FILE, BuildStore
 
 
 @dataclass
@@ -58,7 +60,6 @@ def read_instance_rows(store: Any) -> list[dict[str, Any]]:
     """The instances stage's rows as plain dicts (validated by the release rules, not on read)."""
     import pyarrow.parquet as pq
 
-    from babelrag.store import RECORDS_FILE
 
     store.require("instances")
     return pq.read_table(store.stage_dir("instances") / RECORDS_FILE).to_pylist()
@@ -68,7 +69,6 @@ def corpus_stats(store: Any) -> dict[str, Any]:
     """Article counts per language and the date range, read from two ingest columns only."""
     import pyarrow.parquet as pq
 
-    from babelrag.store import RECORDS_FILE
 
     path = store.stage_dir("ingest") / RECORDS_FILE
     if store.manifest("ingest") is None or not path.exists():
@@ -84,9 +84,8 @@ def instance_table(rows: list[dict[str, Any]]) -> Any:
     conversion of a split's rows, shared by its parquet file and its ``save_to_disk`` copy."""
     import pyarrow as pa
 
-    from babelrag.release.schema import arrow_rows, instance_features
 
-    return pa.Table.from_pylist(arrow_rows(rows), schema=instance_features().arrow_schema)
+    return pa.Table.from_pylist(schema.arrow_rows(rows), schema=schema.instance_features().arrow_schema)
 
 
 def write_table(path: Path, table: Any) -> None:
@@ -129,8 +128,6 @@ def _annotation_summary(build_dir: Path, settings: Any) -> Optional[dict[str, An
     """What the card says about annotation: ``annotate/summary.json`` if a curator wrote one, else what the
     pulled responses of the dataset-annotation projects say (``annotate.summary``: agreement over the
     final responses, with items and annotators, and how records were decided; never model judgement)."""
-    from babelrag.store import BuildStore
-
     folder = BuildStore(build_dir).annotate_dir
     path = folder / "summary.json"
     if path.exists():
@@ -151,16 +148,12 @@ def _tracker(console: Any, desc: str) -> Any:
     """``babelrag.console.track`` bound to a label, for long loops (None without a console)."""
     if console is None:
         return None
-    from babelrag.console import track
 
     return lambda items, total: track(items, total, desc, console)
 
 
 def plan(config: Any, console: Any = None) -> tuple[list[Instance], dict[str, str], ValidationReport, list[QAItem]]:
     """Read the build, assign splits and run every rule (no writes). Used by build and validate."""
-    from babelrag.release.splits import assign_splits
-    from babelrag.store import BuildStore
-
     store = BuildStore(config.build_dir)
     rows = read_instance_rows(store)
     qas = store.read("filters", QAItem) if store.manifest("filters") else []
@@ -190,8 +183,6 @@ def build_release(config: Any, out_root: Optional[Path] = None, console: Any = N
     """Validate, split and write the release; then each ``release.time_slices`` window as a release of its own
     (``<name>-<slice>``: the instances whose supporting articles were all published inside the window, with
     the same splits). Returns the full release; ``slices`` on it lists the sliced ones."""
-    from babelrag.store import BuildStore
-
     store = BuildStore(config.build_dir)
     refuse_failed_items(store)
     instances, split_of_qa, report, qas = plan(config, console)
@@ -221,10 +212,6 @@ def _write_release(config: Any, store: Any, instances: list[Instance], split_of_
     """One release folder ``<name>-<version>`` of ``instances`` (written atomically, version rule checked)."""
     import datasets
 
-    from babelrag.stage import stages
-    from babelrag.release import card, versioning
-    from babelrag.release.schema import SCHEMA_VERSION, instance_features, json_schemas
-    from babelrag.atomic import atomic_dir, atomic_write_text
 
     datasets.disable_progress_bars()
     groups = group_instances(instances, split_of_qa)
@@ -234,7 +221,7 @@ def _write_release(config: Any, store: Any, instances: list[Instance], split_of_
 
     version = config.release.version
     releases = versioning.existing_releases(out_root, release_name)
-    change = versioning.check_version(version, hashes, SCHEMA_VERSION, releases)
+    change = versioning.check_version(version, hashes, schema.SCHEMA_VERSION, releases)
 
     manifests = {s.name: m for s in stages() if (m := store.manifest(s.name)) is not None}
     released = card.released_date(manifests)
@@ -266,7 +253,7 @@ def _write_release(config: Any, store: Any, instances: list[Instance], split_of_
 
     final = out_root / release_folder_name(release_name, version)
     with atomic_dir(final) as tmp:
-        features = instance_features()
+        features = schema.instance_features()
         track = _tracker(console, "release: writing configs") or (lambda items, total: items)
         for cfg, splits in track(sorted(rows.items()), len(rows)):
             tables = {split: instance_table(split_rows) for split, split_rows in sorted(splits.items())}
@@ -274,13 +261,13 @@ def _write_release(config: Any, store: Any, instances: list[Instance], split_of_
                 write_table(layout.split_file(tmp, cfg, split), table)
             dd = datasets.DatasetDict({s: table_dataset(t, features) for s, t in tables.items()})
             dd.save_to_disk(str(tmp / layout.DISK_DIR / cfg))
-        for name, schema in json_schemas().items():
+        for name, json_schema in schema.json_schemas().items():
             atomic_write_text(tmp / layout.SCHEMA_DIR / f"{name}.schema.json",
-                              json.dumps(schema, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+                              json.dumps(json_schema, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
         atomic_write_text(tmp / layout.CARD, card.render(inputs))
         atomic_write_text(tmp / layout.CHANGELOG, versioning.changelog(previous_changelog, version, released,
                                                                        change_lines))
-        info = {"name": release_name, "version": version, "schema_version": SCHEMA_VERSION,
+        info = {"name": release_name, "version": version, "schema_version": schema.SCHEMA_VERSION,
                 "data_hash": data_hash, "data_hashes": hashes, "configs": counts, "released": released,
                 "seed": config.project.seed, "dev_fraction": config.release.dev_fraction,
                 "build_config_hashes": {s: m.config_hash for s, m in manifests.items()},

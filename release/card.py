@@ -11,20 +11,20 @@ from __future__ import annotations
 
 import datetime
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Literal, Optional, get_args, get_origin
+
+from pydantic import BaseModel
 
 from babelrag.llm.local import MODEL_ALIAS
-from babelrag.records import ANSWER_TYPES, MONOLINGUAL_SETTING, Instance
+from babelrag.records import ANSWER_TYPES, MONOLINGUAL_SETTING, QUESTION_TYPES, Document, Instance
 from babelrag.release import layout
 from babelrag.release.citation import METHOD_PAPERS, release_bibtex
 from babelrag.release.hub_metadata import bcp47, check_license, size_category
 
 TASK_CATEGORIES = ["question-answering", "text-retrieval"]
 TASK_IDS = ["open-domain-qa", "document-retrieval"]
-SECTIONS = ("Dataset summary", "Configurations", "Publication dates", "Data fields", "Construction", "Models and prompts",
-            "Annotation", "LLM usage", "Validation", "Versioning", "Reproducibility", "Licence", "Citation")
 
 
 @dataclass
@@ -294,104 +294,150 @@ def _has_monolingual(inp: CardInputs) -> bool:
     return any(setting == MONOLINGUAL_SETTING for setting, _ in inp.config_meta.values())
 
 
-def render(inp: CardInputs) -> str:
-    import yaml
-
-    head = yaml.safe_dump(header(inp), sort_keys=False, allow_unicode=True, width=1000)
+def _summary_section(inp: CardInputs) -> str:
+    notice = small_model_notice(inp)
     total = sum(sum(s.values()) for s in inp.configs.values())
-    cfg_rows = [[cfg, inp.config_meta[cfg][0], f"{inp.config_meta[cfg][1]} ({bcp47(inp.config_meta[cfg][1])})",
-                 inp.configs[cfg].get("dev", 0), inp.configs[cfg].get("test", 0)] for cfg in sorted(inp.configs)]
-    stage_rows = []
-    usage_rows = []
-    versions: dict[str, str] = {}
-    hashes = []
+    first = sorted(inp.configs)[0] if inp.configs else "mono-de"
+    return ((notice + "\n\n" if notice else "") +
+            f"**{inp.name}** version **{inp.version}**: {count_noun(total, 'instance')} from "
+            f"{count_noun(inp.questions, 'question')} in {count_noun(len(inp.configs), 'configuration')} (one per "
+            f"retrieval setting and question language) in {_held(inp)}, built with "
+            "babelrag following the XRAG construction (cross-document questions over related news articles, "
+            "with distractors)" + (_MONOLINGUAL_SUMMARY if _has_monolingual(inp) else "") + ".\n\n```python\n"
+            "from datasets import load_dataset\n"
+            f"ds = load_dataset(\"<repo or folder>\", \"{first}\")\n```")
+
+
+def _held(inp: CardInputs) -> str:
+    return ", ".join(bcp47(x) for x in header_languages(inp)) or "-"
+
+
+def _configurations_section(inp: CardInputs) -> str:
+    rows = [[cfg, inp.config_meta[cfg][0], f"{inp.config_meta[cfg][1]} ({bcp47(inp.config_meta[cfg][1])})",
+             inp.configs[cfg].get("dev", 0), inp.configs[cfg].get("test", 0)] for cfg in sorted(inp.configs)]
+    return _table(rows, ["config", "setting", "question language", "dev", "test"]) + (
+        "\n\nSettings: `mono` question in X, English documents; `multi` question in X, supporting and "
+        "distracting documents in English and X; `en-baseline` the English question; `+EQ/+ES/+ED` English "
+        "question / supporting / distracting documents (machine-translated copies are flagged); "
+        + (_MONOLINGUAL_SETTING_NOTE if _has_monolingual(inp) else "") +
+        "`no-retrieval` question only; `oracle` supporting documents only. Config names: the setting, the "
+        "question language, then the controlled variants spelled out: `multi-de-en_support` is `multi+ES` "
+        "with German questions (`en_question` +EQ, `en_support` +ES, `en_distractors` +ED); releases before "
+        "this naming called it `multi-es-de`, and readers still accept that name.")
+
+
+# what a released row's field holds, where its name and type do not say it (a Literal's choices come from its type)
+INSTANCE_NOTES = {"qa_id": "shared by every setting of one question", "language": "question language",
+                  "en_answer": "with `en_question`, the question and answer as written: English; a monolingual "
+                               "question's rows repeat its question and answer in X, as there is no English version",
+                  "q_type": ", ".join(QUESTION_TYPES), "dates": "supporting articles' publication dates"}
+
+
+def _field_list(model: type[BaseModel], notes: dict[str, str]) -> str:
+    """The model's fields in declared order, each with its note or its choices; ``documents`` lists its own."""
+    out = []
+    for name, info in model.model_fields.items():
+        choices = get_args(info.annotation) if get_origin(info.annotation) is Literal else ()
+        note = notes.get(name) or "|".join(choices)
+        if name == "documents":
+            note = f"list of {_field_list(Document, {})}"
+        out.append(f"`{name}`" + (f" ({note})" if note else ""))
+    return ", ".join(out)
+
+
+def data_fields_section() -> str:
+    """The released row's fields, from the record type itself (``babelrag.records.Instance``)."""
+    return f"{_field_list(Instance, INSTANCE_NOTES)}. JSON Schemas are in `schema/`."
+
+
+def _construction_section(inp: CardInputs) -> str:
+    rows = []
     for stage, m in inp.manifests.items():
         counts = m.counts or {}
         skipped = ", ".join(f"{k}={v}" for k, v in sorted((counts.get("skipped") or {}).items())) or "-"
         what = _filters_section(m)[0] if stage == "filters" else inp.stage_descriptions.get(stage, "")
-        stage_rows.append([stage, what, counts.get("in", 0), counts.get("out", 0),
-                           counts.get("errors", 0), skipped])
-        u = m.llm_usage or {}
-        if u.get("calls") or u.get("prompt_tokens"):
-            usage_rows.append([stage, ", ".join(u.get("endpoints", [])), u.get("calls", 0), u.get("cached", 0),
-                               u.get("prompt_tokens", 0), u.get("completion_tokens", 0),
-                               u.get("prompt_tokens", 0) + u.get("completion_tokens", 0), f"{u.get('cost', 0.0):.4f}"])
-        versions.update(m.versions or {})
-        hashes.append([stage, m.config_hash[:12], m.output_fingerprint[:12]])
-    if usage_rows:
-        tot = [sum(r[i] for r in usage_rows) for i in (2, 3, 4, 5, 6)]
-        usage_rows.append(["**total**", "", *tot, f"{sum(float(r[7]) for r in usage_rows):.4f}"])
-        usage = _table(usage_rows, ["stage", "endpoints", "calls", "cached", "prompt tokens", "completion tokens",
-                                    "total tokens", "cost (USD)"])
-    else:
-        usage = "No LLM calls were recorded in the build manifests (cached or offline build)."
-    filters_table = _filters_section(inp.manifests["filters"])[1] if "filters" in inp.manifests else ""
-    notice = small_model_notice(inp)
-    held = ", ".join(bcp47(x) for x in header_languages(inp)) or "-"
-    corpus = inp.corpus
-    corpus_line = ""
+        rows.append([stage, what, counts.get("in", 0), counts.get("out", 0), counts.get("errors", 0), skipped])
+    corpus, corpus_line = inp.corpus, ""
     if corpus:
         langs = ", ".join(f"{k}: {v}" for k, v in sorted(corpus.get("languages", {}).items()))
         corpus_line = (f"The corpus after ingestion holds {count_noun(corpus.get('articles', 0), 'news article')} "
                        f"({langs}), published {corpus.get('date_min', '?')} to {corpus.get('date_max', '?')}; "
-                       f"the release's rows and documents are in {held}.\n\n")
+                       f"the release's rows and documents are in {_held(inp)}.\n\n")
+    filters_table = _filters_section(inp.manifests["filters"])[1] if "filters" in inp.manifests else ""
+    return (corpus_line + _table(rows, ["stage", "what it does", "in", "out", "errors", "skipped"])
+            + (f"\n\n{filters_table}" if filters_table else ""))
+
+
+def _llm_usage_section(inp: CardInputs) -> str:
+    rows = []
+    for stage, m in inp.manifests.items():
+        u = m.llm_usage or {}
+        if u.get("calls") or u.get("prompt_tokens"):
+            rows.append([stage, ", ".join(u.get("endpoints", [])), u.get("calls", 0), u.get("cached", 0),
+                         u.get("prompt_tokens", 0), u.get("completion_tokens", 0),
+                         u.get("prompt_tokens", 0) + u.get("completion_tokens", 0), f"{u.get('cost', 0.0):.4f}"])
+    if not rows:
+        return "No LLM calls were recorded in the build manifests (cached or offline build)."
+    tot = [sum(r[i] for r in rows) for i in (2, 3, 4, 5, 6)]
+    rows.append(["**total**", "", *tot, f"{sum(float(r[7]) for r in rows):.4f}"])
+    return _table(rows, ["stage", "endpoints", "calls", "cached", "prompt tokens", "completion tokens",
+                         "total tokens", "cost (USD)"])
+
+
+def _validation_section(inp: CardInputs) -> str:
     val = inp.validation
-    unverified = val.get("unverified_released", 0)
-    sections = {
-        "Dataset summary": (
-            (notice + "\n\n" if notice else "") +
-            f"**{inp.name}** version **{inp.version}**: {count_noun(total, 'instance')} from "
-            f"{count_noun(inp.questions, 'question')} in {count_noun(len(inp.configs), 'configuration')} (one per "
-            f"retrieval setting and question language) in {held}, built with "
-            "babelrag following the XRAG construction (cross-document questions over related news articles, "
-            "with distractors)" + (_MONOLINGUAL_SUMMARY if _has_monolingual(inp) else "") + ".\n\n```python\nfrom datasets import load_dataset\n"
-            f"ds = load_dataset(\"<repo or folder>\", \"{sorted(inp.configs)[0] if inp.configs else 'mono-de'}\")\n```"),
-        "Configurations": _table(cfg_rows, ["config", "setting", "question language", "dev", "test"]) + (
-            "\n\nSettings: `mono` question in X, English documents; `multi` question in X, supporting and "
-            "distracting documents in English and X; `en-baseline` the English question; `+EQ/+ES/+ED` English "
-            "question / supporting / distracting documents (machine-translated copies are flagged); "
-            + (_MONOLINGUAL_SETTING_NOTE if _has_monolingual(inp) else "") +
-            "`no-retrieval` question only; `oracle` supporting documents only. Config names: the setting, the "
-            "question language, then the controlled variants spelled out: `multi-de-en_support` is `multi+ES` "
-            "with German questions (`en_question` +EQ, `en_support` +ES, `en_distractors` +ED); releases before "
-            "this naming called it `multi-es-de`, and readers still accept that name."),
-        "Publication dates": publication_dates_section(inp.date_ranges, inp.window),
-        "Data fields": (
-            "`id`, `qa_id` (shared by every setting of one question), `setting`, `language` (question language), "
-            "`question`, `answer`, `en_question`, `en_answer` (the question and answer as written: English; a "
-            "monolingual question's rows repeat its question and answer in X, as there is no English version), "
-            "`q_type` (aggregation, comparison, multi-hop, set), "
-            "`documents` (list of `article_id, title, text, language, published, role` (supporting|distractor), "
-            "`kind` (relevant|related|irrelevant|seemingly_relevant), `machine_translated`), `verified`, "
-            "`machine_translated`, `dates` (supporting articles' publication dates), `a_type`, `crossdoc_type`. "
-            "JSON Schemas are in `schema/`."),
-        "Construction": corpus_line + _table(stage_rows, ["stage", "what it does", "in", "out", "errors", "skipped"])
-        + (f"\n\n{filters_table}" if filters_table else ""),
-        "Models and prompts": _models_section(inp),
-        "Annotation": annotation_section(inp.annotation, inp.answer_types),
-        "LLM usage": usage,
-        "Validation": (
-            f"Checked before writing: schema, declared languages (lingua, on the function words: names are "
+    return (f"Checked before writing: schema, declared languages (lingua, on the function words: names are "
             f"masked), distractors published at least the "
             f"configured number of days before the supporting articles, no supporting article among distractors, "
             f"no instance id / question / article pair shared across splits, verification, no empty texts. "
             f"{count_noun(val.get('checked', 0), 'instance')} checked, 0 violations; "
             f"{count_noun(val.get('unchecked_language', 0), 'text')} too short or made only of names for a language "
             f"check. "
-            + _verification_sentence(unverified, bool(inp.annotation))),
-        "Versioning": (
-            f"Version {inp.version}. " + " ".join(inp.change_lines) +
+            + _verification_sentence(val.get("unverified_released", 0), bool(inp.annotation)))
+
+
+def _versioning_section(inp: CardInputs) -> str:
+    return (f"Version {inp.version}. " + " ".join(inp.change_lines) +
             "\n\nRule: a change that can alter any score (any released row) is a new version; `release.json` "
             f"stores a hash per config/split. Data hash: `{inp.data_hash}`. Splits: question-level hash of the "
             f"seed ({inp.seed}) and the question id (questions sharing a supporting article stay together), "
-            f"dev fraction {inp.dev_fraction}. See `CHANGELOG.md`."),
-        "Reproducibility": (
-            _table(hashes, ["stage", "config hash", "output fingerprint"]) + "\n\nLibraries: " +
-            ", ".join(f"{k} {v}" for k, v in sorted(versions.items())) + f"\n\nReleased {inp.released}."),
-        "Licence": licence_section(inp.license, inp.license_chosen),
-        "Citation": citation_section(release_bibtex(inp.name, inp.version, inp.released), ("xrag",)),
-    }
-    body = "\n\n".join(f"## {name}\n\n{sections[name]}" for name in SECTIONS)
+            f"dev fraction {inp.dev_fraction}. See `CHANGELOG.md`.")
+
+
+def _reproducibility_section(inp: CardInputs) -> str:
+    versions: dict[str, str] = {}
+    for m in inp.manifests.values():
+        versions.update(m.versions or {})
+    hashes = [[stage, m.config_hash[:12], m.output_fingerprint[:12]] for stage, m in inp.manifests.items()]
+    return (_table(hashes, ["stage", "config hash", "output fingerprint"]) + "\n\nLibraries: " +
+            ", ".join(f"{k} {v}" for k, v in sorted(versions.items())) + f"\n\nReleased {inp.released}.")
+
+
+# section title -> its text from the card's inputs, in the order the card shows them
+SECTION_WRITERS: dict[str, Callable[[CardInputs], str]] = {
+    "Dataset summary": _summary_section,
+    "Configurations": _configurations_section,
+    "Publication dates": lambda inp: publication_dates_section(inp.date_ranges, inp.window),
+    "Data fields": lambda inp: data_fields_section(),
+    "Construction": _construction_section,
+    "Models and prompts": _models_section,
+    "Annotation": lambda inp: annotation_section(inp.annotation, inp.answer_types),
+    "LLM usage": _llm_usage_section,
+    "Validation": _validation_section,
+    "Versioning": _versioning_section,
+    "Reproducibility": _reproducibility_section,
+    "Licence": lambda inp: licence_section(inp.license, inp.license_chosen),
+    "Citation": lambda inp: citation_section(release_bibtex(inp.name, inp.version, inp.released), ("xrag",)),
+}
+SECTIONS = tuple(SECTION_WRITERS)
+
+
+def render(inp: CardInputs) -> str:
+    """The card: the YAML header, then each section in ``SECTIONS`` order."""
+    import yaml
+
+    head = yaml.safe_dump(header(inp), sort_keys=False, allow_unicode=True, width=1000)
+    body = "\n\n".join(f"## {name}\n\n{write(inp)}" for name, write in SECTION_WRITERS.items())
     return f"---\n{head}---\n\n# {inp.name}\n\n{body}\n"
 
 

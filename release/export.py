@@ -25,15 +25,15 @@ from typing import Any, Optional
 from babelrag.atomic import atomic_dir
 from babelrag.errors import BabelragError
 from babelrag.records import Document, Instance
+from babelrag.release.build import read_release_rows
+from babelrag.release.export_formats import FORMATS, ExportFormat, ReleaseRef, write_files
+from babelrag.release.external import converted_from, export_source
+from babelrag.release.layout import read_info
+from babelrag.release.loaders.beir import DOC_ORDER, MAPPING_FILES, QUERY_METADATA
+from babelrag.release.loaders.xrag import N_SUPPORTING
 from babelrag.release.protocol import Protocol
-from babelrag.release.export_formats import FORMATS, ExportFormat, ReleaseRef
+from babelrag.release.schema import to_xrag
 
-# instance fields carried in a BEIR query's "metadata" (BEIR readers ignore extra keys)
-QUERY_METADATA = ("qa_id", "setting", "answer", "en_question", "en_answer", "q_type", "verified", "machine_translated",
-                  "dates", "a_type", "crossdoc_type")
-DOC_ORDER = "doc_order"  # query metadata: the instance's documents (corpus ids) in their order
-MAPPINGS = {"irrelevant": "irrelevant.json", "seemingly_relevant": "seemingly_relevant.json",
-            "related": "related.json"}
 
 
 def corpus_id(doc: Document) -> str:
@@ -49,7 +49,7 @@ def beir_files(by_split: dict[str, list[Instance]]) -> dict[str, str]:
     corpus: dict[str, dict[str, Any]] = {}
     queries = []
     qrels: dict[str, list[str]] = defaultdict(list)
-    maps: dict[str, dict[str, list[str]]] = {k: {} for k in MAPPINGS}
+    maps: dict[str, dict[str, list[str]]] = {k: {} for k in MAPPING_FILES}
     for split, insts in sorted(by_split.items()):
         for inst in sorted(insts, key=lambda i: i.id):
             queries.append({"_id": inst.id, "text": inst.question, "language": inst.language,
@@ -67,25 +67,16 @@ def beir_files(by_split: dict[str, list[Instance]]) -> dict[str, str]:
     files = {"corpus.jsonl": _jsonl([corpus[k] for k in sorted(corpus)]), "queries.jsonl": _jsonl(queries)}
     for split in sorted(by_split):
         files[f"qrels/{split}.tsv"] = "query-id\tcorpus-id\tscore\n" + "".join(l + "\n" for l in qrels[split])
-    for kind, name in MAPPINGS.items():
+    for kind, name in MAPPING_FILES.items():
         files[name] = json.dumps({q: sorted(v) for q, v in sorted(maps[kind].items())}, indent=1,
                                  ensure_ascii=False) + "\n"
     return files
 
 
 def xrag_files(by_split: dict[str, list[Instance]]) -> dict[str, str]:
-    from babelrag.release.schema import to_xrag
-
     return {f"xrag.{split}.jsonl": "".join(json.dumps(to_xrag(i), ensure_ascii=False) + "\n"
                                            for i in sorted(insts, key=lambda i: i.id))
             for split, insts in sorted(by_split.items())}
-
-
-def write_files(root: Path, files: dict[str, str]) -> None:
-    for rel, text in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
 
 
 @FORMATS.register
@@ -108,8 +99,6 @@ class XragExport(ExportFormat):
     description = "XRAG JSONL per config and split (two supporting articles and their distractors per row)"
 
     def cannot_hold(self, instances: Sequence[Instance]) -> Optional[str]:
-        from babelrag.release.loaders.xrag import N_SUPPORTING
-
         bad = sum(sum(d.role == "supporting" for d in i.documents) != N_SUPPORTING for i in instances)
         if bad:
             return (f"{bad} instance(s) without exactly {N_SUPPORTING} supporting articles (an XRAG row has "
@@ -135,9 +124,6 @@ def export_release(folder: Path, out: Path, fmt: str, seed: int = 0) -> ExportRe
 
     A folder made by ``release convert`` from the same format is written back in that format record for
     record (see ``babelrag.release.external``)."""
-    from babelrag.release.build import read_release_rows
-    from babelrag.release.external import converted_from, export_source
-
     if converted_from(Path(folder)) == fmt:
         return ExportResult(export_source(Path(folder), Path(out)))
     if fmt == "garage":
@@ -148,8 +134,6 @@ def export_release(folder: Path, out: Path, fmt: str, seed: int = 0) -> ExportRe
     grouped: dict[str, dict[str, list[Instance]]] = defaultdict(lambda: defaultdict(list))
     for row, split, cfg in zip(rows, splits, configs):
         grouped[cfg][split].append(Instance.model_validate(row))
-    from babelrag.release.layout import read_info
-
     info = read_info(Path(folder)) or {}
     ref = ReleaseRef(Path(folder).resolve(), str(info.get("name") or Path(folder).name), Protocol.from_info(info), seed)
     result = ExportResult([])

@@ -61,3 +61,11 @@ class ExportFormat:
     def shared_files(self, configs: Sequence[str], release: ReleaseRef) -> dict[str, str]:
         """Files written once for the exported ``configs``. Default: none."""
         return {}
+
+
+def write_files(root: Path, files: dict[str, str]) -> None:
+    """Write ``files`` (relative path -> text, as the formats make them) under ``root``."""
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")

@@ -25,8 +25,17 @@ from typing import Any, Callable, Optional
 from babelrag.atomic import atomic_dir
 from babelrag.errors import InputError
 from babelrag.records import Instance
-from babelrag.release.export import DOC_ORDER, QUERY_METADATA, write_files
+from babelrag.release import external_card, layout, versioning
+from babelrag.release.build import write_parquet
+from babelrag.release.export_formats import write_files
+from babelrag.release.layout import read_info
+from babelrag.release.loaders import is_no_date
+from babelrag.release.loaders.beir import DOC_ORDER, MAPPING_FILES, QUERY_METADATA, load_beir
+from babelrag.release.loaders.garage import load_garage
+from babelrag.release.loaders.xrag import language_detector, load_xrag_records
+from babelrag.release.naming import config_name
 from babelrag.release.protocol import PUBLISHED
+from babelrag.release.schema import SCHEMA_VERSION
 
 FORMATS = ("garage", "xrag", "beir")
 SOURCE_DIR = "source"
@@ -70,9 +79,6 @@ def _split_of(path: Path, split: Optional[str]) -> str:
 
 
 def convert_garage(path: Path, split: Optional[str] = None, **_: Any) -> Converted:
-    from babelrag.release.loaders import is_no_date
-    from babelrag.release.loaders.garage import load_garage
-
     records = load_garage(path)
     out = Converted(instances={}, source_files={"garage.jsonl": _jsonl([r.to_published() for r in records])},
                     records=len(records))
@@ -92,8 +98,6 @@ def convert_garage(path: Path, split: Optional[str] = None, **_: Any) -> Convert
 
 def convert_xrag(path: Path, split: Optional[str] = None, language: Optional[str] = None,
                  setting: Optional[str] = None) -> Converted:
-    from babelrag.release.loaders.xrag import language_detector, load_xrag_records
-
     records = load_xrag_records(path)
     split = _split_of(path, split)
     out = Converted(instances={}, source_files={f"xrag.{split}.jsonl": _jsonl([r.to_published() for r in records])},
@@ -119,8 +123,6 @@ def _beir_files(sets: dict[str, Any]) -> dict[str, str]:
     for split, beir in sets.items():
         files[f"qrels/{split}.tsv"] = "query-id\tcorpus-id\tscore\n" + "".join(
             f"{q}\t{c}\t{s}\n" for q, docs in beir.qrels.items() for c, s in docs.items())
-    from babelrag.release.loaders.beir import MAPPING_FILES
-
     for kind, name in MAPPING_FILES.items():
         if kind in first.mappings:
             files[name] = json.dumps(first.mappings[kind], indent=1, ensure_ascii=False) + "\n"
@@ -128,8 +130,6 @@ def _beir_files(sets: dict[str, Any]) -> dict[str, str]:
 
 
 def convert_beir(path: Path, split: Optional[str] = None, **_: Any) -> Converted:
-    from babelrag.release.loaders.beir import load_beir
-
     qrels_dir = path / "qrels"
     splits = [split] if split else sorted(p.stem for p in qrels_dir.glob("*.tsv")) if qrels_dir.is_dir() else []
     if not splits:
@@ -163,11 +163,6 @@ CONVERTERS: dict[str, Callable[..., Converted]] = {"garage": convert_garage, "xr
 def convert_external(source: str | Path, fmt: str, out: str | Path, split: Optional[str] = None,
                      language: Optional[str] = None, setting: Optional[str] = None) -> ConvertResult:
     """Load ``source`` strictly as ``fmt`` and write a release folder at ``out`` (complete or not at all)."""
-    from babelrag.release import external_card, layout, versioning
-    from babelrag.release.build import write_parquet
-    from babelrag.release.naming import config_name
-    from babelrag.release.schema import SCHEMA_VERSION
-
     if fmt not in CONVERTERS:
         raise InputError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
     source = Path(source)
@@ -204,8 +199,6 @@ def convert_external(source: str | Path, fmt: str, out: str | Path, split: Optio
 
 def converted_from(folder: Path) -> Optional[str]:
     """The external format a release folder was converted from (None for ``release build`` folders)."""
-    from babelrag.release.layout import read_info
-
     info = read_info(folder) or {}
     fmt = info.get("source_format")
     return fmt if fmt in FORMATS and (folder / SOURCE_DIR).is_dir() else None
@@ -216,16 +209,10 @@ def export_source(folder: Path, out: Path) -> list[Path]:
     fmt = converted_from(folder)
     src = folder / SOURCE_DIR
     if fmt == "garage":
-        from babelrag.release.loaders.garage import load_garage
-
         files = {"garage.jsonl": _jsonl([r.to_published() for r in load_garage(src / "garage.jsonl")])}
     elif fmt == "xrag":
-        from babelrag.release.loaders.xrag import load_xrag_records
-
         files = {p.name: _jsonl([r.to_published() for r in load_xrag_records(p)]) for p in sorted(src.glob("*.jsonl"))}
     elif fmt == "beir":
-        from babelrag.release.loaders.beir import load_beir
-
         sets = {p.stem: load_beir(src, p.stem) for p in sorted((src / "qrels").glob("*.tsv"))}
         files = _beir_files(sets)
     else:

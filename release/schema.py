@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from babelrag.arrow_features import features_for
 from babelrag.records import Document, Instance
 
 SCHEMA_VERSION = "2"  # 2: documents.published and dates are date32 columns (were ISO strings)
@@ -26,8 +27,6 @@ XRAG_QTYPE_BACK = {v: k for k, v in XRAG_QTYPE.items()}
 
 
 def instance_features() -> Any:
-    from babelrag.arrow_features import features_for
-
     return features_for(Instance)
 
 

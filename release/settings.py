@@ -7,6 +7,7 @@ from typing import Optional
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from babelrag.config import Section
+from babelrag.release.hub_metadata import CardMetadataError, check_license
 
 
 class TimeSlice(BaseModel):
@@ -32,8 +33,6 @@ class ReleaseConfig(Section):
     @field_validator("license")
     @classmethod
     def _hub_licence(cls, value: str) -> str:
-        from babelrag.release.hub_metadata import CardMetadataError, check_license
-
         try:
             return check_license(value)
         except CardMetadataError as exc:

@@ -17,6 +17,7 @@ from typing import Any, Optional, get_args
 from pydantic import ValidationError
 
 from babelrag.errors import BabelragError
+from babelrag.langcheck import LanguageChecker
 from babelrag.languages import language_label
 from babelrag.leakage import instance_leaks, iso_date, split_leaks
 from babelrag.records import ANSWER_TYPES, Instance, QuestionType
@@ -168,8 +169,6 @@ def validate(rows: Iterable[dict[str, Any]], rules: Rules, split_for: Optional[A
              ) -> tuple[list[Instance], ValidationReport]:
     """Run every rule. Splits come from ``split_for(instances) -> {qa_id: split}`` (a new build) or from
     ``row_splits`` aligned with ``rows`` (an existing release folder); neither: everything is "test"."""
-    from babelrag.langcheck import LanguageChecker
-
     report = ValidationReport()
     parsed = parse_rows(rows, report, allow_undated=rules.external or rules.allow_undated, external=rules.external)
     instances = [inst for _, inst in parsed]

@@ -17,6 +17,7 @@ import httpx
 import pytest
 
 from babelrag.annotate import agreement as ag
+from babelrag.annotate import argilla_api as api
 from babelrag.annotate import merge, projects, pull as pl, push as ps
 from babelrag.annotate import samples
 from babelrag.annotate.settings import AnnotateSettings, ProjectSettings, ServerSettings
@@ -50,7 +51,7 @@ class Env:
         self.server = ArgillaServer(self.settings.server)
         self.server.start()
         os.environ.pop("ARGILLA_API_URL", None)
-        self.client = ps.client(ps.resolve_target(self.settings))
+        self.client = api.client(api.resolve_target(self.settings))
 
     def token(self, username: str, password: str) -> dict[str, str]:
         r = httpx.post(f"{self.server.url}/api/v1/token", data={"username": username, "password": password})
@@ -82,7 +83,7 @@ def pushed(env):
 
 
 def _dataset_id(env, project: str, suffix: str = "") -> str:
-    return str(ps.find_dataset(env.client, env.settings, project, suffix).id)
+    return str(api.find_dataset(env.client, env.settings, project, suffix).id)
 
 
 def _queue(env, headers, dataset_id: str) -> list[dict]:
@@ -105,12 +106,12 @@ def test_push_creates_every_project_with_guidelines_distribution_and_suggestions
     data, results = pushed
     for (project, suffix), result in results.items():
         assert result.records == len(data[(project, suffix)]) and result.new == result.records
-        ds = ps.find_dataset(env.client, env.settings, project, suffix)
+        ds = api.find_dataset(env.client, env.settings, project, suffix)
         assert ds is not None, project
         assert "guideline-id" not in ds.settings.guidelines  # header stripped, id+version appended
         assert f"Guideline {project}, version {projects.guideline(project).version}" in ds.settings.guidelines
         assert ds.settings.distribution.min_submitted == 2
-    qa_ds = ps.find_dataset(env.client, env.settings, "qa_verification")
+    qa_ds = api.find_dataset(env.client, env.settings, "qa_verification")
     rec = next(r for r in qa_ds.records(with_suggestions=True) if r.id == "qa1")
     # suggestions "show" (default): judgements are a hint field, not Argilla suggestions (which the UI
     # pre-selects); the draft answer to edit is still pre-filled
@@ -118,7 +119,7 @@ def test_push_creates_every_project_with_guidelines_distribution_and_suggestions
     assert rec.suggestions["corrected_answer"].value == samples.qa_items(1)[0]["answer"]
     assert "Is the answer correct? — *Yes* (qwen-0.5b/crossdoc_qa)" in rec.fields["hints"]
     assert "Is the question natural? — *Yes* (babelrag.filters.well_formed)" in rec.fields["hints"]
-    fc_rec = next(r for r in ps.find_dataset(env.client, env.settings, "forced_choice").records(with_suggestions=True))
+    fc_rec = next(r for r in api.find_dataset(env.client, env.settings, "forced_choice").records(with_suggestions=True))
     assert fc_rec.suggestions["choice"].agent == "llm-judge" and "hints" not in fc_rec.fields  # "preselect"
     # forced choice: positions are seeded and recorded; the same seed gives the same layout
     fc = {r.id: r for r in data[("forced_choice", "")]}
@@ -257,13 +258,13 @@ def test_hosted_argilla_is_used_through_env_vars(env, pushed, monkeypatch):
     monkeypatch.setenv("ARGILLA_API_URL", env.server.url + "/")
     monkeypatch.setenv("ARGILLA_API_KEY", env.server.api_key)
     hosted = AnnotateSettings(server=ServerSettings(home=Path("/nonexistent/home")))
-    target = ps.resolve_target(hosted)
+    target = api.resolve_target(hosted)
     assert (target.url, target.source) == (env.server.url, "env")
-    names = [d.name for d in ps.project_datasets(ps.client(target), hosted, "translation")]
+    names = [d.name for d in api.project_datasets(api.client(target), hosted, "translation")]
     assert names == ["babelrag-translation-de"]
     monkeypatch.delenv("ARGILLA_API_KEY")
     with pytest.raises(Exception, match="set ARGILLA_API_KEY"):
-        ps.resolve_target(hosted)
+        api.resolve_target(hosted)
 
 
 def test_forced_choice_decisions_map_positions_back_to_better_or_worse(env, pushed, tmp_path):
@@ -367,8 +368,8 @@ def test_ui_qa_verification_shows_sources_translation_side_by_side_guidelines_op
     arts = {a["id"]: a for a in samples.articles(2)}
     ps.push(env.client, s, "qa_verification", projects.build_records("qa_verification", samples.qa_items(2), s, articles=arts))
     ps.push(env.client, s, "translation", projects.build_records("translation", samples.qa_items(2, reviewed=True), s, "de"), suffix="de")
-    qa_id = str(ps.find_dataset(env.client, s, "qa_verification").id)
-    tr_id = str(ps.find_dataset(env.client, s, "translation", "de").id)
+    qa_id = str(api.find_dataset(env.client, s, "qa_verification").id)
+    tr_id = str(api.find_dataset(env.client, s, "translation", "de").id)
     chromium.sign_in(env.server.url, "ann1", "ann1-password")
 
     qa_url = f"{env.server.url}/dataset/{qa_id}/annotation-mode"
@@ -521,8 +522,8 @@ def test_ui_at_1366x768_shows_question_answer_and_first_highlight_unanchored_gui
         "qa_verification": ProjectSettings(suggestions="preselect")}})
     for s in (show, pre):
         ps.push(env.client, s, "qa_verification", projects.build_records("qa_verification", item, s, articles=arts))
-    show_id = str(ps.find_dataset(env.client, show, "qa_verification").id)
-    pre_id = str(ps.find_dataset(env.client, pre, "qa_verification").id)
+    show_id = str(api.find_dataset(env.client, show, "qa_verification").id)
+    pre_id = str(api.find_dataset(env.client, pre, "qa_verification").id)
     profile = ARTIFACTS / "chromium-cdp-profile"
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     auth = base64.b64encode(b"ann1:ann1-password").decode()
@@ -576,7 +577,7 @@ def test_a_plug_in_project_type_is_pushed_and_annotated_like_a_built_in_one(env,
         s = env.settings.model_copy(update={"dataset_prefix": "plugin"})
         result = ps.push(env.client, s, "claim_check", projects.build_records("claim_check", ROWS, s))
         assert (result.dataset, result.new) == ("plugin-claim-check", 2)
-        ds = ps.find_dataset(env.client, s, "claim_check")
+        ds = api.find_dataset(env.client, s, "claim_check")
         assert [q.name for q in ds.settings.questions] == ["supported"]
         assert "Guideline claim_check, version 1" in ds.settings.guidelines
         headers = env.token("ann1", "ann1-password")

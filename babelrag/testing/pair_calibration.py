@@ -17,7 +17,11 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
-NTREX_EVENTS = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "ntrex_events"
+from babelrag.config import config_from_dict
+from babelrag.pipeline import Pipeline
+from babelrag.records import ArticlePair
+from babelrag.store import BuildStore
+
 HALVES = ("calibration", "held-out")
 
 
@@ -46,7 +50,8 @@ class LabelledSet:
         return self.event[a] == self.event[b] and self.outlet[a] == self.outlet[b]
 
 
-def load_set(root: Path = NTREX_EVENTS) -> LabelledSet:
+def load_set(root: Path) -> LabelledSet:
+    """The labelled set in ``root`` (``tests/fixtures/ntrex_events``: articles.jsonl and events.json)."""
     rows = [json.loads(line) for line in (root / "articles.jsonl").read_text(encoding="utf-8").splitlines() if line]
     labels = json.loads((root / "events.json").read_text(encoding="utf-8"))
     event = {a: e["event"] for e in labels["events"] for a in e["articles"]}
@@ -79,11 +84,6 @@ def run_pairs_stage(build_dir: Path, data: LabelledSet, dense: dict, pairs: dict
     settings; its ArticlePairs. ``until="relevance"`` runs the LLM check too (``sections`` holds its
     ``relevance`` and ``llm`` settings) and returns the pairs it checked, each with its verdict. In the same
     ``build_dir`` only the stages whose settings changed re-run."""
-    from babelrag.config import config_from_dict
-    from babelrag.pipeline import Pipeline
-    from babelrag.records import ArticlePair
-    from babelrag.store import BuildStore
-
     languages = sorted(set(data.language.values()))
     cfg = config_from_dict({
         # a one-language cut (pair_relevance.one_language) has no English: its language is the pivot

@@ -15,6 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from babelrag import llm_session
+from babelrag.records import ArticlePair
+from babelrag.store import BuildStore
 from babelrag.testing import pair_calibration, samelang_calibration
 from babelrag.testing.pair_calibration import HALVES
 
@@ -45,10 +48,6 @@ def one_language(data: samelang_calibration.SameLanguageSet, language: str,
 
 def _checked(build_dir: Path, data: Any, encoder: str, pairs_cfg: dict, relevance: dict, llm: dict,
              dense: dict | None = None) -> tuple[list, list]:
-    from babelrag import llm_session
-    from babelrag.records import ArticlePair
-    from babelrag.store import BuildStore
-
     dense_cfg = {"encoder": {"kind": encoder}, **(dense or {})}
     try:
         checked = pair_calibration.run_pairs_stage(build_dir, data, dense_cfg, pairs_cfg, until="relevance",

@@ -22,7 +22,6 @@ from pathlib import Path
 from babelrag.testing import pair_calibration
 from babelrag.testing.pair_calibration import HALVES, choose_threshold
 
-NTREX_SAMELANG = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "ntrex_samelang"
 
 
 @dataclass(frozen=True)
@@ -52,7 +51,8 @@ class SameLanguageSet(pair_calibration.LabelledSet):
         return any(self.independent(article, b) for b, lb in self.language.items() if lb == lang and b != article)
 
 
-def load_set(root: Path = NTREX_SAMELANG) -> SameLanguageSet:
+def load_set(root: Path) -> SameLanguageSet:
+    """The set in ``root`` (``tests/fixtures/ntrex_samelang``: articles.jsonl and events.json)."""
     rows = [json.loads(line) for line in (root / "articles.jsonl").read_text(encoding="utf-8").splitlines() if line]
     labels = json.loads((root / "events.json").read_text(encoding="utf-8"))
     doc_event = {d: e["event"] for e in labels["events"] for d in e["docs"]}
@@ -129,18 +129,19 @@ def score(pairs: list[MinedPair], data: SameLanguageSet, half: str, language: st
     return Score(threshold, len(kept), len(right), same_topic, len(hits), len(want), language or "all", by_method)
 
 
-def cross_language_set(data: SameLanguageSet, language: str, out_dir: Path, seed: int = 27) -> "pair_calibration.LabelledSet":
+def cross_language_set(data: SameLanguageSet, language: str, out_dir: Path, events: "pair_calibration.LabelledSet",
+                       seed: int = 27) -> "pair_calibration.LabelledSet":
     """A cross-language set from the nine-language one: every document once, in ``language`` or in English.
 
     Each multi-report event's documents alternate between the two in a seeded order (per language, so each
     language puts other documents on the English side), as do the single-report events, so no article is a
     translation of another and a correct X-English pair joins two outlets' reports. Events whose documents were
-    in the calibration half of ``tests/fixtures/ntrex_events`` (which chose ``dense.min_pair_similarity``) are
-    the ``calibration`` half here; all others are ``held-out``: a test of the cross-language defaults on data
-    that chose nothing."""
+    in the calibration half of ``events`` (the ``tests/fixtures/ntrex_events`` set, which chose
+    ``dense.min_pair_similarity``) are the ``calibration`` half here; all others are ``held-out``: a test of
+    the cross-language defaults on data that chose nothing."""
     rows = [json.loads(line) for line in data.articles.read_text(encoding="utf-8").splitlines() if line]
     by_doc = {(r["ntrex_doc"], r["language"]): r for r in rows}
-    xl = pair_calibration.load_set()
+    xl = events
     calibration_docs = {a.split("-", 1)[1] for a, ev in xl.event.items() if xl.half[ev] == "calibration"}
     docs_of: dict[str, list[str]] = {}
     for (doc, lang), r in sorted(by_doc.items()):
@@ -170,4 +171,4 @@ def cross_language_set(data: SameLanguageSet, language: str, out_dir: Path, seed
 
 
 __all__ = ["MinedPair", "SameLanguageSet", "Score", "load_set", "split_events", "mine_pairs", "score",
-           "choose_threshold", "cross_language_set", "NTREX_SAMELANG"]
+           "choose_threshold", "cross_language_set"]

@@ -15,15 +15,18 @@ from collections import Counter
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, ClassVar, Optional
 
 import numpy as np
 
 from babelrag.errors import InputError
+from babelrag.executor import LocalExecutor, executor_from_config
 from babelrag.pipeline import StageContext
 from babelrag.records import DATE_SOURCES, Article, DateSource
 from babelrag.tokens import count_tokens
 
+from babelrag.construct.ner import extractor_from_config
 from .checkpoint import CHECKPOINT_SECONDS, Pass1Spool
 from .dates import infer_date
 from .dedupe import MinHasher, duplicate_mask, hash64, normalise_text
@@ -85,10 +88,6 @@ _EXTRACTORS: dict[str, Any] = {}
 def _worker_extractor(ner: Any, files: str) -> Any:
     key = ner.model_dump_json() + files
     if key not in _EXTRACTORS:
-        from types import SimpleNamespace
-
-        from babelrag.construct.ner import extractor_from_config
-
         _EXTRACTORS[key] = extractor_from_config(SimpleNamespace(ner=ner, resolve=Path))
     return _EXTRACTORS[key]
 
@@ -96,8 +95,6 @@ def _worker_extractor(ner: Any, files: str) -> Any:
 def worker_ner(config: Any, executor: Any) -> Optional[TitleNER]:
     """The title NER to run in the workers, or None to keep it in the driver: the ``llm`` backend, and
     an executor that runs everything in this process anyway (one local process)."""
-    from babelrag.executor import LocalExecutor
-
     ner = config.ner
     if ner.backend == "llm" or (isinstance(executor, LocalExecutor) and executor.processes <= 1):
         return None
@@ -160,8 +157,6 @@ def run(ctx: StageContext) -> None:
     cfg = ctx.config
     corpus = cfg.corpus
     languages = list(cfg.project.languages)
-    from babelrag.executor import executor_from_config
-
     executor = executor_from_config(cfg)
     task = PrepareArticle(corpus, tuple(languages), cfg.project.seed, worker_ner(cfg, executor))
     # before the corpus is read: a missing model fails now; loaded here only when NER runs here
@@ -309,8 +304,6 @@ def _prepare_ner(ctx: StageContext, languages: list[str], load: bool = True) -> 
     """The title NER extractor with its models loaded (``load=False`` when the workers run NER: the
     driver then only checks the models are there and keeps the counters); languages without a model
     are warned about now (their titles are counted as ``no-ner-model-<lang>`` and kept)."""
-    from babelrag.construct.ner import extractor_from_config
-
     extractor = extractor_from_config(ctx.config, llm_factory=lambda: ctx.llm)
     missing = extractor.prepare(languages, load=load)
     if missing:

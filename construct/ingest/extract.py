@@ -21,7 +21,7 @@ from .html import (UndecodablePage, article_paragraphs, canonical_url, dateline_
                    other_stories_text, page_title, without_hidden_lines, without_related, without_trailing_teasers)
 from .dates import DateHints
 from .page import Page
-from .readers import RawArticle, Skip, parse_date, stable_id
+from .items import RawArticle, Skip, parse_date, stable_id
 
 # the upper bound htmldate checks dates against when the fetch time is unknown: a fixed date, never the
 # clock, so the same page gives the same date on every day it is ingested

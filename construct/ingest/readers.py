@@ -7,61 +7,22 @@ reason that the ingest stage counts; readers never raise on one bad item.
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import io
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union
 
 from babelrag.errors import InputError
+from babelrag.rows import BadLine, iter_jsonl
 from babelrag.text_input import Encoding, TextLines
 
 from .dates import DateHints
+from .extract import extract_item
+from .items import Item, RawArticle, Skip, parse_date, stable_id
 from .page import Page
+from .warc_records import WarcDamage, iter_warc
 
-
-@dataclass
-class RawArticle:
-    id: str
-    title: str
-    text: str
-    published: dt.date | None
-    url: str = ""
-    source: str = ""
-    declared_language: str | None = None  # what the input claims (news-please's langdetect); lingua decides
-    hints: DateHints = field(default_factory=DateHints)  # corpus.undated: infer reads them (dates.py)
-    mislabelled_charset: str = ""  # the wrong charset the page declared (read in the right one; counted)
-
-
-@dataclass
-class Skip:
-    reason: str
-    where: str = ""
-    detail: str = ""
-
-
-Item = Union[RawArticle, Skip]
 OnEncoding = Callable[[Path, Encoding], None]
-
-def parse_date(value: Any) -> dt.date | None:
-    """news-please writes ``2026-03-01 10:00:00``; accept ISO dates/datetimes, return None otherwise."""
-    if value is None or value == "":
-        return None
-    if isinstance(value, dt.datetime):
-        return value.date()
-    if isinstance(value, dt.date):
-        return value
-    text = str(value).strip()
-    try:
-        return dt.date.fromisoformat(text[:10])
-    except ValueError:
-        return None
-
-
-def stable_id(*parts: str) -> str:
-    return hashlib.sha1("\x1f".join(parts).encode("utf-8")).hexdigest()[:16]
-
 
 # news-please fields read here and the JSON types they may have (null everywhere means "not given")
 _STRING_FIELDS = ("title", "maintext", "text", "url", "language", "date_publish", "published")
@@ -110,8 +71,6 @@ def read_jsonl(path: Path, on_encoding: OnEncoding | None = None) -> Iterator[It
     """One JSON object per line with news-please fields (id, title, maintext, language, date_publish, url).
     A line that is not a JSON object, holds a lone surrogate or a wrongly typed field is a counted skip
     naming file:line; a file that cannot be decoded is refused (``text_input``)."""
-    from babelrag.rows import BadLine, iter_jsonl
-
     try:
         for lineno, data in iter_jsonl(path, keep_bad=True, on_encoding=on_encoding):
             if isinstance(data, BadLine):
@@ -168,8 +127,6 @@ def iter_warc_pages(path: Path) -> Iterator[Union["Page", Skip]]:
     ``corrupt-warc-member``, a record shorter than its Content-Length is ``truncated-record``; other record
     types (warcinfo, request, metadata) are not articles and are not counted."""
     from warcio.archiveiterator import ArchiveIterator
-
-    from .warc_records import WarcDamage, iter_warc
 
     try:
         fh = open(path, "rb")
@@ -233,8 +190,6 @@ def http_date(value: str) -> dt.date | None:
 
 def read_warc(path: Path) -> Iterator[Item]:
     """WARC file -> articles, in this process (the ingest stage runs the extraction in its executor)."""
-    from .extract import extract_item
-
     for item in iter_warc_pages(path):
         yield extract_item(item)
 

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from pathlib import Path
 
 from babelrag.errors import InputError
+from babelrag.rows import BadLine, iter_jsonl
 
 MAX_PROBLEMS = 20
 _DATE_LABEL = re.compile(r"^\s*(?:(?:(?:first\s+)?published|updated|posted|last\s+modified)(?:\s+date)?|date)"
@@ -39,10 +41,6 @@ class Problems:
 
 def read_jsonl(path, problems: Problems):  # noqa: ANN001, ANN201 - yields (line number, object)
     """Yield (line number, dict) for each non-empty line; bad JSON / non-objects become problems."""
-    from pathlib import Path
-
-    from babelrag.rows import BadLine, iter_jsonl
-
     path = Path(path)
     if not path.exists():
         raise InputError(f"{path}: file not found")

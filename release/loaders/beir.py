@@ -19,6 +19,11 @@ from babelrag.text_input import read_text
 _OPTIONAL_STRINGS = ("title", "language", "published", "article_id")  # read into Documents when present
 MAPPING_FILES = {"irrelevant": "irrelevant.json", "seemingly_relevant": "seemingly_relevant.json",
                  "related": "related.json"}
+# instance fields carried in a BEIR query's "metadata" (BEIR readers ignore extra keys): what ``release export``
+# writes and ``release convert --format beir`` rebuilds an instance from
+QUERY_METADATA = ("qa_id", "setting", "answer", "en_question", "en_answer", "q_type", "verified", "machine_translated",
+                  "dates", "a_type", "crossdoc_type")
+DOC_ORDER = "doc_order"  # query metadata: the instance's documents (corpus ids) in their order
 
 
 @dataclass

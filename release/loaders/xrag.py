@@ -22,6 +22,7 @@ from typing import Any, Callable, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from babelrag.langcheck import code_of, lingua_detector
 from babelrag.records import Document, Instance
 from babelrag.release.loaders import Problems, iso_date, read_jsonl
 from babelrag.release.schema import XRAG_A_TYPE_BACK, XRAG_FIELDS, XRAG_QTYPE_BACK
@@ -184,8 +185,6 @@ def load_xrag_records(path: str | Path, n_supporting: int = N_SUPPORTING) -> lis
 
 def language_detector(languages: tuple[str, ...] = XRAG_LANGUAGES) -> Callable[[str], str]:
     """text -> ISO 639-1 code among ``languages`` ("und" when lingua cannot tell)."""
-    from babelrag.langcheck import code_of, lingua_detector
-
     detector = lingua_detector(languages)
     return lambda text: code_of(lang) if (lang := detector.detect_language_of(text)) is not None else "und"
 
