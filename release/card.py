@@ -328,7 +328,7 @@ def _configurations_section(inp: CardInputs) -> str:
 
 # what a released row's field holds, where its name and type do not say it (a Literal's choices come from its type)
 INSTANCE_NOTES = {"qa_id": "shared by every setting of one question", "language": "question language",
-                  "en_answer": "with `en_question`, the question and answer as written: English; a monolingual "
+                  "en_answer": "like en_question, the question and answer as written: English; a monolingual "
                                "question's rows repeat its question and answer in X, as there is no English version",
                   "q_type": ", ".join(QUESTION_TYPES), "dates": "supporting articles' publication dates"}
 
