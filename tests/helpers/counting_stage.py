@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import time
 
-from babelrag.pipeline import StageContext
+from babelrag.stage import StageContext
 from babelrag.stage import StageSpec
 from babelrag.records import Article
 
