@@ -1,10 +1,10 @@
 """The resumable pipeline runner.
 
 A stage is a function ``run(ctx: StageContext) -> None`` in a stage package that declares itself with a
-``StageSpec`` (``babelrag.stage``: the pipeline is generated from the declarations). A stage is skipped when its
-fingerprint (stage version + its config sections + its inputs' output fingerprints + the content of the
-files its config names + the LLM endpoint it uses outside its config sections) matches the manifest of
-its finished output; ``force`` redoes it. Records go through ``ctx.output(...)`` (a ShardWriter), so a
+``StageSpec`` (both in ``babelrag.stage``: the pipeline is generated from the declarations). A stage is skipped
+when its fingerprint (``babelrag.fingerprint``: stage version + its config sections + its inputs' output
+fingerprints + the content of the files its config names + the LLM endpoint it uses outside its config
+sections) matches the manifest of its finished output; ``force`` redoes it. Records go through ``ctx.output(...)`` (a ShardWriter), so a
 killed run resumes from its last shard.
 """
 from __future__ import annotations

@@ -6,6 +6,8 @@ and the sections it reads). The package lists that module under the ``babelrag.s
 (pyproject.toml); other packages' config sections (annotate, release, evaluate) under ``babelrag.sections``.
 The pipeline order, the config schema and the ``babelrag construct`` commands are all generated from
 these declarations, so adding a stage is one declaration module + one entry-point line + its run code.
+What a stage's run function is given, ``StageContext`` (with ``DeclaredConfig``, the config narrowed to the
+sections the spec declares), lives here too, so a stage imports this module and never the runner.
 """
 from __future__ import annotations
 
