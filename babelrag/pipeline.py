@@ -1,23 +1,20 @@
 """The resumable pipeline runner.
 
 A stage is a function ``run(ctx: StageContext) -> None`` in a stage package that declares itself with a
-``StageSpec`` (``babelrag.stage``: the pipeline is generated from the declarations). A stage is skipped when its
-fingerprint (stage version + its config sections + its inputs' output fingerprints + the content of the
-files its config names + the LLM endpoint it uses outside its config sections) matches the manifest of
-its finished output; ``force`` redoes it. Records go through ``ctx.output(...)`` (a ShardWriter), so a
+``StageSpec`` (both in ``babelrag.stage``: the pipeline is generated from the declarations). A stage is skipped
+when its fingerprint (``babelrag.fingerprint``: stage version + its config sections + its inputs' output
+fingerprints + the content of the files its config names + the LLM endpoint it uses outside its config
+sections) matches the manifest of its finished output; ``force`` redoes it. Records go through ``ctx.output(...)`` (a ShardWriter), so a
 killed run resumes from its last shard.
 """
 from __future__ import annotations
 
 import platform
 import time
-from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, TypeVar
-
-from pydantic import BaseModel
+from functools import partial
+from typing import Any
 
 from babelrag.build_lock import build_lock
 from babelrag.config import Config
@@ -25,44 +22,15 @@ from babelrag.errors import IncompleteRunError, InputError, StageError
 from babelrag.fs_errors import filesystem_error
 from babelrag.funnel import Funnel, build_funnel
 from babelrag.llm.budget import check_scopes
-from babelrag.interrupts import (RESUME_HINT, StagePosition, interrupt_line, is_interrupt, mark_reported,
+from babelrag.interrupts import (RESUME_HINT, interrupt_line, is_interrupt, mark_reported,
                                  signal_name)
-from babelrag.records import ErrorRecord
-from babelrag.hashing import ContentHasher, stable_hash
+from babelrag.hashing import ContentHasher
 from babelrag import llm_session
-from babelrag.shards import ShardWriter
-from babelrag.stage import StageSpec
+from babelrag.fingerprint import (StageFingerprint, conditions_hold, config_values, prompt_versions, stage_config_hash,
+                                  stage_fingerprint)
+from babelrag.stage import StageContext, StageSpec
 from babelrag.stage import stages as declared_stages
 from babelrag.store import BuildStore, Manifest
-
-M = TypeVar("M", bound=BaseModel)
-
-
-def config_values(config: Config, selector: str) -> list[tuple[str, Any]]:
-    """(concrete key, value) for a dotted selector: ``a.b``, ``a.items[].c`` (each list item),
-    ``a.mapping{}`` (each value). Missing keys and None values are left out."""
-    found: list[tuple[str, Any]] = [("", config.model_dump(mode="json"))]
-    for part in selector.split("."):
-        each_item, each_value = part.endswith("[]"), part.endswith("{}")
-        name = part[:-2] if each_item or each_value else part
-        nxt: list[tuple[str, Any]] = []
-        for key, value in found:
-            if not isinstance(value, dict) or value.get(name) is None:
-                continue
-            child, ckey = value[name], f"{key}.{name}" if key else name
-            if each_item and isinstance(child, list):
-                nxt.extend((f"{ckey}[{i}]", v) for i, v in enumerate(child) if v is not None)
-            elif each_value and isinstance(child, dict):
-                nxt.extend((f"{ckey}.{k}", v) for k, v in sorted(child.items()) if v is not None)
-            elif not each_item and not each_value:
-                nxt.append((ckey, child))
-        found = nxt
-    return found
-
-
-def conditions_hold(config: Config, conditions: Iterable[tuple[str, Any]]) -> bool:
-    """Whether every ``(selector, value)`` condition of a StageSpec entry holds in ``config``."""
-    return all(dict(config_values(config, k)).get(k) == v for k, v in conditions)
 
 
 def check_input_paths(config: Config, specs: Iterable[StageSpec]) -> None:
@@ -80,18 +48,6 @@ def check_input_paths(config: Config, specs: Iterable[StageSpec]) -> None:
     if missing:
         raise InputError(f"the config names input file(s) that do not exist: {'; '.join(missing)}. Fix the "
                          f"path(s) (relative ones resolve against the config file's folder); nothing was run")
-
-
-def endpoint_settings(config: Config, name: str | None) -> dict[str, Any]:
-    """The output-relevant settings of the endpoint ``name`` resolves to (as the LLM layer resolves it):
-    model identity and sampling, never limits, retries, prices or keys (``babelrag.run_only``)."""
-    from babelrag.errors import ConfigError
-
-    try:
-        resolved, endpoint = config.llm.endpoint(name)
-    except ConfigError:
-        return {"requested": name, "resolved": None}  # no endpoint: the stage itself will say so
-    return {"requested": name, "resolved": resolved, **endpoint.fingerprint_dump()}
 
 
 def library_versions() -> dict[str, str]:
@@ -228,114 +184,6 @@ def summary_tables(summaries: dict[str, Any]) -> list[Any]:
     return tables
 
 
-class DeclaredConfig:
-    """The config as a stage sees it: only the sections its spec declares (``config_sections``,
-    ``runtime_sections`` and the ones it owns). Reading another section raises, because a value the
-    fingerprint does not cover would let a changed config reuse stale output."""
-
-    def __init__(self, config: Config, spec: StageSpec) -> None:
-        object.__setattr__(self, "_config", config)
-        object.__setattr__(self, "_spec", spec)
-        object.__setattr__(self, "_sections", set(type(config).model_fields) - {"base_dir"})
-
-    def __getattr__(self, name: str) -> Any:
-        if name in self._sections and name not in self._spec.readable_sections:
-            raise StageError(f"stage '{self._spec.name}' reads config section '{name}' but does not declare it; "
-                             f"add it to its StageSpec (config_sections, or runtime_sections if it never "
-                             f"changes the output); declared: {sorted(self._spec.readable_sections)}")
-        return getattr(self._config, name)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError("a stage's config is read-only")
-
-    @property
-    def unchecked(self) -> Config:
-        """The whole config, for code that needs the model itself (the LLM session)."""
-        return self._config
-
-
-class StageContext:
-    """What a stage function sees: config, inputs, an output writer, skip counters, progress, LLM."""
-
-    def __init__(self, spec: StageSpec, config: Config, store: BuildStore, fingerprint: str,
-                 staging: Path, console: Any = None, config_hash: str = "") -> None:
-        self.spec = spec
-        self.config: Any = DeclaredConfig(config, spec)
-        self.store = store
-        self.fingerprint = fingerprint
-        # the output-relevant config (its sections + the LLM endpoints it calls): records' provenance
-        self.config_hash = config_hash
-        self.artifacts_dir = staging  # extra files written here land in the stage folder atomically
-        self.console = console
-        self.skipped: Counter[str] = Counter()
-        self.noted: Counter[str] = Counter()
-        self.count_in = 0
-        self.extra: dict[str, Any] = {}
-        self._writer: ShardWriter | None = None
-        self._llm: Any = None
-        self.position = StagePosition()  # the current progress loop, for "N of M items done" on an interrupt
-
-    # inputs -----------------------------------------------------------------------------------
-    def read(self, stage: str, model: type[M]) -> list[M]:
-        return self.store.read(stage, model)
-
-    def iter_read(self, stage: str, model: type[M]) -> Iterator[M]:
-        return self.store.iter_read(stage, model)
-
-    def read_ids(self, stage: str, model: type[M], ids: Iterable[str]) -> dict[str, M]:
-        """Only the records with these ids (large inputs: reads just the row groups holding them)."""
-        return self.store.read_ids(stage, model, ids)
-
-    # outputs ----------------------------------------------------------------------------------
-    def output(self, shard_size: int = 200) -> ShardWriter:
-        """The stage's resumable writer (one per run); skip items for which ``has(id)`` is true."""
-        if self._writer is None:
-            self._writer = self.store.partial_writer(self.spec.name, self.spec.record_type(), self.fingerprint,
-                                                     shard_size=shard_size)
-        return self._writer
-
-    def error(self, item_id: str, reason: str, detail: str = "") -> None:
-        self.output().add_error(ErrorRecord(id=f"{self.spec.name}:{item_id}", stage=self.spec.name,
-                                            item_id=item_id, reason=reason, detail=detail[:2000]))
-
-    def skip(self, reason: str, n: int = 1) -> None:
-        """Count an input deliberately left out (shown per reason in the run report)."""
-        self.skipped[reason] += n
-
-    def note(self, reason: str, n: int = 1) -> None:
-        """Count an item kept with a caveat (no entities found, a translation missing): shown per reason
-        in the run report apart from the skips, since it is in the output."""
-        self.noted[reason] += n
-
-    # helpers ----------------------------------------------------------------------------------
-    def progress(self, items: Iterable[Any], total: int | None = None, desc: str = "") -> Iterator[Any]:
-        from babelrag.console import track
-
-        yield from track(self.position.follow(items, total, desc), total, f"[bold]{self.spec.name}[/] {desc}",
-                         self.console)
-
-    def keep_finished(self) -> int | None:
-        """Write the items finished so far as a shard (an interrupted run keeps them for the re-run);
-        returns how many items the stage has stored, None when it never opened its writer."""
-        if self._writer is None:
-            return None
-        self._writer.flush()
-        return self._writer.stored
-
-    @property
-    def llm(self) -> Any:
-        """The shared LLM runner (created on first use; usage is accounted to this stage)."""
-        if self._llm is None:
-            from babelrag.llm_session import get_runner
-
-            self._llm = get_runner(self.config.unchecked)
-        return self._llm
-
-    @property
-    def seed(self) -> int:
-        return self.config.project.seed
-
-
 class Pipeline:
     """Runs stages in order with skip-if-unchanged, ``force`` and crash-safe resume."""
 
@@ -346,75 +194,28 @@ class Pipeline:
         self.console = console
         self.report = RunReport(config=dict(config.load_summaries))
         self._hasher: ContentHasher | None = None
-        self._files: dict[str, dict[str, str]] = {}  # stage -> digests of its last fingerprint
         self._running: StageContext | None = None  # the stage being run, for the report of an interrupt
 
-    def file_digests(self, spec: StageSpec) -> dict[str, str]:
-        """Content digest of every existing file or folder the stage's ``files`` fields name."""
-        if not spec.files:
-            return {}
+    def content_hasher(self) -> ContentHasher:
+        """The build's cache of file digests (``<build>/_shared/content_hashes.json``), made on first use."""
         if self._hasher is None:
-            root = self.store.root
-            self._hasher = ContentHasher(self.store.shared_path("content_hashes.json"), exclude=[root])
-        out: dict[str, str] = {}
-        for selector in spec.files:
-            for key, value in config_values(self.config, selector):
-                if not isinstance(value, str) or not value:
-                    continue
-                path = self.config.resolve(value)
-                if path is None or not path.exists():
-                    path = Path(value).expanduser()  # e.g. spaCy resolves a model path against the cwd
-                if path.exists():
-                    out[key] = self._hasher.digest(path)
-        self._hasher.save()
-        return out
-
-    def llm_settings(self, spec: StageSpec) -> dict[str, Any]:
-        """Endpoint settings of LLMs the stage calls although ``llm`` is not one of its config sections."""
-        out: dict[str, Any] = {}
-        for field_name, conditions in spec.llm_endpoints:
-            if conditions_hold(self.config, conditions):
-                values = dict(config_values(self.config, field_name))
-                out[field_name] = endpoint_settings(self.config, values.get(field_name))
-        return out
-
-    def prompt_versions(self, spec: StageSpec) -> dict[str, str]:
-        """``id@version`` of each prompt file the stage declares (read, never imported)."""
-        import importlib.util
-
-        from babelrag.llm.prompts import Prompt
-
-        out = {}
-        for entry in spec.prompts:
-            module, _, rel = entry.partition(":")
-            found = importlib.util.find_spec(module)
-            if found is None or not found.origin:
-                raise StageError(f"stage '{spec.name}': prompt {entry!r} names module {module!r}, which is not found")
-            out[entry] = Prompt.load(Path(found.origin).parent / rel).ref
-        return out
+            self._hasher = ContentHasher(self.store.shared_path("content_hashes.json"), exclude=[self.store.root])
+        return self._hasher
 
     def config_hash(self, spec: StageSpec) -> str:
-        """The output-relevant config of a stage: its sections' values (run-only fields left out) and the
-        model identity and sampling of the LLM endpoints it calls."""
-        sections = self.config.section_hash(*spec.config_sections)
-        llm = self.llm_settings(spec)
-        return stable_hash({"config": sections, "llm": llm}) if llm else sections
+        return stage_config_hash(spec, self.config)
 
-    def fingerprint(self, spec: StageSpec) -> tuple[str, str, dict[str, str]]:
-        config_hash = self.config_hash(spec)
-        inputs = {}
-        for name in spec.inputs:
-            manifest = self.store.manifest(name)
-            inputs[name] = manifest.output_fingerprint if manifest else "missing"
-        parts: dict[str, Any] = {"stage": spec.name, "version": spec.version, "config": config_hash,
-                                 "inputs": inputs}
-        # added only when present, so stages without such fields keep their earlier fingerprints
-        files = self._files[spec.name] = self.file_digests(spec)
-        if files:
-            parts["files"] = files
-        if spec.prompts:
-            parts["prompts"] = self.prompt_versions(spec)
-        return stable_hash(parts), config_hash, inputs
+    def prompt_versions(self, spec: StageSpec) -> dict[str, str]:
+        return prompt_versions(spec)
+
+    def fingerprint(self, spec: StageSpec) -> StageFingerprint:
+        """The stage's fingerprint now (``babelrag.fingerprint``): its inputs' manifests read from the build."""
+        hasher = self.content_hasher() if spec.files else None
+        found = stage_fingerprint(spec, self.config, {name: self.store.manifest(name) for name in spec.inputs},
+                                  hasher)
+        if hasher is not None:
+            hasher.save()
+        return found
 
     def _failed_to_retry(self, spec: StageSpec, existing: Manifest | None, fingerprint: str,
                          force: bool) -> dict[str, int]:
@@ -506,8 +307,7 @@ class Pipeline:
     def run_stage(self, spec: StageSpec, force: bool = False) -> StageReport:
         for name in spec.inputs:
             self.store.require(name)
-        fingerprint, config_hash, inputs = self.fingerprint(spec)
-        files = self._files.get(spec.name, {})
+        fingerprint, hashed_config, inputs, files = self.fingerprint(spec)
         report = StageReport(stage=spec.name)
         existing = self.store.manifest(spec.name)
         retry = self._failed_to_retry(spec, existing, fingerprint, force)
@@ -531,7 +331,7 @@ class Pipeline:
             shutil.rmtree(self.store.partial_dir(spec.name), ignore_errors=True)
         staging = self.store.new_staging_dir(spec.name)
         ctx = self._running = StageContext(spec, self.config, self.store, fingerprint, staging, self.console,
-                                           config_hash)
+                                           hashed_config, llm=partial(llm_session.get_runner, self.config))
         started = time.time()
         usage_before = _usage_snapshot(spec.name)
         fn = spec.load()
@@ -542,7 +342,7 @@ class Pipeline:
         failed = self.store.failed_items(spec.name, staging)
         usage = _usage_diff(spec.name, usage_before)
         manifest = Manifest(
-            stage=spec.name, fingerprint=fingerprint, config_hash=config_hash, inputs=inputs,
+            stage=spec.name, fingerprint=fingerprint, config_hash=hashed_config, inputs=inputs,
             counts={"in": ctx.count_in, "out": n_out, "errors": n_errors,
                     "skipped": dict(ctx.skipped), "resumed": writer.resumed,
                     **({"failed": sum(failed.values()), "failed_reasons": failed} if failed else {}),

@@ -6,22 +6,32 @@ and the sections it reads). The package lists that module under the ``babelrag.s
 (pyproject.toml); other packages' config sections (annotate, release, evaluate) under ``babelrag.sections``.
 The pipeline order, the config schema and the ``babelrag construct`` commands are all generated from
 these declarations, so adding a stage is one declaration module + one entry-point line + its run code.
+What a stage's run function is given, ``StageContext`` (with ``DeclaredConfig``, the config narrowed to the
+sections the spec declares), lives here too, so a stage imports this module and never the runner.
 """
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Mapping
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import metadata
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from babelrag import records
+from babelrag.build_layout import RESERVED_NAMES
+from babelrag.console import track
 from babelrag.errors import ConfigError, StageError
+from babelrag.interrupts import StagePosition
+from babelrag.records import ErrorRecord
+from babelrag.shards import ShardWriter
+from babelrag.store import BuildStore
 
-if TYPE_CHECKING:  # pragma: no cover
-    from babelrag.pipeline import StageContext
+M = TypeVar("M", bound=BaseModel)
 
 STAGE_GROUP = "babelrag.stages"
 SECTION_GROUP = "babelrag.sections"
@@ -31,7 +41,9 @@ SECTION_GROUP = "babelrag.sections"
 class StageSpec:
     name: str
     target: str  # "package.module:function" (imported only when the stage runs)
-    model: str  # record type name in babelrag.records
+    # the record type it writes: "package.module:Class" (a plug-in's own model), or a bare class name in
+    # babelrag.records ("Article"); imported only when the stage runs
+    model: str
     inputs: tuple[str, ...] = ()
     # config sections whose values shape the output: they are part of the fingerprint, and the only
     # sections (with ``runtime_sections``) the stage may read — StageContext.config enforces it
@@ -66,7 +78,7 @@ class StageSpec:
     # ConfigError to refuse the config, or returns a JSON-able summary for ``construct status`` and the run report
     on_load: str = ""
 
-    def load(self) -> Callable[["StageContext"], None]:
+    def load(self) -> Callable[[StageContext], None]:
         module, _, attr = self.target.partition(":")
         try:
             return getattr(importlib.import_module(module), attr)
@@ -74,9 +86,17 @@ class StageSpec:
             raise StageError(f"stage '{self.name}' is not available: {exc}") from None
 
     def record_type(self) -> type[BaseModel]:
-        from babelrag import records
-
-        return getattr(records, self.model)
+        """The pydantic model named by ``model``: ``module:Class``, or a bare name in ``babelrag.records``."""
+        module, _, name = self.model.rpartition(":")
+        try:
+            found = getattr(importlib.import_module(module) if module else records, name)
+        except (ImportError, AttributeError) as exc:
+            where = module or "babelrag.records"
+            raise StageError(f"stage '{self.name}': record type {self.model!r} is not available ({exc}); name "
+                             f"a pydantic model as 'package.module:Class' (or a class in {where})") from None
+        if not (isinstance(found, type) and issubclass(found, BaseModel)):
+            raise StageError(f"stage '{self.name}': record type {self.model!r} is not a pydantic model")
+        return found
 
     def change_note(self, built_with: str) -> str:
         """What re-runs a build made by version ``built_with`` ("" when that is this version)."""
@@ -93,13 +113,123 @@ class StageSpec:
         return frozenset(s.split(".")[0] for s in (*self.config_sections, *self.runtime_sections, *self.owns))
 
 
+class DeclaredConfig:
+    """The config as a stage sees it: only the sections its spec declares (``config_sections``,
+    ``runtime_sections`` and the ones it owns). Reading another section raises, because a value the
+    fingerprint does not cover would let a changed config reuse stale output."""
+
+    def __init__(self, config: BaseModel, spec: StageSpec) -> None:
+        object.__setattr__(self, "_config", config)
+        object.__setattr__(self, "_spec", spec)
+        object.__setattr__(self, "_sections", set(type(config).model_fields) - {"base_dir"})
+
+    def __getattr__(self, name: str) -> Any:
+        if name in self._sections and name not in self._spec.readable_sections:
+            raise StageError(f"stage '{self._spec.name}' reads config section '{name}' but does not declare it; "
+                             f"add it to its StageSpec (config_sections, or runtime_sections if it never "
+                             f"changes the output); declared: {sorted(self._spec.readable_sections)}")
+        return getattr(self._config, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("a stage's config is read-only")
+
+    @property
+    def unchecked(self) -> Any:
+        """The whole config, for code that needs the model itself (the LLM session)."""
+        return self._config
+
+
+class StageContext:
+    """What a stage function sees: config, inputs, an output writer, skip counters, progress, LLM.
+
+    The runner makes one per stage run. ``config`` is the loaded ``babelrag.config.Config`` (typed here as
+    the pydantic model it is: the config module imports this one for the declared sections); ``llm`` makes
+    the shared LLM runner on first use, so a stage that never calls an LLM never builds one."""
+
+    def __init__(self, spec: StageSpec, config: BaseModel, store: BuildStore, fingerprint: str,
+                 staging: Path, console: Any = None, config_hash: str = "",
+                 llm: Callable[[], Any] | None = None) -> None:
+        self.spec = spec
+        self.config: Any = DeclaredConfig(config, spec)
+        self.store = store
+        self.fingerprint = fingerprint
+        # the output-relevant config (its sections + the LLM endpoints it calls): records' provenance
+        self.config_hash = config_hash
+        self.artifacts_dir = staging  # extra files written here land in the stage folder atomically
+        self.console = console
+        self.skipped: Counter[str] = Counter()
+        self.noted: Counter[str] = Counter()
+        self.count_in = 0
+        self.extra: dict[str, Any] = {}
+        self._writer: ShardWriter | None = None
+        self._llm: Any = None
+        self._make_llm = llm
+        self.position = StagePosition()  # the current progress loop, for "N of M items done" on an interrupt
+
+    # inputs -----------------------------------------------------------------------------------
+    def read(self, stage: str, model: type[M]) -> list[M]:
+        return self.store.read(stage, model)
+
+    def iter_read(self, stage: str, model: type[M]) -> Iterator[M]:
+        return self.store.iter_read(stage, model)
+
+    def read_ids(self, stage: str, model: type[M], ids: Iterable[str]) -> dict[str, M]:
+        """Only the records with these ids (large inputs: reads just the row groups holding them)."""
+        return self.store.read_ids(stage, model, ids)
+
+    # outputs ----------------------------------------------------------------------------------
+    def output(self, shard_size: int = 200) -> ShardWriter:
+        """The stage's resumable writer (one per run); skip items for which ``has(id)`` is true."""
+        if self._writer is None:
+            self._writer = self.store.partial_writer(self.spec.name, self.spec.record_type(), self.fingerprint,
+                                                     shard_size=shard_size)
+        return self._writer
+
+    def error(self, item_id: str, reason: str, detail: str = "") -> None:
+        self.output().add_error(ErrorRecord(id=f"{self.spec.name}:{item_id}", stage=self.spec.name,
+                                            item_id=item_id, reason=reason, detail=detail[:2000]))
+
+    def skip(self, reason: str, n: int = 1) -> None:
+        """Count an input deliberately left out (shown per reason in the run report)."""
+        self.skipped[reason] += n
+
+    def note(self, reason: str, n: int = 1) -> None:
+        """Count an item kept with a caveat (no entities found, a translation missing): shown per reason
+        in the run report apart from the skips, since it is in the output."""
+        self.noted[reason] += n
+
+    # helpers ----------------------------------------------------------------------------------
+    def progress(self, items: Iterable[Any], total: int | None = None, desc: str = "") -> Iterator[Any]:
+        yield from track(self.position.follow(items, total, desc), total, f"[bold]{self.spec.name}[/] {desc}",
+                         self.console)
+
+    def keep_finished(self) -> int | None:
+        """Write the items finished so far as a shard (an interrupted run keeps them for the re-run);
+        returns how many items the stage has stored, None when it never opened its writer."""
+        if self._writer is None:
+            return None
+        self._writer.flush()
+        return self._writer.stored
+
+    @property
+    def llm(self) -> Any:
+        """The shared LLM runner (created on first use; usage is accounted to this stage)."""
+        if self._llm is None:
+            if self._make_llm is None:
+                raise StageError(f"stage '{self.spec.name}' asked for an LLM, but it runs without one")
+            self._llm = self._make_llm()
+        return self._llm
+
+    @property
+    def seed(self) -> int:
+        return self.config.project.seed
+
+
 _EXTRA_STAGES: dict[str, StageSpec] = {}  # added at run time (plug-ins, tests)
 
 
 def _check_name(spec: StageSpec) -> StageSpec:
     """A stage's folder sits beside the build's other folders: it may not take one of their names."""
-    from babelrag.build_layout import RESERVED_NAMES
-
     if spec.name in RESERVED_NAMES or spec.name.startswith(".") or "/" in spec.name:
         raise ConfigError(f"stage name {spec.name!r} is taken by the build folder's layout "
                           f"({', '.join(sorted(RESERVED_NAMES))}); rename the stage")

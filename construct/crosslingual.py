@@ -26,7 +26,7 @@ from babelrag.construct.exactsearch import searcher
 from babelrag.errors import InputError
 from babelrag.executor import chunks
 from babelrag.rows import iter_jsonl
-from babelrag.pipeline import StageContext
+from babelrag.stage import StageContext
 from babelrag.records import Article, ArticlePair, days_apart, undated, within_days
 
 

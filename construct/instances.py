@@ -32,7 +32,7 @@ from babelrag.leakage import instance_leaks
 from babelrag.construct.translate import needed_document_translations, translate_articles, translate_qas
 from babelrag.records import (MONOLINGUAL_SETTING, Article, DistractorSet, Document, Instance, QAItem, Translation,
                               x_language)
-from babelrag.stage import StageSpec
+from babelrag.stage import StageContext, StageSpec
 
 
 # ---------------------------------------------------------------- declaration (config section + stage spec)
@@ -356,7 +356,7 @@ def retranslate_corrected(ctx, qas: list[QAItem], wanted: Callable[[QAItem], set
     return [replaced(q) for q in qas], unanswered
 
 
-def run(ctx) -> None:  # noqa: ANN001 - StageContext (kept import-light)
+def run(ctx: StageContext) -> None:
     """Assemble every requested setting for every accepted question."""
     cfg = ctx.config
     settings = [parse_setting(s) for s in cfg.instances.settings]

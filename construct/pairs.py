@@ -15,7 +15,7 @@ from babelrag.config import Section
 from babelrag.llm.settings import check_env_name
 from babelrag.construct.encoders.settings import EncoderConfig  # dense.encoder (kind: a registered encoder)
 from babelrag.construct.languages import same_language_reasons
-from babelrag.pipeline import StageContext
+from babelrag.stage import StageContext
 from babelrag.records import EPOCH, Article, ArticlePair, undated
 from babelrag.run_only import run_only
 from babelrag.stage import StageSpec

@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 from babelrag.config import Section
 from babelrag.excerpt import excerpt
 from babelrag.languages import language_name
-from babelrag.pipeline import StageContext
+from babelrag.stage import StageContext
 from babelrag.records import Article, ArticlePair
 from babelrag.stage import StageSpec
 

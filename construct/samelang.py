@@ -36,7 +36,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from babelrag.pipeline import StageContext
+from babelrag.stage import StageContext
 from babelrag.records import ArticlePair, days_apart
 
 # pairs.hybrid_min_score per score (pairs.hybrid_score) and encoder kind; calibrated on real same-event news by

@@ -4,7 +4,8 @@ import os
 import time
 
 from babelrag.config import config_from_dict
-from babelrag.pipeline import Pipeline, config_values
+from babelrag.fingerprint import config_values
+from babelrag.pipeline import Pipeline
 from babelrag.stage import StageSpec, get_stage, stages
 from babelrag.store import BuildStore
 from tests.helpers.counting_stage import SPEC as COUNT
@@ -139,7 +140,7 @@ def test_embedded_server_port_changes_neither_fingerprints_nor_cache_keys(tmp_pa
     from babelrag.llm.client import LLMRunner
     from babelrag.llm.settings import EndpointConfig
     from babelrag.llm.local import LocalLLMServer
-    from babelrag.pipeline import endpoint_settings
+    from babelrag.fingerprint import endpoint_settings
 
     def cfg(ep):
         base = config_from_dict({"project": {"build_dir": str(tmp_path / "b")}})

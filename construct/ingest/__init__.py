@@ -22,7 +22,7 @@ import numpy as np
 
 from babelrag.errors import InputError
 from babelrag.executor import LocalExecutor, executor_from_config
-from babelrag.pipeline import StageContext
+from babelrag.stage import StageContext
 from babelrag.records import DATE_SOURCES, Article, DateSource
 from babelrag.tokens import count_tokens
 

@@ -8,7 +8,7 @@ import os
 from pydantic import BaseModel
 
 from babelrag.llm.prompts import Prompt
-from babelrag.pipeline import StageContext
+from babelrag.stage import StageContext
 from babelrag.records import Article
 from babelrag.stage import StageSpec
 

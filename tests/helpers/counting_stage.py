@@ -7,9 +7,8 @@ from __future__ import annotations
 import os
 import time
 
-from babelrag.pipeline import StageContext
-from babelrag.stage import StageSpec
 from babelrag.records import Article
+from babelrag.stage import StageContext, StageSpec
 
 
 def run(ctx: StageContext) -> None:

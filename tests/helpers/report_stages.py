@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from babelrag.errors import StageError
-from babelrag.pipeline import StageContext
+from babelrag.stage import StageContext
 from babelrag.records import Article
 from babelrag.stage import StageSpec
 

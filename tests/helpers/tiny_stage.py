@@ -3,7 +3,7 @@ owns, a StageSpec, and a run function. It copies the ingest stage's titles upper
 from __future__ import annotations
 
 from babelrag.config import Section
-from babelrag.pipeline import StageContext
+from babelrag.stage import StageContext
 from babelrag.records import Article
 from babelrag.stage import StageSpec
 
