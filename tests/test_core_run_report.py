@@ -58,8 +58,8 @@ def test_progress_off_a_terminal_prints_lines_at_the_interval(monkeypatch):
     clock = iter([0.0, 10.0, 40.0, 50.0, 75.0])
     monkeypatch.setattr("babelrag.console.time.monotonic", lambda: next(clock))
     assert list(track(range(4), 4, "work", console, every_s=30)) == [0, 1, 2, 3]
-    assert console.file.getvalue().splitlines() == ["work: 2/4 (50%), 40 s elapsed, about 40 s left",
-                                                   "work: 4/4 (100%), 75 s elapsed, about 0 s left"]
+    assert console.file.getvalue().splitlines() == ["work: 2/4 (50%), 0.05/s, 40 s elapsed, about 40 s left",
+                                                   "work: 4/4 (100%), 0.05/s, 75 s elapsed, about 0 s left"]
     assert list(track(range(2), None, "x", None)) == [0, 1]  # no console: no output at all
 
 

@@ -268,13 +268,41 @@ def test_the_registry_lists_kinds_without_importing_model_libraries():
 # ---------------------------------------------------------------- several devices, one worker each
 
 
-def test_two_cpu_workers_give_the_vectors_of_one_device_and_load_the_model_once_each(tmp_path):
+class CpuPools:
+    """Two-worker CPU pools of one tiny BGE-M3 folder. Each worker process imports torch and FlagEmbedding (the
+    bulk of a pool test's time), so the pool tests share one pool while its workers live; a test that kills a
+    worker breaks it and the next ``get`` starts a fresh one."""
+
+    def __init__(self, folder) -> None:
+        self.folder, self._pool = folder, None
+
+    def get(self):
+        if self._pool is None or self._pool._pool._broken:
+            self.close()
+            self._pool = _bge(self.folder, device=["cpu", "cpu"], batch_size=4)
+        return self._pool
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
+
+
+@pytest.fixture(scope="module")
+def cpu_pools(tmp_path_factory):
+    pools = CpuPools(_tiny_bge_m3(tmp_path_factory.mktemp("pool") / "m3"))
+    try:
+        yield pools
+    finally:
+        pools.close()
+
+
+def test_two_cpu_workers_give_the_vectors_of_one_device_and_load_the_model_once_each(cpu_pools):
     from babelrag.construct.encoders.multi import DevicePoolEncoder
 
-    folder = _tiny_bge_m3(tmp_path / "m3")
     texts = [EN, DE, OTHER, "The city council", "Heavy rain", EN + " " + OTHER, DE + " " + EN] * 3
-    one = _bge(folder, device="cpu", batch_size=4)
-    pool = _bge(folder, device=["cpu", "cpu"], batch_size=4)
+    one = _bge(cpu_pools.folder, device="cpu", batch_size=4)
+    pool = cpu_pools.get()
     try:
         assert isinstance(pool, DevicePoolEncoder) and pool.name == one.name and pool.dim == one.dim == 32
         assert pool.placement() == {"devices": ["cpu", "cpu"], "precision": ["fp32"], "batch_size": 4, "workers": 2}
@@ -286,7 +314,7 @@ def test_two_cpu_workers_give_the_vectors_of_one_device_and_load_the_model_once_
         assert len(states) == 2  # two processes, each on its claimed device, each built its model once
         assert sorted((device, builds) for _, device, builds in states) == [("cpu", 1), ("cpu", 1)]
     finally:
-        pool.close()
+        one.close()
 
 
 def test_ray_tasks_ask_for_a_gpu_each_on_a_gpu_cluster_and_fall_back_to_cpu():
@@ -316,14 +344,14 @@ def test_encoding_blocks_hold_sixteen_batches_of_a_torch_encoder(tmp_path):
     cached.cache.close()
 
 
-def test_a_device_worker_that_dies_is_a_stage_error_naming_the_devices(tmp_path):
+def test_a_device_worker_that_dies_is_a_stage_error_naming_the_devices(cpu_pools):
     import os
     import signal
     import time
 
     from babelrag.errors import StageError
 
-    pool = _bge(_tiny_bge_m3(tmp_path / "m3"), device=["cpu", "cpu"], batch_size=4)
+    pool = cpu_pools.get()
     try:
         victim = pool.workers()[0][0]
         os.kill(victim, signal.SIGKILL)
@@ -331,4 +359,4 @@ def test_a_device_worker_that_dies_is_a_stage_error_naming_the_devices(tmp_path)
         with pytest.raises(StageError, match=r"an encoder worker process on one of \['cpu', 'cpu'\] died"):
             list(pool.encode_blocks([[EN, DE], [OTHER]] * 4))
     finally:
-        pool.close()
+        cpu_pools.close()

@@ -19,6 +19,7 @@ from typing import Any, Awaitable, Callable, Optional, Sequence, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from babelrag.console import stream_progress
 from babelrag.errors import InputError
 from babelrag.failed_items import is_retryable
 from babelrag.llm.budget import Budget, BudgetExhausted, call_reservation, prompt_token_bound
@@ -554,9 +555,8 @@ class LLMRunner:
         return ids
 
     def _bar(self, total: int, desc: str):
-        from tqdm.auto import tqdm
-
-        return tqdm(total=total, desc=desc, disable=not self.progress, mininterval=0.5, unit="item")
+        """A bar on a terminal, a line every few seconds in a log (no carriage-return redraws), or nothing."""
+        return stream_progress(total, desc, enabled=self.progress)
 
     async def amap_chat(self, *, endpoint: Optional[str], prompt: Prompt, items: Sequence[dict],
                         stage: str, schema: Optional[type[BaseModel]] = None,
