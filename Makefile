@@ -36,7 +36,7 @@ demo: install
 	HF_HUB_OFFLINE=1 $(VENV)/bin/babelrag demo
 
 test: install system-deps
-	HF_HUB_OFFLINE=1 $(PY) -m pytest -q
+	HF_HUB_OFFLINE=1 $(PY) -m pytest -q --durations=25
 
 bench: install
 	for b in bench/bench_*.py; do echo "== $$b"; HF_HUB_OFFLINE=1 $(PY) $$b || exit 1; done
