@@ -26,7 +26,6 @@ import hashlib
 import os
 import json
 import re
-import resource
 import shutil
 import subprocess
 import sys
@@ -136,7 +135,10 @@ def stage_child(cfg_path: str, force: str) -> None:
     pairs = BuildStore(cfg.build_dir).read("pairs", ArticlePair)
     search = BuildStore(cfg.build_dir).manifest("pairs").extra.get("search", {})
     digest = sorted((p.id, p.score) for p in pairs)
-    print(json.dumps({"seconds": seconds, "cpu": cpu, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    # peak RSS of this process's own address space (VmHWM): getrusage's ru_maxrss keeps the peak from before exec,
+    # i.e. the bench parent's size at the fork (ingest, index and Milvus Lite ran there), which it over-reported
+    hwm = next(int(x.split()[1]) for x in Path("/proc/self/status").read_text().splitlines() if x.startswith("VmHWM"))
+    print(json.dumps({"seconds": seconds, "cpu": cpu, "rss_mb": hwm / 1024,
                       "rss_start_mb": rss_start, "source": search.get("source"),
                       "pairs": len(pairs), "read_seconds": search.get("read_seconds"), "digest": hashlib.sha256(json.dumps(digest).encode()).hexdigest()}))
 
