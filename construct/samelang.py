@@ -37,6 +37,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from babelrag.construct.pairs import pair_id
 from babelrag.pipeline import StageContext
 from babelrag.records import ArticlePair, days_apart
 
@@ -226,9 +227,10 @@ class _WindowPairs:
 
     def add(self, q: str, found: list[tuple[str, float]]) -> None:
         k = self.k
-        total = sum(c for _, c in found[:k])
+        first = [c for _, c in found[:k]]
+        total = sum(first)
         if self.fill is None:
-            self._cosines.extend(c for _, c in found[:k])
+            self._cosines.extend(first)
         if self.fill is not None or len(found) >= k:
             self._known(q, density(total, len(found), k, self.fill if self.fill is not None else 0.0))
         else:
@@ -263,8 +265,6 @@ class _WindowPairs:
             self._candidate(a, b, cos)
 
     def _candidate(self, a: str, b: str, cos: float) -> None:
-        from babelrag.construct.pairs import pair_id
-
         if self.scorer.title_vec is None:
             missing = next((x for x in (a, b) if x not in self.scorer.density), None)
             if missing is not None:
