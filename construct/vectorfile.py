@@ -103,8 +103,9 @@ class RowWindow:
     """Rows [start, stop) of a vector file as arrays, read with ``pread`` into windows that slide forward.
 
     Mining asks for a language's rows of a date span, span after span in date order: a span inside a held
-    window is a view; one past them reads [span start, span end + span length) (at least ``MIN_WINDOW_ROWS``),
-    so each row is read about twice per pass and memory holds a few spans, not the language. Two windows are
+    window is a view; one past them reads [span start, span end + a quarter span) (at least
+    ``MIN_WINDOW_ROWS`` ahead), so each row is read about five times per pass (``pread``, from the page cache)
+    and memory holds 1.25 spans per window, not the language. Two windows are
     held (the least recently used one is replaced): a dated span and the undated rows at the language's end,
     which a pair window searches too (``or_undated``)."""
 
@@ -132,7 +133,7 @@ class RowWindow:
             return held
         if len(self._held) >= self.SLOTS:
             self._held.pop(0)  # dropped before the new window is read: memory holds SLOTS windows at most
-        hi = min(len(self), b + max(b - a, MIN_WINDOW_ROWS))
+        hi = min(len(self), b + max((b - a) // 4, MIN_WINDOW_ROWS))
         self._held.append((a, self._read(a, hi)))
         return self._held[-1][1][:b - a]
 
