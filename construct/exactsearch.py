@@ -1,18 +1,20 @@
 """Exact top-k search over date windows in blocks of queries: how the pairs and distractors stages search.
 
-Milvus stays the store of record (the index stage writes it; Lite or a server). Mining reads every vector
-from it once (``WindowIndex.from_store``) and answers the same searches as ``VectorStore.search`` (a language
-and a published-day range, optionally ids left out) with one matrix product per block of queries against the
-range's candidates: a language's rows are kept sorted by day, so a day range is one contiguous slice and no
-copy. BLAS through numpy on CPU; torch where asked (``dense.search_device: cuda``, checked before use).
+Milvus stays the store of record (the index stage writes it; Lite or a server). Mining answers the same searches
+as ``VectorStore.search`` (a language and a published-day range, optionally ids left out) with one matrix product
+per block of queries against the range's candidates: a language's rows are kept sorted by day, so a day range is
+one contiguous slice. The rows come from the index stage's own sorted copy of its vectors
+(``WindowIndex.from_file``, ``construct/vectorfile.py``: a window of rows at a time, Milvus not opened), or,
+for an index without that file, from the store read once into memory (``WindowIndex.from_store``). BLAS through
+numpy on CPU; torch where asked (``dense.search_device: cuda``, checked before use).
 
-Memory: the vectors (articles x dim float32, what Milvus Lite holds too) plus one block x window score matrix;
-``block`` queries at a time bound the second. Ties: higher score first, then the smaller id (Milvus leaves
-tied hits in no set order), so a search gives the same hits whatever the block.
+Memory: the rows of the windows being searched (from the file; all vectors when read from the store) plus one
+block x window score matrix; ``block`` queries at a time bound the second. Ties: higher score first, then the
+smaller id (Milvus leaves tied hits in no set order), so a search gives the same hits whatever the block.
 Milvus Lite scans rows in a Python loop per query batch with a fixed cost per call (issue 34: 8.7-11.8x the
 batched numpy search at 100k vectors). ``dense.search: milvus`` keeps the store's own search (a Milvus server
-with HNSW answers the same calls, approximately: with a one-language +-14-day filter its recall@20 was 0.30-0.88
-at 20k vectors from run to run; ``bench/bench_pairs_scale.py --hnsw``, docs/scaleout.md).
+with HNSW answers the same calls, approximately: recall@20 0.97-0.98 at 20k vectors with the stage's
+one-language +-14-day filter once the index is built, ``VectorStore.seal``; docs/scaleout.md).
 """
 from __future__ import annotations
 
