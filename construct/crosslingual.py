@@ -17,12 +17,13 @@ from __future__ import annotations
 import random
 from collections import defaultdict, deque
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 
-from babelrag.construct.exactsearch import searcher
+from babelrag.construct.exactsearch import WindowIndex, searcher
+from babelrag.construct.vectorfile import VectorFileWriter
 from babelrag.errors import InputError
 from babelrag.executor import chunks
 from babelrag.rows import iter_jsonl
@@ -99,6 +100,7 @@ def index_corpus(ctx: StageContext, encoder: Any, block_size: int | None = None)
             blocks.append(block)
             yield [passage(a, chars) for a in block]
 
+    copy = VectorFileWriter(ctx.artifacts_dir)  # the index stage's sorted copy for exact mining (vectorfile.py)
     try:
         for vecs in encoder.encode_stream(passages(), "passage", encoding_map(ctx)):
             block = blocks.popleft()
@@ -106,11 +108,18 @@ def index_corpus(ctx: StageContext, encoder: Any, block_size: int | None = None)
                 store = store_from_config(ctx, vecs.shape[1])
             store.upsert([a.id for a in block], vecs, [a.language for a in block],
                          [a.day for a in block], [a.title for a in block], [a.source for a in block])
+            copy.add([a.id for a in block], vecs, [a.language for a in block], [a.day for a in block])
             for a in block:
                 docs[a.id] = Doc(a.id, a.language, a.day, a.fresh_day is not None)
         if store is not None and store.count() > len(docs):
             ctx.extra["vectors_pruned"] = store.prune(set(docs))  # stale rows from an earlier corpus
+        if store is not None:  # searched only once every row is sealed and indexed (HNSW builds in the background)
+            ctx.extra["vector_index"] = store.seal()
+            ctx.extra["vector_file"] = asdict(copy.finish())
+        else:
+            copy.abort()
     except BaseException:
+        copy.abort()
         if store is not None:  # the caller closes it on success; on an error nobody else has it
             store.close()
         raise
@@ -414,9 +423,16 @@ def _hits_in_window(store: Any, queries: list[Doc], languages: list[str], docs: 
         if not undated(group[0].day):
             span = {"published_from": min(q.day for q in group) - window,
                     "published_to": max(q.day for q in group) + window, "or_undated": True}
-        results = store.search_columns(np.stack([vecs[q.id] for q in group]), top_k=top_k or max(cfg.top_k, 20),
-                                       languages=languages, **span)
-        for q, (ids, scores, days, _) in zip(group, results):
+        qv, k = np.stack([vecs[q.id] for q in group]), top_k or max(cfg.top_k, 20)
+        if isinstance(store, WindowIndex):  # the same filter in numpy
+            stray = len(store) > len(docs)  # rows of a store that are no entry of the index: left out as below
+            for q, (ids, scores) in zip(group, store.window_hits(qv, [q.day for q in group], window, floor, k,
+                                                                  languages, **span)):
+                kept = [(i, c) for i, c in zip(ids, scores) if i in docs] if stray else list(zip(ids, scores))
+                if kept:
+                    out[q.id] = kept
+            continue
+        for q, (ids, scores, days, _) in zip(group, store.search_columns(qv, top_k=k, languages=languages, **span)):
             for i, score, day in zip(ids, scores, days):  # best first
                 if score < floor:
                     break

@@ -1,27 +1,32 @@
 """Exact top-k search over date windows in blocks of queries: how the pairs and distractors stages search.
 
-Milvus stays the store of record (the index stage writes it; Lite or a server). Mining reads every vector
-from it once (``WindowIndex.from_store``) and answers the same searches as ``VectorStore.search`` (a language
-and a published-day range, optionally ids left out) with one matrix product per block of queries against the
-range's candidates: a language's rows are kept sorted by day, so a day range is one contiguous slice and no
-copy. BLAS through numpy on CPU; torch where asked (``dense.search_device: cuda``, checked before use).
+Milvus stays the store of record (the index stage writes it; Lite or a server). Mining answers the same searches
+as ``VectorStore.search`` (a language and a published-day range, optionally ids left out) with one matrix product
+per block of queries against the range's candidates: a language's rows are kept sorted by day, so a day range is
+one contiguous slice. The rows come from the index stage's own sorted copy of its vectors
+(``WindowIndex.from_file``, ``construct/vectorfile.py``: a window of rows at a time, Milvus not opened), or,
+for an index without that file, from the store read once into memory (``WindowIndex.from_store``). BLAS through
+numpy on CPU; torch where asked (``dense.search_device: cuda``, checked before use).
 
-Memory: the vectors (articles x dim float32, what Milvus Lite holds too) plus one block x window score matrix;
-``block`` queries at a time bound the second. Ties: higher score first, then the smaller id (Milvus leaves
-tied hits in no set order), so a search gives the same hits whatever the block.
+Memory: the rows of the windows being searched (from the file; all vectors when read from the store) plus one
+block x window score matrix; ``block`` queries at a time bound the second. Ties: higher score first, then the
+smaller id (Milvus leaves tied hits in no set order), so a search gives the same hits whatever the block.
 Milvus Lite scans rows in a Python loop per query batch with a fixed cost per call (issue 34: 8.7-11.8x the
 batched numpy search at 100k vectors). ``dense.search: milvus`` keeps the store's own search (a Milvus server
-with HNSW answers the same calls, approximately: with a one-language +-14-day filter its recall@20 was 0.30-0.88
-at 20k vectors from run to run; ``bench/bench_pairs_scale.py --hnsw``, docs/scaleout.md).
+with HNSW answers the same calls, approximately: recall@20 0.97-0.98 at 20k vectors with the stage's
+one-language +-14-day filter once the index is built, ``VectorStore.seal``; docs/scaleout.md).
 """
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from babelrag.construct.vectorfile import RowWindow, VectorFileInfo, ids_digest, open_vector_file, row_order
 from babelrag.construct.vectorstore import Hit
 from babelrag.records import UNDATED_DAY
 from babelrag.errors import StageError
@@ -29,14 +34,28 @@ from babelrag.errors import StageError
 QUERY_BLOCK = 256  # queries per matrix product: the score matrix is QUERY_BLOCK x window floats
 
 
+class _ArrayRows:
+    """A language's rows held in memory (an index built from arrays or read from Milvus)."""
+
+    def __init__(self, vectors: np.ndarray) -> None:
+        self.vectors = vectors
+
+    def slice(self, a: int, b: int) -> np.ndarray:
+        return self.vectors[a:b]
+
+    def take(self, positions: np.ndarray) -> np.ndarray:
+        return self.vectors[positions]
+
+
 @dataclass
 class _Language:
-    """One language's rows sorted by (day, id): ids, days, a global id rank (the tie-break), vectors."""
+    """One language's rows sorted by (day, id): ids, days, a global id rank (the tie-break), and the vectors
+    (``_ArrayRows`` in memory, or a ``RowWindow`` over the index stage's vector file)."""
 
     ids: np.ndarray  # object array of str
     days: np.ndarray  # int64
     rank: np.ndarray  # int64: position of the id in the sorted ids of the whole index
-    vectors: np.ndarray  # float32 (n, dim)
+    rows: Any  # _ArrayRows | RowWindow
 
     def span(self, lo: int | None, hi: int | None) -> tuple[int, int]:
         start = 0 if lo is None else int(np.searchsorted(self.days, lo, side="left"))
@@ -47,29 +66,44 @@ class _Language:
 class WindowIndex:
     """Every vector of a store, by language and day, searched exactly (same calls as ``VectorStore``)."""
 
-    def __init__(self, ids: Sequence[str], languages: Sequence[str], days: Sequence[int], vectors: np.ndarray,
-                 device: str = "cpu", block: int = QUERY_BLOCK) -> None:
+    def __init__(self, ids: Sequence[str], languages: Sequence[str], days: Sequence[int],
+                 vectors: np.ndarray | None, device: str = "cpu", block: int = QUERY_BLOCK,
+                 file: tuple[int, int] | None = None) -> None:
+        """``vectors`` in the order of ``ids``; or None and ``file`` (an open descriptor of a vector file whose
+        rows are in ``row_order``, and its dim): then rows are read a window at a time (``RowWindow``)."""
         ids_arr = np.asarray(list(ids), dtype=object)
-        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         rank = np.empty(len(ids_arr), dtype=np.int64)
         rank[np.argsort(ids_arr.astype(str), kind="stable")] = np.arange(len(ids_arr))
         langs = np.asarray(list(languages), dtype=object)
         days_arr = np.asarray(list(days), dtype=np.int64)
-        self.dim = int(vectors.shape[1]) if vectors.ndim == 2 else 0
+        order = row_order(ids_arr, langs, days_arr)  # by language, day, then id
+        if file is None:
+            vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+            self.dim = int(vectors.shape[1]) if vectors.ndim == 2 else 0
+        else:
+            self.dim = file[1]
         self.block = block
+        self._fd = file[0] if file is not None else None
         self._by_language: dict[str, _Language] = {}
-        self._where: dict[str, tuple[str, int]] = {}
+        self._where: dict[str, int] = dict(zip(ids_arr[order].tolist(), range(len(order))))  # id -> file row
+        self._starts: list[int] = []
+        self._names: list[str] = []
+        sorted_langs = langs[order]
+        start = 0
         for lang in sorted(set(langs.tolist())):
-            rows = np.flatnonzero(langs == lang)
-            order = rows[np.lexsort((rank[rows], days_arr[rows]))]  # by day, then id
-            part = _Language(ids_arr[order], days_arr[order], rank[order], vectors[order])
-            self._by_language[lang] = part
-            self._where.update((i, (lang, p)) for p, i in enumerate(part.ids.tolist()))
+            stop = start + int(np.count_nonzero(sorted_langs == lang))
+            rows = order[start:stop]
+            source = (_ArrayRows(vectors[rows]) if file is None else RowWindow(file[0], self.dim, start, stop))
+            self._by_language[lang] = _Language(ids_arr[rows], days_arr[rows], rank[rows], source)
+            self._starts.append(start)
+            self._names.append(lang)
+            start = stop
         self._matmul = _device_matmul(device)
+        self.read_seconds = 0.0
 
     @classmethod
     def from_store(cls, store: Any, device: str = "cpu", block: int = QUERY_BLOCK) -> WindowIndex:
-        """Read every row of ``store`` (a ``VectorStore``) once."""
+        """Read every row of ``store`` (a ``VectorStore``) once, into memory."""
         ids: list[str] = []
         langs: list[str] = []
         days: list[int] = []
@@ -83,16 +117,43 @@ class WindowIndex:
         chunks.clear()  # peak while sorting into languages: twice the vectors, not three times
         return cls(ids, langs, days, vectors, device=device, block=block)
 
+    @classmethod
+    def from_file(cls, path: Path, info: VectorFileInfo, ids: Sequence[str], languages: Sequence[str],
+                  days: Sequence[int], device: str = "cpu", block: int = QUERY_BLOCK) -> WindowIndex | None:
+        """The index stage's vector file for these index entries, read a window at a time; None where the file
+        is missing or holds other rows (its ids' digest differs), so the caller reads the store instead."""
+        order = row_order(ids, languages, days)
+        expected = info.rows * info.dim * 4
+        if (info.rows != len(order) or not path.is_file() or path.stat().st_size != expected
+                or ids_digest(np.asarray(list(ids), dtype=object)[order]) != info.ids_sha256):
+            return None
+        fd = open_vector_file(path)
+        try:
+            return cls(ids, languages, days, None, device=device, block=block, file=(fd, info.dim))
+        except BaseException:
+            os.close(fd)
+            raise
+
+    def close(self) -> None:
+        """Close the vector file (an index held in memory has nothing to close)."""
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            os.close(fd)
+
     def __len__(self) -> int:
         return len(self._where)
 
     def vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
-        out = {}
-        for i in ids:
-            where = self._where.get(i)
-            if where is not None:
-                out[i] = self._by_language[where[0]].vectors[where[1]]
-        return out
+        found = [(i, self._where[i]) for i in ids if i in self._where]
+        if not found:
+            return {}
+        rows = np.asarray([r for _, r in found], dtype=np.int64)
+        which = np.searchsorted(np.asarray(self._starts), rows, side="right") - 1
+        out_rows = np.empty((len(rows), self.dim), dtype=np.float32)
+        for x in np.unique(which).tolist():
+            sel = np.flatnonzero(which == x)
+            out_rows[sel] = self._by_language[self._names[x]].rows.take(rows[sel] - self._starts[x])
+        return {i: out_rows[n] for n, (i, _) in enumerate(found)}
 
     def search(self, queries: np.ndarray, top_k: int = 10, languages: Sequence[str] | None = None,
                published_from: int | None = None, published_to: int | None = None,
@@ -111,6 +172,50 @@ class WindowIndex:
         """``search`` as columns per query: (ids, scores, days, languages) lists, no object per hit (mining
         reads millions of hits); the languages list stays empty unless ``with_languages``. Undated rows
         (``UNDATED_DAY``) sort last in each language: ``or_undated`` adds that tail to a date range."""
+        out: list[tuple[list, ...]] = []
+        for found in self._blocks(queries, top_k, languages, published_from, published_to, exclude_ids,
+                                  or_undated):
+            if found.cols is None:
+                out.extend(([], [], [], []) for _ in range(found.queries))
+                continue
+            cols = found.cols
+            langs_of = ([[found.names[x] for x in row] for row in found.lang_of[cols].tolist()] if with_languages
+                        else [[]] * len(cols))
+            out.extend(zip(found.ids[cols].tolist(), found.scores.tolist(), found.days[cols].tolist(), langs_of))
+        return out
+
+    def window_hits(self, queries: np.ndarray, query_days: Sequence[int], window: int, floor: float,
+                    top_k: int, languages: Sequence[str] | None = None, published_from: int | None = None,
+                    published_to: int | None = None, or_undated: bool = False) -> list[tuple[list, list]]:
+        """Mining's filter on ``search_columns`` done in numpy: per query (ids, scores) of its hits best first,
+        up to the first below ``floor``, and only hits ``within_days(hit day, query day, window)`` (an undated
+        hit or query pairs without a window). Same hits as that loop over the columns, without Python per hit."""
+        qdays = np.asarray(list(query_days), dtype=np.int64)
+        out: list[tuple[list, list]] = []
+        s = 0
+        for found in self._blocks(queries, top_k, languages, published_from, published_to, None, or_undated):
+            if found.cols is None:
+                out.extend(([], []) for _ in range(found.queries))
+                s += found.queries
+                continue
+            qd = qdays[s:s + len(found.cols), None]
+            s += len(found.cols)
+            days = found.days[found.cols]
+            # compared as float64, as Python compares the float32 scores it is given with the floor
+            keep = np.logical_and.accumulate(found.scores.astype(np.float64) >= floor, axis=1)
+            keep &= (days >= UNDATED_DAY) | (qd >= UNDATED_DAY) | (np.abs(days - qd) <= window)
+            ids, scores = found.ids[found.cols[keep]].tolist(), found.scores[keep].tolist()
+            ends = np.cumsum(keep.sum(axis=1)).tolist()
+            start = 0
+            for end in ends:
+                out.append((ids[start:end], scores[start:end]))
+                start = end
+        return out
+
+    def _blocks(self, queries: np.ndarray, top_k: int, languages: Sequence[str] | None,
+                published_from: int | None, published_to: int | None, exclude_ids: Sequence[str] | None,
+                or_undated: bool) -> Iterator[_Found]:
+        """The top-k of each block of queries against the candidates of ``languages`` and the day range."""
         q = np.atleast_2d(np.asarray(queries, dtype=np.float32))
         wanted = [x for x in (languages or sorted(self._by_language)) if x in self._by_language]
         cands = []
@@ -124,46 +229,82 @@ class WindowIndex:
                 cands.append((x, p, max(u, b), len(p.days)))  # the undated tail, not already in [a, b)
         cands = [c for c in cands if c[3] > c[2]]
         if not cands:
-            return [([], [], [], []) for _ in range(len(q))]
+            if len(q):
+                yield _Found(len(q))
+            return
         if len(cands) == 1:
             _, p, a, b = cands[0]
-            ids, days, rank, vecs = p.ids[a:b], p.days[a:b], p.rank[a:b], p.vectors[a:b]  # views
+            ids, days, rank, vecs = p.ids[a:b], p.days[a:b], p.rank[a:b], p.rows.slice(a, b)  # views
         else:
             ids = np.concatenate([p.ids[a:b] for _, p, a, b in cands])
             days = np.concatenate([p.days[a:b] for _, p, a, b in cands])
             rank = np.concatenate([p.rank[a:b] for _, p, a, b in cands])
-            vecs = np.concatenate([p.vectors[a:b] for _, p, a, b in cands])
+            vecs = np.concatenate([p.rows.slice(a, b) for _, p, a, b in cands])
         names = [x for x, _, _, _ in cands]
         lang_of = np.concatenate([np.full(b - a, i) for i, (_, _, a, b) in enumerate(cands)])
         dropped = np.zeros(len(ids), dtype=bool)
         if exclude_ids:
             dropped |= np.isin(ids, np.asarray(list(exclude_ids), dtype=object))
         k = min(top_k, int(len(ids) - dropped.sum()))
-        out: list[tuple[list, ...]] = []
         for s in range(0, len(q), self.block):
             if k <= 0:
-                out.extend(([], [], [], []) for _ in range(min(self.block, len(q) - s)))
+                yield _Found(min(self.block, len(q) - s))
                 continue
             cols, scores = _top_rows(self._matmul(q[s:s + self.block], vecs), k, rank, dropped)
-            langs_of = ([[names[x] for x in row] for row in lang_of[cols].tolist()] if with_languages
-                        else [[]] * len(cols))
-            out.extend(zip(ids[cols].tolist(), scores.tolist(), days[cols].tolist(), langs_of))
-        return out
+            yield _Found(len(cols), ids, days, lang_of, names, cols, scores)
+
+
+@dataclass
+class _Found:
+    """One block's top-k: ``cols`` (queries x k positions into ``ids``/``days``/``lang_of``) and their scores;
+    ``cols`` None for a block with no candidates."""
+
+    queries: int
+    ids: Any = None
+    days: Any = None
+    lang_of: Any = None
+    names: list[str] | None = None
+    cols: Any = None
+    scores: Any = None
+
+
+def file_index(ctx: Any, docs: dict[str, Any]) -> WindowIndex | None:
+    """The exact search over the index stage's vector file (``construct/vectorfile.py``) for its entries
+    ``docs``; None where the index has no such file or it holds other rows (an index built before it existed):
+    the caller opens the store and ``searcher`` reads the vectors from it."""
+    import time
+
+    manifest = ctx.store.require("index")
+    info = VectorFileInfo.from_extra(manifest.extra.get("vector_file"))
+    if info is None:
+        return None
+    start = time.perf_counter()
+    index = WindowIndex.from_file(ctx.store.stage_dir("index") / info.file, info, list(docs),
+                                  [d.language for d in docs.values()], [d.day for d in docs.values()],
+                                  device=ctx.config.dense.search_device)
+    if index is not None:
+        index.read_seconds = round(time.perf_counter() - start, 2)
+    return index
 
 
 def searcher(ctx: Any, store: Any) -> Any:
     """What a stage searches: the store itself (``dense.search: milvus``) or its vectors read once into a
-    ``WindowIndex`` (``exact``, the default). Both answer ``search`` and ``vectors`` alike."""
+    ``WindowIndex`` (``exact``, the default; already one where ``index.open_index`` found the index stage's
+    vector file). Both answer ``search`` and ``vectors`` alike."""
     import time
 
     dense = ctx.config.dense
+    if isinstance(store, WindowIndex):
+        ctx.extra["search"] = {"kind": "exact", "device": dense.search_device, "vectors": len(store),
+                               "source": "index vector file", "read_seconds": store.read_seconds}
+        return store
     if dense.search == "milvus":
         ctx.extra["search"] = {"kind": "milvus", "store": store.uri, "index_type": store.index_type}
         return store
     start = time.perf_counter()
     index = WindowIndex.from_store(store, device=dense.search_device)
     ctx.extra["search"] = {"kind": "exact", "device": dense.search_device, "vectors": len(index),
-                           "read_seconds": round(time.perf_counter() - start, 2)}
+                           "source": "vector store", "read_seconds": round(time.perf_counter() - start, 2)}
     return index
 
 
@@ -222,4 +363,4 @@ def _torch_matmul(device: str) -> Any:
     return matmul
 
 
-__all__ = ["WindowIndex", "QUERY_BLOCK", "searcher"]
+__all__ = ["WindowIndex", "QUERY_BLOCK", "searcher", "file_index"]

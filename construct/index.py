@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from babelrag.config import Section
+from babelrag.construct.exactsearch import file_index
 from babelrag.errors import StageError
 from babelrag.records import IndexEntry
 from babelrag.run_only import run_only
@@ -52,13 +53,18 @@ def run(ctx: Any) -> None:
 
 def open_index(ctx: Any) -> tuple[Any, dict[str, Any]]:
     """The index stage's store and entries (``Doc``: id, language, day by id); (None, {}) for an empty
-    corpus. The caller closes the store."""
+    corpus. With ``dense.search: exact`` and the index stage's vector file, the "store" is the exact search
+    over that file (``WindowIndex``: same ``search`` / ``vectors`` calls). The caller closes it."""
     from babelrag.construct.crosslingual import Doc
     from babelrag.construct.vectorstore import store_from_config
 
     docs = {e.id: Doc(e.id, e.language, e.day, e.fresh) for e in ctx.iter_read("index", IndexEntry)}
     if not docs:
         return None, docs
+    if ctx.config.dense.search == "exact":
+        index = file_index(ctx, docs)  # the index stage's own sorted copy of its vectors: Milvus is not opened
+        if index is not None:
+            return index, docs
     manifest = ctx.store.require("index")
     dim = manifest.extra.get("dim")
     if not dim:

@@ -32,10 +32,12 @@ were one event on that set). ``pairs.same_language_dense`` says which languages:
 from __future__ import annotations
 
 import contextlib
+from array import array
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from babelrag.construct.pairs import pair_id
 from babelrag.stage import StageContext
 from babelrag.records import ArticlePair, days_apart
 
@@ -86,7 +88,12 @@ def densities(hits: dict[str, list[tuple[str, float]]], k: int, fill: float | No
     if fill is None:
         seen = [c for found in hits.values() for _, c in found[:k]]
         fill = statistics.median(seen) if seen else 0.0
-    return {q: (sum(c for _, c in found[:k]) + fill * max(0, k - len(found))) / k for q, found in hits.items()}
+    return {q: density(sum(c for _, c in found[:k]), len(found), k, fill) for q, found in hits.items()}
+
+
+def density(total: float, found: int, k: int, fill: float) -> float:
+    """One article's density from the sum of its first k neighbour cosines (``found`` neighbours in all)."""
+    return (total + fill * max(0, k - found)) / k
 
 
 def neighbours(store: Any, queries: list[Any], lang: str, docs: dict[str, Any], dense: Any,
@@ -168,33 +175,19 @@ class _Scorer:
 def _language_pairs(ctx: StageContext, store: Any, docs: dict[str, Any], lang: str, ids: list[str],
                     graph: list[ArticlePair], scorer: _Scorer, threshold: float,
                     batch: int) -> tuple[list[ArticlePair], list[ArticlePair]]:
-    """One language's hybrid pairs and the entity-graph pairs of it that pass the same score."""
-    from babelrag.construct.pairs import pair_id
+    """One language's hybrid pairs and the entity-graph pairs of it that pass the same score.
 
+    Streamed by date window (``_WindowPairs``): a batch of queries' neighbour lists are turned into candidates
+    and dropped; a candidate is scored once both articles' densities are known (the later one's own search,
+    at most ``dense.max_days_apart`` ahead), so memory holds a window's lists, not the language's."""
     dense = ctx.config.dense
     k = ctx.config.pairs.hybrid_neighbours
-    hits: dict[str, list[tuple[str, float]]] = {}
+    fill = REFERENCE_DENSITY.get(dense.encoder.kind) if scorer.title_vec is None else 0.0
+    stream = _WindowPairs(ctx, docs, lang, scorer, threshold, dense.min_score, k, fill)
     for s in range(0, len(ids), batch):
-        hits.update(neighbours(store, [docs[i] for i in ids[s:s + batch]], lang, docs, dense, k))
-    if scorer.title_vec is None:
-        scorer.density = densities(hits, k, REFERENCE_DENSITY.get(dense.encoder.kind))
-    seen: set[tuple[str, str]] = set()
-    out: list[ArticlePair] = []
-    for q, found in hits.items():
-        for other, cos in found:
-            a, b = sorted((q, other))
-            if (a, b) in seen:
-                continue
-            seen.add((a, b))
-            if cos < dense.min_score:
-                break  # best first: the rest are lower still
-            score, shared = scorer(a, b, cos)
-            if score < threshold:
-                ctx.skip("hybrid-below-min-score")
-                continue
-            out.append(ArticlePair(id=pair_id("hybrid", a, b), article_a=a, article_b=b, language_a=lang,
-                                   language_b=lang, method="hybrid", score=round(float(score), 6),
-                                   shared_entities=shared, days_apart=days_apart(docs[a].day, docs[b].day)))
+        for q, found in neighbours(store, [docs[i] for i in ids[s:s + batch]], lang, docs, dense, k).items():
+            stream.add(q, found)
+    out = stream.finish()
     kept_graph: list[ArticlePair] = []
     if graph:  # shared title entities alone join reports of one running story: the cosine must agree
         vecs = store.vectors(sorted({x for p in graph for x in (p.article_a, p.article_b)}))
@@ -209,6 +202,93 @@ def _language_pairs(ctx: StageContext, store: Any, docs: dict[str, Any], lang: s
             else:
                 ctx.skip("entity-graph-below-hybrid-score")
     return out, kept_graph
+
+
+class _WindowPairs:
+    """A language's hybrid candidates from its queries' neighbour lists, given in query order (day, id).
+
+    The same candidates as walking every list at the end: a pair is taken from the first of its two articles
+    (in query order) whose list reaches it before falling below ``dense.min_score``, and scored with the CSLS
+    densities ``densities`` gives. What is held: the lists' candidates waiting for a density (the later
+    article's, known at its own search, a window ahead), which earlier articles reached each later one
+    (``_reached``), one density per article (the entity-graph pairs are scored with them at the end) and, where
+    no reference density fills short lists (an encoder kind without one), each list's k cosines for their
+    median, and the short lists' candidates until the end."""
+
+    def __init__(self, ctx: StageContext, docs: dict[str, Any], lang: str, scorer: _Scorer, threshold: float,
+                 min_score: float, k: int, fill: float | None) -> None:
+        self.ctx, self.docs, self.lang, self.scorer = ctx, docs, lang, scorer
+        self.threshold, self.min_score, self.k, self.fill = threshold, min_score, k, fill
+        self.pairs: list[ArticlePair] = []
+        self._reached: dict[str, set[str]] = {}  # later article -> earlier ones whose list took the pair
+        self._waiting: dict[str, list[tuple[str, str, float]]] = {}  # article -> candidates awaiting its density
+        self._short: dict[str, tuple[float, int]] = {}  # fill None: (sum of cosines, list length) of short lists
+        self._cosines = array("d")  # fill None: every list's first k cosines, for their median
+
+    def add(self, q: str, found: list[tuple[str, float]]) -> None:
+        k = self.k
+        first = [c for _, c in found[:k]]
+        total = sum(first)
+        if self.fill is None:
+            self._cosines.extend(first)
+        if self.fill is not None or len(found) >= k:
+            self._known(q, density(total, len(found), k, self.fill if self.fill is not None else 0.0))
+        else:
+            self._short[q] = (total, len(found))
+        reached = self._reached.pop(q, set())
+        here = (self.docs[q].day, q)
+        for other, cos in found:
+            if other in reached:
+                continue  # taken from the other's list already
+            if (self.docs[other].day, other) > here:
+                self._reached.setdefault(other, set()).add(q)
+            if cos < self.min_score:
+                break  # best first: the rest are lower still
+            a, b = sorted((q, other))
+            self._candidate(a, b, cos)
+
+    def finish(self) -> list[ArticlePair]:
+        """Fill the short lists' densities (the median of every list's k cosines) and score what waited."""
+        if self._short:
+            fill = _median(self._cosines)
+            for q, (total, n) in self._short.items():
+                self._known(q, density(total, n, self.k, fill))
+            self._short.clear()
+        if self._waiting:  # an article never searched (not an entry of the language): not expected
+            raise AssertionError(f"hybrid candidates of {sorted(self._waiting)[:3]} were never scored")
+        return self.pairs
+
+    def _known(self, q: str, density: float) -> None:
+        if self.scorer.title_vec is None:
+            self.scorer.density[q] = density
+        for a, b, cos in self._waiting.pop(q, []):
+            self._candidate(a, b, cos)
+
+    def _candidate(self, a: str, b: str, cos: float) -> None:
+        if self.scorer.title_vec is None:
+            missing = next((x for x in (a, b) if x not in self.scorer.density), None)
+            if missing is not None:
+                self._waiting.setdefault(missing, []).append((a, b, cos))
+                return
+        score, shared = self.scorer(a, b, cos)
+        if score < self.threshold:
+            self.ctx.skip("hybrid-below-min-score")
+            return
+        docs = self.docs
+        self.pairs.append(ArticlePair(id=pair_id("hybrid", a, b), article_a=a, article_b=b, language_a=self.lang,
+                                      language_b=self.lang, method="hybrid", score=round(float(score), 6),
+                                      shared_entities=shared, days_apart=days_apart(docs[a].day, docs[b].day)))
+
+
+def _median(values: array) -> float:
+    """``statistics.median`` of the values (0.0 for none), sorted in numpy rather than as a Python list."""
+    import numpy as np
+
+    if not len(values):
+        return 0.0
+    x = np.sort(np.frombuffer(values, dtype=np.float64))
+    n = len(x)
+    return float(x[n // 2]) if n % 2 else (float(x[n // 2 - 1]) + float(x[n // 2])) / 2
 
 
 __all__ = ["hybrid_pairs", "title_vectors", "hybrid_languages", "hybrid_threshold", "csls", "densities", "DEFAULT_HYBRID_MIN_SCORE",

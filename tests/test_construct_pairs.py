@@ -296,6 +296,9 @@ def test_articles_mode_builds_no_query_encoder_and_events_mode_builds_it_after_t
     vs = VectorStore.lite(store.shared_dir("milvus"), "articles", 16)
     vs.client.drop_collection("articles")  # the index's rows are gone
     vs.close()
+    # ... and so is the index stage's own copy of its vectors (an index built before it existed), which exact
+    # mining would read instead of Milvus
+    (store.stage_dir("index") / "vectors.f32").unlink()
     with pytest.raises(StageError, match="holds 0 of the index's 6 articles"):
         Pipeline(config_from_dict(events)).run(only=["pairs"])
     assert BUILT["letter-hash"] == built  # refused before any encoder was built

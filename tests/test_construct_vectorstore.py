@@ -29,6 +29,11 @@ def check_store(vs):
     ids = fill(vs, v)
     fill(vs, v)  # idempotent: same ids replace rows
     assert vs.count() == 6
+    # sealed: flushed and the vector index built over every row before anything searches it (an HNSW index on a
+    # server builds in the background; the index stage waits here)
+    built = vs.seal()
+    assert built["state"] == "Finished" and built["pending_index_rows"] == 0
+    assert built["indexed_rows"] >= 6 and built["indexed_rows"] >= built["total_rows"]
     # nearest neighbours by inner product, computed by hand with numpy
     scores = v @ v[0]
     en = [i for i in range(6) if LANGS[i] == "en" and DAYS[i] >= 20]
@@ -122,6 +127,9 @@ def test_pairs_stage_against_a_milvus_server(milvus_server, tmp_path):
     dense = {(p.article_a, p.article_b) for p in BuildStore(cfg.build_dir).read("pairs", ArticlePair)
              if p.method == "dense"}
     assert dense == {("d1", "e1"), ("d2", "e3")}
+    # the index stage waited for the server's HNSW build over all six rows before pairs searched them
+    built = BuildStore(cfg.build_dir).manifest("index").extra["vector_index"]
+    assert built["index_type"] == "HNSW" and built["state"] == "Finished" and built["indexed_rows"] >= 6
     vs = VectorStore(milvus_server, "stage_test", 512)
     try:
         assert vs.count() == 6

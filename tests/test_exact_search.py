@@ -110,8 +110,21 @@ def test_pairs_stage_writes_the_same_bytes_on_the_ntrex_events_set(tmp_path):
         "corpus": {"inputs": [{"path": str(NTREX_EVENTS / "articles.jsonl"), "format": "jsonl"}], "min_tokens": 10},
         "dense": {"queries": "articles", "min_pair_similarity": -1.0}, "pairs": {"graphml": False}})
     assert extra["search"]["kind"] == "exact" and extra["search"]["vectors"] == 55
+    # the exact search read the index stage's own sorted copy of its vectors, not Milvus
+    assert extra["search"]["source"] == "index vector file", extra["search"]
     assert extra["dense_pairs"] > 5 and sum(extra["hybrid_pairs"]["languages"].values()) > 0, extra
     assert exact == milvus
+    # an index without that file (built before it existed): the vectors are read from Milvus, same bytes
+    build = BuildStore(tmp_path / "b")
+    (build.stage_dir("index") / build.manifest("index").extra["vector_file"]["file"]).unlink()
+    cfg = config_from_dict({"project": {"build_dir": str(tmp_path / "b"), "languages": langs},
+                            "corpus": {"inputs": [{"path": str(NTREX_EVENTS / "articles.jsonl"), "format": "jsonl"}],
+                                       "min_tokens": 10},
+                            "dense": {"queries": "articles", "min_pair_similarity": -1.0, "search": "exact"},
+                            "pairs": {"graphml": False}})
+    Pipeline(cfg).run(until="pairs", force=["pairs"])
+    assert build.manifest("pairs").extra["search"]["source"] == "vector store"
+    assert _pairs_bytes(cfg.build_dir) == exact
 
 
 @pytest.mark.skipif(not (SAMPLE / "events.jsonl").exists(), reason="sample corpus missing")
