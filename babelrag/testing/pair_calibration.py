@@ -107,10 +107,15 @@ def run_pairs_stage(build_dir: Path, data: LabelledSet, dense: dict, pairs: dict
 
 
 def mine_pairs(build_dir: Path, data: LabelledSet, encoder: str, mutual_margin: float | None = None,
-               min_pair_similarity: float | None = -1.0) -> list[tuple[str, str, float]]:
-    """(non-English id, English id, cosine) of every dense pair the pairs stage mines; by default with no
-    threshold (-1). ``None`` leaves a setting at the stage's own default (the encoder kind's calibrated one)."""
-    dense = {"encoder": {"kind": encoder}, "min_pair_similarity": min_pair_similarity}
+               min_pair_similarity: float | None = -1.0, pair_score: str | None = None,
+               min_pair_margin: float | None = 0.0) -> list[tuple[str, str, float]]:
+    """(non-English id, English id, score) of every dense pair the pairs stage mines; by default with no
+    threshold (cosine -1, margin 0). ``None`` leaves a setting at the stage's own default (the encoder kind's
+    calibrated one); ``pair_score`` ``margin`` scores (and thresholds) the ratio margin instead of the cosine."""
+    dense = {"encoder": {"kind": encoder}, "min_pair_similarity": min_pair_similarity,
+             "min_pair_margin": min_pair_margin}
+    if pair_score is not None:
+        dense["pair_score"] = pair_score
     if mutual_margin is not None:
         dense["mutual_margin"] = mutual_margin
     lang = data.language
