@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from babelrag.construct.samelang import densities
+from babelrag.construct.neighbour_density import densities
 
 
 class _Doc(Protocol):

@@ -37,6 +37,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from babelrag.construct.neighbour_density import densities, density  # noqa: F401 (CSLS and the ratio margin share them)
 from babelrag.construct.pairs import pair_id
 from babelrag.stage import StageContext
 from babelrag.records import ArticlePair, days_apart
@@ -76,24 +77,6 @@ def csls(cos: float, density_a: float, density_b: float) -> float:
     neighbourhood densities, so an article close to everything (a generic topic, a language whose cosines run
     high) needs a higher cosine than an isolated one."""
     return cos - (density_a + density_b) / 2
-
-
-def densities(hits: dict[str, list[tuple[str, float]]], k: int, fill: float | None = None) -> dict[str, float]:
-    """Each article's mean cosine to its ``k`` nearest neighbours. A short list (few articles of the language
-    in the window) is filled with ``fill`` (the encoder's reference density; None: the median of the
-    language's neighbour cosines): with only each other as neighbours, two articles' own cosine would be their
-    whole density and CSLS would cancel it to 0."""
-    import statistics
-
-    if fill is None:
-        seen = [c for found in hits.values() for _, c in found[:k]]
-        fill = statistics.median(seen) if seen else 0.0
-    return {q: density(sum(c for _, c in found[:k]), len(found), k, fill) for q, found in hits.items()}
-
-
-def density(total: float, found: int, k: int, fill: float) -> float:
-    """One article's density from the sum of its first k neighbour cosines (``found`` neighbours in all)."""
-    return (total + fill * max(0, k - found)) / k
 
 
 def neighbours(store: Any, queries: list[Any], lang: str, docs: dict[str, Any], dense: Any,
