@@ -30,6 +30,7 @@ from babelrag.errors import InputError
 from babelrag.evaluators.metric import Column, Metric, MetricRun
 from babelrag.evaluators.registry import register
 from babelrag.evaluators.results import ScoreResult, make_result
+from babelrag.sentences import split_sentences
 from babelrag.tokens import tokenize
 
 MAX_RANGE = 50  # a range wider than this is a typo or a year span, not a citation
@@ -114,7 +115,6 @@ def strip_citations(answer: str) -> str:
 def split_cited_sentences(answer: str) -> list[tuple[str, tuple[Mention, ...]]]:
     """(sentence without citations, its citations) per sentence; a marker after the full stop
     (``...2022.[cite_1] It ...``) belongs to the sentence it follows."""
-    from babelrag.evaluators.sentences import split_sentences
 
     out = []
     for sentence in split_sentences(answer):

@@ -20,15 +20,25 @@ from typing import TYPE_CHECKING, Any, Optional
 from babelrag.errors import ConfigError, IncompleteRunError, InputError
 from babelrag.freshness import DateWindow, Selection, select
 from babelrag.evaluators.answers import AnswerRecord, generate_answers, require_endpoints, write_answers
-from babelrag.evaluators.answers_file import UNANSWERED, unanswered_records
+from babelrag.evaluators.answers_file import UNANSWERED, read_answers_file, unanswered_records
 from babelrag.evaluators.coverage import coverage, coverage_warnings
 from babelrag.evaluators.failures import GenerationFailed, check_failures, incomplete
 from babelrag.evaluators.human_labels import read_human_verdicts
 from babelrag.evaluators.judge_calls import FailedJudgeCall, judge_failures
 from babelrag.evaluators.judge_calls import warning as judge_warning
+from babelrag.evaluators.judge_flags import judging_flags
+from babelrag.evaluators.metric import MetricRun
+from babelrag.evaluators.registry import resolve
+from babelrag.evaluators.release_reader import (choose_split, load_instances, release_revision, sample_instances,
+                                               scored_configs)
+from babelrag.evaluators.report import ReportInputs, run_info, write_report
 from babelrag.evaluators.settings import EvalSettings
+from babelrag.evaluators.source import resolve_release
 from babelrag.langcheck import DEFAULT_LANGUAGES
+from babelrag.llm.client import runner_from_config
 from babelrag.records import Instance
+from babelrag.release.layout import read_info
+from babelrag.release.protocol import OURS, Protocol
 from babelrag.stats import Estimate
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -55,8 +65,6 @@ class Evaluation:
 def prepare_metrics(settings: EvalSettings) -> tuple[list["Metric"], dict[str, Any]]:
     """The run's metrics (unknown names fail here) and what they load up front (support models, encoder),
     before any LLM call."""
-    from babelrag.evaluators.registry import resolve
-
     metrics = resolve(settings.metrics)
     shared: dict[str, Any] = {}
     for metric in metrics:
@@ -68,8 +76,6 @@ def evaluate_answers(runner: "LLMRunner", instances: Sequence[Instance], answers
                      judges: Sequence[str], settings: EvalSettings = EvalSettings(),
                      prepared: Optional[tuple[list["Metric"], dict[str, Any]]] = None) -> Evaluation:
     """Score every model's answers with the run's metrics; leaderboard columns come from each metric."""
-    from babelrag.evaluators.metric import MetricRun
-
     require_endpoints(runner, judges, "judge")
     metrics, shared = prepared or prepare_metrics(settings)
     by_id = {inst.id: inst for inst in instances}
@@ -122,8 +128,6 @@ def run_evaluation(runner: "LLMRunner", instances: Sequence[Instance], models: S
     support models are checked and loaded before any LLM call, so a bad name or model folder fails fast.
     ``answers`` (made elsewhere, ``answers_file``): scored instead of generating; ``models`` is then ignored.
     ``selection``: the publication-date window that chose ``instances`` (recorded in results.json and the report)."""
-    from babelrag.evaluators.report import ReportInputs, run_info, write_report
-
     if answers is not None:
         models = sorted({a.model for a in answers})
     if not models:
@@ -161,8 +165,6 @@ def run_evaluation(runner: "LLMRunner", instances: Sequence[Instance], models: S
             console.print(f"[yellow]warning:[/] {line}")
     answers = with_panel_verdicts(answers, ev)
     write_answers(answers_path, answers)  # now with the panel's verdict: the annotators' hint
-    from babelrag.evaluators.judge_flags import judging_flags
-
     endpoints = {n: runner.settings.endpoints.get(n) for n in [*models, *judges]}
     judging = judging_flags(models, judges, {n: e for n, e in endpoints.items() if e is not None})
     for line in _judging_lines(judging):
@@ -224,13 +226,6 @@ def evaluate_release(config: Any, release: Any, out_dir: Optional[Path] = None, 
     articles were all published inside it (``babelrag.freshness``), before any sampling. ``human_file``
     (default ``evaluate.human_labels``): human verdicts on the answers (``annotate pull answer_judgement``'s
     decisions), for judge-human kappa."""
-    from babelrag.evaluators.release_reader import (choose_split, load_instances, release_revision, sample_instances,
-                                                    scored_configs)
-    from babelrag.evaluators.source import resolve_release
-    from babelrag.llm.client import runner_from_config
-    from babelrag.release.layout import read_info
-    from babelrag.release.protocol import OURS, Protocol
-
     ev = config.evaluate
     settings = settings or EvalSettings.from_config(config)
     if answers_file is not None and (models or max_instances is not None):
@@ -276,8 +271,6 @@ def evaluate_release(config: Any, release: Any, out_dir: Optional[Path] = None, 
                               notice=notice or settings.notice)
     answers = None
     if answers_file is not None:
-        from babelrag.evaluators.answers_file import read_answers_file
-
         answers = read_answers_file(answers_file, in_split, dataset_version=revision)
         chosen = {inst.id for inst in instances}
         answers = [a for a in answers if a.instance_id in chosen]  # the window's selection, recorded

@@ -23,7 +23,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from babelrag.evaluators.report import SMALL_N, coverage_cell, metric_keys, small_n
+from babelrag.evaluators.leaderboard import SMALL_N, breakdown_table, coverage_cell, markdown_table, metric_keys, small_n
 from babelrag.lazy_registry import LazyRegistry
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -197,8 +197,6 @@ class Leaderboard(ReportView):
                 + "<h3>Columns</h3>\n" + table(["column", "what it measures", "n"], legend, "legend"))
 
     def markdown(self, page: ReportPage) -> str:
-        from babelrag.evaluators.report import markdown_table
-
         rows = [{**r, "model": r["model"] + "".join(f" ({f})" for f in page.flags(r["model"]))} for r in page.rows]
         return markdown_table(rows)
 
@@ -238,8 +236,6 @@ class Breakdown(ReportView):
         return "<h2>Accuracy per setting / language</h2>\n" + table(["model", *map(html.escape, groups)], body, "wide")
 
     def markdown(self, page: ReportPage) -> str:
-        from babelrag.evaluators.report import breakdown_table
-
         return breakdown_table(page.inputs.breakdown or {})
 
 

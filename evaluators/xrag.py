@@ -24,9 +24,11 @@ from typing import Any, Literal, Optional
 import numpy as np
 
 from babelrag.errors import ConfigError, InputError
+from babelrag.evaluators.judge_reliability import panel_agreement, self_consistency
 from babelrag.evaluators.metric import Column, Metric, MetricRun
 from babelrag.evaluators.registry import register
 from babelrag.evaluators.results import ScoreResult, make_result
+from babelrag.evaluators.xrag_judge import panel_votes
 from babelrag.langcheck import DEFAULT_LANGUAGES, read_language
 from babelrag.stats import Estimate, bootstrap_ci, cohen_kappa
 
@@ -212,8 +214,6 @@ class XragMetric(Metric):
 
     def score(self, run: MetricRun, model: str, answers: Sequence[Any]) -> ScoreResult:
         """The panel judges the answers; an unanswered instance is incorrect without asking it."""
-        from babelrag.evaluators.judges import panel_votes
-
         answered = [a for a in answers if a.ok]
         mark = len(run.runner.failed)
         votes = dict(zip((a.id for a in answered), panel_votes(run.runner, run.judges, [
@@ -235,8 +235,6 @@ class XragMetric(Metric):
                 evaluation: Any) -> None:
         """The panel's reliability over every model's answers (``judge_reliability``): Fleiss' kappa of the
         judges' votes, and with ``--judge-repeats`` each judge's self-consistency."""
-        from babelrag.evaluators.judge_reliability import panel_agreement, self_consistency
-
         votes = [row["judge_votes"] for res in results.values() for row in res.items if "judge_votes" in row]
         report: dict[str, Any] = {"panel": panel_agreement(votes, list(run.judges))}
         if run.settings.judge_repeats > 1:
