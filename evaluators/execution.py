@@ -51,15 +51,17 @@ if TYPE_CHECKING:  # pragma: no cover
 class Evaluation:
     """Per-model metric results plus the views the report plots."""
 
-    results: dict[str, dict[str, "ScoreResult"]]  # model -> metric name -> result
-    scores: dict[str, dict[str, Estimate]]  # model -> leaderboard column -> estimate
-    accuracy_by_language: dict[str, dict[str, Estimate]]
-    wrong_language: dict[str, dict[str, float]]
+    results: dict[str, dict[str, "ScoreResult"]] = field(default_factory=dict)  # model -> metric name -> result
+    scores: dict[str, dict[str, Estimate]] = field(default_factory=dict)  # model -> leaderboard column -> estimate
     counts: dict[str, dict[str, int]] = field(default_factory=dict)
-    breakdown: dict[str, dict[str, Estimate]] = field(default_factory=dict)  # model -> "setting/lang" -> accuracy
-    bradley_terry: list[dict[str, Any]] = field(default_factory=list)  # BTResult.leaderboard()
+    # metric name -> what its report view shows (the metric's own keys; ``Metric.view_*`` renders it)
+    views: dict[str, dict[str, Any]] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)  # battles summary, surrogate, support models
     judge_failed: list[FailedJudgeCall] = field(default_factory=list)  # judge calls that got no answer
+
+    def view(self, metric: str) -> dict[str, Any]:
+        """The view ``metric`` writes into (made on first use)."""
+        return self.views.setdefault(metric, {})
 
 
 def prepare_metrics(settings: EvalSettings) -> tuple[list["Metric"], dict[str, Any]]:
@@ -90,7 +92,7 @@ def evaluate_answers(runner: "LLMRunner", instances: Sequence[Instance], answers
     for a in answers:
         per_model[a.model].append(a)
     ok = {m: [a for a in recs if a.ok] for m, recs in sorted(per_model.items())}
-    ev = Evaluation({}, {}, {}, {}, {m: _answer_counts(per_model[m], len(by_id)) for m in ok})
+    ev = Evaluation(counts={m: _answer_counts(per_model[m], len(by_id)) for m in ok})
     scored = {m: per_model[m] for m, o in ok.items() if o}
     for model in scored:
         ev.counts[model]["judge_calls_failed"] = 0
@@ -179,9 +181,7 @@ def run_evaluation(runner: "LLMRunner", instances: Sequence[Instance], models: S
         selection=selection.describe() if selection is not None and not selection.window.open else "")
     paths = write_report(out, ReportInputs(
         title=f"babelrag evaluation: {settings.dataset or 'benchmark'}", info=info, scores=ev.scores,
-        sort_by="accuracy", accuracy_by_language=ev.accuracy_by_language, wrong_language=ev.wrong_language,
-        bradley_terry=ev.bradley_terry,
-        breakdown=ev.breakdown, coverage={m: (c.answered, c.total) for m, c in covered.items()},
+        sort_by="accuracy", views=ev.views, coverage={m: (c.answered, c.total) for m, c in covered.items()},
         answers=answers,
         extra={"counts": ev.counts, "warnings": warnings, "judging": judging,
                "judge_failures": judge_failures(ev.judge_failed),

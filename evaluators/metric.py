@@ -3,6 +3,11 @@
 A metric is registered once (``registry.register``) under the name the config (``evaluate.metrics``), the
 CLI (``babelrag evaluate metrics``), results.json and the report all use. It scores one model's answers at
 a time; an arena-style metric may also ``compare`` the models after all of them are scored.
+
+It also owns its report view: what ``views`` / ``compare`` put into ``evaluation.view(name)`` reaches the report
+as ``ReportInputs.views[name]`` and is shown by the metric's ``view_results`` (results.json entries),
+``view_plots`` (PNG figures) and ``view_html`` / ``view_markdown`` (a report section). A metric with its own
+view is one module; nothing shared names it.
 """
 from __future__ import annotations
 
@@ -15,6 +20,7 @@ from babelrag.evaluators.judge_calls import JudgeRunner
 if TYPE_CHECKING:  # pragma: no cover
     from babelrag.evaluators.answers import AnswerRecord
     from babelrag.evaluators.execution import Evaluation
+    from babelrag.evaluators.report_views import ReportPage
     from babelrag.evaluators.results import ScoreResult
     from babelrag.evaluators.settings import EvalSettings
     from babelrag.records import Instance
@@ -74,11 +80,29 @@ class Metric:
 
     def views(self, run: MetricRun, model: str, result: "ScoreResult", evaluation: "Evaluation") -> None:
         """After one model is scored: what the report shows beyond leaderboard columns (counts, per-language
-        plots, breakdown tables), written into ``evaluation``. Default: none."""
+        plots, breakdown tables), written into ``evaluation.view(self.name)``. Default: none."""
 
     def compare(self, run: MetricRun, results: Mapping[str, "ScoreResult"], answers: Mapping[str, Sequence["AnswerRecord"]],
                 evaluation: "Evaluation") -> None:
         """After every model is scored: cross-model work (battles, ratings). Default: none."""
+
+    # ---------------------------------------------------------------- its report view
+
+    def view_results(self, view: Mapping[str, Any]) -> dict[str, Any]:
+        """The results.json entries of the view (top-level keys). Default: the view under ``views.<name>``."""
+        return {"views": {self.name: dict(view)}}
+
+    def view_plots(self, view: Mapping[str, Any]) -> dict[str, bytes]:
+        """Figures of the view, title -> PNG (written to plots/, inlined in report.html). Default: none."""
+        return {}
+
+    def view_html(self, view: Mapping[str, Any], page: "ReportPage") -> str:
+        """The view's section of report.html ("" = none)."""
+        return ""
+
+    def view_markdown(self, view: Mapping[str, Any], page: "ReportPage") -> str:
+        """The view's part of leaderboard.md ("" = none)."""
+        return ""
 
     def leaderboard(self, result: "ScoreResult") -> dict[str, Any]:
         """The columns this metric adds to a model's leaderboard row."""

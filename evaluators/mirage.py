@@ -27,6 +27,7 @@ from babelrag.evaluators.judges import PairVerdict, prompt, reply_values, scores
 from babelrag.evaluators.metric import Column, Metric, MetricRun
 from babelrag.evaluators.registry import register
 from babelrag.languages import language_name
+from babelrag.evaluators.report import plot_bradley_terry
 from babelrag.evaluators.results import ScoreResult, make_result
 from babelrag.langcheck import DEFAULT_LANGUAGES, read_language
 from babelrag.sentences import split_sentences
@@ -467,14 +468,21 @@ class MirageMetric(Metric):
             l2 = 0.01
             bt = bradley_terry(judged.battles, rounds=settings.rounds, seed=settings.seed, l2=l2)
         ev.extra["battles"]["l2"] = l2
-        ev.bradley_terry = bt.leaderboard()
-        for row in ev.bradley_terry:
+        ratings = ev.view(self.name)["bradley_terry"] = bt.leaderboard()
+        for row in ratings:
             if row["model"] in ev.scores:
                 ev.scores[row["model"]]["bt_rating"] = Estimate(row["rating"], row["ci_low"], row["ci_high"],
                                                                 bt.n_battles)
         if len(results) >= 3:
             features = {m: r.items for m, r in results.items()}
             sur = fit_surrogate(model_features(features, self.keys(run)),
-                                {r["model"]: r["rating"] for r in ev.bradley_terry},
+                                {r["model"]: r["rating"] for r in ratings},
                                 n_folds=min(5, len(results)), seed=settings.seed)
             ev.extra["surrogate"] = sur.to_dict()
+
+    def view_results(self, view: Mapping[str, Any]) -> dict[str, Any]:
+        return {"bradley_terry": list(view.get("bradley_terry") or [])}
+
+    def view_plots(self, view: Mapping[str, Any]) -> dict[str, bytes]:
+        ratings = view.get("bradley_terry")
+        return {"Bradley-Terry ratings": plot_bradley_terry(ratings)} if ratings else {}

@@ -11,7 +11,7 @@ import io
 import math
 import subprocess
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import InitVar, asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -21,7 +21,7 @@ from babelrag.evaluators import strict_json
 from babelrag.evaluators.leaderboard import (  # noqa: F401  (the leaderboard's names, as report has always offered them)
     ROW_META, SMALL_N, Coverage, Scores, breakdown_table, coverage_cell, csv_text, leaderboard_rows, markdown_table,
     metric_keys, small_n)
-from babelrag.evaluators.report_views import ReportPage, render_html, render_markdown
+from babelrag.evaluators.report_views import ReportPage, metric_views, render_html, render_markdown
 from babelrag.stats import Estimate
 
 # ---------------------------------------------------------------- provenance
@@ -193,48 +193,63 @@ class ReportInputs:
     info: RunInfo
     scores: Scores  # model -> metric -> Estimate (leaderboard)
     sort_by: str
-    accuracy_by_language: Mapping[str, Mapping[str, Estimate]] | None = None
-    wrong_language: Mapping[str, Mapping[str, float]] | None = None
-    bradley_terry: Sequence[Mapping[str, Any]] | None = None  # BTResult.leaderboard()
-    breakdown: Mapping[str, Mapping[str, Estimate]] | None = None  # model -> "setting/lang" -> accuracy
+    # metric name -> its view (``Evaluation.views``): the metric renders it (``Metric.view_*``)
+    views: dict[str, dict[str, Any]] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)  # more JSON (per-item results, surrogate, ...)
     columns: dict[str, str] = field(default_factory=dict)  # leaderboard column -> what it measures (one line)
     coverage: Coverage | None = None  # model -> (answered, scored): the leaderboard's coverage column
     answers: Sequence[Any] = ()  # AnswerRecords (unanswered ones too): the per-answer view
+    # the built-in metrics' views by the keyword names they had before views were per metric: they land in
+    # ``views["xrag"]`` (accuracy / wrong-language rate per language, accuracy per setting/language) and
+    # ``views["mirage"]`` (Bradley-Terry ratings)
+    accuracy_by_language: InitVar[Mapping[str, Mapping[str, Estimate]] | None] = None
+    wrong_language: InitVar[Mapping[str, Mapping[str, float]] | None] = None
+    bradley_terry: InitVar[Sequence[Mapping[str, Any]] | None] = None  # BTResult.leaderboard()
+    breakdown: InitVar[Mapping[str, Mapping[str, Estimate]] | None] = None  # model -> "setting/lang" -> accuracy
+
+    def __post_init__(self, accuracy_by_language, wrong_language, bradley_terry, breakdown) -> None:
+        self.views = {name: dict(view) for name, view in self.views.items()}
+        xrag = {k: dict(v) for k, v in (("accuracy_by_language", accuracy_by_language),
+                                        ("wrong_language", wrong_language), ("breakdown", breakdown)) if v}
+        if xrag:
+            self.views.setdefault("xrag", {}).update(xrag)
+        if bradley_terry:
+            self.views.setdefault("mirage", {})["bradley_terry"] = list(bradley_terry)
 
 
 def write_report(out_dir: str | Path, inputs: ReportInputs) -> dict[str, Path]:
     """Write leaderboard.md/.csv, results.json, plots/*.png and report.html; returns their paths."""
     out = Path(out_dir)
     rows = leaderboard_rows(inputs.scores, inputs.sort_by, coverage=inputs.coverage)
-    images: dict[str, bytes] = {}
-    if inputs.accuracy_by_language:
-        images["Accuracy per language"] = plot_language_accuracy(inputs.accuracy_by_language)
-        values = {m: {lang: e.value for lang, e in v.items()} for m, v in inputs.accuracy_by_language.items()}
-        images["Rank per language"] = plot_rank_heatmap(values)
-    if inputs.bradley_terry:
-        images["Bradley-Terry ratings"] = plot_bradley_terry(inputs.bradley_terry)
-    if inputs.wrong_language:
-        images["Wrong-language answers"] = plot_wrong_language(inputs.wrong_language)
+    page = ReportPage(inputs, rows)
+    views = metric_views(page)
+    for metric, view in views:
+        page.images.update(metric.view_plots(view))
     paths = {"markdown": out / "leaderboard.md", "csv": out / "leaderboard.csv", "json": out / "results.json",
              "html": out / "report.html"}
-    results = {
+    results: dict[str, Any] = {
         "run": asdict(inputs.info),
         "sort_by": inputs.sort_by,
         "leaderboard": rows,
         "scores": {m: {k: e.as_dict() for k, e in s.items()} for m, s in inputs.scores.items()},
-        "bradley_terry": list(inputs.bradley_terry or []),
-        "breakdown": {m: {g: e.as_dict() for g, e in v.items()} for m, v in (inputs.breakdown or {}).items()},
+    }
+    for metric, view in views:
+        for key, value in metric.view_results(view).items():
+            if key == "views":
+                results.setdefault("views", {}).update(value)
+            else:
+                results[key] = value
+    results.update({
         "columns": dict(inputs.columns),
         **({"coverage": {m: {"answered": a, "instances": t} for m, (a, t) in inputs.coverage.items()}}
            if inputs.coverage is not None else {}),
         **inputs.extra,
-    }
+    })
+    images = page.images
     for name, png in images.items():
         p = out / "plots" / (name.lower().replace(" ", "_").replace("-", "_") + ".png")
         atomic_write_bytes(p, png)
         paths[f"plot:{name}"] = p
-    page = ReportPage(inputs, rows, images)
     atomic_write_bytes(paths["markdown"], render_markdown(page).encode())
     atomic_write_bytes(paths["csv"], csv_text(rows).encode())
     atomic_write_bytes(paths["json"], strict_json.dumps(results).encode())

@@ -23,7 +23,8 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from babelrag.evaluators.leaderboard import SMALL_N, breakdown_table, coverage_cell, markdown_table, metric_keys, small_n
+from babelrag.evaluators import registry
+from babelrag.evaluators.leaderboard import SMALL_N, coverage_cell, markdown_table, metric_keys, small_n
 from babelrag.lazy_registry import LazyRegistry
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -31,7 +32,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 _TABLE = {name: f"babelrag.evaluators.report_views:{cls}" for name, cls in (
     ("notices", "Notices"), ("leaderboard", "Leaderboard"), ("aggregates", "Aggregates"),
-    ("breakdown", "Breakdown"), ("counts", "Counts"), ("judge_reliability", "JudgeReliability"),
+    ("metric_views", "MetricViews"), ("counts", "Counts"), ("judge_reliability", "JudgeReliability"),
     ("surrogate", "Surrogate"), ("figures", "Figures"),
     ("answers", "Answers"))}
 VIEWS: LazyRegistry["ReportView"] = LazyRegistry("report view", _TABLE)
@@ -55,7 +56,7 @@ def _num(v: Any) -> str:
     return f"{v:.3f}" if isinstance(v, float) else str(v)
 
 
-def _est(d: Any) -> str:
+def estimate_cell(d: Any) -> str:
     """An estimate dict (value, ci_low, ci_high, n) as one cell."""
     if not isinstance(d, dict) or d.get("value") is None or not math.isfinite(float(d["value"])):
         return "–"
@@ -217,26 +218,31 @@ class Aggregates(ReportView):
             keys = list(dict.fromkeys(k for m in models for k in (metrics[m].get(metric) or {}).get("aggregate", {})))
             for key in keys:
                 body.append([html.escape(metric), html.escape(label(key))] + [
-                    _est(((metrics[m].get(metric) or {}).get("aggregate") or {}).get(key)) for m in models])
+                    estimate_cell(((metrics[m].get(metric) or {}).get("aggregate") or {}).get(key)) for m in models])
         if not body:
             return ""
         return "<h2>Every metric</h2>\n" + table(["metric", "aggregate", *map(html.escape, models)], body, "wide")
 
 
+def metric_views(page: ReportPage) -> list[tuple[Any, dict[str, Any]]]:
+    """(metric, its view) for every metric with a view, in registry order (a view's metric must be registered)."""
+    views = page.inputs.views or {}
+    order = [n for n in registry.names() if n in views] + sorted(set(views) - set(registry.names()))
+    return [(registry.get(n), views[n]) for n in order]
+
+
 @VIEWS.register
-class Breakdown(ReportView):
-    name = "breakdown"
+class MetricViews(ReportView):
+    """Each metric's own section (``Metric.view_html`` / ``view_markdown``): XRAG's accuracy per setting and
+    language, and whatever a plug-in metric shows."""
+
+    name = "metric_views"
 
     def html(self, page: ReportPage) -> str:
-        b = page.inputs.breakdown or {}
-        groups = sorted({g for v in b.values() for g in v})
-        if not groups:
-            return ""
-        body = [[html.escape(m)] + [_est(b[m][g].as_dict()) if g in b[m] else "–" for g in groups] for m in sorted(b)]
-        return "<h2>Accuracy per setting / language</h2>\n" + table(["model", *map(html.escape, groups)], body, "wide")
+        return "".join(metric.view_html(view, page) for metric, view in metric_views(page))
 
     def markdown(self, page: ReportPage) -> str:
-        return breakdown_table(page.inputs.breakdown or {})
+        return "".join(metric.view_markdown(view, page) for metric, view in metric_views(page))
 
 
 @VIEWS.register

@@ -17,6 +17,7 @@ answer too short or made only of names to read is not wrong-language (counted as
 """
 from __future__ import annotations
 
+import html
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Optional
@@ -25,9 +26,12 @@ import numpy as np
 
 from babelrag.errors import ConfigError, InputError
 from babelrag.evaluators.judge_reliability import panel_agreement, self_consistency
+from babelrag.evaluators.leaderboard import breakdown_table
 from babelrag.evaluators.metric import Column, Metric, MetricRun
 from babelrag.evaluators.registry import register
 from babelrag.evaluators.results import ScoreResult, make_result
+from babelrag.evaluators.report import plot_language_accuracy, plot_rank_heatmap, plot_wrong_language
+from babelrag.evaluators.report_views import ReportPage, estimate_cell, table
 from babelrag.evaluators.xrag_judge import panel_votes
 from babelrag.langcheck import DEFAULT_LANGUAGES, read_language
 from babelrag.stats import Estimate, bootstrap_ci, cohen_kappa
@@ -273,7 +277,35 @@ class XragMetric(Metric):
         """Answer counts (no verdict, wrong language), accuracy and wrong-language rate per answer language,
         and accuracy per ``setting/language`` group for the report's breakdown table."""
         evaluation.counts.setdefault(model, {}).update(result.counts)
-        evaluation.accuracy_by_language[model], evaluation.wrong_language[model] = language_views(
-            result, rounds=run.settings.rounds, seed=run.settings.seed)
-        evaluation.breakdown[model] = {k[len("accuracy["):-1]: e for k, e in result.aggregate.items()
-                                       if k.startswith("accuracy[")}
+        view = evaluation.view(self.name)
+        view.setdefault("accuracy_by_language", {})[model], view.setdefault("wrong_language", {})[model] = \
+            language_views(result, rounds=run.settings.rounds, seed=run.settings.seed)
+        view.setdefault("breakdown", {})[model] = {k[len("accuracy["):-1]: e for k, e in result.aggregate.items()
+                                                   if k.startswith("accuracy[")}
+
+    def view_results(self, view: Mapping[str, Any]) -> dict[str, Any]:
+        return {"breakdown": {m: {g: e.as_dict() for g, e in v.items()} for m, v in (view.get("breakdown") or {}).items()}}
+
+    def view_plots(self, view: Mapping[str, Any]) -> dict[str, bytes]:
+        images: dict[str, bytes] = {}
+        acc = view.get("accuracy_by_language")
+        if acc:
+            images["Accuracy per language"] = plot_language_accuracy(acc)
+            images["Rank per language"] = plot_rank_heatmap({m: {lang: e.value for lang, e in v.items()}
+                                                             for m, v in acc.items()})
+        if view.get("wrong_language"):
+            images["Wrong-language answers"] = plot_wrong_language(view["wrong_language"])
+        return images
+
+    def view_html(self, view: Mapping[str, Any], page: ReportPage) -> str:
+        """Accuracy per ``setting/language`` group, one row per model."""
+        b = view.get("breakdown") or {}
+        groups = sorted({g for v in b.values() for g in v})
+        if not groups:
+            return ""
+        body = [[html.escape(m)] + [estimate_cell(b[m][g].as_dict()) if g in b[m] else "–" for g in groups]
+                for m in sorted(b)]
+        return "<h2>Accuracy per setting / language</h2>\n" + table(["model", *map(html.escape, groups)], body, "wide")
+
+    def view_markdown(self, view: Mapping[str, Any], page: ReportPage) -> str:
+        return breakdown_table(view.get("breakdown") or {})
