@@ -252,6 +252,7 @@ class CitationsMetric(Metric):
     """RAGE citation precision / recall / F1 of the documents an answer cites vs the supporting ones."""
 
     name = "citations"
+    answer_keys = ("precision", "recall", "f1")  # shown per answer in the report
     description = "citation precision, recall, F1, distinct citations, answer length (RAGE)"
     columns = _prf_columns("citation")
     scorer = staticmethod(score_citations)
@@ -271,6 +272,7 @@ class RandomCitationsMetric(CitationsMetric):
     """RAGE's seeded random-citation baseline: as many distinct documents as the model cited, drawn at random."""
 
     name = "random_citations"
+    answer_keys = ()  # shown per answer in the report
     description = "random-citation baseline for the citation metrics (RAGE)"
     columns = _prf_columns("random_citation")
     scorer = staticmethod(score_random_citations)

@@ -198,6 +198,7 @@ class GarageMetric(Metric):
     document should be deflected."""
 
     name = "garage"
+    answer_keys = ("eligibility", "factuality", "raf", "attribution_f1")  # shown per answer in the report
     description = "eligibility, factuality, relevance-aware factuality, deflection, attribution (GaRAGe)"
     prompts = ("garage_deflection", "garage_eligibility", "garage_support")
     columns = (Column("eligibility", "eligibility"), Column("factuality", "factuality"), Column("raf", "raf"))

