@@ -24,10 +24,10 @@ from babelrag.evaluators.answers_file import UNANSWERED, read_answers_file, unan
 from babelrag.evaluators.coverage import coverage, coverage_warnings
 from babelrag.evaluators.failures import GenerationFailed, check_failures, incomplete
 from babelrag.evaluators.human_labels import read_human_verdicts
-from babelrag.evaluators.judge_calls import FailedJudgeCall, judge_failures
+from babelrag.evaluators.judge_calls import judge_failures
 from babelrag.evaluators.judge_calls import warning as judge_warning
 from babelrag.evaluators.judge_flags import judging_flags
-from babelrag.evaluators.metric import MetricRun
+from babelrag.evaluators.metric import FailedJudgeCall, MetricRun
 from babelrag.evaluators.registry import resolve
 from babelrag.evaluators.release_reader import (choose_split, load_instances, release_revision, sample_instances,
                                                scored_configs)

@@ -11,11 +11,12 @@ view is one module; nothing shared names it.
 """
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Optional
 
-from babelrag.evaluators.judge_calls import JudgeRunner
+from babelrag.failed_items import is_retryable
 
 if TYPE_CHECKING:  # pragma: no cover
     from babelrag.evaluators.answers import AnswerRecord
@@ -24,6 +25,49 @@ if TYPE_CHECKING:  # pragma: no cover
     from babelrag.evaluators.results import ScoreResult
     from babelrag.evaluators.settings import EvalSettings
     from babelrag.records import Instance
+
+
+@dataclass(frozen=True)
+class FailedJudgeCall:
+    """One judge call (one item of one judge prompt) that got no answer."""
+
+    stage: str  # the LLM stage, e.g. ``eval.xrag.judge.judge-1``
+    judge: str  # the judge endpoint's name
+    item_id: str
+    reason: str  # the LLM layer's reason (timeout, server_error, ...)
+    error: str
+
+
+class JudgeRunner:
+    """The LLM runner as metrics use it: calls pass through unchanged; a judge call that got no answer is
+    recorded in ``failed`` (in call order). Anything else (``settings``, ``usage``, ``embed``) is the
+    wrapped runner's."""
+
+    def __init__(self, runner: Any) -> None:
+        self.runner = runner
+        self.failed: list[FailedJudgeCall] = []
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "runner":  # not set yet (a copy being built): no recursion
+            raise AttributeError(name)
+        return getattr(self.runner, name)
+
+    def map_structured(self, *, endpoint: Any, stage: str, **kwargs: Any) -> list[Any]:
+        return self._record(endpoint, stage, self.runner.map_structured(endpoint=endpoint, stage=stage, **kwargs))
+
+    def map_text(self, *, endpoint: Any, stage: str, **kwargs: Any) -> list[Any]:
+        return self._record(endpoint, stage, self.runner.map_text(endpoint=endpoint, stage=stage, **kwargs))
+
+    def _record(self, endpoint: Any, stage: str, results: list[Any]) -> list[Any]:
+        for r in results:
+            if not r.ok and is_retryable(r.reason):
+                self.failed.append(FailedJudgeCall(stage, r.endpoint or str(endpoint), r.item_id, r.reason or "",
+                                                   r.error or ""))
+        return results
+
+    def failed_items(self, since: int = 0) -> Counter[str]:
+        """Item id -> judge calls that got no answer, among those recorded after the ``since``-th."""
+        return Counter(f.item_id for f in self.failed[since:])
 
 
 @dataclass(frozen=True)
@@ -39,7 +83,7 @@ class Column:
 class MetricRun:
     """What every metric sees: the LLM runner, the instances by id, the judges, the languages answers
     are detected among, the run settings, and what metrics share (support models, loaded once). The runner
-    is wrapped in a ``JudgeRunner``: judge calls that got no answer are recorded (``judge_calls``)."""
+    is wrapped in a ``JudgeRunner``: judge calls that got no answer are recorded (``judge_calls`` sums them up)."""
 
     runner: Any
     instances: Mapping[str, "Instance"]
