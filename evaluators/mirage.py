@@ -449,6 +449,7 @@ class MirageMetric(Metric):
                    if (m := run.shared.get(k)) is not None}
         if support:
             ev.extra["support_models"] = support
+        ev.view(self.name)["bradley_terry"] = []  # results.json says no ratings rather than leave the key out
         if len(results) < 2:
             return
         texts = {m: {a.instance_id: a.answer for a in answers[m] if a.ok} for m in results}
