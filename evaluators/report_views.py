@@ -32,7 +32,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 _TABLE = {name: f"babelrag.evaluators.report_views:{cls}" for name, cls in (
     ("notices", "Notices"), ("leaderboard", "Leaderboard"), ("aggregates", "Aggregates"),
-    ("metric_views", "MetricViews"), ("counts", "Counts"), ("judge_reliability", "JudgeReliability"),
+    ("metric_views", "MetricViews"), ("counts", "Counts"),
     ("surrogate", "Surrogate"), ("figures", "Figures"),
     ("answers", "Answers"))}
 VIEWS: LazyRegistry["ReportView"] = LazyRegistry("report view", _TABLE)
@@ -50,7 +50,8 @@ def label(key: str) -> str:
     return " ".join([words[0] if words[0].isupper() else words[0].capitalize(), *words[1:]])
 
 
-def _num(v: Any) -> str:
+def number_cell(v: Any) -> str:
+    """A number as a cell: 3 decimals for floats, – for none/NaN."""
     if v is None or (isinstance(v, float) and not math.isfinite(v)):
         return "–"
     return f"{v:.3f}" if isinstance(v, float) else str(v)
@@ -60,7 +61,7 @@ def estimate_cell(d: Any) -> str:
     """An estimate dict (value, ci_low, ci_high, n) as one cell."""
     if not isinstance(d, dict) or d.get("value") is None or not math.isfinite(float(d["value"])):
         return "–"
-    return f"{_num(float(d['value']))}<br><small>[{_num(d.get('ci_low'))}, {_num(d.get('ci_high'))}] n={d.get('n', '?')}</small>"
+    return f"{number_cell(float(d['value']))}<br><small>[{number_cell(d.get('ci_low'))}, {number_cell(d.get('ci_high'))}] n={d.get('n', '?')}</small>"
 
 
 def table(head: list[str], body: list[list[str]], cls: str = "") -> str:
@@ -180,7 +181,7 @@ class Leaderboard(ReportView):
             for c in cols:
                 n = r.get(f"{c}_n")
                 cells.append("–" if r[c] is None else
-                             f"{_num(r[c])}<br><small>[{_num(r[f'{c}_ci_low'])}, {_num(r[f'{c}_ci_high'])}]</small>"
+                             f"{number_cell(r[c])}<br><small>[{number_cell(r[f'{c}_ci_low'])}, {number_cell(r[f'{c}_ci_high'])}]</small>"
                              + (f'<br><small class="warn">n={n}</small>' if small_n(n) else ""))
             body.append(cells)
         descriptions = page.inputs.columns or {}
@@ -267,33 +268,6 @@ class Counts(ReportView):
 
 
 @VIEWS.register
-class JudgeReliability(ReportView):
-    """The panel's agreement (Fleiss' kappa) and, with ``--judge-repeats``, each judge's self-consistency."""
-
-    name = "judge_reliability"
-
-    def html(self, page: ReportPage) -> str:
-        rel = page.extra.get("judge_reliability") or {}
-        panel = rel.get("panel") or {}
-        if not panel:
-            return ""
-        out = "<h2>Judge reliability</h2>\n"
-        if panel.get("fleiss_kappa") is not None:
-            out += (f"<p>Agreement across the panel ({html.escape(', '.join(panel['judges']))}): Fleiss' κ = "
-                    f"{_num(panel['fleiss_kappa'])} over {panel['items']} answers every judge voted on.</p>\n")
-        else:
-            out += f"<p>Agreement across the panel: {html.escape(str(panel.get('why') or 'no answer every judge voted on'))}.</p>\n"
-        repeats = (rel.get("self_consistency") or {}).get("judges") or {}
-        if repeats:
-            body = [[html.escape(j), str(r["repeats"]), _num(r["temperature"]), _num(r["self_consistency"]),
-                     str(r["items"]), str(r["failed_items"])] for j, r in repeats.items()]
-            out += ("<p class=\"meta\">Self-consistency: share of answers a judge gave the same verdict in every "
-                    f"repeat; {html.escape(rel['self_consistency']['note'])}.</p>\n"
-                    + table(["judge", "repeats", "temperature", "self-consistency", "answers", "failed"], body))
-        return out
-
-
-@VIEWS.register
 class Surrogate(ReportView):
     name = "surrogate"
 
@@ -306,7 +280,7 @@ class Surrogate(ReportView):
         warn = (f'<div class="notice">Kendall τ rests on {n} models (fewer than {MIN_SURROGATE_MODELS}): it says '
                 "little about how well the surrogate ranks models.</div>\n" if n < MIN_SURROGATE_MODELS else "")
         return (f"<h2>Surrogate judge (MIRAGE)</h2>\n{warn}<p>Kendall τ between the surrogate's predicted and the "
-                f"judge's ranking: {_num(tau if isinstance(tau, float) else None)} over {n} models.</p>\n")
+                f"judge's ranking: {number_cell(tau if isinstance(tau, float) else None)} over {n} models.</p>\n")
 
     def markdown(self, page: ReportPage) -> str:
         sur = page.extra.get("surrogate")
@@ -363,7 +337,7 @@ def _metric_verdicts(items: dict[str, dict[str, Any]]) -> str:
         keys = registry.get(metric).answer_keys if metric in registry.names() else None
         if keys is None:
             keys = tuple(k for k, v in item.items() if isinstance(v, (int, float)) and not isinstance(v, bool))
-        shown = [f"{label(k)} {_num(float(item[k]))}" for k in keys
+        shown = [f"{label(k)} {number_cell(float(item[k]))}" for k in keys
                  if isinstance(item.get(k), (int, float)) and math.isfinite(float(item[k]))]
         if shown:
             parts.append(f"<b>{html.escape(metric)}</b>: " + ", ".join(html.escape(x) for x in shown))

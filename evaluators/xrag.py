@@ -31,7 +31,7 @@ from babelrag.evaluators.metric import Column, Metric, MetricRun
 from babelrag.evaluators.registry import register
 from babelrag.evaluators.results import ScoreResult, make_result
 from babelrag.evaluators.report import plot_language_accuracy, plot_rank_heatmap, plot_wrong_language
-from babelrag.evaluators.report_views import ReportPage, estimate_cell, table
+from babelrag.evaluators.report_views import ReportPage, estimate_cell, number_cell, table
 from babelrag.evaluators.xrag_judge import panel_votes
 from babelrag.langcheck import DEFAULT_LANGUAGES, read_language
 from babelrag.stats import Estimate, bootstrap_ci, cohen_kappa
@@ -204,6 +204,37 @@ def language_views(result: ScoreResult, rounds: int = 1000, seed: int = 0
     return accuracy, wrong
 
 
+def reliability_html(rel: Mapping[str, Any]) -> str:
+    """The panel's agreement (Fleiss' kappa) and, with ``--judge-repeats``, each judge's self-consistency."""
+    panel = rel.get("panel") or {}
+    if not panel:
+        return ""
+    out = "<h2>Judge reliability</h2>\n"
+    if panel.get("fleiss_kappa") is not None:
+        out += (f"<p>Agreement across the panel ({html.escape(', '.join(panel['judges']))}): Fleiss' κ = "
+                f"{number_cell(panel['fleiss_kappa'])} over {panel['items']} answers every judge voted on.</p>\n")
+    else:
+        out += f"<p>Agreement across the panel: {html.escape(str(panel.get('why') or 'no answer every judge voted on'))}.</p>\n"
+    repeats = (rel.get("self_consistency") or {}).get("judges") or {}
+    if repeats:
+        body = [[html.escape(j), str(r["repeats"]), number_cell(r["temperature"]), number_cell(r["self_consistency"]),
+                 str(r["items"]), str(r["failed_items"])] for j, r in repeats.items()]
+        out += ("<p class=\"meta\">Self-consistency: share of answers a judge gave the same verdict in every "
+                f"repeat; {html.escape(rel['self_consistency']['note'])}.</p>\n"
+                + table(["judge", "repeats", "temperature", "self-consistency", "answers", "failed"], body))
+    return out
+
+
+def breakdown_html(b: Mapping[str, Mapping[str, Estimate]]) -> str:
+    """Accuracy per ``setting/language`` group, one row per model."""
+    groups = sorted({g for v in b.values() for g in v})
+    if not groups:
+        return ""
+    body = [[html.escape(m)] + [estimate_cell(b[m][g].as_dict()) if g in b[m] else "–" for g in groups]
+            for m in sorted(b)]
+    return "<h2>Accuracy per setting / language</h2>\n" + table(["model", *map(html.escape, groups)], body, "wide")
+
+
 @register
 class XragMetric(Metric):
     """XRAG: a judge panel compares each answer with the gold answer (majority vote); an answer in the
@@ -248,7 +279,7 @@ class XragMetric(Metric):
                 [{"question": run.instances[a.instance_id].question, "gold": run.instances[a.instance_id].answer,
                   "answer": a.answer} for a in answered], [a.id for a in answered],
                 run.settings.judge_repeats, run.settings.repeat_temperature)
-        evaluation.extra["judge_reliability"] = report
+        evaluation.view(self.name)["judge_reliability"] = report
         self._judges_vs_human(run, results, evaluation)
 
     @staticmethod
@@ -284,7 +315,8 @@ class XragMetric(Metric):
                                                    if k.startswith("accuracy[")}
 
     def view_results(self, view: Mapping[str, Any]) -> dict[str, Any]:
-        return {"breakdown": {m: {g: e.as_dict() for g, e in v.items()} for m, v in (view.get("breakdown") or {}).items()}}
+        return {"breakdown": {m: {g: e.as_dict() for g, e in v.items()} for m, v in (view.get("breakdown") or {}).items()},
+                **({"judge_reliability": view["judge_reliability"]} if "judge_reliability" in view else {})}
 
     def view_plots(self, view: Mapping[str, Any]) -> dict[str, bytes]:
         images: dict[str, bytes] = {}
@@ -298,14 +330,8 @@ class XragMetric(Metric):
         return images
 
     def view_html(self, view: Mapping[str, Any], page: ReportPage) -> str:
-        """Accuracy per ``setting/language`` group, one row per model."""
-        b = view.get("breakdown") or {}
-        groups = sorted({g for v in b.values() for g in v})
-        if not groups:
-            return ""
-        body = [[html.escape(m)] + [estimate_cell(b[m][g].as_dict()) if g in b[m] else "–" for g in groups]
-                for m in sorted(b)]
-        return "<h2>Accuracy per setting / language</h2>\n" + table(["model", *map(html.escape, groups)], body, "wide")
+        """Accuracy per ``setting/language`` group (one row per model), then the panel's reliability."""
+        return breakdown_html(view.get("breakdown") or {}) + reliability_html(view.get("judge_reliability") or {})
 
     def view_markdown(self, view: Mapping[str, Any], page: ReportPage) -> str:
         return breakdown_table(view.get("breakdown") or {})
