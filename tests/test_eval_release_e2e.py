@@ -161,12 +161,12 @@ def _html_opens_offline(report: Path, tmp_path: Path, expected_images: int) -> N
 
 
 def test_a_metric_with_its_own_view_plugs_in_by_one_module(tmp_path, release_folder):
-    """A toy metric defined and registered in one module (tests/helpers/tiny_viewed_metric.py) runs in
-    ``evaluate run`` on a release: its scores land in results.json and the leaderboard, its view in
-    results.json (``views``), report.html and leaderboard.md."""
+    """A toy metric defined and registered in one module (tests/helpers/tiny_metric.py) runs in ``evaluate
+    run`` on a release: its scores land in results.json and the leaderboard, its view in results.json
+    (``views``), report.html and leaderboard.md."""
     from typer.testing import CliRunner
 
-    import tests.helpers.tiny_viewed_metric  # noqa: F401  (registers answer_chars)
+    import tests.helpers.tiny_metric  # noqa: F401  (registers answer_words)
     from babelrag.cli import app
     from babelrag.evaluators import registry
 
@@ -174,23 +174,21 @@ def test_a_metric_with_its_own_view_plugs_in_by_one_module(tmp_path, release_fol
     try:
         with ScriptedServer(release_brain(instances)) as srv:
             res = CliRunner().invoke(app, ["evaluate", "run", str(release_folder), "-c",
-                                           str(eval_config(tmp_path, srv.base_url, metrics=("answer_chars",))),
+                                           str(eval_config(tmp_path, srv.base_url, metrics=("answer_words",))),
                                            "--out", str(tmp_path / "eval"), "--rounds", "20"])
             assert res.exit_code == 0, res.output
     finally:
-        registry.METRICS.forget("answer_chars")
+        registry.METRICS.forget("answer_words")
     out = tmp_path / "eval"
     data = json.loads((out / "results.json").read_text())
     answers = read_answers(out / "answers.jsonl")
     for model in ("good", "weak"):
-        mine = [a for a in answers if a.model == model]
-        longest = max(mine, key=lambda a: len(a.answer))
-        mean = sum(len(a.answer) for a in mine) / len(mine)
+        words = [len(a.answer.split()) for a in answers if a.model == model]
         row = next(r for r in data["leaderboard"] if r["model"] == model)
-        assert row["answer_chars"] == pytest.approx(mean)
-        assert data["metrics"][model]["answer_chars"]["aggregate"]["chars"]["value"] == pytest.approx(mean)
-        assert data["views"]["answer_chars"]["longest"][model]["chars"] == len(longest.answer)
+        assert row["answer_words"] == pytest.approx(sum(words) / len(words))
+        assert data["metrics"][model]["answer_words"]["aggregate"]["words"]["value"] == row["answer_words"]
+        assert data["views"]["answer_words"]["longest"][model]["words"] == max(words)
     page = (out / "report.html").read_text()
-    assert '<h2 id="answer-chars">Longest answers</h2>' in page
-    assert page.index("<h2>Leaderboard</h2>") < page.index('id="answer-chars"')
-    assert f"weak: {len(UNSURE)} characters" in (out / "leaderboard.md").read_text()
+    assert '<h2 id="answer-words">Longest answers</h2>' in page
+    assert page.index("<h2>Leaderboard</h2>") < page.index('id="answer-words"')
+    assert f"- weak: {len(UNSURE.split())} words" in (out / "leaderboard.md").read_text()
