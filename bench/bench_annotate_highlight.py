@@ -20,7 +20,7 @@ from babelrag.annotate import projects
 from babelrag.annotate.settings import AnnotateSettings, HighlightSettings
 from babelrag.annotate.sources import EncoderHighlighter, LexicalHighlighter, make_highlighter
 from babelrag.construct.encoders import CachedEncoder, VectorCache
-from babelrag.evaluators.sentences import split_sentences
+from babelrag.sentences import split_sentences
 from babelrag.records import Article
 
 SAMPLE = Path(__file__).resolve().parents[1] / "babelrag" / "data" / "sample" / "articles.jsonl"

@@ -15,7 +15,7 @@ import json
 import re
 from pathlib import Path
 
-from babelrag.evaluators.sentences import split_sentences
+from babelrag.sentences import split_sentences
 from babelrag.langcheck import DEFAULT_LANGUAGES, LanguageChecker
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -20,7 +20,7 @@ from babelrag.errors import ConfigError
 from babelrag.languages import language_name, script_of
 from babelrag.tokens import min_tokens_rule
 
-# sentence ends the evaluators' splitter (evaluators/sentences.py) knows, per script
+# sentence ends the evaluators' splitter (babelrag/sentences.py) knows, per script
 SENTENCE_ENDS = {"Arab": ". ! ? ؟ ۔", "Armn": "։ . ! ?", "Deva": "। . ! ?", "Beng": "। . ! ?",
                  "Hans": "。 ！ ？ . ! ?", "Jpan": "。 ！ ？ . ! ?", "Thai": "line breaks only (Thai marks no sentence end)"}
 

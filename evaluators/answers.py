@@ -9,13 +9,15 @@ retries) is kept with ``ok=False``: it measures the endpoint, not the model, so 
 """
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
+from babelrag.atomic import atomic_write_bytes
 from babelrag.errors import InputError
+from babelrag.evaluators.judges import prompt
 from babelrag.evaluators.settings import PromptStyle
+from babelrag.llm.prompts import Prompt
 from babelrag.records import AnswerRecord, Document, Instance
 from babelrag.excerpt import excerpt
 from babelrag.release.protocol import OURS, Protocol
@@ -26,6 +28,14 @@ if TYPE_CHECKING:  # pragma: no cover
 _PROMPT_FILE = {"articles": "answer_articles", "citations": "answer_citations", "closed-book": "answer_closed_book"}
 _KEYED_PROMPT = "answer_citations_keys"  # citations by published keys ([cite_N], see release/protocol.py)
 PROMPTS = (*_PROMPT_FILE.values(), _KEYED_PROMPT)  # the prompt files answer generation owns
+
+
+def answer_prompt(style: PromptStyle, protocol: Protocol = OURS) -> Prompt:
+    """The prompt answers are generated with: per style, and for citations by published keys (``[cite_N]``)
+    when the protocol does not number documents. ``release export --format lm-eval`` ships the same text."""
+    if style not in _PROMPT_FILE:
+        raise InputError(f"prompt style {style!r} is not one of {sorted(_PROMPT_FILE)}")
+    return prompt(_KEYED_PROMPT if style == "citations" and not protocol.numbered else _PROMPT_FILE[style])
 
 
 def document_order(inst: Instance, seed: int, protocol: Protocol = OURS) -> list[Document]:
@@ -58,15 +68,11 @@ def generate_answers(
     """Answers of every model endpoint on every instance (one batched call per model). ``max_doc_chars``
     cuts each document shown (for small context windows); the judges then see the same cut text.
     ``protocol``: document order and citation labels (an external benchmark's published ones)."""
-    from babelrag.evaluators.judges import prompt
-
-    if style not in _PROMPT_FILE:
-        raise InputError(f"prompt style {style!r} is not one of {sorted(_PROMPT_FILE)}")
+    p = answer_prompt(style, protocol)  # an unknown style fails before anything else
     if not instances:
         raise InputError("no instances to evaluate")
     require_endpoints(runner, models, "model")
     keyed = style == "citations" and not protocol.numbered
-    p = prompt(_KEYED_PROMPT if keyed else _PROMPT_FILE[style])
     orders = [document_order(inst, seed, protocol) if style != "closed-book" else [] for inst in instances]
     items = [{"question": inst.question, "documents": render_documents(docs, max_doc_chars, protocol)}
              for inst, docs in zip(instances, orders)]
@@ -90,15 +96,13 @@ def generate_answers(
                 doc_order=[d.article_id for d in docs], doc_chars=max_doc_chars or 0,
                 relevant=[k for k, d in enumerate(docs, start=1) if d.role == "supporting"],
                 prompt_id=p.id, prompt_version=p.version, style=style,
-                sampling_json=json.dumps(params, sort_keys=True), dataset_version=dataset_version,
+                sampling=params, dataset_version=dataset_version,
                 cached=res.cached,
             ))
     return out
 
 
 def write_answers(path: str | Path, answers: Iterable[AnswerRecord]) -> Path:
-    from babelrag.atomic import atomic_write_bytes
-
     path = Path(path)
     atomic_write_bytes(path, "".join(a.model_dump_json() + "\n" for a in answers).encode())
     return path

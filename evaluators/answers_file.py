@@ -22,6 +22,7 @@ from typing import Any, Optional
 
 from babelrag.errors import InputError
 from babelrag.records import AnswerRecord, Instance
+from babelrag.rows import BadLine, iter_jsonl
 
 REQUIRED = ("instance_id", "model", "answer")
 OPTIONAL = ("doc_order", "style")
@@ -91,8 +92,6 @@ def unanswered_records(answers: Sequence[AnswerRecord], instances: Sequence[Inst
 
 def read_answers_file(path: str | Path, instances: list[Instance], dataset_version: str = "") -> list[AnswerRecord]:
     """The answers of ``path`` as AnswerRecords for ``instances``; one InputError lists every problem."""
-    from babelrag.rows import BadLine, iter_jsonl
-
     path = Path(path)
     if not path.is_file():
         raise InputError(f"--answers {path}: file not found; pass a JSONL file with instance_id, model, answer")

@@ -30,6 +30,7 @@ from babelrag.errors import InputError
 from babelrag.evaluators.metric import Column, Metric, MetricRun
 from babelrag.evaluators.registry import register
 from babelrag.evaluators.results import ScoreResult, make_result
+from babelrag.sentences import split_sentences
 from babelrag.tokens import tokenize
 
 MAX_RANGE = 50  # a range wider than this is a typo or a year span, not a citation
@@ -114,7 +115,6 @@ def strip_citations(answer: str) -> str:
 def split_cited_sentences(answer: str) -> list[tuple[str, tuple[Mention, ...]]]:
     """(sentence without citations, its citations) per sentence; a marker after the full stop
     (``...2022.[cite_1] It ...``) belongs to the sentence it follows."""
-    from babelrag.evaluators.sentences import split_sentences
 
     out = []
     for sentence in split_sentences(answer):
@@ -252,6 +252,7 @@ class CitationsMetric(Metric):
     """RAGE citation precision / recall / F1 of the documents an answer cites vs the supporting ones."""
 
     name = "citations"
+    answer_keys = ("precision", "recall", "f1")  # shown per answer in the report
     description = "citation precision, recall, F1, distinct citations, answer length (RAGE)"
     columns = _prf_columns("citation")
     scorer = staticmethod(score_citations)
@@ -271,6 +272,7 @@ class RandomCitationsMetric(CitationsMetric):
     """RAGE's seeded random-citation baseline: as many distinct documents as the model cited, drawn at random."""
 
     name = "random_citations"
+    answer_keys = ()  # shown per answer in the report
     description = "random-citation baseline for the citation metrics (RAGE)"
     columns = _prf_columns("random_citation")
     scorer = staticmethod(score_random_citations)

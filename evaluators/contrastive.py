@@ -11,8 +11,9 @@ are left out of that variant and counted as ``judge_failed`` (never turned into 
 from __future__ import annotations
 
 import math
+import random
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Optional
 
 from babelrag.errors import InputError
 from babelrag.records import ContrastivePair
@@ -23,7 +24,9 @@ from babelrag.evaluators.ragas import (
     context_relevance,
     faithfulness,
     forced_choice_agreement,
+    ragas_decomposition,
 )
+from babelrag.evaluators.judges import Choice, prompt, reply_values, scores_1_to_5
 from babelrag.evaluators.results import ScoreResult
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -70,11 +73,35 @@ def _sides(pairs: Sequence[Mapping[str, str]]) -> list[dict[str, str]]:
     return out
 
 
+def ragas_compare(
+    runner: "LLMRunner", endpoint: str, criterion: str, pairs: Sequence[Mapping[str, str]], seed: int = 0,
+) -> list[Optional[str]]:
+    """Comparative ranking: "a"/"b" per pair (None on failure). Sides are shown in a seeded random
+    order per pair so position bias cannot line up with the human labels."""
+    rng = random.Random(seed)
+    swaps = [rng.random() < 0.5 for _ in pairs]
+    items = []
+    for p, swap in zip(pairs, swaps):
+        a, b = ("b", "a") if swap else ("a", "b")
+        items.append({"criterion": criterion, "question": p["question"],
+                      "context_a": p[f"context_{a}"], "answer_a": p[f"answer_{a}"],
+                      "context_b": p[f"context_{b}"], "answer_b": p[f"answer_{b}"]})
+    res = reply_values(runner.map_structured(
+        endpoint=endpoint, prompt=prompt("ragas_compare"), schema=Choice, stage=f"eval.ragas.compare.{criterion}",
+        items=items, item_ids=[str(p["pair_id"]) for p in pairs]))
+    out: list[Optional[str]] = []
+    for v, swap in zip(res, swaps):
+        if v is None:
+            out.append(None)
+        else:
+            shown_first = v.choice == "A"
+            out.append("a" if shown_first != swap else "b")
+    return out
+
+
 def _decomposition_scores(
     runner: "LLMRunner", endpoint: str, criterion: str, sides: list[dict[str, str]], encoder: Encoder | None,
 ) -> list[float]:
-    from babelrag.evaluators.judges import ragas_decomposition
-
     d = ragas_decomposition(runner, endpoint, sides)
     if criterion == "faithfulness":
         return [faithfulness(x["supported"]) for x in d["faithfulness"]]
@@ -96,8 +123,6 @@ def compare_variants(
     seed: int = 0,
 ) -> dict[str, ScoreResult]:
     """Agreement with the human choice (``pairs[i]["human"]`` = "a"/"b") for each variant."""
-    from babelrag.evaluators.judges import ragas_compare, scores_1_to_5
-
     if criterion not in CRITERIA:
         raise InputError(f"criterion {criterion!r} is not one of {CRITERIA}")
     bad = sorted(set(variants) - set(VARIANTS))

@@ -27,6 +27,7 @@ from typing import Any, Literal, Optional, Union
 from babelrag.batching import BatchSize, encode_sorted
 from babelrag.devices import Precision, TorchView, resolve_devices, resolve_precision, torch_dtype
 from babelrag.errors import ConfigError
+from babelrag.sentences import split_sentences
 
 RerankerBackend = Literal["sentence-transformers", "flagembedding"]
 BACKENDS = ("sentence-transformers", "flagembedding")
@@ -188,8 +189,6 @@ def nli_support(nli: Any, records: Sequence[Mapping[str, Any]]) -> list[float]:
     """Share of each response's sentences entailed by at least one of its ``passages`` ({id: text}).
 
     NaN for a response with no sentences (as the LLM-judged support feature)."""
-    from babelrag.evaluators.sentences import split_sentences
-
     pairs: list[tuple[str, str]] = []
     index: list[tuple[int, int]] = []  # (record, sentence) per pair
     sizes = []

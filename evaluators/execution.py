@@ -20,15 +20,25 @@ from typing import TYPE_CHECKING, Any, Optional
 from babelrag.errors import ConfigError, IncompleteRunError, InputError
 from babelrag.freshness import DateWindow, Selection, select
 from babelrag.evaluators.answers import AnswerRecord, generate_answers, require_endpoints, write_answers
-from babelrag.evaluators.answers_file import UNANSWERED, unanswered_records
+from babelrag.evaluators.answers_file import UNANSWERED, read_answers_file, unanswered_records
 from babelrag.evaluators.coverage import coverage, coverage_warnings
 from babelrag.evaluators.failures import GenerationFailed, check_failures, incomplete
 from babelrag.evaluators.human_labels import read_human_verdicts
-from babelrag.evaluators.judge_calls import FailedJudgeCall, judge_failures
+from babelrag.evaluators.judge_calls import judge_failures
 from babelrag.evaluators.judge_calls import warning as judge_warning
+from babelrag.evaluators.judge_flags import judging_flags
+from babelrag.evaluators.metric import FailedJudgeCall, MetricRun
+from babelrag.evaluators.registry import resolve
+from babelrag.evaluators.release_reader import (choose_split, load_instances, release_revision, sample_instances,
+                                               scored_configs)
+from babelrag.evaluators.report import ReportInputs, run_info, write_report
 from babelrag.evaluators.settings import EvalSettings
+from babelrag.evaluators.source import resolve_release
 from babelrag.langcheck import DEFAULT_LANGUAGES
+from babelrag.llm.client import runner_from_config
 from babelrag.records import Instance
+from babelrag.release.layout import read_info
+from babelrag.release.protocol import OURS, Protocol
 from babelrag.stats import Estimate
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -41,22 +51,22 @@ if TYPE_CHECKING:  # pragma: no cover
 class Evaluation:
     """Per-model metric results plus the views the report plots."""
 
-    results: dict[str, dict[str, "ScoreResult"]]  # model -> metric name -> result
-    scores: dict[str, dict[str, Estimate]]  # model -> leaderboard column -> estimate
-    accuracy_by_language: dict[str, dict[str, Estimate]]
-    wrong_language: dict[str, dict[str, float]]
+    results: dict[str, dict[str, "ScoreResult"]] = field(default_factory=dict)  # model -> metric name -> result
+    scores: dict[str, dict[str, Estimate]] = field(default_factory=dict)  # model -> leaderboard column -> estimate
     counts: dict[str, dict[str, int]] = field(default_factory=dict)
-    breakdown: dict[str, dict[str, Estimate]] = field(default_factory=dict)  # model -> "setting/lang" -> accuracy
-    bradley_terry: list[dict[str, Any]] = field(default_factory=list)  # BTResult.leaderboard()
+    # metric name -> what its report view shows (the metric's own keys; ``Metric.view_*`` renders it)
+    views: dict[str, dict[str, Any]] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)  # battles summary, surrogate, support models
     judge_failed: list[FailedJudgeCall] = field(default_factory=list)  # judge calls that got no answer
+
+    def view(self, metric: str) -> dict[str, Any]:
+        """The view ``metric`` writes into (made on first use)."""
+        return self.views.setdefault(metric, {})
 
 
 def prepare_metrics(settings: EvalSettings) -> tuple[list["Metric"], dict[str, Any]]:
     """The run's metrics (unknown names fail here) and what they load up front (support models, encoder),
     before any LLM call."""
-    from babelrag.evaluators.registry import resolve
-
     metrics = resolve(settings.metrics)
     shared: dict[str, Any] = {}
     for metric in metrics:
@@ -68,8 +78,6 @@ def evaluate_answers(runner: "LLMRunner", instances: Sequence[Instance], answers
                      judges: Sequence[str], settings: EvalSettings = EvalSettings(),
                      prepared: Optional[tuple[list["Metric"], dict[str, Any]]] = None) -> Evaluation:
     """Score every model's answers with the run's metrics; leaderboard columns come from each metric."""
-    from babelrag.evaluators.metric import MetricRun
-
     require_endpoints(runner, judges, "judge")
     metrics, shared = prepared or prepare_metrics(settings)
     by_id = {inst.id: inst for inst in instances}
@@ -84,7 +92,7 @@ def evaluate_answers(runner: "LLMRunner", instances: Sequence[Instance], answers
     for a in answers:
         per_model[a.model].append(a)
     ok = {m: [a for a in recs if a.ok] for m, recs in sorted(per_model.items())}
-    ev = Evaluation({}, {}, {}, {}, {m: _answer_counts(per_model[m], len(by_id)) for m in ok})
+    ev = Evaluation(counts={m: _answer_counts(per_model[m], len(by_id)) for m in ok})
     scored = {m: per_model[m] for m, o in ok.items() if o}
     for model in scored:
         ev.counts[model]["judge_calls_failed"] = 0
@@ -122,8 +130,6 @@ def run_evaluation(runner: "LLMRunner", instances: Sequence[Instance], models: S
     support models are checked and loaded before any LLM call, so a bad name or model folder fails fast.
     ``answers`` (made elsewhere, ``answers_file``): scored instead of generating; ``models`` is then ignored.
     ``selection``: the publication-date window that chose ``instances`` (recorded in results.json and the report)."""
-    from babelrag.evaluators.report import ReportInputs, run_info, write_report
-
     if answers is not None:
         models = sorted({a.model for a in answers})
     if not models:
@@ -161,8 +167,6 @@ def run_evaluation(runner: "LLMRunner", instances: Sequence[Instance], models: S
             console.print(f"[yellow]warning:[/] {line}")
     answers = with_panel_verdicts(answers, ev)
     write_answers(answers_path, answers)  # now with the panel's verdict: the annotators' hint
-    from babelrag.evaluators.judge_flags import judging_flags
-
     endpoints = {n: runner.settings.endpoints.get(n) for n in [*models, *judges]}
     judging = judging_flags(models, judges, {n: e for n, e in endpoints.items() if e is not None})
     for line in _judging_lines(judging):
@@ -177,9 +181,7 @@ def run_evaluation(runner: "LLMRunner", instances: Sequence[Instance], models: S
         selection=selection.describe() if selection is not None and not selection.window.open else "")
     paths = write_report(out, ReportInputs(
         title=f"babelrag evaluation: {settings.dataset or 'benchmark'}", info=info, scores=ev.scores,
-        sort_by="accuracy", accuracy_by_language=ev.accuracy_by_language, wrong_language=ev.wrong_language,
-        bradley_terry=ev.bradley_terry,
-        breakdown=ev.breakdown, coverage={m: (c.answered, c.total) for m, c in covered.items()},
+        sort_by="accuracy", views=ev.views, coverage={m: (c.answered, c.total) for m, c in covered.items()},
         answers=answers,
         extra={"counts": ev.counts, "warnings": warnings, "judging": judging,
                "judge_failures": judge_failures(ev.judge_failed),
@@ -224,13 +226,6 @@ def evaluate_release(config: Any, release: Any, out_dir: Optional[Path] = None, 
     articles were all published inside it (``babelrag.freshness``), before any sampling. ``human_file``
     (default ``evaluate.human_labels``): human verdicts on the answers (``annotate pull answer_judgement``'s
     decisions), for judge-human kappa."""
-    from babelrag.evaluators.release_reader import (choose_split, load_instances, release_revision, sample_instances,
-                                                    scored_configs)
-    from babelrag.evaluators.source import resolve_release
-    from babelrag.llm.client import runner_from_config
-    from babelrag.release.layout import read_info
-    from babelrag.release.protocol import OURS, Protocol
-
     ev = config.evaluate
     settings = settings or EvalSettings.from_config(config)
     if answers_file is not None and (models or max_instances is not None):
@@ -276,8 +271,6 @@ def evaluate_release(config: Any, release: Any, out_dir: Optional[Path] = None, 
                               notice=notice or settings.notice)
     answers = None
     if answers_file is not None:
-        from babelrag.evaluators.answers_file import read_answers_file
-
         answers = read_answers_file(answers_file, in_split, dataset_version=revision)
         chosen = {inst.id for inst in instances}
         answers = [a for a in answers if a.instance_id in chosen]  # the window's selection, recorded

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from babelrag.errors import BabelragError, IncompleteRunError
-from babelrag.evaluators.judge_calls import FailedJudgeCall, describe
+from babelrag.evaluators.judge_calls import describe
+from babelrag.evaluators.metric import FailedJudgeCall
 
 
 class GenerationFailed(BabelragError):

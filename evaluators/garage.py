@@ -26,13 +26,20 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from babelrag.errors import InputError
-from babelrag.evaluators.citations import prf
+from babelrag.evaluators.answers import passages_shown
+from babelrag.evaluators.citations import parse_citations, prf, strip_citations
+from babelrag.evaluators.judges import Deflection, Eligibility, prompt, reply_values, sentence_support
 from babelrag.evaluators.metric import Column, Metric, MetricRun
 from babelrag.evaluators.registry import register
 from babelrag.evaluators.results import ScoreResult, make_result, summarise
+from babelrag.release.loaders.garage import GarageRecord
+from babelrag.sentences import split_sentences
+
+if TYPE_CHECKING:  # pragma: no cover
+    from babelrag.llm.client import LLMRunner
 
 NAN = float("nan")
 SCORE_KEYS = (
@@ -67,8 +74,6 @@ class GarageItem:
         Gold = the record's ANSWER-THE-QUESTION passages; cited = the response's ``[cite_N]`` markers
         (a citation beyond the grounding is kept as a wrong one). Judgements default to "not judged".
         """
-        from babelrag.evaluators.citations import parse_citations
-
         text = record.answer_generate if response is None else response
         parsed = parse_citations(text, len(record.passages))
         return cls(query_id=record.sample_id, requires_deflection=record.requires_deflection, deflected=deflected,
@@ -118,7 +123,6 @@ def score_garage(items: Iterable[Any], rounds: int = 1000, seed: int = 0) -> Sco
 
     Items are ``GarageItem``s, mappings of its fields, or loaded ``GarageRecord``s (scored as their
     human answer: attribution only, no judge)."""
-    from babelrag.release.loaders.garage import GarageRecord
 
     rows = []
     for i, it in enumerate(items):
@@ -157,12 +161,44 @@ def add_per_category(res: ScoreResult, rows: list[dict[str, Any]], rounds: int, 
         res.counts[f"items [{category}]"] = len(group)
 
 
+def garage_judgements(
+    runner: "LLMRunner", endpoint: str, records: Sequence[Mapping[str, Any]],
+) -> list[GarageItem]:
+    """Judge responses into GarageItems.
+
+    Each record: ``query_id``, ``question``, ``gold``, ``response``, ``passages`` ({id: text}),
+    ``relevant`` (gold-relevant ids), ``requires_deflection``, optional ``cited`` (ids).
+    """
+    ids = [str(r["query_id"]) for r in records]
+    defl = reply_values(runner.map_structured(
+        endpoint=endpoint, prompt=prompt("garage_deflection"), schema=Deflection, stage="eval.garage.deflection",
+        items=[{"question": r["question"], "response": r["response"]} for r in records], item_ids=ids))
+    elig = reply_values(runner.map_structured(
+        endpoint=endpoint, prompt=prompt("garage_eligibility"), schema=Eligibility, stage="eval.garage.eligibility",
+        items=[{"question": r["question"], "gold": r["gold"], "response": r["response"]} for r in records],
+        item_ids=ids))
+    support = sentence_support(runner, endpoint, records)
+    out = []
+    for r, d, e, sup in zip(records, defl, elig, support):
+        out.append(GarageItem(
+            query_id=str(r["query_id"]), requires_deflection=bool(r["requires_deflection"]),
+            deflected=None if d is None else d.deflected,  # None: the judge failed (counted)
+            eligible=None if e is None else e.eligible,
+            # an unjudged response counts every sentence as unsupported
+            sentence_support=sup if sup is not None else [[] for _ in split_sentences(r["response"])],
+            relevant=list(r.get("relevant", ())), cited=list(r.get("cited", ())),
+            category=str(r.get("category") or ""),
+        ))
+    return out
+
+
 @register
 class GarageMetric(Metric):
     """GaRAGe on our instances: relevant = the supporting documents shown; an instance shown no supporting
     document should be deflected."""
 
     name = "garage"
+    answer_keys = ("eligibility", "factuality", "raf", "attribution_f1")  # shown per answer in the report
     description = "eligibility, factuality, relevance-aware factuality, deflection, attribution (GaRAGe)"
     prompts = ("garage_deflection", "garage_eligibility", "garage_support")
     columns = (Column("eligibility", "eligibility"), Column("factuality", "factuality"), Column("raf", "raf"))
@@ -172,10 +208,6 @@ class GarageMetric(Metric):
         """The judges see the answered responses; an unanswered instance is scored as wrong without a judge:
         ineligible, unfactual, and its deflection wrong both ways (declining an answerable question, not
         deflecting one that needs it)."""
-        from babelrag.evaluators.answers import passages_shown
-        from babelrag.evaluators.citations import parse_citations, strip_citations
-        from babelrag.evaluators.judges import garage_judgements
-
         shown = [a for a in answers if a.doc_order]
         if not shown:
             return None

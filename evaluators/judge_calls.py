@@ -8,60 +8,17 @@ it has, but the call is recorded here, results.json and the report say how many 
 a warning, per-model ``judge_failed`` counts), and the run ends with exit 3. A plain re-run retries exactly
 those calls; the verdicts that came are answered from the LLM cache.
 
-``JudgeRunner`` wraps the LLM runner that metrics get (``MetricRun.runner``), so every judge call of every
-metric, plug-ins included, goes through one place.
+``metric.JudgeRunner`` wraps the LLM runner that metrics get (``MetricRun.runner``), so every judge call of
+every metric, plug-ins included, goes through one place; it records ``FailedJudgeCall``s, which this module
+summarises. (Both live in ``metric``, which the registry imports, so listing metrics imports nothing more.)
 """
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from babelrag.failed_items import is_retryable
-
-
-@dataclass(frozen=True)
-class FailedJudgeCall:
-    """One judge call (one item of one judge prompt) that got no answer."""
-
-    stage: str  # the LLM stage, e.g. ``eval.xrag.judge.judge-1``
-    judge: str  # the judge endpoint's name
-    item_id: str
-    reason: str  # the LLM layer's reason (timeout, server_error, ...)
-    error: str
-
-
-class JudgeRunner:
-    """The LLM runner as metrics use it: calls pass through unchanged; a judge call that got no answer is
-    recorded in ``failed`` (in call order). Anything else (``settings``, ``usage``, ``embed``) is the
-    wrapped runner's."""
-
-    def __init__(self, runner: Any) -> None:
-        self.runner = runner
-        self.failed: list[FailedJudgeCall] = []
-
-    def __getattr__(self, name: str) -> Any:
-        if name == "runner":  # not set yet (a copy being built): no recursion
-            raise AttributeError(name)
-        return getattr(self.runner, name)
-
-    def map_structured(self, *, endpoint: Any, stage: str, **kwargs: Any) -> list[Any]:
-        return self._record(endpoint, stage, self.runner.map_structured(endpoint=endpoint, stage=stage, **kwargs))
-
-    def map_text(self, *, endpoint: Any, stage: str, **kwargs: Any) -> list[Any]:
-        return self._record(endpoint, stage, self.runner.map_text(endpoint=endpoint, stage=stage, **kwargs))
-
-    def _record(self, endpoint: Any, stage: str, results: list[Any]) -> list[Any]:
-        for r in results:
-            if not r.ok and is_retryable(r.reason):
-                self.failed.append(FailedJudgeCall(stage, r.endpoint or str(endpoint), r.item_id, r.reason or "",
-                                                   r.error or ""))
-        return results
-
-    def failed_items(self, since: int = 0) -> Counter[str]:
-        """Item id -> judge calls that got no answer, among those recorded after the ``since``-th."""
-        return Counter(f.item_id for f in self.failed[since:])
+from babelrag.evaluators.metric import FailedJudgeCall
 
 
 def judge_failures(failed: Sequence[FailedJudgeCall]) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Optional
 
-from babelrag.evaluators.judges import repeated_votes
+from babelrag.evaluators.xrag_judge import repeated_votes
 from babelrag.stats import fleiss_kappa
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -3,21 +3,71 @@
 A metric is registered once (``registry.register``) under the name the config (``evaluate.metrics``), the
 CLI (``babelrag evaluate metrics``), results.json and the report all use. It scores one model's answers at
 a time; an arena-style metric may also ``compare`` the models after all of them are scored.
+
+It also owns its report view: what ``views`` / ``compare`` put into ``evaluation.view(name)`` reaches the report
+as ``ReportInputs.views[name]`` and is shown by the metric's ``view_results`` (results.json entries),
+``view_plots`` (PNG figures) and ``view_html`` / ``view_markdown`` (a report section). A metric with its own
+view is one module; nothing shared names it.
 """
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Optional
 
-from babelrag.evaluators.judge_calls import JudgeRunner
+from babelrag.failed_items import is_retryable
 
 if TYPE_CHECKING:  # pragma: no cover
     from babelrag.evaluators.answers import AnswerRecord
     from babelrag.evaluators.execution import Evaluation
+    from babelrag.evaluators.report_views import ReportPage
     from babelrag.evaluators.results import ScoreResult
     from babelrag.evaluators.settings import EvalSettings
     from babelrag.records import Instance
+
+
+@dataclass(frozen=True)
+class FailedJudgeCall:
+    """One judge call (one item of one judge prompt) that got no answer."""
+
+    stage: str  # the LLM stage, e.g. ``eval.xrag.judge.judge-1``
+    judge: str  # the judge endpoint's name
+    item_id: str
+    reason: str  # the LLM layer's reason (timeout, server_error, ...)
+    error: str
+
+
+class JudgeRunner:
+    """The LLM runner as metrics use it: calls pass through unchanged; a judge call that got no answer is
+    recorded in ``failed`` (in call order). Anything else (``settings``, ``usage``, ``embed``) is the
+    wrapped runner's."""
+
+    def __init__(self, runner: Any) -> None:
+        self.runner = runner
+        self.failed: list[FailedJudgeCall] = []
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "runner":  # not set yet (a copy being built): no recursion
+            raise AttributeError(name)
+        return getattr(self.runner, name)
+
+    def map_structured(self, *, endpoint: Any, stage: str, **kwargs: Any) -> list[Any]:
+        return self._record(endpoint, stage, self.runner.map_structured(endpoint=endpoint, stage=stage, **kwargs))
+
+    def map_text(self, *, endpoint: Any, stage: str, **kwargs: Any) -> list[Any]:
+        return self._record(endpoint, stage, self.runner.map_text(endpoint=endpoint, stage=stage, **kwargs))
+
+    def _record(self, endpoint: Any, stage: str, results: list[Any]) -> list[Any]:
+        for r in results:
+            if not r.ok and is_retryable(r.reason):
+                self.failed.append(FailedJudgeCall(stage, r.endpoint or str(endpoint), r.item_id, r.reason or "",
+                                                   r.error or ""))
+        return results
+
+    def failed_items(self, since: int = 0) -> Counter[str]:
+        """Item id -> judge calls that got no answer, among those recorded after the ``since``-th."""
+        return Counter(f.item_id for f in self.failed[since:])
 
 
 @dataclass(frozen=True)
@@ -33,7 +83,7 @@ class Column:
 class MetricRun:
     """What every metric sees: the LLM runner, the instances by id, the judges, the languages answers
     are detected among, the run settings, and what metrics share (support models, loaded once). The runner
-    is wrapped in a ``JudgeRunner``: judge calls that got no answer are recorded (``judge_calls``)."""
+    is wrapped in a ``JudgeRunner``: judge calls that got no answer are recorded (``judge_calls`` sums them up)."""
 
     runner: Any
     instances: Mapping[str, "Instance"]
@@ -61,6 +111,8 @@ class Metric:
     # an answers file, or a failed generation) as wrong without calling a model (``coverage``). False (a
     # plug-in that does not know about them): it gets the answered records only.
     scores_unanswered: ClassVar[bool] = False
+    # the item values the report's per-answer view shows for this metric (None: every number of its item)
+    answer_keys: ClassVar[Optional[tuple[str, ...]]] = None
 
     def prepare(self, settings: "EvalSettings") -> dict[str, Any]:
         """Check settings and load what the metric needs before any LLM call (fail fast); the returned
@@ -74,11 +126,29 @@ class Metric:
 
     def views(self, run: MetricRun, model: str, result: "ScoreResult", evaluation: "Evaluation") -> None:
         """After one model is scored: what the report shows beyond leaderboard columns (counts, per-language
-        plots, breakdown tables), written into ``evaluation``. Default: none."""
+        plots, breakdown tables), written into ``evaluation.view(self.name)``. Default: none."""
 
     def compare(self, run: MetricRun, results: Mapping[str, "ScoreResult"], answers: Mapping[str, Sequence["AnswerRecord"]],
                 evaluation: "Evaluation") -> None:
         """After every model is scored: cross-model work (battles, ratings). Default: none."""
+
+    # ---------------------------------------------------------------- its report view
+
+    def view_results(self, view: Mapping[str, Any]) -> dict[str, Any]:
+        """The results.json entries of the view (top-level keys). Default: the view under ``views.<name>``."""
+        return {"views": {self.name: dict(view)}}
+
+    def view_plots(self, view: Mapping[str, Any]) -> dict[str, bytes]:
+        """Figures of the view, title -> PNG (written to plots/, inlined in report.html). Default: none."""
+        return {}
+
+    def view_html(self, view: Mapping[str, Any], page: "ReportPage") -> str:
+        """The view's section of report.html ("" = none)."""
+        return ""
+
+    def view_markdown(self, view: Mapping[str, Any], page: "ReportPage") -> str:
+        """The view's part of leaderboard.md ("" = none)."""
+        return ""
 
     def leaderboard(self, result: "ScoreResult") -> dict[str, Any]:
         """The columns this metric adds to a model's leaderboard row."""

@@ -14,21 +14,28 @@ import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import numpy as np
 
 from babelrag.errors import InputError
-from babelrag.evaluators.bradley_terry import Battle
+from babelrag.evaluators.answers import passages_shown
+from babelrag.evaluators.bradley_terry import Battle, bradley_terry
 from babelrag.evaluators.citations import parse_citations, strip_citations
+from babelrag.evaluators.crossencoder import CrossEncoderSpec, NLIJudge, Reranker, nli_support, reranker_scores
+from babelrag.evaluators.judges import PairVerdict, prompt, reply_values, scores_1_to_5, sentence_support, support_share
 from babelrag.evaluators.metric import Column, Metric, MetricRun
 from babelrag.evaluators.registry import register
 from babelrag.languages import language_name
+from babelrag.evaluators.report import plot_bradley_terry
 from babelrag.evaluators.results import ScoreResult, make_result
-from babelrag.evaluators.sentences import split_sentences
 from babelrag.langcheck import DEFAULT_LANGUAGES, read_language
+from babelrag.sentences import split_sentences
 from babelrag.tokens import tokenize
-from babelrag.stats import kendall_tau
+from babelrag.stats import Estimate, kendall_tau
+
+if TYPE_CHECKING:  # pragma: no cover
+    from babelrag.llm.client import LLMRunner
 
 # ---------------------------------------------------------------- citation ranking metrics
 
@@ -341,13 +348,32 @@ def load_support_models(reranker: Any, nli: Any) -> tuple[Any, Any]:
     """The optional cross-encoders (paths/specs -> models; loaded models pass through)."""
     if reranker is None and nli is None:
         return None, None
-    from babelrag.evaluators.crossencoder import CrossEncoderSpec, NLIJudge, Reranker
 
     if isinstance(reranker, (str, Path, CrossEncoderSpec)):
         reranker = Reranker(reranker)
     if isinstance(nli, (str, Path, CrossEncoderSpec)):
         nli = NLIJudge(nli)
     return reranker, nli
+
+
+def pairwise_battles(
+    runner: "LLMRunner", endpoint: str, matchups: Sequence[Matchup], questions: Mapping[str, str],
+    references: Mapping[str, str], seed: int = 0, stage: str = "eval.mirage.pairwise",
+) -> JudgedBattles:
+    """Judge every matchup in both orders with the pairwise prompt (one batched call)."""
+    requests, ids, keys = [], [], []
+    for n, mu in enumerate(matchups):
+        for tag, (first, second) in (("ab", (mu.answer_a, mu.answer_b)), ("ba", (mu.answer_b, mu.answer_a))):
+            requests.append({"question": questions[mu.query_id], "reference": references.get(mu.query_id, ""),
+                             "first": first, "second": second})
+            ids.append(f"{n}:{mu.query_id}:{mu.model_a}:{mu.model_b}:{tag}")
+            keys.append((mu.query_id, first, second))
+    res = runner.map_structured(endpoint=endpoint, prompt=prompt("mirage_pairwise"), items=requests,
+                                schema=PairVerdict, stage=stage, item_ids=ids)
+    table = {}
+    for key, v in zip(keys, reply_values(res)):
+        table[key] = "fail" if v is None else {"A": "first", "B": "second", "tie": "tie"}[v.verdict]
+    return judge_battles(matchups, lambda q, f, s: table[(q, f, s)], seed=seed)
 
 
 @register
@@ -361,6 +387,7 @@ class MirageMetric(Metric):
     ``support``, used because no NLI model works offline by default)."""
 
     name = "mirage"
+    answer_keys = ("fluency", "answer_overlap", "support", "rouge_l")  # shown per answer in the report
     scores_unanswered = True
     description = "heuristic features, pairwise LLM judge, Bradley-Terry ratings, surrogate (MIRAGE-Bench)"
     prompts = ("mirage_fluency", "mirage_overlap", "mirage_pairwise", "garage_support")
@@ -375,10 +402,6 @@ class MirageMetric(Metric):
                 *(("support_nli",) if run.shared.get("nli") is not None else ()))
 
     def score(self, run: MetricRun, model: str, answers: Sequence[Any]) -> ScoreResult:
-        from babelrag.evaluators.answers import passages_shown
-        from babelrag.evaluators.crossencoder import nli_support, reranker_scores
-        from babelrag.evaluators.judges import scores_1_to_5, sentence_support, support_share
-
         by_id, judge, settings = run.instances, run.judge, run.settings
         reranker, nli = run.shared.get("reranker"), run.shared.get("nli")
         # heuristics need no model: an unanswered instance is scored as the empty answer (0 everywhere)
@@ -421,15 +444,12 @@ class MirageMetric(Metric):
 
     def compare(self, run: MetricRun, results: Mapping[str, ScoreResult], answers: Mapping[str, Sequence[Any]],
                 evaluation: Any) -> None:
-        from babelrag.evaluators.bradley_terry import bradley_terry
-        from babelrag.evaluators.judges import pairwise_battles
-        from babelrag.stats import Estimate
-
         settings, ev = run.settings, evaluation
         support = {k: getattr(m, "name", type(m).__name__) for k in ("reranker", "nli")
                    if (m := run.shared.get(k)) is not None}
         if support:
             ev.extra["support_models"] = support
+        ev.view(self.name)["bradley_terry"] = []  # results.json says no ratings rather than leave the key out
         if len(results) < 2:
             return
         texts = {m: {a.instance_id: a.answer for a in answers[m] if a.ok} for m in results}
@@ -450,14 +470,21 @@ class MirageMetric(Metric):
             l2 = 0.01
             bt = bradley_terry(judged.battles, rounds=settings.rounds, seed=settings.seed, l2=l2)
         ev.extra["battles"]["l2"] = l2
-        ev.bradley_terry = bt.leaderboard()
-        for row in ev.bradley_terry:
+        ratings = ev.view(self.name)["bradley_terry"] = bt.leaderboard()
+        for row in ratings:
             if row["model"] in ev.scores:
                 ev.scores[row["model"]]["bt_rating"] = Estimate(row["rating"], row["ci_low"], row["ci_high"],
                                                                 bt.n_battles)
         if len(results) >= 3:
             features = {m: r.items for m, r in results.items()}
             sur = fit_surrogate(model_features(features, self.keys(run)),
-                                {r["model"]: r["rating"] for r in ev.bradley_terry},
+                                {r["model"]: r["rating"] for r in ratings},
                                 n_folds=min(5, len(results)), seed=settings.seed)
             ev.extra["surrogate"] = sur.to_dict()
+
+    def view_results(self, view: Mapping[str, Any]) -> dict[str, Any]:
+        return {"bradley_terry": list(view.get("bradley_terry") or [])}
+
+    def view_plots(self, view: Mapping[str, Any]) -> dict[str, bytes]:
+        ratings = view.get("bradley_terry")
+        return {"Bradley-Terry ratings": plot_bradley_terry(ratings)} if ratings else {}

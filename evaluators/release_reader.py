@@ -10,6 +10,9 @@ from typing import Optional
 from babelrag.errors import InputError
 from babelrag.parquet_io import read_rows
 from babelrag.records import Instance
+from babelrag.release import layout
+from babelrag.release.layout import read_info
+from babelrag.rows import iter_jsonl
 from babelrag.release.naming import resolve_configs
 
 DEFAULT_SPLIT = "test"
@@ -18,8 +21,6 @@ DEFAULT_SPLIT = "test"
 def choose_split(path: str | Path, split: Optional[str] = None) -> str:
     """The split ``evaluate run`` scores in a release folder: ``split`` when given (it must exist), else
     ``test``, else the only split; "" for a .jsonl file or a folder without the release layout."""
-    from babelrag.release import layout
-
     path = Path(path)
     splits = sorted({s for _, s, _ in layout.data_files(path)}) if path.is_dir() else []
     if not splits:
@@ -40,8 +41,6 @@ def choose_split(path: str | Path, split: Optional[str] = None) -> str:
 
 def scored_configs(path: str | Path, split: str, configs: Sequence[str] = ()) -> list[str]:
     """The configs that hold ``split`` (restricted to ``configs`` when given), for results.json."""
-    from babelrag.release import layout
-
     have = sorted({c for c, s, _ in layout.data_files(Path(path)) if s == split or not split}) \
         if Path(path).is_dir() else []
     if not configs:
@@ -61,12 +60,8 @@ def load_instances(path: str | Path, configs: Sequence[str] = (), split: Optiona
         raise InputError(f"{path} does not exist; pass a release folder or an instances .jsonl file")
     rows: list[tuple[str, dict]] = []
     if path.is_file() and path.suffix == ".jsonl":
-        from babelrag.rows import iter_jsonl
-
         rows = [(f"{path}:{n}", row) for n, row in iter_jsonl(path)]
     else:
-        from babelrag.release import layout
-
         if path.is_dir():  # a release folder, or any folder of parquet files (e.g. one config's)
             laid_out = layout.data_files(path)
             files = [f for _, s, f in laid_out if not split or s == split] if laid_out \
@@ -97,8 +92,6 @@ def load_instances(path: str | Path, configs: Sequence[str] = (), split: Optiona
 
 def release_revision(path: str | Path) -> tuple[str, str]:
     """(dataset name, revision) of a release folder from its release.json; ("", "") if absent."""
-    from babelrag.release.layout import read_info
-
     data = read_info(Path(path))
     if data is None:
         return "", ""

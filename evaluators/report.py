@@ -7,18 +7,21 @@ matplotlib's Agg backend (no display); the HTML inlines them as base64 so it ope
 """
 from __future__ import annotations
 
-import csv
 import io
 import math
 import subprocess
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import InitVar, asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from babelrag.atomic import atomic_write_bytes
 from babelrag.evaluators import strict_json
+from babelrag.evaluators.leaderboard import (  # noqa: F401  (the leaderboard's names, as report has always offered them)
+    ROW_META, SMALL_N, Coverage, Scores, breakdown_table, coverage_cell, csv_text, leaderboard_rows, markdown_table,
+    metric_keys, small_n)
+from babelrag.evaluators.report_views import ReportPage, metric_views, render_html, render_markdown
 from babelrag.stats import Estimate
 
 # ---------------------------------------------------------------- provenance
@@ -62,107 +65,6 @@ def run_info(dataset: str, dataset_revision: str, settings: Mapping[str, Any] | 
     return RunInfo(dataset, dataset_revision, lib, _git_hash(),
                    datetime.now(timezone.utc).isoformat(timespec="seconds"), split, list(configs), dict(settings or {}),
                    selection)
-
-
-# ---------------------------------------------------------------- leaderboard
-
-Scores = Mapping[str, Mapping[str, Estimate]]  # model -> metric -> estimate
-Coverage = Mapping[str, tuple[int, int]]  # model -> (instances answered, instances scored)
-ROW_META = ("rank", "model", "answered", "instances")  # leaderboard row keys that are no metric
-SMALL_N = 30  # below this many items a 95% interval is rough; from one item it is a single point
-
-
-def metric_keys(row: Mapping[str, Any]) -> list[str]:
-    """The metric columns of a leaderboard row (not rank, model, coverage, CI bounds or n)."""
-    return [k for k in row if k not in ROW_META and not k.endswith(("_ci_low", "_ci_high", "_n"))]
-
-
-def coverage_cell(row: Mapping[str, Any]) -> str:
-    """``2/20``: the instances a model answered out of those scored ("" when not recorded)."""
-    return f"{row['answered']}/{row['instances']}" if row.get("instances") is not None else ""
-
-
-def leaderboard_rows(scores: Scores, sort_by: str, metrics: Sequence[str] | None = None,
-                     coverage: Coverage | None = None) -> list[dict[str, Any]]:
-    """One row per model, sorted by ``sort_by`` (descending; models lacking it go last); ``coverage`` adds
-    ``answered`` and ``instances`` (unanswered instances are already scored as wrong in ``scores``)."""
-    metrics = list(metrics) if metrics else sorted({m for s in scores.values() for m in s})
-    if sort_by not in metrics:
-        metrics.insert(0, sort_by)
-
-    def key(model: str) -> tuple[int, float]:
-        est = scores[model].get(sort_by)
-        ok = est is not None and not math.isnan(est.value)
-        return (0 if ok else 1, -est.value if ok else 0.0)
-
-    rows = []
-    ordered = sorted(scores, key=lambda m: (key(m), m))
-    for model in ordered:
-        # ties share the best rank (1, 1, 3): equal scores are not an order
-        row: dict[str, Any] = {"rank": 1 + sum(key(other) < key(model) for other in ordered), "model": model}
-        if coverage is not None and model in coverage:
-            row["answered"], row["instances"] = coverage[model]
-        for metric in metrics:
-            est = scores[model].get(metric)
-            row[metric] = None if est is None else est.value
-            row[f"{metric}_ci_low"] = None if est is None else est.low
-            row[f"{metric}_ci_high"] = None if est is None else est.high
-            row[f"{metric}_n"] = None if est is None else est.n
-        rows.append(row)
-    return rows
-
-
-def _fmt(v: Any) -> str:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "–"
-    return f"{v:.3f}" if isinstance(v, float) else str(v)
-
-
-def small_n(n: Any) -> bool:
-    return isinstance(n, int) and n < SMALL_N
-
-
-def markdown_table(rows: Sequence[Mapping[str, Any]]) -> str:
-    """Markdown leaderboard: each metric as ``value [low, high]`` (with ``n=k`` when k < SMALL_N), and a
-    coverage column (answered/total) when the rows carry it."""
-    if not rows:
-        return "_no results_\n"
-    metrics = metric_keys(rows[0])
-    cov = any(coverage_cell(r) for r in rows)
-    head = "| rank | model | " + ("coverage | " if cov else "") + " | ".join(metrics) + " |\n"
-    head += "|---:|---|" + ("---:|" if cov else "") + "---:|" * len(metrics) + "\n"
-    body = ""
-    for r in rows:
-        cells = [f"{_fmt(r[m])} [{_fmt(r[f'{m}_ci_low'])}, {_fmt(r[f'{m}_ci_high'])}]"
-                 + (f" n={r.get(f'{m}_n')}" if small_n(r.get(f"{m}_n")) else "") if r[m] is not None else "–"
-                 for m in metrics]
-        body += f"| {r['rank']} | {r['model']} | " + (f"{coverage_cell(r)} | " if cov else "") + " | ".join(cells) + " |\n"
-    return head + body
-
-
-def breakdown_table(breakdown: Mapping[str, Mapping[str, Estimate]], label: str = "accuracy") -> str:
-    """Markdown table: models as rows, groups (e.g. ``mono/de``, ``mono+EQ/de``) as columns."""
-    groups = sorted({g for v in breakdown.values() for g in v})
-    if not groups:
-        return ""
-    out = "| model | " + " | ".join(groups) + " |\n|---|" + "---:|" * len(groups) + "\n"
-    for model in sorted(breakdown):
-        cells = []
-        for g in groups:
-            e = breakdown[model].get(g)
-            cells.append("–" if e is None or math.isnan(e.value) else f"{e.value:.3f} [{e.low:.3f}, {e.high:.3f}]"
-                         + (f" n={e.n}" if small_n(e.n) else ""))
-        out += f"| {model} | " + " | ".join(cells) + " |\n"
-    return f"\n## {label} per setting / language\n\n" + out
-
-
-def csv_text(rows: Sequence[Mapping[str, Any]]) -> str:
-    buf = io.StringIO()
-    if rows:
-        w = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
-        w.writeheader()
-        w.writerows(rows)
-    return buf.getvalue()
 
 
 # ---------------------------------------------------------------- plots
@@ -291,50 +193,63 @@ class ReportInputs:
     info: RunInfo
     scores: Scores  # model -> metric -> Estimate (leaderboard)
     sort_by: str
-    accuracy_by_language: Mapping[str, Mapping[str, Estimate]] | None = None
-    wrong_language: Mapping[str, Mapping[str, float]] | None = None
-    bradley_terry: Sequence[Mapping[str, Any]] | None = None  # BTResult.leaderboard()
-    breakdown: Mapping[str, Mapping[str, Estimate]] | None = None  # model -> "setting/lang" -> accuracy
+    # metric name -> its view (``Evaluation.views``): the metric renders it (``Metric.view_*``)
+    views: dict[str, dict[str, Any]] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)  # more JSON (per-item results, surrogate, ...)
     columns: dict[str, str] = field(default_factory=dict)  # leaderboard column -> what it measures (one line)
     coverage: Coverage | None = None  # model -> (answered, scored): the leaderboard's coverage column
     answers: Sequence[Any] = ()  # AnswerRecords (unanswered ones too): the per-answer view
+    # the built-in metrics' views by the keyword names they had before views were per metric: they land in
+    # ``views["xrag"]`` (accuracy / wrong-language rate per language, accuracy per setting/language) and
+    # ``views["mirage"]`` (Bradley-Terry ratings)
+    accuracy_by_language: InitVar[Mapping[str, Mapping[str, Estimate]] | None] = None
+    wrong_language: InitVar[Mapping[str, Mapping[str, float]] | None] = None
+    bradley_terry: InitVar[Sequence[Mapping[str, Any]] | None] = None  # BTResult.leaderboard()
+    breakdown: InitVar[Mapping[str, Mapping[str, Estimate]] | None] = None  # model -> "setting/lang" -> accuracy
+
+    def __post_init__(self, accuracy_by_language, wrong_language, bradley_terry, breakdown) -> None:
+        self.views = {name: dict(view) for name, view in self.views.items()}
+        xrag = {k: dict(v) for k, v in (("accuracy_by_language", accuracy_by_language),
+                                        ("wrong_language", wrong_language), ("breakdown", breakdown)) if v}
+        if xrag:
+            self.views.setdefault("xrag", {}).update(xrag)
+        if bradley_terry:
+            self.views.setdefault("mirage", {})["bradley_terry"] = list(bradley_terry)
 
 
 def write_report(out_dir: str | Path, inputs: ReportInputs) -> dict[str, Path]:
     """Write leaderboard.md/.csv, results.json, plots/*.png and report.html; returns their paths."""
     out = Path(out_dir)
     rows = leaderboard_rows(inputs.scores, inputs.sort_by, coverage=inputs.coverage)
-    images: dict[str, bytes] = {}
-    if inputs.accuracy_by_language:
-        images["Accuracy per language"] = plot_language_accuracy(inputs.accuracy_by_language)
-        values = {m: {lang: e.value for lang, e in v.items()} for m, v in inputs.accuracy_by_language.items()}
-        images["Rank per language"] = plot_rank_heatmap(values)
-    if inputs.bradley_terry:
-        images["Bradley-Terry ratings"] = plot_bradley_terry(inputs.bradley_terry)
-    if inputs.wrong_language:
-        images["Wrong-language answers"] = plot_wrong_language(inputs.wrong_language)
+    page = ReportPage(inputs, rows)
+    views = metric_views(page)
+    for metric, view in views:
+        page.images.update(metric.view_plots(view))
     paths = {"markdown": out / "leaderboard.md", "csv": out / "leaderboard.csv", "json": out / "results.json",
              "html": out / "report.html"}
-    results = {
+    results: dict[str, Any] = {
         "run": asdict(inputs.info),
         "sort_by": inputs.sort_by,
         "leaderboard": rows,
         "scores": {m: {k: e.as_dict() for k, e in s.items()} for m, s in inputs.scores.items()},
-        "bradley_terry": list(inputs.bradley_terry or []),
-        "breakdown": {m: {g: e.as_dict() for g, e in v.items()} for m, v in (inputs.breakdown or {}).items()},
+    }
+    for metric, view in views:
+        for key, value in metric.view_results(view).items():
+            if key == "views":
+                results.setdefault("views", {}).update(value)
+            else:
+                results[key] = value
+    results.update({
         "columns": dict(inputs.columns),
         **({"coverage": {m: {"answered": a, "instances": t} for m, (a, t) in inputs.coverage.items()}}
            if inputs.coverage is not None else {}),
         **inputs.extra,
-    }
+    })
+    images = page.images
     for name, png in images.items():
         p = out / "plots" / (name.lower().replace(" ", "_").replace("-", "_") + ".png")
         atomic_write_bytes(p, png)
         paths[f"plot:{name}"] = p
-    from babelrag.evaluators.report_views import ReportPage, render_html, render_markdown
-
-    page = ReportPage(inputs, rows, images)
     atomic_write_bytes(paths["markdown"], render_markdown(page).encode())
     atomic_write_bytes(paths["csv"], csv_text(rows).encode())
     atomic_write_bytes(paths["json"], strict_json.dumps(results).encode())

@@ -23,7 +23,8 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from babelrag.evaluators.report import SMALL_N, coverage_cell, metric_keys, small_n
+from babelrag.evaluators import registry
+from babelrag.evaluators.leaderboard import SMALL_N, coverage_cell, markdown_table, metric_keys, small_n
 from babelrag.lazy_registry import LazyRegistry
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -31,7 +32,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 _TABLE = {name: f"babelrag.evaluators.report_views:{cls}" for name, cls in (
     ("notices", "Notices"), ("leaderboard", "Leaderboard"), ("aggregates", "Aggregates"),
-    ("breakdown", "Breakdown"), ("counts", "Counts"), ("judge_reliability", "JudgeReliability"),
+    ("metric_views", "MetricViews"), ("counts", "Counts"),
     ("surrogate", "Surrogate"), ("figures", "Figures"),
     ("answers", "Answers"))}
 VIEWS: LazyRegistry["ReportView"] = LazyRegistry("report view", _TABLE)
@@ -49,17 +50,18 @@ def label(key: str) -> str:
     return " ".join([words[0] if words[0].isupper() else words[0].capitalize(), *words[1:]])
 
 
-def _num(v: Any) -> str:
+def number_cell(v: Any) -> str:
+    """A number as a cell: 3 decimals for floats, – for none/NaN."""
     if v is None or (isinstance(v, float) and not math.isfinite(v)):
         return "–"
     return f"{v:.3f}" if isinstance(v, float) else str(v)
 
 
-def _est(d: Any) -> str:
+def estimate_cell(d: Any) -> str:
     """An estimate dict (value, ci_low, ci_high, n) as one cell."""
     if not isinstance(d, dict) or d.get("value") is None or not math.isfinite(float(d["value"])):
         return "–"
-    return f"{_num(float(d['value']))}<br><small>[{_num(d.get('ci_low'))}, {_num(d.get('ci_high'))}] n={d.get('n', '?')}</small>"
+    return f"{number_cell(float(d['value']))}<br><small>[{number_cell(d.get('ci_low'))}, {number_cell(d.get('ci_high'))}] n={d.get('n', '?')}</small>"
 
 
 def table(head: list[str], body: list[list[str]], cls: str = "") -> str:
@@ -179,7 +181,7 @@ class Leaderboard(ReportView):
             for c in cols:
                 n = r.get(f"{c}_n")
                 cells.append("–" if r[c] is None else
-                             f"{_num(r[c])}<br><small>[{_num(r[f'{c}_ci_low'])}, {_num(r[f'{c}_ci_high'])}]</small>"
+                             f"{number_cell(r[c])}<br><small>[{number_cell(r[f'{c}_ci_low'])}, {number_cell(r[f'{c}_ci_high'])}]</small>"
                              + (f'<br><small class="warn">n={n}</small>' if small_n(n) else ""))
             body.append(cells)
         descriptions = page.inputs.columns or {}
@@ -197,8 +199,6 @@ class Leaderboard(ReportView):
                 + "<h3>Columns</h3>\n" + table(["column", "what it measures", "n"], legend, "legend"))
 
     def markdown(self, page: ReportPage) -> str:
-        from babelrag.evaluators.report import markdown_table
-
         rows = [{**r, "model": r["model"] + "".join(f" ({f})" for f in page.flags(r["model"]))} for r in page.rows]
         return markdown_table(rows)
 
@@ -219,28 +219,31 @@ class Aggregates(ReportView):
             keys = list(dict.fromkeys(k for m in models for k in (metrics[m].get(metric) or {}).get("aggregate", {})))
             for key in keys:
                 body.append([html.escape(metric), html.escape(label(key))] + [
-                    _est(((metrics[m].get(metric) or {}).get("aggregate") or {}).get(key)) for m in models])
+                    estimate_cell(((metrics[m].get(metric) or {}).get("aggregate") or {}).get(key)) for m in models])
         if not body:
             return ""
         return "<h2>Every metric</h2>\n" + table(["metric", "aggregate", *map(html.escape, models)], body, "wide")
 
 
+def metric_views(page: ReportPage) -> list[tuple[Any, dict[str, Any]]]:
+    """(metric, its view) for every metric with a view, in registry order (a view's metric must be registered)."""
+    views = page.inputs.views or {}
+    order = [n for n in registry.names() if n in views] + sorted(set(views) - set(registry.names()))
+    return [(registry.get(n), views[n]) for n in order]
+
+
 @VIEWS.register
-class Breakdown(ReportView):
-    name = "breakdown"
+class MetricViews(ReportView):
+    """Each metric's own section (``Metric.view_html`` / ``view_markdown``): XRAG's accuracy per setting and
+    language, and whatever a plug-in metric shows."""
+
+    name = "metric_views"
 
     def html(self, page: ReportPage) -> str:
-        b = page.inputs.breakdown or {}
-        groups = sorted({g for v in b.values() for g in v})
-        if not groups:
-            return ""
-        body = [[html.escape(m)] + [_est(b[m][g].as_dict()) if g in b[m] else "–" for g in groups] for m in sorted(b)]
-        return "<h2>Accuracy per setting / language</h2>\n" + table(["model", *map(html.escape, groups)], body, "wide")
+        return "".join(metric.view_html(view, page) for metric, view in metric_views(page))
 
     def markdown(self, page: ReportPage) -> str:
-        from babelrag.evaluators.report import breakdown_table
-
-        return breakdown_table(page.inputs.breakdown or {})
+        return "".join(metric.view_markdown(view, page) for metric, view in metric_views(page))
 
 
 @VIEWS.register
@@ -265,33 +268,6 @@ class Counts(ReportView):
 
 
 @VIEWS.register
-class JudgeReliability(ReportView):
-    """The panel's agreement (Fleiss' kappa) and, with ``--judge-repeats``, each judge's self-consistency."""
-
-    name = "judge_reliability"
-
-    def html(self, page: ReportPage) -> str:
-        rel = page.extra.get("judge_reliability") or {}
-        panel = rel.get("panel") or {}
-        if not panel:
-            return ""
-        out = "<h2>Judge reliability</h2>\n"
-        if panel.get("fleiss_kappa") is not None:
-            out += (f"<p>Agreement across the panel ({html.escape(', '.join(panel['judges']))}): Fleiss' κ = "
-                    f"{_num(panel['fleiss_kappa'])} over {panel['items']} answers every judge voted on.</p>\n")
-        else:
-            out += f"<p>Agreement across the panel: {html.escape(str(panel.get('why') or 'no answer every judge voted on'))}.</p>\n"
-        repeats = (rel.get("self_consistency") or {}).get("judges") or {}
-        if repeats:
-            body = [[html.escape(j), str(r["repeats"]), _num(r["temperature"]), _num(r["self_consistency"]),
-                     str(r["items"]), str(r["failed_items"])] for j, r in repeats.items()]
-            out += ("<p class=\"meta\">Self-consistency: share of answers a judge gave the same verdict in every "
-                    f"repeat; {html.escape(rel['self_consistency']['note'])}.</p>\n"
-                    + table(["judge", "repeats", "temperature", "self-consistency", "answers", "failed"], body))
-        return out
-
-
-@VIEWS.register
 class Surrogate(ReportView):
     name = "surrogate"
 
@@ -304,7 +280,7 @@ class Surrogate(ReportView):
         warn = (f'<div class="notice">Kendall τ rests on {n} models (fewer than {MIN_SURROGATE_MODELS}): it says '
                 "little about how well the surrogate ranks models.</div>\n" if n < MIN_SURROGATE_MODELS else "")
         return (f"<h2>Surrogate judge (MIRAGE)</h2>\n{warn}<p>Kendall τ between the surrogate's predicted and the "
-                f"judge's ranking: {_num(tau if isinstance(tau, float) else None)} over {n} models.</p>\n")
+                f"judge's ranking: {number_cell(tau if isinstance(tau, float) else None)} over {n} models.</p>\n")
 
     def markdown(self, page: ReportPage) -> str:
         sur = page.extra.get("surrogate")
@@ -324,11 +300,6 @@ class Figures(ReportView):
 
 
 MAX_ANSWER_INSTANCES = 200  # the per-answer view lists this many instances; answers.jsonl has them all
-# per metric, the item values the per-answer view shows (a plug-in metric: every number of its item)
-VERDICT_KEYS = {"citations": ("precision", "recall", "f1"), "random_citations": (),
-                "garage": ("eligibility", "factuality", "raf", "attribution_f1"),
-                "ragas": ("faithfulness", "answer_relevance", "context_relevance"),
-                "mirage": ("fluency", "answer_overlap", "support", "rouge_l")}
 
 
 def _item_index(page: ReportPage) -> dict[tuple[str, str], dict[str, dict[str, Any]]]:
@@ -363,10 +334,10 @@ def _metric_verdicts(items: dict[str, dict[str, Any]]) -> str:
     for metric, item in sorted(items.items()):
         if metric == "xrag":
             continue
-        keys = VERDICT_KEYS.get(metric)
+        keys = registry.get(metric).answer_keys if metric in registry.names() else None
         if keys is None:
             keys = tuple(k for k, v in item.items() if isinstance(v, (int, float)) and not isinstance(v, bool))
-        shown = [f"{label(k)} {_num(float(item[k]))}" for k in keys
+        shown = [f"{label(k)} {number_cell(float(item[k]))}" for k in keys
                  if isinstance(item.get(k), (int, float)) and math.isfinite(float(item[k]))]
         if shown:
             parts.append(f"<b>{html.escape(metric)}</b>: " + ", ".join(html.escape(x) for x in shown))

@@ -21,6 +21,7 @@ from typing import Optional, Sequence
 
 from babelrag.errors import InputError
 from babelrag.hf_errors import hf_offline, http_status, is_network_failure
+from babelrag.release import layout
 
 _HUB_ID = re.compile(r"^(?:hf://datasets/)?(?P<repo>[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*)(?:@(?P<rev>[\w./-]+))?$")
 _FIX = ("connect to the network (and unset HF_HUB_OFFLINE), point HF_ENDPOINT at a reachable Hub mirror, "
@@ -53,8 +54,6 @@ def parse_hub_id(ref: str) -> Optional[tuple[str, str]]:
 
 
 def _patterns(configs: Sequence[str]) -> list[str]:
-    from babelrag.release import layout
-
     return layout.hub_patterns(configs)
 
 
@@ -102,8 +101,6 @@ def fetch_hub_release(
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else name
         raise InputError(f"cannot fetch {where} from {endpoint}: {first[:300]}; {_FIX}") from None
     path = Path(folder)
-    from babelrag.release import layout
-
     if not layout.has_data(path):
         wanted = f" for config(s) {list(configs)}" if configs else ""
         raise InputError(f"{where} at {endpoint} holds no data/<config>/<split>.parquet files{wanted}; "

@@ -17,6 +17,7 @@ answer too short or made only of names to read is not wrong-language (counted as
 """
 from __future__ import annotations
 
+import html
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Optional
@@ -24,9 +25,14 @@ from typing import Any, Literal, Optional
 import numpy as np
 
 from babelrag.errors import ConfigError, InputError
+from babelrag.evaluators.judge_reliability import panel_agreement, self_consistency
+from babelrag.evaluators.leaderboard import breakdown_table
 from babelrag.evaluators.metric import Column, Metric, MetricRun
 from babelrag.evaluators.registry import register
 from babelrag.evaluators.results import ScoreResult, make_result
+from babelrag.evaluators.report import plot_language_accuracy, plot_rank_heatmap, plot_wrong_language
+from babelrag.evaluators.report_views import ReportPage, estimate_cell, number_cell, table
+from babelrag.evaluators.xrag_judge import panel_votes
 from babelrag.langcheck import DEFAULT_LANGUAGES, read_language
 from babelrag.stats import Estimate, bootstrap_ci, cohen_kappa
 
@@ -198,6 +204,37 @@ def language_views(result: ScoreResult, rounds: int = 1000, seed: int = 0
     return accuracy, wrong
 
 
+def reliability_html(rel: Mapping[str, Any]) -> str:
+    """The panel's agreement (Fleiss' kappa) and, with ``--judge-repeats``, each judge's self-consistency."""
+    panel = rel.get("panel") or {}
+    if not panel:
+        return ""
+    out = "<h2>Judge reliability</h2>\n"
+    if panel.get("fleiss_kappa") is not None:
+        out += (f"<p>Agreement across the panel ({html.escape(', '.join(panel['judges']))}): Fleiss' κ = "
+                f"{number_cell(panel['fleiss_kappa'])} over {panel['items']} answers every judge voted on.</p>\n")
+    else:
+        out += f"<p>Agreement across the panel: {html.escape(str(panel.get('why') or 'no answer every judge voted on'))}.</p>\n"
+    repeats = (rel.get("self_consistency") or {}).get("judges") or {}
+    if repeats:
+        body = [[html.escape(j), str(r["repeats"]), number_cell(r["temperature"]), number_cell(r["self_consistency"]),
+                 str(r["items"]), str(r["failed_items"])] for j, r in repeats.items()]
+        out += ("<p class=\"meta\">Self-consistency: share of answers a judge gave the same verdict in every "
+                f"repeat; {html.escape(rel['self_consistency']['note'])}.</p>\n"
+                + table(["judge", "repeats", "temperature", "self-consistency", "answers", "failed"], body))
+    return out
+
+
+def breakdown_html(b: Mapping[str, Mapping[str, Estimate]]) -> str:
+    """Accuracy per ``setting/language`` group, one row per model."""
+    groups = sorted({g for v in b.values() for g in v})
+    if not groups:
+        return ""
+    body = [[html.escape(m)] + [estimate_cell(b[m][g].as_dict()) if g in b[m] else "–" for g in groups]
+            for m in sorted(b)]
+    return "<h2>Accuracy per setting / language</h2>\n" + table(["model", *map(html.escape, groups)], body, "wide")
+
+
 @register
 class XragMetric(Metric):
     """XRAG: a judge panel compares each answer with the gold answer (majority vote); an answer in the
@@ -212,8 +249,6 @@ class XragMetric(Metric):
 
     def score(self, run: MetricRun, model: str, answers: Sequence[Any]) -> ScoreResult:
         """The panel judges the answers; an unanswered instance is incorrect without asking it."""
-        from babelrag.evaluators.judges import panel_votes
-
         answered = [a for a in answers if a.ok]
         mark = len(run.runner.failed)
         votes = dict(zip((a.id for a in answered), panel_votes(run.runner, run.judges, [
@@ -235,8 +270,6 @@ class XragMetric(Metric):
                 evaluation: Any) -> None:
         """The panel's reliability over every model's answers (``judge_reliability``): Fleiss' kappa of the
         judges' votes, and with ``--judge-repeats`` each judge's self-consistency."""
-        from babelrag.evaluators.judge_reliability import panel_agreement, self_consistency
-
         votes = [row["judge_votes"] for res in results.values() for row in res.items if "judge_votes" in row]
         report: dict[str, Any] = {"panel": panel_agreement(votes, list(run.judges))}
         if run.settings.judge_repeats > 1:
@@ -246,7 +279,7 @@ class XragMetric(Metric):
                 [{"question": run.instances[a.instance_id].question, "gold": run.instances[a.instance_id].answer,
                   "answer": a.answer} for a in answered], [a.id for a in answered],
                 run.settings.judge_repeats, run.settings.repeat_temperature)
-        evaluation.extra["judge_reliability"] = report
+        evaluation.view(self.name)["judge_reliability"] = report
         self._judges_vs_human(run, results, evaluation)
 
     @staticmethod
@@ -275,7 +308,30 @@ class XragMetric(Metric):
         """Answer counts (no verdict, wrong language), accuracy and wrong-language rate per answer language,
         and accuracy per ``setting/language`` group for the report's breakdown table."""
         evaluation.counts.setdefault(model, {}).update(result.counts)
-        evaluation.accuracy_by_language[model], evaluation.wrong_language[model] = language_views(
-            result, rounds=run.settings.rounds, seed=run.settings.seed)
-        evaluation.breakdown[model] = {k[len("accuracy["):-1]: e for k, e in result.aggregate.items()
-                                       if k.startswith("accuracy[")}
+        view = evaluation.view(self.name)
+        view.setdefault("accuracy_by_language", {})[model], view.setdefault("wrong_language", {})[model] = \
+            language_views(result, rounds=run.settings.rounds, seed=run.settings.seed)
+        view.setdefault("breakdown", {})[model] = {k[len("accuracy["):-1]: e for k, e in result.aggregate.items()
+                                                   if k.startswith("accuracy[")}
+
+    def view_results(self, view: Mapping[str, Any]) -> dict[str, Any]:
+        return {"breakdown": {m: {g: e.as_dict() for g, e in v.items()} for m, v in (view.get("breakdown") or {}).items()},
+                **({"judge_reliability": view["judge_reliability"]} if "judge_reliability" in view else {})}
+
+    def view_plots(self, view: Mapping[str, Any]) -> dict[str, bytes]:
+        images: dict[str, bytes] = {}
+        acc = view.get("accuracy_by_language")
+        if acc:
+            images["Accuracy per language"] = plot_language_accuracy(acc)
+            images["Rank per language"] = plot_rank_heatmap({m: {lang: e.value for lang, e in v.items()}
+                                                             for m, v in acc.items()})
+        if view.get("wrong_language"):
+            images["Wrong-language answers"] = plot_wrong_language(view["wrong_language"])
+        return images
+
+    def view_html(self, view: Mapping[str, Any], page: ReportPage) -> str:
+        """Accuracy per ``setting/language`` group (one row per model), then the panel's reliability."""
+        return breakdown_html(view.get("breakdown") or {}) + reliability_html(view.get("judge_reliability") or {})
+
+    def view_markdown(self, view: Mapping[str, Any], page: ReportPage) -> str:
+        return breakdown_table(view.get("breakdown") or {})

@@ -30,7 +30,9 @@ from babelrag.release.protocol import OURS, Protocol
 _TABLE = {
     "beir": "babelrag.release.export:BeirExport",
     "xrag": "babelrag.release.export:XragExport",
-    "lm-eval": "babelrag.release.lm_eval_task:LmEvalExport",
+    # owned by evaluators (it ships their answer prompt): declared here by name only, so release imports
+    # nothing from evaluators (the folders depend one way: evaluators -> release)
+    "lm-eval": "babelrag.evaluators.lm_eval_task:LmEvalExport",
 }
 FORMATS: LazyRegistry["ExportFormat"] = LazyRegistry("export format", _TABLE,
                                                      " (garage: folders converted from GaRAGe only)")

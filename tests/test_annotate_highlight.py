@@ -15,7 +15,7 @@ from babelrag.annotate import projects, samples
 from babelrag.annotate.settings import AnnotateSettings, HighlightSettings
 from babelrag.annotate.sources import EncoderHighlighter, LexicalHighlighter, make_highlighter, supporting_sentence
 from babelrag.construct.ingest.extract import article_from_html
-from babelrag.evaluators.sentences import split_sentences
+from babelrag.sentences import split_sentences
 from babelrag.records import Article, SimpleQA
 
 PAGES = Path(__file__).parent / "fixtures" / "realpages" / "pages"

@@ -4,18 +4,13 @@ import re
 import pytest
 
 from babelrag.evaluators.bradley_terry import bradley_terry
-from babelrag.evaluators.garage import score_garage
-from babelrag.evaluators.judges import (
-    garage_judgements,
-    pairwise_battles,
-    panel_votes,
-    prompt,
-    ragas_compare,
-    ragas_decomposition,
-    scores_1_to_5,
-)
-from babelrag.evaluators.mirage import all_matchups
-from babelrag.evaluators.ragas import PairPreference, forced_choice_agreement, score_context_relevance, score_faithfulness
+from babelrag.evaluators.contrastive import ragas_compare
+from babelrag.evaluators.garage import garage_judgements, score_garage
+from babelrag.evaluators.judges import prompt, scores_1_to_5
+from babelrag.evaluators.mirage import all_matchups, pairwise_battles
+from babelrag.evaluators.ragas import (PairPreference, forced_choice_agreement, ragas_decomposition,
+                                       score_context_relevance, score_faithfulness)
+from babelrag.evaluators.xrag_judge import panel_votes
 from babelrag.evaluators.xrag import XragItem, score_panel
 from babelrag.llm.client import LLMRunner
 from babelrag.llm.settings import EndpointConfig, LLMSettings

@@ -158,3 +158,37 @@ def _html_opens_offline(report: Path, tmp_path: Path, expected_images: int) -> N
     assert len(probe_data["imgs"]) == expected_images
     assert all(ok and w > 100 and h > 100 for ok, w, h in probe_data["imgs"]), probe_data
     assert probe_data["fetched"] == []  # nothing was requested from anywhere
+
+
+def test_a_metric_with_its_own_view_plugs_in_by_one_module(tmp_path, release_folder):
+    """A toy metric defined and registered in one module (tests/helpers/tiny_metric.py) runs in ``evaluate
+    run`` on a release: its scores land in results.json and the leaderboard, its view in results.json
+    (``views``), report.html and leaderboard.md."""
+    from typer.testing import CliRunner
+
+    import tests.helpers.tiny_metric  # noqa: F401  (registers answer_words)
+    from babelrag.cli import app
+    from babelrag.evaluators import registry
+
+    instances = load_instances(release_folder)
+    try:
+        with ScriptedServer(release_brain(instances)) as srv:
+            res = CliRunner().invoke(app, ["evaluate", "run", str(release_folder), "-c",
+                                           str(eval_config(tmp_path, srv.base_url, metrics=("answer_words",))),
+                                           "--out", str(tmp_path / "eval"), "--rounds", "20"])
+            assert res.exit_code == 0, res.output
+    finally:
+        registry.METRICS.forget("answer_words")
+    out = tmp_path / "eval"
+    data = json.loads((out / "results.json").read_text())
+    answers = read_answers(out / "answers.jsonl")
+    for model in ("good", "weak"):
+        words = [len(a.answer.split()) for a in answers if a.model == model]
+        row = next(r for r in data["leaderboard"] if r["model"] == model)
+        assert row["answer_words"] == pytest.approx(sum(words) / len(words))
+        assert data["metrics"][model]["answer_words"]["aggregate"]["words"]["value"] == row["answer_words"]
+        assert data["views"]["answer_words"]["longest"][model]["words"] == max(words)
+    page = (out / "report.html").read_text()
+    assert '<h2 id="answer-words">Longest answers</h2>' in page
+    assert page.index("<h2>Leaderboard</h2>") < page.index('id="answer-words"')
+    assert f"- weak: {len(UNSURE.split())} words" in (out / "leaderboard.md").read_text()

@@ -35,10 +35,8 @@ STAGE_DIRECTIONS = {
     ("release", "annotate"),  # a release card carries the annotation summary
     ("evaluators", "release"),  # evaluators read released datasets and their protocol
 }
-# folder-level cycles still being taken apart (by the evaluators/release work of issue 36)
-KNOWN_FOLDER_CYCLES = {
-    frozenset({"release", "evaluators"}),  # release/lm_eval_task.py reads evaluators' answer prompt
-}
+# folder-level cycles still being taken apart (none left: shrink-only)
+KNOWN_FOLDER_CYCLES: set[frozenset[str]] = set()
 
 # Each entry: the modules of one import cycle (a strongly connected component of the graph), exactly.
 # Owned by the construct/evaluators work of issue 36; remove an entry when its cycle is gone.
@@ -47,16 +45,14 @@ KNOWN_CYCLES = {
                "babelrag.construct.samelang"}),
     frozenset({"babelrag.construct.encoders", "babelrag.construct.encoders.mapped",
                "babelrag.construct.encoders.multi"}),
-    frozenset({"babelrag.evaluators.answers", "babelrag.evaluators.garage", "babelrag.evaluators.judges",
-               "babelrag.evaluators.mirage"}),
-    frozenset({"babelrag.evaluators.report", "babelrag.evaluators.report_views"}),
 }
 
 # where project modules import each other at module level only (files or folders, repo-relative)
-MODULE_LEVEL_ONLY = ("annotate", "release", "construct/ingest", "babelrag/records.py", "babelrag/testing")
-COMMAND_MODULES = {"annotate/cli.py", "release/cli.py"}
-# still lazy, with the folder-level cycle it belongs to (KNOWN_FOLDER_CYCLES); goes with it
-KNOWN_LAZY = {"release/lm_eval_task.py"}
+MODULE_LEVEL_ONLY = ("annotate", "release", "evaluators", "construct/ingest", "babelrag/records.py",
+                     "babelrag/testing")
+COMMAND_MODULES = {"annotate/cli.py", "release/cli.py", "evaluators/cli.py"}
+# still lazy (shrink-only)
+KNOWN_LAZY: set[str] = set()
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,9 @@
-"""A tiny metric written the way docs/architecture.md says to add one: a registered Metric subclass."""
+"""A tiny metric written the way docs/architecture.md says to add one: a registered Metric subclass in one
+module, with its own report view (``views`` writes it, ``view_html`` / ``view_markdown`` render it)."""
 from __future__ import annotations
 
-from collections.abc import Sequence
+import html
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from babelrag.evaluators.metric import Column, Metric, MetricRun
@@ -20,3 +22,18 @@ class AnswerWords(Metric):
     def score(self, run: MetricRun, model: str, answers: Sequence[Any]) -> ScoreResult:
         rows = [{"query_id": a.id, "words": float(len(a.answer.split()))} for a in answers]
         return make_result(self.name, rows, ("words",), rounds=run.settings.rounds, seed=run.settings.seed)
+
+    def views(self, run: MetricRun, model: str, result: ScoreResult, evaluation: Any) -> None:
+        """Its view: each model's longest answer."""
+        longest = max(result.items, key=lambda r: r["words"])
+        evaluation.view(self.name).setdefault("longest", {})[model] = {"answer_id": longest["query_id"],
+                                                                        "words": longest["words"]}
+
+    def view_html(self, view: Mapping[str, Any], page: Any) -> str:
+        rows = "".join(f"<li>{html.escape(m)}: {int(v['words'])} words ({html.escape(v['answer_id'])})</li>"
+                       for m, v in sorted(view["longest"].items()))
+        return f'<h2 id="answer-words">Longest answers</h2>\n<ul>{rows}</ul>\n'
+
+    def view_markdown(self, view: Mapping[str, Any], page: Any) -> str:
+        return "\n## Longest answers\n\n" + "".join(f"- {m}: {int(v['words'])} words\n"
+                                                     for m, v in sorted(view["longest"].items()))

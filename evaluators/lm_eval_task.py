@@ -10,6 +10,9 @@ Hub id after ``release push``) and one ``utils.py`` with the prompt and the metr
 scores a model behind any OpenAI-compatible chat endpoint with babelrag's citation prompt (the same text,
 document order and labels ``evaluate run`` uses) and stand-alone metrics (token F1, citation precision and
 recall). Judge-based metrics (XRAG's panel, GaRAGe, MIRAGE) stay in ``evaluate run``.
+
+It lives in evaluators because it renders evaluators' answer prompt (``answers.answer_prompt``); the release
+folder declares the format by name in ``release/export_formats.py`` and imports nothing from here.
 """
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Optional
 
+from babelrag.evaluators.answers import answer_prompt
 from babelrag.records import Instance
 from babelrag.release.export_formats import FORMATS, ExportFormat, ReleaseRef
 
@@ -66,10 +70,7 @@ class LmEvalExport(ExportFormat):
         return {f"{config}.yaml": text}
 
     def shared_files(self, configs: Sequence[str], release: ReleaseRef) -> dict[str, str]:
-        from babelrag.evaluators.answers import _KEYED_PROMPT, _PROMPT_FILE
-        from babelrag.evaluators.judges import prompt
-
-        p = prompt(_PROMPT_FILE["citations"] if release.protocol.numbered else _KEYED_PROMPT)
+        p = answer_prompt("citations", release.protocol)
         system = p.system or ""
         if not release.protocol.numbered:
             label = release.protocol.label
