@@ -6,7 +6,11 @@ For one criterion (faithfulness, answer_relevance, context_relevance) every vari
 - ``comparative``: the judge picks the better side (``ragas_compare``, sides shown in seeded order);
 - ``decomposition``: Ragas' statement / generated-question / essential-sentence arithmetic.
 Agreement with humans uses ``ragas.forced_choice_agreement``. Pairs where a variant's judge failed
-are left out of that variant and counted as ``judge_failed`` (never turned into ties).
+are left out of that variant and counted as ``judge_failed`` (never turned into ties). The judge calls go
+through ``evaluate run``'s ``JudgeRunner``: a pair with a judge call that got *no answer* (timeout, 5xx, ...;
+``judge_calls``) is left out and counted, also as ``judge_no_answer``, even where the variant's arithmetic would
+have made a score of the empty reply (decomposition's context relevance: no essential sentence = 0); a re-run
+retries exactly those calls, the answered ones come from the LLM cache.
 """
 from __future__ import annotations
 
@@ -27,6 +31,7 @@ from babelrag.evaluators.ragas import (
     ragas_decomposition,
 )
 from babelrag.evaluators.judges import Choice, prompt, reply_values, scores_1_to_5
+from babelrag.evaluators.metric import JudgeRunner
 from babelrag.evaluators.results import ScoreResult
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -132,32 +137,40 @@ def compare_variants(
         if p.get("human") not in ("a", "b"):
             raise InputError(f"pair {p.get('pair_id')!r}: human choice must be 'a' or 'b', got {p.get('human')!r}")
     sides = _sides(pairs)
+    runner = runner if isinstance(runner, JudgeRunner) else JudgeRunner(runner)
     out: dict[str, ScoreResult] = {}
     for variant in variants:
-        built: list[PairPreference] = []
-        failed = 0
+        since = len(runner.failed)
+        choices: list[Any] = []
+        raw: list[float] = []
         if variant == "comparative":
-            for p, c in zip(pairs, ragas_compare(runner, endpoint, criterion, pairs, seed=seed)):
-                if c is None:
-                    failed += 1
-                else:
-                    built.append(PairPreference(str(p["pair_id"]), p["human"], choice=c))
+            choices = ragas_compare(runner, endpoint, criterion, pairs, seed=seed)
+        elif variant == "direct":
+            items: list[dict[str, Any]] = [{**s, "criterion": criterion.replace("_", " ")} for s in sides]
+            raw = scores_1_to_5(runner, endpoint, "ragas_direct",
+                                [{k: it[k] for k in ("criterion", "question", "context", "answer")} for it in items],
+                                [s["query_id"] for s in sides])
         else:
-            if variant == "direct":
-                items: list[dict[str, Any]] = [{**s, "criterion": criterion.replace("_", " ")} for s in sides]
-                raw = scores_1_to_5(runner, endpoint, "ragas_direct",
-                                    [{k: it[k] for k in ("criterion", "question", "context", "answer")} for it in items],
-                                    [s["query_id"] for s in sides])
+            raw = _decomposition_scores(runner, endpoint, criterion, sides, encoder)
+        no_answer = set(runner.failed_items(since))  # item ids: "<pair>" (comparative) or "<pair>:<side>"
+        built: list[PairPreference] = []
+        failed = unanswered = 0
+        for k, p in enumerate(pairs):
+            pid = str(p["pair_id"])
+            pref: PairPreference | None = None
+            if {pid, f"{pid}:a", f"{pid}:b"} & no_answer:  # no verdict from it, whatever the arithmetic makes of it
+                unanswered += 1
+            elif variant == "comparative":
+                pref = None if choices[k] is None else PairPreference(pid, p["human"], choice=choices[k])
+            elif not (math.isnan(raw[2 * k]) or math.isnan(raw[2 * k + 1])):
+                pref = PairPreference(pid, p["human"], score_a=raw[2 * k], score_b=raw[2 * k + 1])
+            if pref is None:
+                failed += 1
             else:
-                raw = _decomposition_scores(runner, endpoint, criterion, sides, encoder)
-            for k, p in enumerate(pairs):
-                a, b = raw[2 * k], raw[2 * k + 1]
-                if math.isnan(a) or math.isnan(b):
-                    failed += 1
-                else:
-                    built.append(PairPreference(str(p["pair_id"]), p["human"], score_a=a, score_b=b))
+                built.append(pref)
         res = forced_choice_agreement(built, rounds=rounds, seed=seed)
         res.metric = f"ragas.{criterion}.{variant}"
         res.counts["judge_failed"] = failed
+        res.counts["judge_no_answer"] = unanswered
         out[variant] = res
     return out

@@ -15,8 +15,7 @@ from babelrag.evaluators.citations import strip_citations
 from babelrag.evaluators.crossencoder import CrossEncoderSpec, NLIJudge, Reranker, nli_support, reranker_scores
 from babelrag.evaluators.execution import run_evaluation
 from babelrag.evaluators.settings import EvalSettings
-from babelrag.testing.scripted_server import ScriptedServer
-from tests.test_eval_runner import _instances, _runner, brain
+from tests.test_eval_runner import _instances, _runner
 
 NLI_LABELS = {0: "entailment", 1: "neutral", 2: "contradiction"}
 
@@ -146,14 +145,8 @@ def test_nli_support_share_matches_argmax_of_the_model(nli_dir):
                               {"response": "One.", "passages": {"1": "B"}}]) == [1.0, 0.0]
 
 
-@pytest.fixture()
-def server():
-    with ScriptedServer(brain) as srv:
-        yield srv
-
-
-def test_runner_adds_reranker_and_nli_features(server, tmp_path, reranker_dir, nli_dir):
-    runner = _runner(server, tmp_path)
+def test_runner_adds_reranker_and_nli_features(eval_server, tmp_path, reranker_dir, nli_dir):
+    runner = _runner(eval_server, tmp_path)
     paths = run_evaluation(runner, _instances(), ["weak", "good", "terse"], ["judge-1"], tmp_path / "eval",
                            EvalSettings(rounds=50, seed=3, metrics=("xrag", "mirage"), reranker=str(reranker_dir),
                                         nli=CrossEncoderSpec(str(nli_dir))))
@@ -189,16 +182,16 @@ def test_runner_adds_reranker_and_nli_features(server, tmp_path, reranker_dir, n
             [(x["reranker_score"], x["support_nli"]) for x in second]
 
 
-def test_runner_refuses_support_models_without_mirage_and_bad_folders_before_any_call(server, tmp_path,
+def test_runner_refuses_support_models_without_mirage_and_bad_folders_before_any_call(eval_server, tmp_path,
                                                                                        reranker_dir):
-    runner = _runner(server, tmp_path)
+    runner = _runner(eval_server, tmp_path)
     with pytest.raises(ConfigError, match="reranker given but 'mirage' is not in the metrics"):
         run_evaluation(runner, _instances(), ["good"], ["judge-1"], tmp_path / "e1",
                        EvalSettings(metrics=("xrag",), reranker=str(reranker_dir)))
     with pytest.raises(ConfigError, match="is not a local model folder"):
         run_evaluation(runner, _instances(), ["good"], ["judge-1"], tmp_path / "e2",
                        EvalSettings(metrics=("xrag", "mirage"), reranker=str(tmp_path / "missing-model")))
-    assert server.count("chat") == 0 and not (tmp_path / "e1").exists() and not (tmp_path / "e2").exists()
+    assert eval_server.count("chat") == 0 and not (tmp_path / "e1").exists() and not (tmp_path / "e2").exists()
 
 
 def test_cli_reranker_option_missing_folder_is_one_line(tmp_path):

@@ -52,6 +52,8 @@ def brain(body):
         return {"questions": ["What is the capital?", "Which city is the capital?"], "noncommittal": "know" in user}
     if "copied from the context" in user:
         ctx = _field(user, "Context")
+        if "Outage" in ctx:
+            return Fault("500")  # the judge call gets no answer (retried, then given up)
         return {"sentences": [s for s in re.split(r"(?<=\.) ", ctx) if "capital" in s]}
     if "Candidate A:" in user:
         return {"choice": "A" if "good" in _field(user, "Candidate A") else "B"}
@@ -171,3 +173,20 @@ def test_contrastive_variants_against_human_choices(runner):
     # comparative: the scripted judge prefers the side saying "good", whichever position it is shown in
     assert res["comparative"].aggregate["agreement"].value == 1.0 and res["comparative"].counts["judge_failed"] == 0
     assert res["decomposition"].metric == "ragas.faithfulness.decomposition"
+
+
+def test_contrastive_pairs_whose_judge_got_no_answer_are_left_out(runner):
+    """A context-extraction call answered by a 5xx (the scripted server's fault) is a failed judge call, as in
+    `evaluate run` (``judge_calls``): its pair has no verdict, even though decomposition's arithmetic would
+    score an empty extraction as "no essential sentence" (0, the poor side) and agree with the humans."""
+    from babelrag.evaluators.contrastive import compare_variants
+
+    good, poor = "Berlin is the capital. It is big.", "Lisbon is far. It is old."
+    pairs = [{"pair_id": f"p{k}", "question": "What is the capital?", "human": "a", "context_a": good,
+              "answer_a": "", "context_b": poor, "answer_b": ""} for k in range(3)]
+    pairs.append({**pairs[0], "pair_id": "down", "context_b": "Outage ahead. It is old."})
+    res = compare_variants(runner, "judge-1", "context_relevance", pairs, variants=("decomposition",), rounds=10)
+    dec = res["decomposition"]
+    assert [it["query_id"] for it in dec.items] == ["p0", "p1", "p2"], dec.items
+    assert dec.counts["judge_no_answer"] == 1 and dec.counts["judge_failed"] == 1
+    assert dec.aggregate["agreement"].value == 1.0

@@ -68,12 +68,6 @@ def _cli(*args):
                           env={**os.environ, "HF_HUB_OFFLINE": "1"})
 
 
-@pytest.fixture()
-def server():
-    with ScriptedServer(brain) as srv:
-        yield srv
-
-
 def _split_release(tmp_path):
     insts = _instances()
     test = [i for i in insts if i.id.startswith(("i0", "i1"))]
@@ -83,9 +77,9 @@ def _split_release(tmp_path):
     return release, test, dev
 
 
-def test_split_is_chosen_recorded_and_never_mixed(server, tmp_path):
+def test_split_is_chosen_recorded_and_never_mixed(eval_server, tmp_path):
     release, test, dev = _split_release(tmp_path)
-    cfg = _config(tmp_path, server)
+    cfg = _config(tmp_path, eval_server)
     res = _cli("evaluate", "run", release, "-c", cfg, "--out", tmp_path / "t", "--rounds", "20")
     assert res.returncode == 0, res.stderr
     data = strict_load(tmp_path / "t" / "results.json")
@@ -104,7 +98,7 @@ def test_split_is_chosen_recorded_and_never_mixed(server, tmp_path):
     assert "Traceback" not in res.stderr and not (tmp_path / "x").exists()
 
 
-def test_without_test_split_the_only_split_or_a_named_error(server, tmp_path):
+def test_without_test_split_the_only_split_or_a_named_error(eval_server, tmp_path):
     from babelrag.errors import InputError
     from babelrag.evaluators.release_reader import choose_split
 

@@ -83,12 +83,6 @@ def _other_judges(user):
     return "unexpected prompt"
 
 
-@pytest.fixture()
-def server():
-    with ScriptedServer(brain) as srv:
-        yield srv
-
-
 def _runner(srv, tmp_path):
     ep = dict(base_url=srv.base_url, timeout_s=2, max_retries=1, retry_backoff_s=0.01)
     settings = LLMSettings(endpoints={
@@ -107,9 +101,9 @@ def test_document_order_is_seeded_per_instance():
     assert len({tuple(d.article_id for d in document_order(inst, s)) for s in range(10)}) > 1
 
 
-def test_two_models_end_to_end(server, tmp_path):
+def test_two_models_end_to_end(eval_server, tmp_path):
     instances = _instances()
-    runner = _runner(server, tmp_path)
+    runner = _runner(eval_server, tmp_path)
     paths = run_evaluation(runner, instances, ["weak", "good"], ["judge-1", "judge-2"], tmp_path / "eval",
                            EvalSettings(dataset="demo", dataset_revision="rev1", rounds=100, seed=3))
     data = json.loads(paths["json"].read_text())
@@ -132,13 +126,13 @@ def test_two_models_end_to_end(server, tmp_path):
     assert json.loads(good.sampling_json)["temperature"] == 0.0
     assert paths["html"].read_text().count("data:image/png;base64,") == 3  # no BT plot without mirage
     # a re-run resumes from the LLM cache: no new requests
-    before = server.count("chat")
+    before = eval_server.count("chat")
     run_evaluation(runner, instances, ["weak", "good"], ["judge-1", "judge-2"], tmp_path / "eval2", EvalSettings(rounds=50, seed=3))
-    assert server.count("chat") == before
+    assert eval_server.count("chat") == before
 
 
-def test_mirage_battles_bt_and_surrogate(server, tmp_path):
-    runner = _runner(server, tmp_path)
+def test_mirage_battles_bt_and_surrogate(eval_server, tmp_path):
+    runner = _runner(eval_server, tmp_path)
     paths = run_evaluation(runner, _instances(), ["weak", "good", "terse"], ["judge-1"], tmp_path / "eval",
                            EvalSettings(rounds=100, seed=3, metrics=("xrag", "citations", "mirage")))
     data = json.loads(paths["json"].read_text())
@@ -163,8 +157,8 @@ def test_mirage_battles_bt_and_surrogate(server, tmp_path):
         run_evaluation(runner, _instances(), ["good"], ["judge-1"], tmp_path / "x", EvalSettings(metrics=("xrag", "bleu")))
 
 
-def test_garage_and_ragas_through_the_runner(server, tmp_path):
-    runner = _runner(server, tmp_path)
+def test_garage_and_ragas_through_the_runner(eval_server, tmp_path):
+    runner = _runner(eval_server, tmp_path)
     paths = run_evaluation(runner, _instances(), ["weak", "good"], ["judge-1"], tmp_path / "eval",
                            EvalSettings(rounds=50, seed=3, metrics=("xrag", "garage", "ragas")))
     data = json.loads(paths["json"].read_text())
@@ -206,7 +200,7 @@ def _write_release(folder, instances):
     (folder / "release.json").write_text(json.dumps({"name": "demo-bench", "version": "0.2.0", "data_hash": "f" * 64}))
 
 
-def test_cli_evaluate_run_on_release_folder(server, tmp_path):
+def test_cli_evaluate_run_on_release_folder(eval_server, tmp_path):
     import yaml
     from typer.testing import CliRunner
 
@@ -214,7 +208,7 @@ def test_cli_evaluate_run_on_release_folder(server, tmp_path):
 
     release = tmp_path / "release"
     _write_release(release, _instances())
-    ep = {"base_url": server.base_url, "timeout_s": 2, "max_retries": 1}
+    ep = {"base_url": eval_server.base_url, "timeout_s": 2, "max_retries": 1}
     cfg = {
         "project": {"name": "t", "build_dir": str(tmp_path / "build"), "seed": 5},
         "llm": {"endpoints": {"good": {**ep, "model": "served-good"}, "weak": {**ep, "model": "served-weak"},

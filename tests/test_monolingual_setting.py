@@ -11,15 +11,18 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from pathlib import Path
 
 import pytest
 import yaml
 
-from babelrag.config import config_from_dict
+from babelrag.config import config_from_dict, load_config
+from babelrag.construct.plan import make_plan
 from babelrag.errors import ConfigError
 from babelrag.testing.scripted_server import ScriptedServer
 from tests.test_demo_e2e import ANSWERS, TEMPLATES, DemoBrain
+from tests.test_plan import within
 
 pytestmark = pytest.mark.slow  # the whole pipeline, release and evaluation (about 80 s on 2 cores)
 
@@ -106,12 +109,49 @@ def monolingual_build(tmp_path_factory):
     brain = GermanBrain()
     with ScriptedServer(brain) as srv:
         cfg = build_config(tmp, srv.base_url)
+        planned = load_config(cfg)  # planned in a build of its own: the run below builds (and reports) pairs itself
+        planned.project.build_dir = str(tmp / "planned")
+        plan = make_plan(planned)  # builds ingest, index and pairs; no LLM call
+        assert srv.count("chat") == 0
         run = CliRunner().invoke(app, ["run", "-c", str(cfg)])
         assert not brain.unknown, "the scripted brain met prompts it does not know:\n" + "\n".join(brain.unknown)
         assert run.exit_code == 0, f"{run.output}\n{run.exception!r}"
         rel = CliRunner().invoke(app, ["release", "build", "-c", str(cfg)])
         assert rel.exit_code == 0, f"{rel.output}\n{rel.exception!r}"
-    return tmp, brain, run
+    return tmp, brain, run, plan
+
+
+def test_plan_of_the_monolingual_build_estimates_its_calls(monolingual_build):
+    """`babelrag plan` made before the run: calls per stage within docs/plan.md's 25 % of run_report.json's (the
+    German chain steps, the untranslated de–de questions, their German-only distractors and instances)."""
+    tmp, brain, _, plan = monolingual_build
+    report = json.loads((tmp / "build" / "run_report.json").read_text())
+    made = {s["stage"]: s["llm_usage"].get("calls", 0) for s in report["stages"]}
+    planned = plan.to_dict()
+    estimated = {s["stage"]: s["calls"] for s in planned["stages"]}
+    assert made["questions"] and made["filters"]
+    for stage, calls in estimated.items():
+        assert within(calls, made.get(stage, 0)), (stage, estimated, made)
+    assert within(planned["total"]["calls"], sum(made.values())), (planned["total"], made)
+    # per prompt (a German chain step counted with its English one), the default assumptions make each a ceiling
+    asked = Counter()
+    for route, n in brain.calls.items():
+        asked[route.removesuffix("_de")] += n
+    before = calls_per_prompt(plan)
+    assert all(n <= before[route] for route, n in asked.items()), (asked, before)
+    # planned again from the finished build, the question chain is counted exactly as the run made it: from the
+    # real relevance verdicts, German summaries beside English ones of an article, no monolingual translation
+    after = calls_per_prompt(make_plan(load_config(tmp / "babelrag.yaml")))
+    chain = ("summary", "simple_qa", "crossdoc", "answer", "translate_qa")
+    assert {r: after[r] for r in chain} == {r: asked[r] for r in chain}, (asked, after)
+
+
+def calls_per_prompt(plan) -> Counter:
+    """Planned calls by the demo brain's route names (``questions.summary@3`` -> ``summary``)."""
+    out = Counter()
+    for step in (st for s in plan.stages for st in s.steps):
+        out[step.prompt.split("@")[0].split(".")[-1].removeprefix("pair_")] += step.calls
+    return out
 
 
 def test_monolingual_pairs_questions_and_instances_are_german(monolingual_build):
@@ -119,7 +159,7 @@ def test_monolingual_pairs_questions_and_instances_are_german(monolingual_build)
     from babelrag.records import Article, ArticlePair, DistractorSet, Instance, QAItem
     from babelrag.store import BuildStore
 
-    tmp, brain, run = monolingual_build
+    tmp, brain, run, _ = monolingual_build
     store = BuildStore(tmp / "build")
     langs = {a.id: a.language for a in store.read("ingest", Article)}
     pairs = store.read("pairs", ArticlePair)
@@ -169,7 +209,7 @@ def test_monolingual_release_loads_validates_and_is_scored(monolingual_build, tm
     from babelrag.evaluators.release_reader import load_instances
     from tests.test_eval_release_e2e import assert_good_beats_weak, eval_config, release_brain
 
-    tmp, _, _ = monolingual_build
+    tmp, _, _, _ = monolingual_build
     release = tmp / "release" / "mono-bench-0.1.0"
     meta = json.loads((release / "release.json").read_text())
     assert "monolingual-de" in meta["configs"]
