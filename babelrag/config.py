@@ -14,6 +14,7 @@ from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
                       model_validator)
 
 from babelrag.errors import ConfigError
+from babelrag.hashing import stable_hash
 from babelrag.languages import normalise_languages, normalise_tag
 from babelrag.llm.settings import LLMSettings, looks_like_secret
 from babelrag.run_only import output_values, run_only
@@ -105,8 +106,6 @@ class Config(Section):
     def section_hash(self, *names: str) -> str:
         """Hash of the output-relevant values of these sections (``babelrag.run_only``): run-only fields
         are left out, LLM endpoints are identified as the response cache identifies them."""
-        from babelrag.hashing import stable_hash
-
         def value(name: str) -> Any:  # a section, or part of one ("dense.encoder")
             node: Any = self
             for part in name.split("."):
@@ -119,8 +118,6 @@ class Config(Section):
 def config_model() -> type[Config]:
     """``Config`` with every declared section (stages' owned sections, then other packages'), built once per
     set of declarations."""
-    from babelrag.stage import declared_sections
-
     return _config_model(declared_sections())
 
 

@@ -16,7 +16,11 @@ from typing import Any
 
 from babelrag.config import Config, config_from_dict, deep_merge
 from babelrag.errors import BabelragError, StageError
+from babelrag.evaluators.execution import evaluate_release
 from babelrag.llm.local import with_embedded_model
+from babelrag.pipeline import run_pipeline
+from babelrag.release.build import build_release
+from babelrag.release.versioning import VersionTaken, next_patch
 from babelrag.run_profiles import EMBEDDED_MODEL_DEFAULTS, run_overrides
 
 
@@ -91,8 +95,6 @@ def _has_env_key() -> bool:
 
 def run_demo(build_dir: Path, endpoint: str | None, model: str | None, max_pairs: int, console: Any,
              corpus: str = "wikinews") -> None:
-    from babelrag.pipeline import run_pipeline
-
     build_dir = build_dir.resolve()
     build_dir.mkdir(parents=True, exist_ok=True)
     config = demo_config(build_dir, endpoint, model, max_pairs, corpus)
@@ -115,12 +117,6 @@ def run_demo(build_dir: Path, endpoint: str | None, model: str | None, max_pairs
 
 def _release(config: Config, console: Any) -> Path:
     try:
-        from babelrag.release.build import build_release
-    except ImportError as exc:
-        raise StageError(f"the release step is not available yet: {exc}") from None
-    from babelrag.release.versioning import VersionTaken, next_patch
-
-    try:
         return build_release(config, console=console).folder
     except VersionTaken as exc:
         # The demo owns its release folder: a run with other data (another --max-pairs or --endpoint)
@@ -137,10 +133,6 @@ DEMO_EVAL_INSTANCES = 12  # a small seeded sample, so the embedded model finishe
 
 
 def _evaluate(config: Config, release_dir: Path, console: Any) -> Path:
-    try:
-        from babelrag.evaluators.execution import evaluate_release
-    except ImportError as exc:
-        raise StageError(f"the evaluation step is not available: {exc}") from None
     paths = evaluate_release(config, release_dir, max_instances=DEMO_EVAL_INSTANCES, console=console,
                              notice="Demo: these figures show that the pipeline runs end to end on a tiny sample, "
                                     "not model quality.")

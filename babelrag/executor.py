@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from itertools import chain, islice
 from typing import Any, Protocol, TypeVar
 
+from babelrag.errors import ConfigError, StageError
+
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -73,8 +75,6 @@ class LocalExecutor:
                 submitted = (pool.submit(_run_chunk, fn, chunk) for chunk in chunks(items, self.chunk_size))
                 yield from in_order(submitted, self.processes * self.prefetch, lambda future: future.result())
         except BrokenProcessPool:
-            from babelrag.errors import StageError
-
             raise StageError(f"a worker process of the local executor died while running {getattr(fn, '__name__', type(fn).__name__)} (killed for "
                              "memory, or a crash in a native library); rerun with executor.processes: 1 to see "
                              "which input causes it") from None
@@ -167,8 +167,6 @@ def connect_ray(address: str | None, processes: int = 0) -> None:
     try:
         import ray
     except ImportError:
-        from babelrag.errors import ConfigError
-
         raise ConfigError("executor.backend ray needs Ray: pip install 'babelrag[ray]' "
                           "(or set executor.backend: local)") from None
     if ray.is_initialized():
@@ -183,8 +181,6 @@ def connect_ray(address: str | None, processes: int = 0) -> None:
     try:
         init_ray(ray, options)
     except (ConnectionError, RuntimeError, ValueError) as exc:
-        from babelrag.errors import ConfigError
-
         raise ConfigError(f"cannot reach the Ray cluster at executor.address={address!r}: "
                           f"{type(exc).__name__}: {str(exc)[:300]} (start it with `ray start --head`, "
                           f"or leave executor.address empty for a local cluster)") from None

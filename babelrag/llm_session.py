@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from babelrag import llm
 from babelrag.config import Config
 from babelrag.errors import StageError
 
@@ -21,11 +22,11 @@ def get_runner(config: Config) -> Any:
     if _RUNNER is not None and _RUNNER_KEY == key:
         return _RUNNER
     _flush_spend()  # a changed config (a raised cap) replaces the runner: its spend is on record first
-    try:
-        from babelrag.llm import runner_from_config
+    try:  # the package resolves the client (and openai under it) on first use
+        build_runner = llm.runner_from_config
     except ImportError as exc:
         raise StageError(f"the LLM layer is not available ({exc}); this stage needs it") from None
-    _RUNNER = runner_from_config(config)
+    _RUNNER = build_runner(config)
     _RUNNER_KEY = key
     return _RUNNER
 

@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from babelrag.arrow_features import features_for
 from babelrag.atomic import atomic_path
 from babelrag.errors import InputError
 
@@ -24,8 +25,6 @@ ROW_GROUP = 256
 
 def arrow_schema(model: type[BaseModel]) -> Any:
     """The Arrow schema of ``model`` (with the ``datasets`` features in its metadata)."""
-    from babelrag.arrow_features import features_for
-
     return features_for(model).arrow_schema
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
+from babelrag.atomic import atomic_write_text
 from babelrag.build_lock import build_lock
 from babelrag.config import Config
 from babelrag.errors import IncompleteRunError, InputError, StageError
@@ -384,14 +385,10 @@ class Pipeline:
 
 
 def _usage_snapshot(stage: str) -> dict[str, Any]:
-    from babelrag import llm_session
-
     return llm_session.usage_for_stage(stage)
 
 
 def _usage_diff(stage: str, before: dict[str, Any]) -> dict[str, Any]:
-    from babelrag import llm_session
-
     after = llm_session.usage_for_stage(stage)
     return {k: (v - before.get(k, 0)) if isinstance(v, (int, float)) else v for k, v in after.items()}
 
@@ -433,8 +430,6 @@ def _save_report(pipe: Pipeline, console: Any, failing: bool) -> None:
     """Print the stage table and write ``run_report.json``. When the run is already failing (a full disk,
     an interrupt), a report that cannot be written is only mentioned: the first error is the one shown."""
     import json
-
-    from babelrag.atomic import atomic_write_text
 
     if not pipe.report.stages:
         return

@@ -49,8 +49,8 @@ KNOWN_CYCLES = {
 
 # where project modules import each other at module level only (files or folders, repo-relative)
 MODULE_LEVEL_ONLY = ("annotate", "release", "evaluators", "construct/ingest", "babelrag/records.py",
-                     "babelrag/testing")
-COMMAND_MODULES = {"annotate/cli.py", "release/cli.py", "evaluators/cli.py"}
+                     "babelrag")  # babelrag: the core (babelrag/*.py, babelrag/llm) and babelrag/testing
+COMMAND_MODULES = {"annotate/cli.py", "release/cli.py", "evaluators/cli.py", "babelrag/cli.py", "babelrag/llm/cli.py"}
 # still lazy (shrink-only)
 KNOWN_LAZY: set[str] = set()
 

@@ -30,6 +30,8 @@ from babelrag.llm.prompts import Message, Prompt
 from babelrag.llm.retry import Failure, backoff_delay, classify
 from babelrag.llm.transport import make_transport
 from babelrag.llm.usage import Usage
+from babelrag.records import ErrorRecord, Provenance
+from babelrag.store import BuildStore
 
 T = TypeVar("T")
 REPAIR_PROMPT = Prompt.beside(__file__, "repair_json.yaml")
@@ -55,8 +57,6 @@ class Result:
 
     def provenance(self, config_hash: str = ""):
         """Provenance for the record built from this result."""
-        from babelrag.records import Provenance
-
         return Provenance(model=self.model, endpoint=self.endpoint, prompt_id=self.prompt_id,
                           prompt_version=self.prompt_version, config_hash=config_hash)
 
@@ -67,8 +67,6 @@ class Result:
 
     def error_record(self, stage: str):
         """ErrorRecord for a failed item (the run report counts them by reason)."""
-        from babelrag.records import ErrorRecord
-
         return ErrorRecord(id=f"{stage}:{self.item_id}", stage=stage, item_id=self.item_id,
                            reason=self.reason or "unknown", detail=self.error or "")
 
@@ -666,8 +664,6 @@ class LLMRunner:
 
 def runner_from_config(config: Any) -> LLMRunner:
     """The runner for a build config: cache under ``<build_dir>/cache/llm`` unless llm.cache_dir is set."""
-    from babelrag.store import BuildStore
-
     settings: LLMSettings = config.llm
     store = BuildStore(config.build_dir)
     cache_dir = settings.cache_dir

@@ -14,6 +14,8 @@ import time
 from dataclasses import dataclass
 from typing import Optional
 
+from babelrag.llm.transport import HTTPStatusError
+
 
 @dataclass(frozen=True)
 class Failure:
@@ -127,8 +129,6 @@ def _sdk_failure(openai, exc: BaseException, msg: str) -> Optional[Failure]:
 
 def classify(exc: BaseException) -> Failure:
     """Map an exception from our transports (aiohttp / the openai SDK, or the network below) to a Failure."""
-    from babelrag.llm.transport import HTTPStatusError
-
     msg = f"{type(exc).__name__}: {exc}"[:500]
     if isinstance(exc, HTTPStatusError):
         return _status_failure(exc.status_code, exc.headers, exc.body, str(exc), msg)
