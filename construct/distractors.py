@@ -22,6 +22,7 @@ from typing import Any, Optional
 from pydantic import Field, field_validator
 
 from babelrag.config import Section
+from babelrag.construct.dense import encoder_for, open_index
 from babelrag.construct.exactsearch import searcher
 from babelrag.records import Article, Distractor, DistractorSet, QAItem, x_language
 from babelrag.stage import StageSpec
@@ -224,9 +225,6 @@ def _raise_failed(results: Any) -> None:
 
 
 def run(ctx: Any) -> None:
-    from babelrag.construct.crosslingual import encoder_for
-    from babelrag.construct.index import open_index
-
     cfg = ctx.config
     d = cfg.distractors
     pivot = cfg.project.pivot_language
