@@ -20,6 +20,11 @@ from typing import Any, Iterable, Optional, Sequence
 from babelrag.atomic import atomic_write_text
 from babelrag.languages import language_name
 from babelrag.records import Article, ContrastivePair, Provenance, QAItem
+from babelrag.construct.chains.outputs import Answer
+from babelrag.errors import ConfigError
+from babelrag.llm.prompts import Prompt
+from babelrag.llm_session import get_runner
+from babelrag.store import BuildStore
 
 KINDS = ("faithfulness", "answer_relevance", "context_relevance")
 
@@ -83,9 +88,6 @@ def llm_pairs(runner: Any, items: list[ChunkQuestion], *, seed: int, stage: str 
               endpoint: Optional[str] = None, kinds: Iterable[str] = ("faithfulness", "answer_relevance"),
               ) -> tuple[list[ContrastivePair], list[tuple[str, str]]]:
     """Faithfulness and answer-relevance pairs; returns (pairs, [(item id, error)]) — failures are kept."""
-    from babelrag.construct.chains.outputs import Answer
-    from babelrag.llm import Prompt
-
     kinds = set(kinds)
     folder = Path(__file__).resolve().parent / "chains" / "prompts"
     grounded_p = Prompt.load(folder / "contrastive_grounded.yaml")
@@ -149,8 +151,6 @@ def build_pairs(runner: Any, items: list[ChunkQuestion], unrelated: list[tuple[s
     kinds = list(kinds)
     bad = set(kinds) - set(KINDS)
     if bad:
-        from babelrag.errors import ConfigError
-
         raise ConfigError(f"unknown contrastive kind(s) {sorted(bad)}; allowed: {', '.join(KINDS)}")
     pairs: list[ContrastivePair] = []
     errors: list[tuple[str, str]] = []
@@ -171,9 +171,6 @@ def write_contrastive_pairs(config: Any, out: Path, kinds: Sequence[str] = KINDS
                             max_chars: int = 1500) -> dict[str, Any]:
     """Contrastive pairs from a finished build's accepted questions (their selected one-step pairs and
     articles) into ``out`` (JSONL, atomic); returns a summary (written, by kind, failed, out)."""
-    from babelrag.llm_session import get_runner
-    from babelrag.store import BuildStore
-
     store = BuildStore(config.build_dir)
     qas = store.read("filters", QAItem)
     articles = {x.id: x for x in store.iter_read("ingest", Article)}

@@ -16,33 +16,19 @@ candidates' scores and how many pairs each threshold would keep.
 from __future__ import annotations
 
 import random
-from collections import defaultdict, deque
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import asdict, dataclass
+from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-
 from babelrag.construct import pair_margin
-from babelrag.construct.exactsearch import WindowIndex, searcher
-from babelrag.construct.vectorfile import VectorFileWriter
+from babelrag.construct.dense import Doc, encoder_for, hits_in_window, note, open_index
+from babelrag.construct.exactsearch import searcher
+from babelrag.construct.pair_ids import pair_id
+from babelrag.construct.samelang import hybrid_pairs
 from babelrag.errors import InputError
-from babelrag.executor import chunks
 from babelrag.rows import iter_jsonl
 from babelrag.stage import StageContext
-from babelrag.records import Article, ArticlePair, days_apart, undated, within_days
-
-
-@dataclass
-class Doc:
-    id: str
-    language: str
-    day: int  # Article.day: UNDATED_DAY when the article has no date for windows
-    fresh: bool = True  # the day is a real publication date (distractors' freshness trusts only these)
-
-
-def passage(art: Article, chars: int) -> str:
-    return f"{art.title}. {art.text[:chars]}"
+from babelrag.records import ArticlePair, days_apart, undated, within_days
 
 
 def load_events(path: Path, languages: list[str]) -> list[dict[str, str]]:
@@ -63,91 +49,6 @@ def load_events(path: Path, languages: list[str]) -> list[dict[str, str]]:
     return events
 
 
-def encoder_for(ctx: StageContext) -> Any:
-    from babelrag.construct.encoders import CachedEncoder, VectorCache, build_encoder
-
-    enc_cfg = ctx.config.dense.encoder
-    inner = build_encoder(enc_cfg, runner_factory=lambda: ctx.llm, resolve=ctx.config.resolve)
-    if hasattr(inner, "stage"):  # an endpoint encoder: its calls count in the run report of the stage encoding
-        inner.stage = ctx.spec.name
-    try:
-        cache = VectorCache(ctx.store.shared_dir("vectors") / "cache.sqlite")
-    except BaseException:
-        inner.close()  # its device workers, if any
-        raise
-    return CachedEncoder(inner, cache)
-
-
-def index_corpus(ctx: StageContext, encoder: Any, block_size: int | None = None) -> tuple[Any, dict[str, Doc]]:
-    """Embed every ingested article (cached by text hash) and upsert it into Milvus (the index stage,
-    ``construct/index.py``, runs it; pairs and distractors read the result with ``index.open_index``).
-    The caller closes the store returned; on an error it is closed here (a Milvus Lite file stays locked
-    while open).
-
-    Only small per-article metadata stays in memory; vectors live in Milvus (and the vector cache).
-    With ``executor.backend: ray`` the encoder runs on the cluster's workers, blocks of articles in
-    flight at once; the vectors, the cache and the Milvus rows are the same as encoded here."""
-    from babelrag.construct.encoders import block_size as encoder_block_size
-    from babelrag.construct.vectorstore import store_from_config
-
-    chars = ctx.config.dense.passage_chars
-    docs: dict[str, Doc] = {}
-    store = None
-    blocks: deque[list[Article]] = deque()
-
-    def passages() -> Iterator[list[str]]:
-        articles = ctx.progress(ctx.iter_read("ingest", Article), desc="embedding articles")
-        # the block is also the length-sorting window: index.block_size, else the encoder's own size
-        for block in chunks(articles, block_size or encoder_block_size(encoder, INDEX_BLOCK)):
-            blocks.append(block)
-            yield [passage(a, chars) for a in block]
-
-    copy = VectorFileWriter(ctx.artifacts_dir)  # the index stage's sorted copy for exact mining (vectorfile.py)
-    try:
-        for vecs in encoder.encode_stream(passages(), "passage", encoding_map(ctx)):
-            block = blocks.popleft()
-            if store is None:
-                store = store_from_config(ctx, vecs.shape[1])
-            store.upsert([a.id for a in block], vecs, [a.language for a in block],
-                         [a.day for a in block], [a.title for a in block], [a.source for a in block])
-            copy.add([a.id for a in block], vecs, [a.language for a in block], [a.day for a in block])
-            for a in block:
-                docs[a.id] = Doc(a.id, a.language, a.day, a.fresh_day is not None)
-        if store is not None and store.count() > len(docs):
-            ctx.extra["vectors_pruned"] = store.prune(set(docs))  # stale rows from an earlier corpus
-        if store is not None:  # searched only once every row is sealed and indexed (HNSW builds in the background)
-            ctx.extra["vector_index"] = store.seal()
-            ctx.extra["vector_file"] = asdict(copy.finish())
-        else:
-            copy.abort()
-    except BaseException:
-        copy.abort()
-        if store is not None:  # the caller closes it on success; on an error nobody else has it
-            store.close()
-        raise
-    ctx.extra["encoder"] = encoder.name
-    ctx.extra["encoder_placement"] = encoder.placement()  # devices, precision, batch size, OOM back-offs
-    ctx.extra["vector_cache"] = {"hits": encoder.hits, "misses": encoder.misses}
-    return store, docs
-
-
-INDEX_BLOCK = 512  # articles per encoding task and Milvus upsert (index.block_size overrides it)
-
-
-def encoding_map(ctx: StageContext) -> Callable[[Iterable[list[str]]], Iterator[Any]] | None:
-    """Where article passages are encoded: on the Ray cluster's workers (``executor.backend: ray``, a
-    local encoder kind) as a mapped task, else None (here, with the encoder's own threads)."""
-    if ctx.config.executor.backend != "ray":
-        return None
-    from babelrag.construct.encoders.mapped import cluster_encode_map
-
-    mapped = cluster_encode_map(ctx.config)  # GPU tasks when the cluster has GPUs, else CPU tasks
-    if mapped is None:
-        return None
-    ctx.extra["encode_workers"] = mapped[1]
-    return mapped[0]
-
-
 def dense_pairs(ctx: StageContext, same_language: list[str] | None = None,
                 entities: dict[str, set[str]] | None = None,
                 graph_pairs: list[ArticlePair] | None = None,
@@ -158,8 +59,6 @@ def dense_pairs(ctx: StageContext, same_language: list[str] | None = None,
     cfg = ctx.config.dense
     languages = list(ctx.config.project.languages)
     pivot = ctx.config.project.pivot_language
-    from babelrag.construct.index import open_index
-
     opened, docs = open_index(ctx)  # checked before any encoder loads
     store = opened
     if store is None:
@@ -182,8 +81,6 @@ def dense_pairs(ctx: StageContext, same_language: list[str] | None = None,
             pairs = article_pairs(ctx, store, docs, pivot)  # the article vectors are in the store
         kept_graph = list(graph_pairs or [])
         if same_language:
-            from babelrag.construct.samelang import hybrid_pairs
-
             hybrid, kept_graph = hybrid_pairs(ctx, store, docs, same_language, entities or {}, graph_pairs, titles)
             pairs += hybrid
         return pairs, kept_graph
@@ -192,8 +89,6 @@ def dense_pairs(ctx: StageContext, same_language: list[str] | None = None,
 
 
 def _make_pair(x: Doc, en: Doc, score: float, event_id: str = "") -> ArticlePair:
-    from babelrag.construct.pairs import pair_id
-
     a, b = x, en  # X first, pivot second (XRAG's "X-English pairs"; same order as the sample ground truth)
     return ArticlePair(id=pair_id("dense", a.id, b.id), article_a=a.id, article_b=b.id, language_a=a.language,
                        language_b=b.language, method="dense", score=round(float(score), 6),
@@ -305,7 +200,7 @@ def pair_scores(ctx: StageContext, store: Any, docs: dict[str, Doc],
     def search(queries: list[Doc], lang: str, k: int) -> dict[str, list[tuple[str, float]]]:
         found: dict[str, list[tuple[str, float]]] = {}
         for s in range(0, len(queries), 64):  # batches of neighbouring days, as the queries search
-            found.update(_hits_in_window(store, queries[s:s + 64], [lang], docs, cfg,
+            found.update(hits_in_window(store, queries[s:s + 64], [lang], docs, cfg,
                                          top_k=max(k, cfg.top_k, 20), min_score=float("-inf")))
         return found
 
@@ -364,11 +259,6 @@ def query_articles(ctx: StageContext, docs: dict[str, Doc], pivot: str) -> list[
     return sorted(queries, key=lambda i: (docs[i].day, i))
 
 
-def note(ctx: StageContext, text: str) -> None:
-    """A line for the run report's note column (kept in the manifest, so a cached run shows it too)."""
-    ctx.extra.setdefault("notes", []).append(text)
-
-
 def article_pairs(ctx: StageContext, store: Any, docs: dict[str, Doc], pivot: str,
                   batch: int = 64) -> list[ArticlePair]:
     """Non-pivot articles search pivot articles nearby in time; mutual best matches pair up.
@@ -391,7 +281,7 @@ def article_pairs(ctx: StageContext, store: Any, docs: dict[str, Doc], pivot: st
     starts = range(0, len(queries), batch)
     for s in ctx.progress(starts, total=len(starts), desc="cross-lingual queries"):
         chunk = [docs[i] for i in queries[s:s + batch]]
-        hits = _hits_in_window(store, chunk, [pivot], docs, cfg)
+        hits = hits_in_window(store, chunk, [pivot], docs, cfg)
         found = []
         for q in chunk:
             mine = hits.get(q.id, [])
@@ -405,7 +295,7 @@ def article_pairs(ctx: StageContext, store: Any, docs: dict[str, Doc], pivot: st
             by_lang: dict[str, dict[str, Doc]] = defaultdict(dict)  # each pivot article once, first-seen order
             for q, en, _ in found:
                 by_lang[q.language].setdefault(en.id, en)
-            back = {lang: _hits_in_window(store, list(ens.values()), [lang], docs, cfg)
+            back = {lang: hits_in_window(store, list(ens.values()), [lang], docs, cfg)
                     for lang, ens in by_lang.items()}
             mutual = [(q, en, score) for q, en, score in found
                       if (b := back[q.language].get(en.id)) and score >= b[0][1] - margin]
@@ -448,41 +338,3 @@ def report_candidates(ctx: StageContext, scores: list[float], threshold: float) 
               + ", ".join(f"{t}: {n}" for t, n in kept.items()) + f" (used: {threshold:.2f})")
 
 
-def _hits_in_window(store: Any, queries: list[Doc], languages: list[str], docs: dict[str, Doc],
-                    cfg: Any, top_k: int | None = None,
-                    min_score: float | None = None) -> dict[str, list[tuple[str, float]]]:
-    """For each query article: its hits in ``languages`` within max_days_apart and above ``min_score``
-    (default ``cfg.min_score``), best first; ``top_k`` hits searched (default max(cfg.top_k, 20))."""
-    import numpy as np
-
-    if not queries:
-        return {}
-    floor = cfg.min_score if min_score is None else min_score
-    vecs = store.vectors([q.id for q in queries])
-    out: dict[str, list[tuple[str, float]]] = {}
-    window = cfg.max_days_apart
-    # dated queries search their batch's date span plus the undated articles; undated ones (corpus.undated
-    # keep/infer) search without a window
-    for group in ([q for q in queries if not undated(q.day)], [q for q in queries if undated(q.day)]):
-        if not group:
-            continue
-        span: dict[str, Any] = {}
-        if not undated(group[0].day):
-            span = {"published_from": min(q.day for q in group) - window,
-                    "published_to": max(q.day for q in group) + window, "or_undated": True}
-        qv, k = np.stack([vecs[q.id] for q in group]), top_k or max(cfg.top_k, 20)
-        if isinstance(store, WindowIndex):  # the same filter in numpy
-            stray = len(store) > len(docs)  # rows of a store that are no entry of the index: left out as below
-            for q, (ids, scores) in zip(group, store.window_hits(qv, [q.day for q in group], window, floor, k,
-                                                                  languages, **span)):
-                kept = [(i, c) for i, c in zip(ids, scores) if i in docs] if stray else list(zip(ids, scores))
-                if kept:
-                    out[q.id] = kept
-            continue
-        for q, (ids, scores, days, _) in zip(group, store.search_columns(qv, top_k=k, languages=languages, **span)):
-            for i, score, day in zip(ids, scores, days):  # best first
-                if score < floor:
-                    break
-                if within_days(day, q.day, window) and i in docs:
-                    out.setdefault(q.id, []).append((i, score))
-    return out

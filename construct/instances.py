@@ -33,6 +33,7 @@ from babelrag.construct.translate import needed_document_translations, translate
 from babelrag.records import (MONOLINGUAL_SETTING, Article, DistractorSet, Document, Instance, QAItem, Translation,
                               x_language)
 from babelrag.stage import StageContext, StageSpec
+from babelrag.rows import parse, read_rows
 
 
 # ---------------------------------------------------------------- declaration (config section + stage spec)
@@ -295,8 +296,6 @@ def overlay_reviewed(ctx, qas: list[QAItem]) -> list[QAItem]:  # noqa: ANN001
     path = ctx.config.resolve(ctx.config.instances.reviewed_qa)
     if path is None:
         return qas
-    from babelrag.rows import parse, read_rows
-
     reviewed = {q.id: q for q in parse(QAItem, read_rows(path), str(path))}
     known = {q.id for q in qas}
     stale = len(set(reviewed) - known)

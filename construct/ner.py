@@ -22,6 +22,8 @@ from typing import Any, Protocol
 
 from babelrag.errors import ConfigError, IncompleteRunError
 from babelrag.languages import language_name
+from babelrag.llm.prompts import Prompt
+from babelrag.rows import iter_jsonl
 
 _POSSESSIVE = re.compile(r"(?:['’`´]s|s['’`´])$")
 _EDGE_PUNCT = re.compile(r"^[\W_]+|[\W_]+$", re.UNICODE)
@@ -332,8 +334,6 @@ class LLMNER:
     name = "llm"
 
     def __init__(self, runner: Any, endpoint: str | None = None, stage: str = "ingest") -> None:
-        from babelrag.llm.prompts import Prompt
-
         self.runner = runner
         self.endpoint = endpoint
         self.stage = stage
@@ -397,8 +397,6 @@ class Gazetteer:
 
     @classmethod
     def load(cls, path: str | Path) -> Gazetteer:
-        from babelrag.rows import iter_jsonl
-
         path = Path(path)
         if not path.exists():
             raise ConfigError(f"ner.gazetteer file not found: {path}")

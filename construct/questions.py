@@ -24,6 +24,7 @@ from babelrag.records import (MONOLINGUAL_SETTING, Article, ArticlePair, Transla
                               translation_targets, x_language)
 from babelrag.failed_items import error_reason, is_retryable
 from babelrag.stage import StageSpec
+from babelrag.construct.translate import translate_qas
 
 
 # ---------------------------------------------------------------- declaration (config section + stage spec)
@@ -146,8 +147,6 @@ def run(ctx: Any) -> None:
                  it.model_copy(update={"x_language": x_language([articles[a].language for a in it.article_ids],
                                                                  pivot)}) for it in result.items]
         if q.translate and items:
-            from babelrag.construct.translate import translate_qas
-
             by_target: dict[tuple[str, ...], list] = {}
             for it in items:
                 if it.language:  # monolingual: written in its language, nothing to translate

@@ -20,6 +20,8 @@ from babelrag.languages import language_name
 from babelrag.stage import StageContext
 from babelrag.records import Article, ArticlePair
 from babelrag.stage import StageSpec
+from babelrag.construct.pair_selection import select_pairs
+from babelrag.llm.prompts import Prompt
 
 
 # ---------------------------------------------------------------- declaration (config section + stage spec)
@@ -68,8 +70,6 @@ def prompt_items(pair: ArticlePair, articles: dict[str, Article], chars: int = E
 
 
 def run(ctx: StageContext) -> None:
-    from babelrag.llm.prompts import Prompt
-
     cfg = ctx.config.relevance
     pairs = ctx.read("pairs", ArticlePair)
     ctx.count_in = len(pairs)
@@ -85,8 +85,6 @@ def run(ctx: StageContext) -> None:
     prompt = Prompt.beside(__file__, PROMPT_FILES[cfg.criterion])
     config_hash = ctx.config_hash
     if cfg.max_pairs is not None:
-        from babelrag.construct.pair_selection import select_pairs
-
         cfg_all = ctx.config
         pairs = [p for p, _, _ in select_pairs(pairs, articles, cfg_all.project.pivot_language,
                                                list(cfg_all.project.languages), cfg.max_pairs, ctx.skip,

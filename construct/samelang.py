@@ -38,7 +38,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from babelrag.construct.neighbour_density import densities, density  # noqa: F401 (CSLS and the ratio margin share them)
-from babelrag.construct.pairs import pair_id
+from babelrag.construct.dense import encoder_for, hits_in_window, note
+from babelrag.construct.pair_ids import pair_id
 from babelrag.stage import StageContext
 from babelrag.records import ArticlePair, days_apart
 
@@ -83,9 +84,7 @@ def neighbours(store: Any, queries: list[Any], lang: str, docs: dict[str, Any], 
                k: int) -> dict[str, list[tuple[str, float]]]:
     """Each query's same-language neighbours within ``dense.max_days_apart``, best first, itself left out (no
     score floor: the density needs the k nearest whatever their cosine)."""
-    from babelrag.construct.crosslingual import _hits_in_window
-
-    found = _hits_in_window(store, queries, [lang], docs, dense, top_k=max(k, dense.top_k, 20) + 1,
+    found = hits_in_window(store, queries, [lang], docs, dense, top_k=max(k, dense.top_k, 20) + 1,
                             min_score=float("-inf"))
     return {q.id: [(i, c) for i, c in found.get(q.id, []) if i != q.id] for q in queries}
 
@@ -102,8 +101,6 @@ def hybrid_pairs(ctx: StageContext, store: Any, docs: dict[str, Any], languages:
                  batch: int = 64) -> tuple[list[ArticlePair], list[ArticlePair]]:
     """(hybrid pairs, the entity-graph pairs of these languages that pass the same score). ``titles``
     (article id -> title) is what the title score embeds."""
-    from babelrag.construct.crosslingual import encoder_for
-
     cfg = ctx.config.pairs
     threshold = hybrid_threshold(ctx)
     out: list[ArticlePair] = []
@@ -128,8 +125,6 @@ def hybrid_pairs(ctx: StageContext, store: Any, docs: dict[str, Any], languages:
                                  "neighbours": cfg.hybrid_neighbours,
                                  "score": "title cosine" if cfg.hybrid_score == "title" else "passage csls"}
     if per_language:
-        from babelrag.construct.crosslingual import note
-
         note(ctx, "same-language dense+entity (hybrid) pairs: "
                   + ", ".join(f"{lang} {n}" for lang, n in per_language.items())
                   + f" ({cfg.hybrid_score} score, min {threshold:.2f})")

@@ -17,6 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from babelrag import records
 from babelrag.languages import language_label, language_name  # every language by its name
 from babelrag.records import Article, DistractorSet, QAItem, Translation
+from babelrag.langcheck import LanguageChecker
+from babelrag.llm.prompts import Prompt
 
 class EntityForm(BaseModel):
     """An entity form as the model replies it (lenient); stored as ``records.EntityForm``."""
@@ -100,9 +102,6 @@ def translate_qas(runner: Any, qas: list[QAItem], languages: list[str], *, stage
     A reply still in the source language (whole, or question / answer) is an error: the release
     would reject the instance, so it is dropped here and counted.
     """
-    from babelrag.langcheck import LanguageChecker
-    from babelrag.llm import Prompt
-
     checker = LanguageChecker(sorted(set(languages) | {source_language}))
 
     prompt = Prompt.beside(__file__, "chains/prompts/translate_qa.yaml")
@@ -153,8 +152,6 @@ def _same(a: str, b: str) -> bool:
 def translate_articles(runner: Any, articles: list[Article], target: str, *, stage: str,
                        endpoint: Optional[str] = None, max_chars: int = 2000) -> dict[str, Any]:
     """``{article_id: (title, text)}`` or ``{article_id: "error text"}`` for failures."""
-    from babelrag.llm import Prompt
-
     prompt = Prompt.beside(__file__, "chains/prompts/translate_article.yaml")
     items = [{"language_name": language_name(target), "title": a.title, "text": a.text[:max_chars]}
              for a in articles]

@@ -24,6 +24,7 @@ import numpy as np
 
 from babelrag.errors import ConfigError, StageError
 from babelrag.records import UNDATED_DAY
+from babelrag.executor import in_ray_worker
 
 TITLE_MAX = 1024
 SOURCE_MAX = 512
@@ -119,8 +120,6 @@ class VectorStore:
 
     @classmethod
     def lite(cls, folder: Path, collection: str, dim: int, index_type: str = "FLAT") -> VectorStore:
-        from babelrag.executor import in_ray_worker
-
         if in_ray_worker():  # every worker would open its own copy of one data file
             raise StageError(f"Milvus Lite ({folder / 'milvus.db'}) opened inside a Ray worker: Milvus Lite is one "
                              f"process per data file. With executor.backend ray, set dense.milvus.uri to a Milvus "

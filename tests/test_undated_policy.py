@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from babelrag.config import config_from_dict
-from babelrag.construct.crosslingual import Doc, _hits_in_window
+from babelrag.construct.dense import Doc, hits_in_window as _hits_in_window
 from babelrag.construct.graph import Incidence, canonical_pairs, mine_pairs, networkx_walk_pairs
 from babelrag.construct.ingest.dates import url_date
 from babelrag.construct.vectorstore import VectorStore, build_filter

@@ -17,14 +17,13 @@ from babelrag.construct.chains.outputs import Answer, CrossDocQuestion, QAPair, 
 from babelrag.languages import language_name
 from babelrag.records import Article, Provenance, QAItem, SimpleQA
 from babelrag.tokens import content_words
+from babelrag.llm.prompts import Prompt
 
 PROMPTS = Path(__file__).resolve().parent / "prompts"
 STEPS = ("summary", "simple_qa", "crossdoc", "answer")
 
 
 def load_prompts() -> dict[str, Any]:
-    from babelrag.llm import Prompt
-
     return {step: Prompt.load(PROMPTS / f"{step}.yaml") for step in STEPS}
 
 

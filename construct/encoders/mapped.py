@@ -9,14 +9,22 @@ own: it is not mapped.
 """
 from __future__ import annotations
 
+import os
+import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
+from types import SimpleNamespace
 from typing import Any, Optional, Union
 
 import numpy as np
 
+from babelrag.errors import ConfigError
+from babelrag.executor import RayExecutor, cluster_gpus, executor_from_config
+
+from . import registry
 from .base import Encoder, Kind
+from .factory import build_on_device, encoder_devices, encoder_settings, model_path
 
 _ENCODERS: dict[tuple[Any, ...], Encoder] = {}
 _CLAIMED_DEVICE: Optional[str] = None  # the device a local pool worker took at start (multi.py)
@@ -46,14 +54,15 @@ def worker_encoder(task: EncodeTexts) -> Encoder:
     device = _CLAIMED_DEVICE or task.device
     key = task.key(device)
     if key not in _ENCODERS:
-        from types import SimpleNamespace
-
-        from . import build_encoder
-
-        _ENCODERS[key] = build_encoder(SimpleNamespace(
+        settings = encoder_settings(SimpleNamespace(
             kind=task.encoder_kind, name_or_path=task.name_or_path, batch_size=task.batch_size, endpoint=None,
             device=list(device) if isinstance(device, tuple) else device, precision=task.precision,
             max_length=task.max_length))
+        devices = encoder_devices(settings)
+        if len(devices) > 1:  # a worker is one device's: several are a pool of workers (multi.py)
+            raise ConfigError(f"an encoding worker runs on one device, not {devices}; list the devices in "
+                              "dense.encoder.device for a pool of workers")
+        _ENCODERS[key] = build_on_device(settings, devices[0])
         BUILDS[key] += 1
     return _ENCODERS[key]
 
@@ -65,9 +74,6 @@ class BuildsProbe:
     pause_s: float = 0.0
 
     def __call__(self, _: Any) -> tuple[int, int]:
-        import os
-        import time
-
         time.sleep(self.pause_s)
         return os.getpid(), BUILDS[self.task.key(_CLAIMED_DEVICE or self.task.device)]
 
@@ -75,8 +81,6 @@ class BuildsProbe:
 def encode_task(enc_cfg: Any, resolve: Any = None, kind: Kind = "passage") -> EncodeTexts | None:
     """The task for ``dense.encoder`` (its path resolved here, where the config lives); None for kinds
     that do not run in a worker (``openai``: the endpoint does the work)."""
-    from . import encoder_settings, model_path, registry
-
     settings = encoder_settings(enc_cfg)
     if registry.get(settings.kind).runs_on == "remote":
         return None
@@ -88,8 +92,6 @@ def encode_task(enc_cfg: Any, resolve: Any = None, kind: Kind = "passage") -> En
 def plan_cluster_encoding(task: EncodeTexts, cluster_gpus: int, cpu_workers: int) -> tuple[EncodeTexts, float, int]:
     """``(task, num_gpus per task, tasks at once)`` on a Ray cluster: one task per GPU when the cluster
     has GPUs and the encoder can use them (device not pinned to cpu), else CPU tasks on every CPU worker."""
-    from . import registry
-
     on_gpu = (registry.get(task.encoder_kind).runs_on == "torch" and cluster_gpus > 0
               and task.device not in ("cpu", ("cpu",)))
     if on_gpu:
@@ -100,8 +102,6 @@ def plan_cluster_encoding(task: EncodeTexts, cluster_gpus: int, cpu_workers: int
 def cluster_encode_map(config: Any) -> Optional[tuple[Callable[[Iterable[list[str]]], Iterator[np.ndarray]], int]]:
     """``(map over blocks of texts, workers)`` on the Ray cluster for ``dense.encoder``; None for
     endpoint encoders."""
-    from babelrag.executor import RayExecutor, cluster_gpus, executor_from_config
-
     task = encode_task(config.dense.encoder, config.resolve)
     if task is None:
         return None

@@ -10,16 +10,24 @@ vectors are the same as on one device (within float tolerance across device type
 from __future__ import annotations
 
 import multiprocessing
+import os
+import time
 import weakref
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 import numpy as np
 
 from babelrag.batching import length_order
+from babelrag.devices import resolve_precision
+from babelrag.errors import StageError
+from babelrag.executor import in_order
 
+from . import mapped, registry
 from .base import Encoder, Kind
+from .mapped import encode_task, worker_encoder
 
 TASKS_PER_DEVICE = 2  # blocks in flight per worker: one running, one queued
 
@@ -27,8 +35,6 @@ TASKS_PER_DEVICE = 2  # blocks in flight per worker: one running, one queued
 def _start_worker(devices: Any, task: Any) -> None:
     """Pool initializer: take one device and load the model there now, once for this worker's life. A
     load that fails is left to the first task, which raises the error (a one-line ConfigError)."""
-    from . import mapped
-
     mapped._CLAIMED_DEVICE = devices.get()
     try:
         mapped.worker_encoder(task)
@@ -39,18 +45,11 @@ def _start_worker(devices: Any, task: Any) -> None:
 def worker_state(pause_s: float = 0.0) -> tuple[int, str, int]:
     """This worker's pid, claimed device and number of encoders built (pauses so that probes sent to
     the pool reach every worker)."""
-    import os
-    import time
-
-    from . import mapped
-
     time.sleep(pause_s)
     return os.getpid(), mapped._CLAIMED_DEVICE or "", sum(mapped.BUILDS.values())
 
 
 def _describe(task: Any) -> tuple[str, int]:
-    from .mapped import worker_encoder
-
     enc = worker_encoder(task)
     return enc.name, enc.dim
 
@@ -59,9 +58,6 @@ class DevicePoolEncoder(Encoder):
     """The encoder of ``settings`` on each of ``devices`` (one process each)."""
 
     def __init__(self, settings: Any, devices: Sequence[str]) -> None:
-        from . import registry
-        from .mapped import encode_task
-
         self.devices = list(devices)
         self.precision_setting = settings.precision
         self.kind = settings.kind  # type: ignore[misc]
@@ -85,17 +81,11 @@ class DevicePoolEncoder(Encoder):
         return self.encode(items, kind)
 
     def encode_blocks(self, blocks: Iterable[Sequence[str]], kind: Kind = "passage") -> Iterator[np.ndarray]:
-        from babelrag.executor import in_order
-
-        from concurrent.futures.process import BrokenProcessPool
-
         task = self._tasks[kind]
         submitted = (self._pool.submit(task, list(b)) for b in blocks)
         try:
             yield from in_order(submitted, len(self.devices) * TASKS_PER_DEVICE, lambda f: [f.result()])
         except BrokenProcessPool:
-            from babelrag.errors import StageError
-
             raise StageError(f"an encoder worker process on one of {self.devices} died (killed for memory, or a "
                              "crash in the device driver); rerun with one device in dense.encoder.device to see "
                              "the error") from None
@@ -114,8 +104,6 @@ class DevicePoolEncoder(Encoder):
         return out
 
     def placement(self) -> dict[str, Any]:
-        from babelrag.devices import resolve_precision
-
         return {"devices": self.devices, "precision": sorted({resolve_precision(self.precision_setting, d)
                                                                for d in self.devices}),
                 "batch_size": self.batch_size, "workers": len(self.devices)}

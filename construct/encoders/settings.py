@@ -16,6 +16,8 @@ from babelrag.config import Section
 from babelrag.devices import Precision
 from babelrag.run_only import run_only
 
+from .registry import names
+
 
 AUTO = "auto"
 
@@ -38,7 +40,6 @@ class EncoderConfig(Section):
     @field_validator("kind")
     @classmethod
     def _registered(cls, kind: str) -> str:
-        from .registry import names
 
         if kind != AUTO and kind not in names():
             raise ValueError(f"unknown encoder {kind!r}; registered encoders: {', '.join(names())}; or auto (the "
