@@ -33,12 +33,30 @@ def get_runner(config: Config) -> Any:
 
 def usage_for_stage(stage: str) -> dict[str, Any]:
     """Token/cost totals accounted to ``stage`` so far in this process (empty without a runner)."""
-    if _RUNNER is None:
-        return {}
-    usage = getattr(_RUNNER, "usage", None)
+    return _usage_of(_RUNNER, stage)
+
+
+def _usage_of(runner: Any, stage: str) -> dict[str, Any]:
+    usage = getattr(runner, "usage", None)
     if usage is None or not hasattr(usage, "stage_totals"):
         return {}
     return usage.stage_totals(stage)
+
+
+def usage_snapshot(stage: str) -> tuple[Any, dict[str, Any]]:
+    """Where ``stage``'s accounting stands now: the runner's usage ledger and its totals, for ``usage_since``."""
+    return getattr(_RUNNER, "usage", None), usage_for_stage(stage)
+
+
+def usage_since(stage: str, snapshot: tuple[Any, dict[str, Any]]) -> dict[str, Any]:
+    """What ``stage`` used since ``snapshot``. A stage whose config differs from the previous run's gets a new
+    runner (``get_runner``), with a ledger of its own: then everything on the new ledger is the stage's, and the
+    old ledger's totals are no baseline (subtracting them gave negative call counts)."""
+    ledger, before = snapshot
+    after = usage_for_stage(stage)
+    if getattr(_RUNNER, "usage", None) is not ledger:
+        before = {}
+    return {k: (v - before.get(k, 0)) if isinstance(v, (int, float)) else v for k, v in after.items()}
 
 
 def endpoints_down() -> dict[str, str]:

@@ -334,14 +334,14 @@ class Pipeline:
         ctx = self._running = StageContext(spec, self.config, self.store, fingerprint, staging, self.console,
                                            hashed_config, llm=partial(llm_session.get_runner, self.config))
         started = time.time()
-        usage_before = _usage_snapshot(spec.name)
+        usage_before = llm_session.usage_snapshot(spec.name)
         fn = spec.load()
         fn(ctx)
         writer = ctx.output()
         # shards -> sorted records.parquet / errors.parquet in the staging folder, without loading them
         n_out, n_errors = writer.finish(staging)
         failed = self.store.failed_items(spec.name, staging)
-        usage = _usage_diff(spec.name, usage_before)
+        usage = llm_session.usage_since(spec.name, usage_before)
         manifest = Manifest(
             stage=spec.name, fingerprint=fingerprint, config_hash=hashed_config, inputs=inputs,
             counts={"in": ctx.count_in, "out": n_out, "errors": n_errors,
@@ -382,15 +382,6 @@ class Pipeline:
         exc.add_note(f"{spec.name}: {note}")
         return StageReport(stage=spec.name, status="interrupted", count_in=ctx.count_in, note=note,
                            skipped=dict(ctx.skipped), kept_with_note=dict(ctx.noted))
-
-
-def _usage_snapshot(stage: str) -> dict[str, Any]:
-    return llm_session.usage_for_stage(stage)
-
-
-def _usage_diff(stage: str, before: dict[str, Any]) -> dict[str, Any]:
-    after = llm_session.usage_for_stage(stage)
-    return {k: (v - before.get(k, 0)) if isinstance(v, (int, float)) else v for k, v in after.items()}
 
 
 def run_pipeline(config: Config, until: str | None = None, only: Iterable[str] | None = None,
