@@ -198,6 +198,12 @@ class StageContext:
         in the run report apart from the skips, since it is in the output."""
         self.noted[reason] += n
 
+    def report_line(self, text: str) -> None:
+        """A line about the whole stage for the run report's note column (which queries ran, a sampling
+        warning). Kept in the manifest (``extra["notes"]``), so a later run that finds the stage current shows it
+        too; ``note`` counts items kept with a caveat instead."""
+        self.extra.setdefault("notes", []).append(text)
+
     # helpers ----------------------------------------------------------------------------------
     def progress(self, items: Iterable[Any], total: int | None = None, desc: str = "") -> Iterator[Any]:
         yield from track(self.position.follow(items, total, desc), total, f"[bold]{self.spec.name}[/] {desc}",

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from babelrag.construct import pair_margin
-from babelrag.construct.dense import Doc, encoder_for, hits_in_window, note, open_index
+from babelrag.construct.dense import Doc, encoder_for, hits_in_window, open_index
 from babelrag.construct.exactsearch import searcher
 from babelrag.construct.pair_ids import pair_id
 from babelrag.construct.samelang import hybrid_pairs
@@ -71,7 +71,7 @@ def dense_pairs(ctx: StageContext, same_language: list[str] | None = None,
         if cfg.queries == "events" and events_path is not None:
             events = load_events(events_path, languages)
             ctx.extra["dense_queries"] = f"events ({len(events)} from {events_path.name})"
-            note(ctx, f"dense: {len(events)} event descriptions from {events_path.name} were the queries")
+            ctx.report_line(f"dense: {len(events)} event descriptions from {events_path.name} were the queries")
             with encoder_for(ctx) as encoder:  # only the queries need one; closed before the stage goes on
                 ctx.extra["encoder"] = encoder.name
                 pairs = event_pairs(ctx, store, encoder, events, docs, languages, pivot)
@@ -246,14 +246,14 @@ def query_articles(ctx: StageContext, docs: dict[str, Doc], pivot: str) -> list[
         queries = candidates
         ctx.extra["dense_query_mode"] = {"queries": "every non-pivot article", "query_articles": len(queries),
                                          "non_pivot_articles": len(candidates), "sampled": False}
-        note(ctx, f"dense: all {len(queries):,} non-pivot articles searched the pivot language")
+        ctx.report_line(f"dense: all {len(queries):,} non-pivot articles searched the pivot language")
     else:
         queries = random.Random(ctx.seed).sample(candidates, sample)
         share = sample / len(candidates)
         ctx.extra["dense_query_mode"] = {"queries": "sample", "query_articles": sample,
                                          "non_pivot_articles": len(candidates), "sampled": True,
                                          "recall_ceiling": round(share, 4)}
-        note(ctx, f"WARNING dense: only {sample:,} of {len(candidates):,} non-pivot articles were queries "
+        ctx.report_line(f"WARNING dense: only {sample:,} of {len(candidates):,} non-pivot articles were queries "
                   f"(dense.sample_queries): cross-language pairs of the others are missed, so recall is at most "
                   f"about {share:.0%}; unset dense.sample_queries to search with every article (vectors are cached)")
     return sorted(queries, key=lambda i: (docs[i].day, i))
@@ -333,7 +333,7 @@ def report_candidates(ctx: StageContext, scores: list[float], threshold: float) 
     ctx.extra["dense_candidates"] = {"candidates": len(scores), "pair_score": kind, key: threshold,
                                      kind: dict(zip(("min", "p10", "median", "p90", "max"), q)),
                                      "pairs_kept_at": kept}
-    note(ctx, f"dense candidates: {len(scores):,}, {kind} min/p10/median/p90/max "
+    ctx.report_line(f"dense candidates: {len(scores):,}, {kind} min/p10/median/p90/max "
               + "/".join(f"{x:.2f}" for x in q) + f"; pairs kept at {key} "
               + ", ".join(f"{t}: {n}" for t, n in kept.items()) + f" (used: {threshold:.2f})")
 

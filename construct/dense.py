@@ -115,11 +115,6 @@ def encoding_map(ctx: StageContext) -> Callable[[Iterable[list[str]]], Iterator[
     return mapped[0]
 
 
-def note(ctx: StageContext, text: str) -> None:
-    """A line for the run report's note column (kept in the manifest, so a cached run shows it too)."""
-    ctx.extra.setdefault("notes", []).append(text)
-
-
 def hits_in_window(store: Any, queries: list[Doc], languages: list[str], docs: dict[str, Doc],
                     cfg: Any, top_k: int | None = None,
                     min_score: float | None = None) -> dict[str, list[tuple[str, float]]]:

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from babelrag.construct.neighbour_density import densities, density  # noqa: F401 (CSLS and the ratio margin share them)
-from babelrag.construct.dense import encoder_for, hits_in_window, note
+from babelrag.construct.dense import encoder_for, hits_in_window
 from babelrag.construct.pair_ids import pair_id
 from babelrag.stage import StageContext
 from babelrag.records import ArticlePair, days_apart
@@ -125,7 +125,7 @@ def hybrid_pairs(ctx: StageContext, store: Any, docs: dict[str, Any], languages:
                                  "neighbours": cfg.hybrid_neighbours,
                                  "score": "title cosine" if cfg.hybrid_score == "title" else "passage csls"}
     if per_language:
-        note(ctx, "same-language dense+entity (hybrid) pairs: "
+        ctx.report_line("same-language dense+entity (hybrid) pairs: "
                   + ", ".join(f"{lang} {n}" for lang, n in per_language.items())
                   + f" ({cfg.hybrid_score} score, min {threshold:.2f})")
     return out, kept_graph

@@ -246,7 +246,8 @@ def _report_input_damage(ctx: StageContext, first_skip: dict[str, str], encoding
     if encodings:
         ctx.extra["input_encodings"] = encodings
     if notes:
-        ctx.extra["notes"] = [*ctx.extra.get("notes", []), *notes]
+        for line in notes:
+            ctx.report_line(line)
 
 
 def dated_as(art: RawArticle, corpus: Any) -> DatedAs | None:
