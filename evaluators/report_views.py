@@ -12,7 +12,7 @@ A view is a registered ``ReportView`` subclass with a ``name``, an ``html(page)`
 declared in ``_TABLE`` or from a plug-in / test with ``VIEWS.register_lazy("model_list", "pkg.mod:ModelList")``.
 Tables sit in a box that scrolls sideways, so the page never overflows a 1,280 px window; column names are
 readable, described once in a legend with their n; ties share a rank; notices (self-judging, weak judges,
-failed generations, a surrogate resting on few models) come first, next to the numbers they concern.
+failed generations) come first; a metric's own warnings (a surrogate resting on few models) head its section, next to the numbers they concern.
 """
 from __future__ import annotations
 
@@ -33,10 +33,9 @@ if TYPE_CHECKING:  # pragma: no cover
 _TABLE = {name: f"babelrag.evaluators.report_views:{cls}" for name, cls in (
     ("notices", "Notices"), ("leaderboard", "Leaderboard"), ("aggregates", "Aggregates"),
     ("metric_views", "MetricViews"), ("counts", "Counts"),
-    ("surrogate", "Surrogate"), ("figures", "Figures"),
+    ("figures", "Figures"),
     ("answers", "Answers"))}
 VIEWS: LazyRegistry["ReportView"] = LazyRegistry("report view", _TABLE)
-MIN_SURROGATE_MODELS = 5  # a rank correlation over fewer models says little (MIRAGE-Bench fits on many more)
 
 _ACRONYMS = {"f1": "F1", "bt": "BT", "raf": "RAF", "ci": "CI", "tp": "TP", "fp": "FP", "nli": "NLI", "id": "id",
              "llm": "LLM", "mt": "MT", "rouge": "ROUGE", "l": "L", "bleu": "BLEU"}
@@ -235,7 +234,7 @@ def metric_views(page: ReportPage) -> list[tuple[Any, dict[str, Any]]]:
 @VIEWS.register
 class MetricViews(ReportView):
     """Each metric's own section (``Metric.view_html`` / ``view_markdown``): XRAG's accuracy per setting and
-    language, and whatever a plug-in metric shows."""
+    language, MIRAGE's surrogate judge, and whatever a plug-in metric shows."""
 
     name = "metric_views"
 
@@ -265,29 +264,6 @@ class Counts(ReportView):
         body = [[html.escape(label(k) if ":" not in k else k.split(": ")[0] + ": " + label(k.split(": ")[1]))]
                 + [str(counts[m].get(k, "–")) for m in models] for k in keys]
         return "<h2>Counts</h2>\n" + table(["count", *map(html.escape, models)], body, "wide")
-
-
-@VIEWS.register
-class Surrogate(ReportView):
-    name = "surrogate"
-
-    def html(self, page: ReportPage) -> str:
-        sur = page.extra.get("surrogate")
-        if not sur:
-            return ""
-        n = len(sur.get("target") or {})
-        tau = sur.get("kendall_tau")
-        warn = (f'<div class="notice">Kendall τ rests on {n} models (fewer than {MIN_SURROGATE_MODELS}): it says '
-                "little about how well the surrogate ranks models.</div>\n" if n < MIN_SURROGATE_MODELS else "")
-        return (f"<h2>Surrogate judge (MIRAGE)</h2>\n{warn}<p>Kendall τ between the surrogate's predicted and the "
-                f"judge's ranking: {number_cell(tau if isinstance(tau, float) else None)} over {n} models.</p>\n")
-
-    def markdown(self, page: ReportPage) -> str:
-        sur = page.extra.get("surrogate")
-        n = len((sur or {}).get("target") or {})
-        if not sur or n >= MIN_SURROGATE_MODELS:
-            return ""
-        return f"\n> **Warning:** the surrogate's Kendall τ rests on {n} models (fewer than {MIN_SURROGATE_MODELS}).\n"
 
 
 @VIEWS.register
