@@ -288,27 +288,18 @@ def _item_index(page: ReportPage) -> dict[tuple[str, str], dict[str, dict[str, A
     return out
 
 
-def _xrag_verdict(item: dict[str, Any] | None) -> str:
-    if item is None:
-        return ""
-    if not item.get("answered", True):
-        return '<span class="warn">incorrect</span> (no answer; no judge asked)'
-    correct = item.get("correct")
-    verdict = ('<span class="ok">correct</span>' if correct else '<span class="warn">incorrect</span>'
-               if correct is False else "no verdict (every judge failed)")
-    votes = f" ({item.get('votes_correct', 0)} of {item.get('votes_correct', 0) + item.get('votes_incorrect', 0)} " \
-            "judges said correct)"
-    found, want = item.get("detected_language"), item.get("language")
-    lang = (f'language {html.escape(str(found))} <span class="ok">✓</span>' if item.get("language_correct") else
-            f'language {html.escape(str(found or "none"))}, expected {html.escape(str(want))} '
-            '<span class="warn">✗</span>')
-    return f"{verdict}{votes}<br>{lang}"
+def _verdict_metrics(items: dict[tuple[str, str], dict[str, dict[str, Any]]]) -> list[Any]:
+    """The metrics with their own per-answer column (``Metric.answer_column``), in registry order: those always
+    scored and those with items on the page."""
+    named = set(registry.ALWAYS) | {m for found in items.values() for m in found}
+    metrics = [registry.get(n) for n in registry.names() if n in named]
+    return [m for m in metrics if m.answer_column]
 
 
-def _metric_verdicts(items: dict[str, dict[str, Any]]) -> str:
+def _metric_verdicts(items: dict[str, dict[str, Any]], own_column: set[str]) -> str:
     parts = []
     for metric, item in sorted(items.items()):
-        if metric == "xrag":
+        if metric in own_column:
             continue
         keys = registry.get(metric).answer_keys if metric in registry.names() else None
         if keys is None:
@@ -323,7 +314,8 @@ def _metric_verdicts(items: dict[str, dict[str, Any]]) -> str:
 @VIEWS.register
 class Answers(ReportView):
     """Each instance as a reader checks it: question, gold answer, every system's answer with its verdicts
-    (judge panel, answer language, each metric's item scores); unanswered instances say why."""
+    (each verdict-giving metric's column, e.g. XRAG's judge panel and answer language, then each other metric's
+    item scores); unanswered instances say why. The mark next to a system is the first such metric's verdict."""
 
     name = "answers"
 
@@ -336,6 +328,8 @@ class Answers(ReportView):
             by_instance.setdefault(a.instance_id, []).append(a)
         order = {m: k for k, m in enumerate(page.models)}
         items = _item_index(page)
+        verdict_metrics = _verdict_metrics(items)
+        own_column = {m.name for m in verdict_metrics}
         ids = sorted(by_instance)
         blocks = []
         for iid in ids[:MAX_ANSWER_INSTANCES]:
@@ -345,24 +339,27 @@ class Answers(ReportView):
             rows = []
             for a in recs:
                 found = {**items.get((a.model, a.instance_id), {}), **items.get((a.model, a.id), {})}
-                xrag = found.get("xrag")
-                ok = xrag.get("correct") if xrag else None
+                ok = verdict_metrics[0].answer_verdict(found.get(verdict_metrics[0].name)) if verdict_metrics else None
                 marks.append(f"{html.escape(a.model)} {'✓' if ok else '✗' if ok is False else '–'}")
                 text = (html.escape(a.answer) if a.ok else
                         f'<span class="warn">not answered: {html.escape(a.error or "no answer")}</span>')
-                rows.append([html.escape(a.model), f'<div class="answer">{text}</div>', _xrag_verdict(xrag),
-                             _metric_verdicts(found)])
+                rows.append([html.escape(a.model), f'<div class="answer">{text}</div>',
+                             *(m.answer_html(found.get(m.name)) for m in verdict_metrics),
+                             _metric_verdicts(found, own_column)])
             blocks.append(
                 f"<details><summary><b>{html.escape(iid)}</b> · {html.escape(first.setting)}/"
                 f"{html.escape(first.language)} · {' · '.join(marks)}</summary>\n"
                 f'<p><b>Question:</b> {html.escape(first.question)}<br><b>Gold answer:</b> '
                 f"{html.escape(first.gold_answer)}</p>\n"
-                + table(["system", "answer", "judge panel and language", "metric scores"], rows, "answers")
+                + table(["system", "answer", *(m.answer_column for m in verdict_metrics), "metric scores"], rows,
+                        "answers")
                 + "</details>\n")
         more = (f"<p class=\"meta\">The first {MAX_ANSWER_INSTANCES} of {len(ids)} instances; answers.jsonl has every "
                 "answer and results.json every item.</p>\n" if len(ids) > MAX_ANSWER_INSTANCES else "")
+        means = (f" (✓ {verdict_metrics[0].answer_verdict_means}, ✗ not, – no verdict)"
+                 if verdict_metrics and verdict_metrics[0].answer_verdict_means else "")
         return ("<h2>Answers</h2>\n<p class=\"meta\">Each instance: the question, the gold answer and every system's "
-                "answer with its verdicts (✓ judged correct in the right language, ✗ not, – no verdict). Click an "
+                f"answer with its verdicts{means}. Click an "
                 "instance to open it.</p>\n" + more + "".join(blocks))
 
 
