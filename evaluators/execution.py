@@ -57,7 +57,7 @@ class Evaluation:
     counts: dict[str, dict[str, int]] = field(default_factory=dict)
     # metric name -> what its report view shows (the metric's own keys; ``Metric.view_*`` renders it)
     views: dict[str, dict[str, Any]] = field(default_factory=dict)
-    extra: dict[str, Any] = field(default_factory=dict)  # battles summary, surrogate, support models
+    extra: dict[str, Any] = field(default_factory=dict)  # battles summary, support models, judge-vs-human agreement
     judge_failed: list[FailedJudgeCall] = field(default_factory=list)  # judge calls that got no answer
 
     def view(self, metric: str) -> dict[str, Any]:

@@ -12,7 +12,8 @@ A view is a registered ``ReportView`` subclass with a ``name``, an ``html(page)`
 declared in ``_TABLE`` or from a plug-in / test with ``VIEWS.register_lazy("model_list", "pkg.mod:ModelList")``.
 Tables sit in a box that scrolls sideways, so the page never overflows a 1,280 px window; column names are
 readable, described once in a legend with their n; ties share a rank; notices (self-judging, weak judges,
-failed generations) come first; a metric's own warnings (a surrogate resting on few models) head its section, next to the numbers they concern.
+failed generations) come first; a metric's own warnings (a surrogate resting on few models) head its
+section, next to the numbers they concern.
 """
 from __future__ import annotations
 
