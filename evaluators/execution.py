@@ -28,6 +28,7 @@ from babelrag.evaluators.judge_calls import judge_failures
 from babelrag.evaluators.judge_calls import warning as judge_warning
 from babelrag.evaluators.judge_flags import judging_flags
 from babelrag.evaluators.metric import FailedJudgeCall, MetricRun
+from babelrag.evaluators import registry
 from babelrag.evaluators.registry import resolve
 from babelrag.evaluators.release_reader import (choose_split, load_instances, release_revision, sample_instances,
                                                scored_configs)
@@ -56,7 +57,7 @@ class Evaluation:
     counts: dict[str, dict[str, int]] = field(default_factory=dict)
     # metric name -> what its report view shows (the metric's own keys; ``Metric.view_*`` renders it)
     views: dict[str, dict[str, Any]] = field(default_factory=dict)
-    extra: dict[str, Any] = field(default_factory=dict)  # battles summary, surrogate, support models
+    extra: dict[str, Any] = field(default_factory=dict)  # battles summary, support models, judge-vs-human agreement
     judge_failed: list[FailedJudgeCall] = field(default_factory=list)  # judge calls that got no answer
 
     def view(self, metric: str) -> dict[str, Any]:
@@ -199,12 +200,16 @@ def run_evaluation(runner: "LLMRunner", instances: Sequence[Instance], models: S
 
 
 def with_panel_verdicts(answers: Sequence[AnswerRecord], ev: Evaluation) -> list[AnswerRecord]:
-    """The answers with the judge panel's verdict (``judge_verdict``, XRAG's majority vote) where it gave
-    one: ``annotate push answer_judgement`` shows it to annotators as a hint, and agreement compares it
-    with theirs."""
-    verdicts = {r["answer_id"]: r["panel_correct"] for per_metric in ev.results.values()
-                if (res := per_metric.get("xrag")) is not None for r in res.items
-                if r.get("answer_id") and r.get("panel_correct") is not None}
+    """The answers with the judges' verdict (``judge_verdict``) where a metric gave one (``Metric.judge_verdicts``,
+    XRAG's panel majority vote; the first metric in registry order wins): ``annotate push answer_judgement``
+    shows it to annotators as a hint, and agreement compares it with theirs."""
+    verdicts: dict[str, bool] = {}
+    for name in [n for n in registry.names() if any(n in per_metric for per_metric in ev.results.values())]:
+        metric = registry.get(name)
+        for per_metric in ev.results.values():
+            if name in per_metric:
+                for answer_id, correct in metric.judge_verdicts(per_metric[name]).items():
+                    verdicts.setdefault(answer_id, correct)
     return [a.model_copy(update={"judge_verdict": "correct" if verdicts[a.id] else "incorrect"})
             if a.id in verdicts else a for a in answers]
 

@@ -113,6 +113,10 @@ class Metric:
     scores_unanswered: ClassVar[bool] = False
     # the item values the report's per-answer view shows for this metric (None: every number of its item)
     answer_keys: ClassVar[Optional[tuple[str, ...]]] = None
+    # a metric that gives each answer a verdict: the header of its own per-answer column (``answer_html``) and
+    # what its ✓ means (``answer_verdict``); None: its item values go into the "metric scores" column
+    answer_column: ClassVar[Optional[str]] = None
+    answer_verdict_means: ClassVar[str] = ""
 
     def prepare(self, settings: "EvalSettings") -> dict[str, Any]:
         """Check settings and load what the metric needs before any LLM call (fail fast); the returned
@@ -149,6 +153,21 @@ class Metric:
     def view_markdown(self, view: Mapping[str, Any], page: "ReportPage") -> str:
         """The view's part of leaderboard.md ("" = none)."""
         return ""
+
+    # ---------------------------------------------------------------- its per-answer verdict (``answer_column``)
+
+    def answer_verdict(self, item: Optional[Mapping[str, Any]]) -> Optional[bool]:
+        """The answer's mark in the per-answer view: True ✓, False ✗, None – (no verdict / no item)."""
+        return None
+
+    def answer_html(self, item: Optional[Mapping[str, Any]]) -> str:
+        """The answer's cell in the metric's own per-answer column (HTML; "" without an item)."""
+        return ""
+
+    def judge_verdicts(self, result: "ScoreResult") -> dict[str, bool]:
+        """Answer id -> the judges' verdict (True: correct), written to answers.jsonl as ``judge_verdict``:
+        the annotators' hint, compared with their own verdicts. Default: none."""
+        return {}
 
     def leaderboard(self, result: "ScoreResult") -> dict[str, Any]:
         """The columns this metric adds to a model's leaderboard row."""

@@ -28,6 +28,7 @@ from babelrag.evaluators.metric import Column, Metric, MetricRun
 from babelrag.evaluators.registry import register
 from babelrag.languages import language_name
 from babelrag.evaluators.report import plot_bradley_terry
+from babelrag.evaluators.report_views import ReportPage, number_cell
 from babelrag.evaluators.results import ScoreResult, make_result
 from babelrag.langcheck import DEFAULT_LANGUAGES, read_language
 from babelrag.sentences import split_sentences
@@ -262,6 +263,7 @@ def judge_battles(matchups: Iterable[Matchup], judge: Judge, seed: int = 0) -> J
 
 
 # ---------------------------------------------------------------- surrogate (learning to rank)
+MIN_SURROGATE_MODELS = 5  # a rank correlation over fewer models says little (MIRAGE-Bench fits on many more)
 
 
 @dataclass
@@ -480,11 +482,31 @@ class MirageMetric(Metric):
             sur = fit_surrogate(model_features(features, self.keys(run)),
                                 {r["model"]: r["rating"] for r in ratings},
                                 n_folds=min(5, len(results)), seed=settings.seed)
-            ev.extra["surrogate"] = sur.to_dict()
+            ev.view(self.name)["surrogate"] = sur.to_dict()
 
     def view_results(self, view: Mapping[str, Any]) -> dict[str, Any]:
-        return {"bradley_terry": list(view.get("bradley_terry") or [])}
+        return {"bradley_terry": list(view.get("bradley_terry") or []),
+                **({"surrogate": view["surrogate"]} if view.get("surrogate") else {})}
 
     def view_plots(self, view: Mapping[str, Any]) -> dict[str, bytes]:
         ratings = view.get("bradley_terry")
         return {"Bradley-Terry ratings": plot_bradley_terry(ratings)} if ratings else {}
+
+    def view_html(self, view: Mapping[str, Any], page: ReportPage) -> str:
+        """The surrogate's Kendall τ, with a warning when it rests on fewer than MIN_SURROGATE_MODELS models."""
+        sur = view.get("surrogate")
+        if not sur:
+            return ""
+        n = len(sur.get("target") or {})
+        tau = sur.get("kendall_tau")
+        warn = (f'<div class="notice">Kendall τ rests on {n} models (fewer than {MIN_SURROGATE_MODELS}): it says '
+                "little about how well the surrogate ranks models.</div>\n" if n < MIN_SURROGATE_MODELS else "")
+        return (f"<h2>Surrogate judge (MIRAGE)</h2>\n{warn}<p>Kendall τ between the surrogate's predicted and the "
+                f"judge's ranking: {number_cell(tau if isinstance(tau, float) else None)} over {n} models.</p>\n")
+
+    def view_markdown(self, view: Mapping[str, Any], page: ReportPage) -> str:
+        sur = view.get("surrogate")
+        n = len((sur or {}).get("target") or {})
+        if not sur or n >= MIN_SURROGATE_MODELS:
+            return ""
+        return f"\n> **Warning:** the surrogate's Kendall τ rests on {n} models (fewer than {MIN_SURROGATE_MODELS}).\n"

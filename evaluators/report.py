@@ -195,7 +195,7 @@ class ReportInputs:
     sort_by: str
     # metric name -> its view (``Evaluation.views``): the metric renders it (``Metric.view_*``)
     views: dict[str, dict[str, Any]] = field(default_factory=dict)
-    extra: dict[str, Any] = field(default_factory=dict)  # more JSON (per-item results, surrogate, ...)
+    extra: dict[str, Any] = field(default_factory=dict)  # more JSON (per-item results, counts, warnings, ...)
     columns: dict[str, str] = field(default_factory=dict)  # leaderboard column -> what it measures (one line)
     coverage: Coverage | None = None  # model -> (answered, scored): the leaderboard's coverage column
     answers: Sequence[Any] = ()  # AnswerRecords (unanswered ones too): the per-answer view

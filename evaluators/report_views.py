@@ -12,7 +12,8 @@ A view is a registered ``ReportView`` subclass with a ``name``, an ``html(page)`
 declared in ``_TABLE`` or from a plug-in / test with ``VIEWS.register_lazy("model_list", "pkg.mod:ModelList")``.
 Tables sit in a box that scrolls sideways, so the page never overflows a 1,280 px window; column names are
 readable, described once in a legend with their n; ties share a rank; notices (self-judging, weak judges,
-failed generations, a surrogate resting on few models) come first, next to the numbers they concern.
+failed generations) come first; a metric's own warnings (a surrogate resting on few models) head its
+section, next to the numbers they concern.
 """
 from __future__ import annotations
 
@@ -33,10 +34,9 @@ if TYPE_CHECKING:  # pragma: no cover
 _TABLE = {name: f"babelrag.evaluators.report_views:{cls}" for name, cls in (
     ("notices", "Notices"), ("leaderboard", "Leaderboard"), ("aggregates", "Aggregates"),
     ("metric_views", "MetricViews"), ("counts", "Counts"),
-    ("surrogate", "Surrogate"), ("figures", "Figures"),
+    ("figures", "Figures"),
     ("answers", "Answers"))}
 VIEWS: LazyRegistry["ReportView"] = LazyRegistry("report view", _TABLE)
-MIN_SURROGATE_MODELS = 5  # a rank correlation over fewer models says little (MIRAGE-Bench fits on many more)
 
 _ACRONYMS = {"f1": "F1", "bt": "BT", "raf": "RAF", "ci": "CI", "tp": "TP", "fp": "FP", "nli": "NLI", "id": "id",
              "llm": "LLM", "mt": "MT", "rouge": "ROUGE", "l": "L", "bleu": "BLEU"}
@@ -235,7 +235,7 @@ def metric_views(page: ReportPage) -> list[tuple[Any, dict[str, Any]]]:
 @VIEWS.register
 class MetricViews(ReportView):
     """Each metric's own section (``Metric.view_html`` / ``view_markdown``): XRAG's accuracy per setting and
-    language, and whatever a plug-in metric shows."""
+    language, MIRAGE's surrogate judge, and whatever a plug-in metric shows."""
 
     name = "metric_views"
 
@@ -268,29 +268,6 @@ class Counts(ReportView):
 
 
 @VIEWS.register
-class Surrogate(ReportView):
-    name = "surrogate"
-
-    def html(self, page: ReportPage) -> str:
-        sur = page.extra.get("surrogate")
-        if not sur:
-            return ""
-        n = len(sur.get("target") or {})
-        tau = sur.get("kendall_tau")
-        warn = (f'<div class="notice">Kendall τ rests on {n} models (fewer than {MIN_SURROGATE_MODELS}): it says '
-                "little about how well the surrogate ranks models.</div>\n" if n < MIN_SURROGATE_MODELS else "")
-        return (f"<h2>Surrogate judge (MIRAGE)</h2>\n{warn}<p>Kendall τ between the surrogate's predicted and the "
-                f"judge's ranking: {number_cell(tau if isinstance(tau, float) else None)} over {n} models.</p>\n")
-
-    def markdown(self, page: ReportPage) -> str:
-        sur = page.extra.get("surrogate")
-        n = len((sur or {}).get("target") or {})
-        if not sur or n >= MIN_SURROGATE_MODELS:
-            return ""
-        return f"\n> **Warning:** the surrogate's Kendall τ rests on {n} models (fewer than {MIN_SURROGATE_MODELS}).\n"
-
-
-@VIEWS.register
 class Figures(ReportView):
     name = "figures"
 
@@ -312,27 +289,18 @@ def _item_index(page: ReportPage) -> dict[tuple[str, str], dict[str, dict[str, A
     return out
 
 
-def _xrag_verdict(item: dict[str, Any] | None) -> str:
-    if item is None:
-        return ""
-    if not item.get("answered", True):
-        return '<span class="warn">incorrect</span> (no answer; no judge asked)'
-    correct = item.get("correct")
-    verdict = ('<span class="ok">correct</span>' if correct else '<span class="warn">incorrect</span>'
-               if correct is False else "no verdict (every judge failed)")
-    votes = f" ({item.get('votes_correct', 0)} of {item.get('votes_correct', 0) + item.get('votes_incorrect', 0)} " \
-            "judges said correct)"
-    found, want = item.get("detected_language"), item.get("language")
-    lang = (f'language {html.escape(str(found))} <span class="ok">✓</span>' if item.get("language_correct") else
-            f'language {html.escape(str(found or "none"))}, expected {html.escape(str(want))} '
-            '<span class="warn">✗</span>')
-    return f"{verdict}{votes}<br>{lang}"
+def _verdict_metrics(items: dict[tuple[str, str], dict[str, dict[str, Any]]]) -> list[Any]:
+    """The metrics with their own per-answer column (``Metric.answer_column``), in registry order: those always
+    scored and those with items on the page."""
+    named = set(registry.ALWAYS) | {m for found in items.values() for m in found}
+    metrics = [registry.get(n) for n in registry.names() if n in named]
+    return [m for m in metrics if m.answer_column]
 
 
-def _metric_verdicts(items: dict[str, dict[str, Any]]) -> str:
+def _metric_verdicts(items: dict[str, dict[str, Any]], own_column: set[str]) -> str:
     parts = []
     for metric, item in sorted(items.items()):
-        if metric == "xrag":
+        if metric in own_column:
             continue
         keys = registry.get(metric).answer_keys if metric in registry.names() else None
         if keys is None:
@@ -347,7 +315,8 @@ def _metric_verdicts(items: dict[str, dict[str, Any]]) -> str:
 @VIEWS.register
 class Answers(ReportView):
     """Each instance as a reader checks it: question, gold answer, every system's answer with its verdicts
-    (judge panel, answer language, each metric's item scores); unanswered instances say why."""
+    (each verdict-giving metric's column, e.g. XRAG's judge panel and answer language, then each other metric's
+    item scores); unanswered instances say why. The mark next to a system is the first such metric's verdict."""
 
     name = "answers"
 
@@ -360,6 +329,8 @@ class Answers(ReportView):
             by_instance.setdefault(a.instance_id, []).append(a)
         order = {m: k for k, m in enumerate(page.models)}
         items = _item_index(page)
+        verdict_metrics = _verdict_metrics(items)
+        own_column = {m.name for m in verdict_metrics}
         ids = sorted(by_instance)
         blocks = []
         for iid in ids[:MAX_ANSWER_INSTANCES]:
@@ -369,24 +340,27 @@ class Answers(ReportView):
             rows = []
             for a in recs:
                 found = {**items.get((a.model, a.instance_id), {}), **items.get((a.model, a.id), {})}
-                xrag = found.get("xrag")
-                ok = xrag.get("correct") if xrag else None
+                ok = verdict_metrics[0].answer_verdict(found.get(verdict_metrics[0].name)) if verdict_metrics else None
                 marks.append(f"{html.escape(a.model)} {'✓' if ok else '✗' if ok is False else '–'}")
                 text = (html.escape(a.answer) if a.ok else
                         f'<span class="warn">not answered: {html.escape(a.error or "no answer")}</span>')
-                rows.append([html.escape(a.model), f'<div class="answer">{text}</div>', _xrag_verdict(xrag),
-                             _metric_verdicts(found)])
+                rows.append([html.escape(a.model), f'<div class="answer">{text}</div>',
+                             *(m.answer_html(found.get(m.name)) for m in verdict_metrics),
+                             _metric_verdicts(found, own_column)])
             blocks.append(
                 f"<details><summary><b>{html.escape(iid)}</b> · {html.escape(first.setting)}/"
                 f"{html.escape(first.language)} · {' · '.join(marks)}</summary>\n"
                 f'<p><b>Question:</b> {html.escape(first.question)}<br><b>Gold answer:</b> '
                 f"{html.escape(first.gold_answer)}</p>\n"
-                + table(["system", "answer", "judge panel and language", "metric scores"], rows, "answers")
+                + table(["system", "answer", *(m.answer_column for m in verdict_metrics), "metric scores"], rows,
+                        "answers")
                 + "</details>\n")
         more = (f"<p class=\"meta\">The first {MAX_ANSWER_INSTANCES} of {len(ids)} instances; answers.jsonl has every "
                 "answer and results.json every item.</p>\n" if len(ids) > MAX_ANSWER_INSTANCES else "")
+        means = (f" (✓ {verdict_metrics[0].answer_verdict_means}, ✗ not, – no verdict)"
+                 if verdict_metrics and verdict_metrics[0].answer_verdict_means else "")
         return ("<h2>Answers</h2>\n<p class=\"meta\">Each instance: the question, the gold answer and every system's "
-                "answer with its verdicts (✓ judged correct in the right language, ✗ not, – no verdict). Click an "
+                f"answer with its verdicts{means}. Click an "
                 "instance to open it.</p>\n" + more + "".join(blocks))
 
 

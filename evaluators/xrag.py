@@ -246,6 +246,8 @@ class XragMetric(Metric):
     columns = (Column("accuracy", "accuracy"), Column("language_correct", "language_correct"))
 
     scores_unanswered = True
+    answer_column = "judge panel and language"  # the per-answer view's column: the panel's vote and the language
+    answer_verdict_means = "judged correct in the right language"
 
     def score(self, run: MetricRun, model: str, answers: Sequence[Any]) -> ScoreResult:
         """The panel judges the answers; an unanswered instance is incorrect without asking it."""
@@ -335,3 +337,28 @@ class XragMetric(Metric):
 
     def view_markdown(self, view: Mapping[str, Any], page: ReportPage) -> str:
         return breakdown_table(view.get("breakdown") or {})
+
+    def answer_verdict(self, item: Optional[Mapping[str, Any]]) -> Optional[bool]:
+        return item.get("correct") if item else None
+
+    def answer_html(self, item: Optional[Mapping[str, Any]]) -> str:
+        """The panel's verdict with its votes, then the answer's language against the expected one."""
+        if item is None:
+            return ""
+        if not item.get("answered", True):
+            return '<span class="warn">incorrect</span> (no answer; no judge asked)'
+        correct = item.get("correct")
+        verdict = ('<span class="ok">correct</span>' if correct else '<span class="warn">incorrect</span>'
+                   if correct is False else "no verdict (every judge failed)")
+        votes = f" ({item.get('votes_correct', 0)} of {item.get('votes_correct', 0) + item.get('votes_incorrect', 0)} " \
+                "judges said correct)"
+        found, want = item.get("detected_language"), item.get("language")
+        lang = (f'language {html.escape(str(found))} <span class="ok">✓</span>' if item.get("language_correct") else
+                f'language {html.escape(str(found or "none"))}, expected {html.escape(str(want))} '
+                '<span class="warn">✗</span>')
+        return f"{verdict}{votes}<br>{lang}"
+
+    def judge_verdicts(self, result: ScoreResult) -> dict[str, bool]:
+        """The panel's majority vote (before the language check) where it gave one."""
+        return {r["answer_id"]: bool(r["panel_correct"]) for r in result.items
+                if r.get("answer_id") and r.get("panel_correct") is not None}

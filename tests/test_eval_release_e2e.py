@@ -192,3 +192,9 @@ def test_a_metric_with_its_own_view_plugs_in_by_one_module(tmp_path, release_fol
     assert '<h2 id="answer-words">Longest answers</h2>' in page
     assert page.index("<h2>Leaderboard</h2>") < page.index('id="answer-words"')
     assert f"- weak: {len(UNSURE.split())} words" in (out / "leaderboard.md").read_text()
+    # its own per-answer column, next to XRAG's (whose verdict still marks each answer and is judge_verdict)
+    assert "<th>answer length</th>" in page and "<th>judge panel and language</th>" in page
+    for a in answers:
+        assert f'<span class="tiny-words">{len(a.answer.split())} words</span>' in page
+    assert "judged correct in the right language" in page and "short enough" not in page
+    assert {a.judge_verdict for a in answers} <= {"correct", "incorrect"} and any(a.judge_verdict for a in answers)

@@ -1,5 +1,6 @@
 """A tiny metric written the way docs/architecture.md says to add one: a registered Metric subclass in one
-module, with its own report view (``views`` writes it, ``view_html`` / ``view_markdown`` render it)."""
+module, with its own report view (``views`` writes it, ``view_html`` / ``view_markdown`` render it) and its own
+column in the per-answer view (``answer_column``, ``answer_html``)."""
 from __future__ import annotations
 
 import html
@@ -18,6 +19,14 @@ class AnswerWords(Metric):
     name = "answer_words"
     description = "number of words in the answer"
     columns = (Column("answer_words", "words"),)
+    answer_column = "answer length"
+    answer_verdict_means = "short enough"
+
+    def answer_verdict(self, item: Mapping[str, Any] | None) -> bool | None:
+        return item["words"] <= 3 if item else None
+
+    def answer_html(self, item: Mapping[str, Any] | None) -> str:
+        return f'<span class="tiny-words">{int(item["words"])} words</span>' if item else ""
 
     def score(self, run: MetricRun, model: str, answers: Sequence[Any]) -> ScoreResult:
         rows = [{"query_id": a.id, "words": float(len(a.answer.split()))} for a in answers]
