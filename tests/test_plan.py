@@ -68,7 +68,11 @@ def planned_run(tmp_path_factory):
         cfg = priced_config(tmp, srv.base_url)
         before = make_plan(cfg)  # builds ingest, index and pairs; no LLM call
         assert srv.count("chat") == 0
+        # the plan priced 30 requests a minute; the run itself needs no such limit (it made the run ~2 min long)
+        endpoint = cfg.llm.endpoints["generator"]
+        endpoint.rpm = None
         run_pipeline(cfg)
+        endpoint.rpm = 30
         after = make_plan(cfg)  # the finished build: counts read from it
     assert not brain.unknown, brain.unknown
     report = json.loads((cfg.build_dir / "run_report.json").read_text())
