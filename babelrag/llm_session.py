@@ -33,11 +33,7 @@ def get_runner(config: Config) -> Any:
 
 def usage_for_stage(stage: str) -> dict[str, Any]:
     """Token/cost totals accounted to ``stage`` so far in this process (empty without a runner)."""
-    return _usage_of(_RUNNER, stage)
-
-
-def _usage_of(runner: Any, stage: str) -> dict[str, Any]:
-    usage = getattr(runner, "usage", None)
+    usage = getattr(_RUNNER, "usage", None)
     if usage is None or not hasattr(usage, "stage_totals"):
         return {}
     return usage.stage_totals(stage)
