@@ -217,14 +217,18 @@ def demo(build_dir: Path = typer.Option(Path("demo-build"), help="Where the demo
                                                            "embedded local model."),
          model: Optional[str] = typer.Option(None, help="Model name at --endpoint."),
          max_pairs: int = typer.Option(4, help="How many related pairs to turn into questions (twice as many are relevance-checked)."),
-         corpus: str = typer.Option("wikinews", help="wikinews: real Wikinews stories + TICO-19 translations "
-                                                     "(babelrag/data/wikinews); sample: the invented test corpus."),
+         corpus: Optional[str] = typer.Option(None, help="wikinews (the default): real Wikinews stories + TICO-19 "
+                                                          "translations (babelrag/data/wikinews); sample: the invented "
+                                                          "test corpus (the default with --monolingual)."),
+         monolingual: Optional[str] = typer.Option(None, help="Run the X–X setting instead (MIRAGE-style): questions "
+                                                              "written in X over X articles, released as the config "
+                                                              "monolingual-<x>. The sample corpus offers de, es, zh, ar."),
          ) -> None:
     """Run the whole pipeline on a shipped corpus (real Wikinews news by default) and end with a report."""
     from babelrag.demo import run_demo
 
     run_demo(build_dir=build_dir, endpoint=endpoint, model=model, max_pairs=max_pairs, console=_console(),
-             corpus=corpus)
+             corpus=corpus, monolingual=monolingual)
 
 
 _mount_optional("babelrag.llm.cli", "llm", "Embedded local model server and endpoint checks.")

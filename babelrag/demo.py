@@ -4,6 +4,8 @@ The default corpus is real news (``babelrag/data/wikinews``: English Wikinews st
 of six of them, see its README); ``--corpus sample`` runs the invented sample the unit tests use.
 
 ingest → pairs → relevance → questions → filters → distractors → instances → release → evaluate → report.
+``--monolingual X`` runs the MIRAGE-style X–X setting instead (``monolingual_settings``): X only, questions written
+in X over two X articles of one event, released as the config ``monolingual-<x>``.
 With no ``--endpoint`` it starts the embedded llama.cpp model and stops it at the end. A step that cannot
 run says which and why, and the demo stops there — it never fabricates output.
 """
@@ -15,8 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from babelrag.config import Config, config_from_dict, deep_merge
-from babelrag.errors import BabelragError, StageError
+from babelrag.errors import BabelragError, ConfigError, StageError
 from babelrag.evaluators.execution import evaluate_release
+from babelrag.languages import language_label, normalise_tag
 from babelrag.llm.local import with_embedded_model
 from babelrag.pipeline import run_pipeline
 from babelrag.release.build import build_release
@@ -65,19 +68,51 @@ def corpus_settings(corpus: str) -> dict[str, Any]:
     }
 
 
+# languages of each demo corpus with several articles of one event, so X–X pairs exist (the sample corpus writes
+# every event in each of them; Wikinews has one translation per story at most)
+MONOLINGUAL_LANGUAGES = {"sample": ("de", "es", "zh", "ar"), "wikinews": ()}
+
+
+def demo_corpus(corpus: str | None, monolingual: str | None) -> str:
+    """The corpus the demo reads: the one asked for, else Wikinews, or the sample for ``--monolingual``."""
+    return corpus or ("sample" if monolingual else "wikinews")
+
+
+def monolingual_settings(language: str, corpus: str) -> dict[str, Any]:
+    """The config of the X–X demo: X only (so X is the pivot), questions written in X (``questions.monolingual``),
+    nothing translated, released as ``monolingual-<x>`` (with its no-retrieval and oracle rows)."""
+    try:
+        code = normalise_tag(language).code
+    except ValueError as exc:
+        raise ConfigError(f"--monolingual: {exc}") from None
+    offered = MONOLINGUAL_LANGUAGES.get(corpus, ())
+    if code not in offered:
+        where = (f"the {corpus} corpus offers {', '.join(offered)}" if offered else
+                 f"the {corpus} corpus has no two articles of one event in one language")
+        raise ConfigError(f"--monolingual {language}: the demo cannot build {code}–{code} questions in "
+                          f"{language_label(code)} ({where}); try --corpus sample --monolingual de")
+    return {"project": {"languages": [code], "pivot_language": code},
+            "questions": {"monolingual": [code], "target_languages": []},
+            "instances": {"settings": ["monolingual", "no-retrieval", "oracle"]}}
+
+
 def demo_config(build_dir: Path, endpoint: str | None, model: str | None, max_pairs: int,
-                corpus: str = "wikinews") -> Config:
+                corpus: str = "wikinews", monolingual: str | None = None) -> Config:
     chosen = corpus_settings(corpus)
+    # the X–X demo builds, releases and evaluates beside the cross-lingual one, so neither rebuilds the other
+    mono = deep_merge(chosen, monolingual_settings(monolingual, corpus)) if monolingual else {}
+    suffix = f"-monolingual-{mono['project']['languages'][0]}" if mono else ""
+    chosen = mono or chosen
     llm: dict[str, Any] = {}
     if endpoint:
         llm = {"endpoints": {"generator": {"base_url": endpoint, "model": model or "default",
                                            "api_key_env": "BABELRAG_DEMO_API_KEY" if _has_env_key() else None}},
                "default_endpoint": "generator"}
     raw = {
-        "project": {"name": "babelrag-demo", "build_dir": str(build_dir / "build"), "seed": 13,
+        "project": {"name": f"babelrag-demo{suffix}", "build_dir": str(build_dir / f"build{suffix}"), "seed": 13,
                     **chosen.pop("project", {})},
-        "release": {"out_dir": str(build_dir / "release"), "name": "babelrag-demo", "allow_unverified": True},
-        "evaluate": {"out_dir": str(build_dir / "eval")},
+        "release": {"out_dir": str(build_dir / "release"), "name": f"babelrag-demo{suffix}", "allow_unverified": True},
+        "evaluate": {"out_dir": str(build_dir / f"eval{suffix}")},
         "llm": llm,
     }
     raw = deep_merge(raw, run_overrides("small", max_pairs))
@@ -94,10 +129,10 @@ def _has_env_key() -> bool:
 
 
 def run_demo(build_dir: Path, endpoint: str | None, model: str | None, max_pairs: int, console: Any,
-             corpus: str = "wikinews") -> None:
+             corpus: str | None = None, monolingual: str | None = None) -> None:
     build_dir = build_dir.resolve()
+    config = demo_config(build_dir, endpoint, model, max_pairs, demo_corpus(corpus, monolingual), monolingual)
     build_dir.mkdir(parents=True, exist_ok=True)
-    config = demo_config(build_dir, endpoint, model, max_pairs, corpus)
     started = time.time()
     steps: list[tuple[str, str]] = []
     with with_embedded_model(config, console) as config:
