@@ -7,6 +7,10 @@ Every LLM call is answered over real HTTP by the demo's scripted brain taught to
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import yaml
@@ -75,15 +79,14 @@ def test_the_monolingual_demo_builds_releases_and_evaluates_german_only(mono_dem
 
 
 def test_the_default_demo_is_unchanged_and_a_language_the_corpus_lacks_is_refused(tmp_path):
-    from typer.testing import CliRunner
-
-    from babelrag.cli import app
     from babelrag.demo import demo_config
 
     default = demo_config(tmp_path, "http://127.0.0.1:9", None, 4)
     assert default.project.languages == ["en", "fr", "es", "zh"] and default.questions.monolingual == []
     assert default.project.build_dir.endswith("/build") and default.release.name == "babelrag-demo"
-    res = CliRunner().invoke(app, ["demo", "--build-dir", str(tmp_path / "d"), "--endpoint", "http://127.0.0.1:9",
-                                   "--corpus", "wikinews", "--monolingual", "fr"])
-    assert res.exit_code == 2 and "the wikinews corpus has no two articles of one event in one language" in res.output
+    res = subprocess.run([str(Path(sys.executable).parent / "babelrag"), "demo", "--build-dir", str(tmp_path / "d"),
+                          "--endpoint", "http://127.0.0.1:9", "--corpus", "wikinews", "--monolingual", "fr"],
+                         capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"}, timeout=120)
+    assert res.returncode == 2, res.stderr
+    assert "the wikinews corpus has no two articles of one event in one language" in res.stderr
     assert not (tmp_path / "d").exists()  # refused up front: nothing written
