@@ -353,10 +353,11 @@ class LLMNER:
         results = self.runner.map_structured(endpoint=self.endpoint, prompt=self.prompt, items=items,
                                              schema=TitleEntities, stage=self.stage)
         unanswered = [r for r in results if r.retryable]
-        if unanswered:  # the articles would be stored without their entities: stop, the re-run resumes here
+        if unanswered:  # the records would be stored without their entities: stop, the re-run resumes here
+            what = "titles" if self.stage == "ingest" else "texts"
             raise IncompleteRunError(f"{self.stage}: the LLM NER got no answer for {len(unanswered)} of {len(results)} "
-                                f"titles ({unanswered[0].error}); the articles written so far are kept: run the "
-                                "same command again to go on from there")
+                                f"{what} ({unanswered[0].error}); what was written so far is kept (answered calls "
+                                "are cached): run the same command again to go on from there")
         out = []
         for title, res in zip(titles, results):
             if res.ok:
