@@ -267,21 +267,26 @@ class DemoBrain:
         return {"correct": gold in cand, "reason": "contains the gold answer" if gold in cand else "differs"}
 
 
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory):
+def run_scripted_demo(tmp: Path, brain: DemoBrain, *options: str):
+    """`babelrag demo` with every LLM call answered by ``brain`` over real HTTP; a prompt it does not know, or a
+    failed run, fails the test."""
     from typer.testing import CliRunner
 
     from babelrag.cli import app
 
-    tmp = tmp_path_factory.mktemp("demo")
-    brain = DemoBrain()
     with ScriptedServer(brain) as srv:
         res = CliRunner().invoke(app, ["demo", "--build-dir", str(tmp), "--endpoint", srv.base_url,
-                                       "--model", "scripted", "--max-pairs", str(MAX_PAIRS),
-                                       "--corpus", "sample"])
+                                       "--model", "scripted", "--max-pairs", str(MAX_PAIRS), *options])
     assert not brain.unknown, "the scripted brain met prompts it does not know:\n" + "\n".join(brain.unknown)
     assert res.exit_code == 0, f"{res.output}\n{res.exception!r}"
-    return tmp, brain, res
+    return res
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("demo")
+    brain = DemoBrain()
+    return tmp, brain, run_scripted_demo(tmp, brain, "--corpus", "sample")
 
 
 def test_demo_builds_every_stage_releases_and_reports(demo):

@@ -15,28 +15,17 @@ from pathlib import Path
 import pytest
 import yaml
 
-from babelrag.testing.scripted_server import ScriptedServer
+from tests.test_demo_e2e import run_scripted_demo
 from tests.test_monolingual_setting import GermanBrain
 
 pytestmark = pytest.mark.slow  # the whole demo pipeline, release and evaluation
 
-MAX_PAIRS = 4
-
 
 @pytest.fixture(scope="module")
 def mono_demo(tmp_path_factory):
-    from typer.testing import CliRunner
-
-    from babelrag.cli import app
-
     tmp = tmp_path_factory.mktemp("demo-mono")
     brain = GermanBrain()
-    with ScriptedServer(brain) as srv:
-        res = CliRunner().invoke(app, ["demo", "--build-dir", str(tmp), "--endpoint", srv.base_url,
-                                       "--model", "scripted", "--max-pairs", str(MAX_PAIRS), "--monolingual", "de"])
-    assert not brain.unknown, "the scripted brain met prompts it does not know:\n" + "\n".join(brain.unknown)
-    assert res.exit_code == 0, f"{res.output}\n{res.exception!r}"
-    return tmp, brain, res
+    return tmp, brain, run_scripted_demo(tmp, brain, "--monolingual", "de")  # --max-pairs 4, as the demo test
 
 
 def test_the_monolingual_demo_builds_releases_and_evaluates_german_only(mono_demo, tmp_path):
