@@ -15,6 +15,7 @@ import pytest
 
 from babelrag.config import config_from_dict
 from babelrag.construct.filters import check_named_entity, load_spacy
+from babelrag.construct.plan import Assumptions, Planner
 from babelrag.construct.question_ner import QuestionNER
 from babelrag.pipeline import Pipeline
 from babelrag.records import Article, QAItem
@@ -41,12 +42,16 @@ def items(languages: tuple[str, ...]) -> list[QAItem]:
             for lang in languages for doc in (NAMED, NAMELESS)]
 
 
+def filters_config(tmp: Path, **config):
+    raw = {"project": {"build_dir": str(tmp / "build")}, "filters": ONLY_NAMED_ENTITY, **config}
+    return config_from_dict(raw, base_dir=tmp)
+
+
 def run_filter(tmp: Path, qs: list[QAItem], **config) -> tuple[dict[str, QAItem], object]:
     build = tmp / "build"
     seed_stage(build, "ingest", [], Article)
     seed_stage(build, "questions", qs, QAItem)
-    raw = {"project": {"build_dir": str(build)}, "filters": ONLY_NAMED_ENTITY, **config}
-    report = Pipeline(config_from_dict(raw, base_dir=tmp)).run(only=["filters"])
+    report = Pipeline(filters_config(tmp, **config)).run(only=["filters"])
     return {q.id: q for q in BuildStore(build).read("filters", QAItem)}, report.stages[0]
 
 
@@ -103,11 +108,15 @@ def ner_model(body: dict) -> dict:
 def test_german_questions_are_read_by_the_llm_backend(tmp_path):
     """ner.backend llm: German questions go to the LLM title NER (booked to the filters stage); English ones
     still to the English spaCy model, with no LLM call."""
+    settings = {"ner": {"backend": "llm"}, "llm": {"endpoints": {"gen": {"base_url": "", "model": "scripted"}},
+                                                   "progress": False}}
     with ScriptedServer(ner_model) as srv:
-        out, stage = run_filter(
-            tmp_path, items(("en", "de")), ner={"backend": "llm"},
-            llm={"endpoints": {"gen": {"base_url": srv.base_url, "model": "scripted"}}, "progress": False})
+        settings["llm"]["endpoints"]["gen"]["base_url"] = srv.base_url
+        out, stage = run_filter(tmp_path, items(("en", "de")), **settings)
         assert srv.count("chat") == 2  # the two German headlines only
+        # `babelrag plan` prices those calls: one per question not written in English that reaches the filter
+        planned, _ = Planner(filters_config(tmp_path, **settings), Assumptions()).filters(items(("en", "de")))
+        assert [(s.prompt, s.calls) for s in planned.steps] == [("construct.title_ner@2", 2)]
     assert verdict(out[f"de-{NAMED}"]).detail == "peter jones, holly willoughbys (llm)"
     assert verdict(out[f"de-{NAMELESS}"]).status == "fail"  # the English model found "Mann" a PERSON
     assert [verdict(out[f"en-{d}"]).status for d in (NAMED, NAMELESS)] == ["pass", "fail"]
