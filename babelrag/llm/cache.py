@@ -2,12 +2,12 @@
 
 Why SQLite/WAL: several processes (parallel stages, a re-run next to a still-running job) can read and
 write at once; each success is committed as soon as it arrives, so a killed run loses only the calls
-that were in flight. Successful answers are stored in ``responses``; so is, in ``unreadable``, a reply
-that stayed unusable after the repair re-ask (``invalid_json``, ``schema``: the item's final outcome,
-``failed_items``), so that a re-run answers it with the same failure instead of paying for the same
-reply again (``llm.retry_unreadable`` asks again). A call that got no answer is never stored: a re-run
-tries it again. The key hashes what determines the answer: endpoint base_url + model, messages, sampling params,
-prompt id + version, schema name. API keys are never part of the key or the row.
+that were in flight. Successful answers are stored in ``responses``; a reply that stayed unusable after
+the repair re-ask (``invalid_json``, ``schema``: the item's final outcome, ``failed_items``) in
+``unreadable``, so that a re-run answers it with the same failure instead of paying for the same reply
+again (``llm.retry_unreadable`` asks again). A call that got no answer is never stored: a re-run tries
+it again. The key hashes what determines the answer: endpoint base_url + model, messages, sampling
+params, prompt id + version, schema name. API keys are never part of the key or the row.
 """
 from __future__ import annotations
 
@@ -166,9 +166,6 @@ class ResponseCache:
         except sqlite3.Error as exc:
             log.warning("LLM cache write to %s failed: %s", self.path, exc)
             return False
-
-    def unreadable_count(self) -> int:
-        return self._conn().execute("SELECT COUNT(*) FROM unreadable").fetchone()[0]
 
     def delete(self, key: str) -> None:
         self._conn().execute("DELETE FROM responses WHERE key=?", (key,))
