@@ -113,6 +113,10 @@ def run(config: Path = ConfigOpt,
                                               "runs with (4 pairs to questions, short article excerpts)."),
         max_pairs: Optional[int] = typer.Option(None, help="How many related pairs become questions (twice as many "
                                                 "are relevance-checked); wins over the profile's."),
+        retry_unreadable: bool = typer.Option(False, "--retry-unreadable", help="Ask again where the LLM cache holds "
+                                              "a reply that stayed unusable after the repair re-ask (as "
+                                              "llm.retry_unreadable: true); with --force STAGE for a stage that is "
+                                              "done, as such replies are its final errors."),
         ) -> None:
     """Run the build pipeline (skips stages whose inputs and config are unchanged)."""
     from babelrag.build_lock import build_lock
@@ -123,6 +127,8 @@ def run(config: Path = ConfigOpt,
     overrides = run_overrides(profile, max_pairs)
     if embedded:
         overrides = {**overrides, "llm": {**overrides.get("llm", {}), "embedded": True}}
+    if retry_unreadable:
+        overrides = {**overrides, "llm": {**overrides.get("llm", {}), "retry_unreadable": True}}
     loaded = load_run_config(config, overrides)  # with the embedded model's defaults under the YAML when it runs
     console = _console()
     # the lock first: a second run on a build in use stops before it starts a model (re-entrant for the run)

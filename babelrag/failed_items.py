@@ -5,7 +5,8 @@ answered 5xx, throttled us, refused the key or the quota, or was given up on as 
 endpoint's state at the time, not on the item: the item is not done, and the next run retries it.
 Every other error (a reply that stayed unreadable after the repair re-ask, a request the endpoint
 rejects as malformed, a supporting article missing from ingest, leakage) is the item's final outcome:
-it is counted in the run report and kept, and a re-run does not pay for it again.
+it is counted in the run report and kept, and a re-run does not pay for it again (the LLM cache keeps an
+unreadable reply as such, ``ResponseCache.put_unreadable``, for calls a re-run makes anyway).
 
 Stage code passes the LLM layer's reason on (``ctx.error(id, result.reason, ...)``), possibly behind a
 step prefix (``summary:timeout``); the last ``:``-part decides.

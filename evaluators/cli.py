@@ -46,6 +46,9 @@ def run(
                                                                  "self-consistency; 1 = no repeats."),
     repeat_temperature: float = typer.Option(0.7, "--repeat-temperature", help="Temperature of the repeats for a "
                                                                               "judge configured at temperature 0."),
+    retry_unreadable: bool = typer.Option(False, "--retry-unreadable", help="Ask again where a judge (or model) "
+                                          "answered without a usable reply, even after the repair re-ask; a plain "
+                                          "re-run answers those from the LLM cache (as llm.retry_unreadable: true)."),
 ) -> None:
     """Generate answers, judge them and write leaderboard, results.json, plots and report.html."""
     from babelrag.console import make_console
@@ -58,7 +61,7 @@ def run(
 
     console = make_console(stderr=True)
     window = DateWindow.parse(after, before)  # a bad date fails before the config is read
-    cfg = load_config(config)
+    cfg = load_config(config, {"llm": {"retry_unreadable": True}} if retry_unreadable else None)
     # resolving a device imports torch: only when a cross-encoder runs (an answers-file run loads no model)
     placement = CrossEncoderSpec.placement_options(cross_encoder_device, cross_encoder_precision,
                                                    cross_encoder_batch_size) if (reranker or nli) else {}

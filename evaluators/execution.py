@@ -6,7 +6,8 @@ its scores, the leaderboard shows its coverage (answered / total) and results.js
 also end the run with exit 3 once the report is written (``failures``): a plain re-run retries them.
 So do judge calls that got no answer (``judge_calls``: counted per model as ``judge_calls_failed``, in
 results.json's ``judge_failures`` and a warning). Items whose judges all answered without a usable verdict
-count as ``no_verdict`` (see ``xrag``): that is final. ``evaluate_release`` is what
+count as ``no_verdict`` (see ``xrag``): that is final, counted in results.json's ``judge_unusable`` and a
+warning, and answered from the LLM cache on a re-run (``--retry-unreadable`` asks again). ``evaluate_release`` is what
 ``babelrag evaluate run`` and the demo call: release (folder, .jsonl or Hub id) -> answers -> report.
 """
 from __future__ import annotations
@@ -24,7 +25,7 @@ from babelrag.evaluators.answers_file import UNANSWERED, read_answers_file, unan
 from babelrag.evaluators.coverage import coverage, coverage_warnings
 from babelrag.evaluators.failures import GenerationFailed, check_failures, incomplete
 from babelrag.evaluators.human_labels import read_human_verdicts
-from babelrag.evaluators.judge_calls import judge_failures
+from babelrag.evaluators.judge_calls import judge_failures, judge_unusable, unusable_warning
 from babelrag.evaluators.judge_calls import warning as judge_warning
 from babelrag.evaluators.judge_flags import judging_flags
 from babelrag.evaluators.metric import FailedJudgeCall, MetricRun
@@ -59,6 +60,7 @@ class Evaluation:
     views: dict[str, dict[str, Any]] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)  # battles summary, support models, judge-vs-human agreement
     judge_failed: list[FailedJudgeCall] = field(default_factory=list)  # judge calls that got no answer
+    judge_unusable: list[FailedJudgeCall] = field(default_factory=list)  # answered, no usable verdict: final
 
     def view(self, metric: str) -> dict[str, Any]:
         """The view ``metric`` writes into (made on first use)."""
@@ -111,6 +113,7 @@ def evaluate_answers(runner: "LLMRunner", instances: Sequence[Instance], answers
             metric.views(run, model, res, ev)
         metric.compare(run, results, scored if metric.scores_unanswered else {m: ok[m] for m in scored}, ev)
     ev.judge_failed = list(run.runner.failed)
+    ev.judge_unusable = list(run.runner.unusable)
     return ev
 
 
@@ -161,7 +164,8 @@ def run_evaluation(runner: "LLMRunner", instances: Sequence[Instance], models: S
         if console is not None:
             console.print(f"[yellow]warning:[/] {line}")
     ev = evaluate_answers(runner, instances, answers, judges, settings, prepared=prepared)
-    unjudged = judge_warning(ev.judge_failed)  # judge calls that got no answer: the run ends with exit 3
+    # judge calls that got no answer (the run ends with exit 3), and those answered without a usable verdict
+    unjudged = [*judge_warning(ev.judge_failed), *unusable_warning(ev.judge_unusable)]
     warnings = [*warnings, *unjudged]
     for line in unjudged:
         if console is not None:
@@ -185,7 +189,7 @@ def run_evaluation(runner: "LLMRunner", instances: Sequence[Instance], models: S
         sort_by="accuracy", views=ev.views, coverage={m: (c.answered, c.total) for m, c in covered.items()},
         answers=answers,
         extra={"counts": ev.counts, "warnings": warnings, "judging": judging,
-               "judge_failures": judge_failures(ev.judge_failed),
+               "judge_failures": judge_failures(ev.judge_failed), "judge_unusable": judge_unusable(ev.judge_unusable),
                **({"notice": settings.notice} if settings.notice else {}), **ev.extra,
                **({"selection": selection.recorded()} if selection is not None and not selection.window.open else {}),
                "metrics": {m: {k: r.to_dict() for k, r in res.items()} for m, res in ev.results.items()}},

@@ -29,23 +29,26 @@ if TYPE_CHECKING:  # pragma: no cover
 
 @dataclass(frozen=True)
 class FailedJudgeCall:
-    """One judge call (one item of one judge prompt) that got no answer."""
+    """One judge call (one item of one judge prompt) that got no answer, or no usable one."""
 
     stage: str  # the LLM stage, e.g. ``eval.xrag.judge.judge-1``
     judge: str  # the judge endpoint's name
     item_id: str
-    reason: str  # the LLM layer's reason (timeout, server_error, ...)
+    reason: str  # the LLM layer's reason (timeout, server_error, invalid_json, ...)
     error: str
+    cached: bool = False  # a final outcome answered from the LLM cache (no call made this run)
 
 
 class JudgeRunner:
     """The LLM runner as metrics use it: calls pass through unchanged; a judge call that got no answer is
-    recorded in ``failed`` (in call order). Anything else (``settings``, ``usage``, ``embed``) is the
-    wrapped runner's."""
+    recorded in ``failed``, one whose final outcome holds no usable reply (unreadable after the repair re-ask,
+    or refused as a bad request) in ``unusable`` (both in call order). Anything else (``settings``, ``usage``,
+    ``embed``) is the wrapped runner's."""
 
     def __init__(self, runner: Any) -> None:
         self.runner = runner
         self.failed: list[FailedJudgeCall] = []
+        self.unusable: list[FailedJudgeCall] = []
 
     def __getattr__(self, name: str) -> Any:
         if name == "runner":  # not set yet (a copy being built): no recursion
@@ -60,9 +63,10 @@ class JudgeRunner:
 
     def _record(self, endpoint: Any, stage: str, results: list[Any]) -> list[Any]:
         for r in results:
-            if not r.ok and is_retryable(r.reason):
-                self.failed.append(FailedJudgeCall(stage, r.endpoint or str(endpoint), r.item_id, r.reason or "",
-                                                   r.error or ""))
+            if not r.ok:
+                (self.failed if is_retryable(r.reason) else self.unusable).append(FailedJudgeCall(
+                    stage, r.endpoint or str(endpoint), r.item_id, r.reason or "", r.error or "",
+                    cached=bool(getattr(r, "cached", False))))
         return results
 
     def failed_items(self, since: int = 0) -> Counter[str]:

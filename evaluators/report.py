@@ -11,7 +11,7 @@ import io
 import math
 import subprocess
 from collections.abc import Mapping, Sequence
-from dataclasses import InitVar, asdict, dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -199,22 +199,9 @@ class ReportInputs:
     columns: dict[str, str] = field(default_factory=dict)  # leaderboard column -> what it measures (one line)
     coverage: Coverage | None = None  # model -> (answered, scored): the leaderboard's coverage column
     answers: Sequence[Any] = ()  # AnswerRecords (unanswered ones too): the per-answer view
-    # the built-in metrics' views by the keyword names they had before views were per metric: they land in
-    # ``views["xrag"]`` (accuracy / wrong-language rate per language, accuracy per setting/language) and
-    # ``views["mirage"]`` (Bradley-Terry ratings)
-    accuracy_by_language: InitVar[Mapping[str, Mapping[str, Estimate]] | None] = None
-    wrong_language: InitVar[Mapping[str, Mapping[str, float]] | None] = None
-    bradley_terry: InitVar[Sequence[Mapping[str, Any]] | None] = None  # BTResult.leaderboard()
-    breakdown: InitVar[Mapping[str, Mapping[str, Estimate]] | None] = None  # model -> "setting/lang" -> accuracy
 
-    def __post_init__(self, accuracy_by_language, wrong_language, bradley_terry, breakdown) -> None:
-        self.views = {name: dict(view) for name, view in self.views.items()}
-        xrag = {k: dict(v) for k, v in (("accuracy_by_language", accuracy_by_language),
-                                        ("wrong_language", wrong_language), ("breakdown", breakdown)) if v}
-        if xrag:
-            self.views.setdefault("xrag", {}).update(xrag)
-        if bradley_terry:
-            self.views.setdefault("mirage", {})["bradley_terry"] = list(bradley_terry)
+    def __post_init__(self) -> None:
+        self.views = {name: dict(view) for name, view in self.views.items()}  # the report's own copy
 
 
 def write_report(out_dir: str | Path, inputs: ReportInputs) -> dict[str, Path]:

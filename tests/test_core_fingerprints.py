@@ -219,10 +219,11 @@ def test_run_only_settings_never_make_a_stage_stale(tmp_path):
               "price_per_1k_input": 0.5, "price_per_1k_output": 1.5}
     changes = [(f"llm.endpoints.gen.{k}", v) for k, v in values.items()]
     assert {n for n, f in LLMSettings.model_fields.items() if is_run_only(f)} == {
-        "cache_dir", "cache", "progress", "local_port", "local_max_concurrency", "local_n_threads", "embedded",
-        "max_cost_usd", "max_cost_usd_per_stage"}
+        "cache_dir", "cache", "retry_unreadable", "progress", "local_port", "local_max_concurrency",
+        "local_n_threads", "embedded", "max_cost_usd", "max_cost_usd_per_stage"}
     # (llm.embedded is refused beside named endpoints; the embedded model's identity is its cache_namespace)
     changes += [("llm.progress", False), ("llm.cache", False), ("llm.cache_dir", str(tmp_path / "c")),
+                ("llm.retry_unreadable", True),
                 ("llm.local_port", 8123), ("llm.local_max_concurrency", 4), ("llm.local_n_threads", 1),
                 ("llm.max_cost_usd", 5.0), ("llm.max_cost_usd_per_stage", {"questions": 1.0}),  # a budget
                 ("llm.endpoints.judge-9", {"base_url": "http://127.0.0.1:7/v1", "model": "another-judge"}),

@@ -2,7 +2,8 @@
 the report says how many (results.json ``judge_failures``, per-model ``judge_calls_failed``, XRAG's
 ``judge_failed``, a warning), the run exits 3 naming the count, and a plain re-run sends exactly the failed
 calls again (every verdict that came is answered from the LLM cache). A judge that answered without a usable
-verdict stays ``no_verdict``: final, exit 0. Before: both were ``no_verdict`` and the run exited 0."""
+verdict stays ``no_verdict``: final, exit 0, counted, and not paid for again by a re-run. Before: both were
+``no_verdict`` and the run exited 0."""
 from babelrag.testing.scripted_server import Fault, ScriptedServer
 from tests.test_eval_run_contract import _cli, released, strict_load
 from tests.test_eval_runner import QUESTION, _instances, brain
@@ -58,12 +59,39 @@ def test_judge_calls_without_answer_exit_3_with_the_count_and_a_rerun_retries_on
     assert out["metrics"]["good"]["xrag"]["aggregate"]["accuracy"]["n"] == 4 and not out["warnings"]
 
 
-def test_a_judge_answering_without_a_usable_verdict_stays_no_verdict_and_exits_0(tmp_path):
-    with ScriptedServer(_faulty({(CANDIDATE, f"{QUESTION['de']} (0)"): "I would rather not say."})) as srv:
+def test_a_judge_answering_without_a_usable_verdict_is_final_counted_and_not_paid_for_again(tmp_path):
+    """A judge reply with no usable verdict (even after the repair re-ask) stays ``no_verdict``: final, exit 0,
+    counted in results.json's ``judge_unusable`` and a warning. A plain re-run reports the same and sends no
+    request (before: it sent that judge call and its repair again, for the same reply); ``--retry-unreadable``
+    sends exactly that call again."""
+    unusable = (CANDIDATE, f"{QUESTION['de']} (0)")
+    faults = {unusable: "I would rather not say."}
+    with ScriptedServer(_faulty(faults)) as srv:
         release, cfg = released(tmp_path, srv, _instances()[:4], metrics=["xrag"])
-        res = _cli("evaluate", "run", release, "-c", cfg, "--out", tmp_path / "o", "--rounds", "20")
-    assert res.returncode == 0, res.stdout + res.stderr
+        runs = []
+        for _ in range(2):
+            res = _cli("evaluate", "run", release, "-c", cfg, "--out", tmp_path / "o", "--rounds", "20")
+            assert res.returncode == 0, res.stdout + res.stderr
+            runs.append((len(srv.log), strict_load(tmp_path / "o" / "results.json")))
+        (sent, out), (resent, again) = runs
+        assert resent == sent  # the plain re-run paid for nothing
+        for run, cached in ((out, 0), (again, 1)):
+            xrag = run["metrics"]["good"]["xrag"]
+            assert xrag["counts"]["no_verdict"] == 1 and xrag["counts"]["judge_failed"] == 0
+            assert run["judge_failures"]["failed"] == 0
+            assert run["judge_unusable"]["calls"] == 1 and run["judge_unusable"]["cached"] == cached
+            row = run["judge_unusable"]["by_call"]["eval.xrag.judge.judge-1"]
+            assert row["calls"] == 1 and set(row["reasons"]) <= {"invalid_json", "schema"}
+            assert any("1 judge call(s) gave no usable verdict" in w and "--retry-unreadable" in w
+                       for w in run["warnings"])
+
+        faults.clear()  # the judge would now answer usably: asked again only with --retry-unreadable
+        res = _cli("evaluate", "run", release, "-c", cfg, "--out", tmp_path / "o", "--rounds", "20",
+                   "--retry-unreadable")
+        assert res.returncode == 0, res.stdout + res.stderr
+        retried = srv.log[resent:]
+        assert len(retried) == 1 and CANDIDATE in retried[0]["last_user"]
+        assert f"{QUESTION['de']} (0)" in retried[0]["last_user"]
     out = strict_load(tmp_path / "o" / "results.json")
-    xrag = out["metrics"]["good"]["xrag"]
-    assert xrag["counts"]["no_verdict"] == 1 and xrag["counts"]["judge_failed"] == 0
-    assert out["judge_failures"]["failed"] == 0
+    assert out["metrics"]["good"]["xrag"]["counts"]["no_verdict"] == 0
+    assert out["judge_unusable"] == {"calls": 0, "cached": 0, "by_call": {}} and not out["warnings"]

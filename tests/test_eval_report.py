@@ -41,9 +41,11 @@ def test_write_report_files(tmp_path):
     bt = bradley_terry([("model-a", "model-b", "model_b")] * 3 + [("model-a", "model-b", "model_a")], rounds=50)
     info = run_info("demo/xrag", "abc123", {"tie_policy": "incorrect"})
     paths = write_report(tmp_path, ReportInputs(
-        title="Demo", info=info, scores=SCORES, sort_by="accuracy", accuracy_by_language=ACC,
-        wrong_language={"model-a": {"de": 0.1, "zh": 0.3}, "model-b": {"de": 0.0, "zh": 0.05}},
-        bradley_terry=bt.leaderboard(), extra={"items": {"model-a": [{"query_id": "q1", "accuracy": 1.0}]}},
+        title="Demo", info=info, scores=SCORES, sort_by="accuracy",
+        views={"xrag": {"accuracy_by_language": ACC,
+                        "wrong_language": {"model-a": {"de": 0.1, "zh": 0.3}, "model-b": {"de": 0.0, "zh": 0.05}}},
+               "mirage": {"bradley_terry": bt.leaderboard()}},
+        extra={"items": {"model-a": [{"query_id": "q1", "accuracy": 1.0}]}},
     ))
     data = json.loads(paths["json"].read_text())
     assert data["run"]["dataset_revision"] == "abc123"

@@ -43,10 +43,12 @@ def _wide_inputs():
              "metrics": {m: {"garage": garage} for m in models},
              "judging": {"self_judged": {models[0]: [models[0]]}, "weak_judges": {}}}
     return ReportInputs(title="wide", info=run_info("bench", "1.0", split="test", configs=["mono-de", "multi-de"]),
-                        scores=scores, sort_by="accuracy", breakdown=breakdown,
-                        # MIRAGE's view: its surrogate section (with the few-models warning) is the metric's own
-                        views={"mirage": {"surrogate": {"target": {m: 1.0 for m in models[:3]}, "kendall_tau": 1.0}}},
-                        accuracy_by_language={m: {"de": Estimate(0.0, 0.0, 0.0, 3)} for m in models},
+                        scores=scores, sort_by="accuracy",
+                        # each metric's own view: XRAG's breakdown and per-language accuracy, MIRAGE's
+                        # surrogate section (with the few-models warning)
+                        views={"xrag": {"breakdown": breakdown,
+                                        "accuracy_by_language": {m: {"de": Estimate(0.0, 0.0, 0.0, 3)} for m in models}},
+                               "mirage": {"surrogate": {"target": {m: 1.0 for m in models[:3]}, "kendall_tau": 1.0}}},
                         extra=extra, columns={c: f"{c} measured on every item" for c in cols})
 
 

@@ -145,6 +145,31 @@ def test_schema_mismatch_fails_after_one_repair(tmp_path):
         assert runner.usage.as_dict()["total"]["failures"] == {"schema": 1}
 
 
+def test_a_reply_unusable_after_the_repair_is_final_and_not_paid_for_again(tmp_path):
+    """Before: only successes were cached, so each re-run sent the call and its repair again (temperature 0:
+    for the same unusable reply). Now the reply is cached as the item's final outcome; ``retry_unreadable``
+    asks again, and what then comes is cached as usual."""
+    with ScriptedServer([Rule(".", reply={"question": "only half"})]) as srv:
+        first, runner = run_one(srv, tmp_path)
+        runner.close()
+        assert not first.ok and first.reason == "schema" and srv.count() == 2
+        again, runner = run_one(srv, tmp_path)  # a plain re-run
+        runner.close()
+        assert srv.count() == 2  # nothing sent
+        assert (again.ok, again.reason, again.error, again.raw, again.cached) == (
+            False, "schema", first.error, first.raw, True)
+        assert runner.usage.as_dict()["total"]["failures"] == {"schema": 1}
+        srv.state.rules = [Rule(".", reply=GOOD)]  # the endpoint now answers usably
+        runner = LLMRunner(settings_for(srv).model_copy(update={"retry_unreadable": True}), tmp_path / "cache")
+        retried = runner.map_structured(endpoint="generator", prompt=PROMPT, items=[{"topic": "football"}],
+                                        schema=QA, stage="questions", item_ids=["q1"])[0]
+        runner.close()
+        assert retried.ok and retried.value == QA(**GOOD) and srv.count() == 3  # asked once more
+        last, runner = run_one(srv, tmp_path)  # the usable reply is the cached one now
+        runner.close()
+        assert last.ok and last.cached and srv.count() == 3
+
+
 def test_truncated_content_fault_goes_through_repair(tmp_path):
     with ScriptedServer([Rule("quiz item", sequence=[Fault("bad_json")]), Rule(".", reply=GOOD)]) as srv:
         srv.state.rules = [Rule("could not be used", reply=GOOD),

@@ -180,11 +180,19 @@ def test_questions_stage_end_to_end(tmp_path, server):
     st = report.stages[0]
     assert st.count_in == 8 and st.errors == 4
     assert st.skipped == {"pair-not-relevant": 1} and st.kept_with_note == {"translation-failed-es": 2}
-    # a re-run is cached; a forced re-run answers from the LLM cache without new tokens
+    # a re-run is cached; a forced re-run answers from the LLM cache without new calls, the replies that stayed
+    # unreadable after their repair included (before: the broken summary and the two Spanish translations were
+    # asked again, each with its repair: 6 calls for the same replies)
     assert Pipeline(cfg).run(only=["questions"]).stages[0].status == "cached"
     before = server.count("chat")
     Pipeline(cfg).run(only=["questions"], force=["questions"])
-    # only failures are asked again: the broken summary and the two Spanish translations, each + its repair
+    assert server.count("chat") == before
+    assert sorted((e.item_id, e.reason) for e in store.read_errors("questions")) == errors
+    assert {t.language: t.error for t in next(i for i in store.read("questions", QAItem)
+                                              if i.pair_id == "p1").translations}["es"] == tr["es"].error
+    # llm.retry_unreadable (`babelrag run --retry-unreadable`) asks exactly those again, each with its repair
+    retry = cfg.model_copy(update={"llm": cfg.llm.model_copy(update={"retry_unreadable": True})})
+    Pipeline(retry).run(only=["questions"], force=["questions"])
     assert server.count("chat") - before == 6
 
 

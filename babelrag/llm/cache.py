@@ -2,9 +2,12 @@
 
 Why SQLite/WAL: several processes (parallel stages, a re-run next to a still-running job) can read and
 write at once; each success is committed as soon as it arrives, so a killed run loses only the calls
-that were in flight. Only successful answers are stored (a failed item is tried again on re-run).
-The key hashes what determines the answer: endpoint base_url + model, messages, sampling params,
-prompt id + version, schema name. API keys are never part of the key or the row.
+that were in flight. Successful answers are stored in ``responses``; a reply that stayed unusable after
+the repair re-ask (``invalid_json``, ``schema``: the item's final outcome, ``failed_items``) in
+``unreadable``, so that a re-run answers it with the same failure instead of paying for the same reply
+again (``llm.retry_unreadable`` asks again). A call that got no answer is never stored: a re-run tries
+it again. The key hashes what determines the answer: endpoint base_url + model, messages, sampling
+params, prompt id + version, schema name. API keys are never part of the key or the row.
 """
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ import logging
 import sqlite3
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
@@ -32,6 +36,29 @@ CREATE TABLE IF NOT EXISTS responses (
     created REAL NOT NULL
 )
 """
+
+# a reply that was answered but stayed unusable after the repair re-ask: the item's final outcome
+_UNREADABLE_SCHEMA = """
+CREATE TABLE IF NOT EXISTS unreadable (
+    key TEXT PRIMARY KEY,
+    model TEXT NOT NULL,
+    prompt TEXT NOT NULL,
+    reason TEXT NOT NULL,          -- invalid_json | schema
+    error TEXT NOT NULL,           -- the Result's error text
+    raw TEXT NOT NULL,             -- the last reply (the repair re-ask's)
+    usage TEXT NOT NULL,
+    created REAL NOT NULL
+)
+"""
+
+
+@dataclass(frozen=True)
+class Unreadable:
+    """A stored final failure: what the item's ``Result`` said the first time."""
+
+    reason: str
+    error: str
+    raw: str
 
 
 def cache_key(*, base_url: str, model: str, kind: str, payload: Any, params: dict,
@@ -72,6 +99,7 @@ class ResponseCache:
         try:
             self.dir.mkdir(parents=True, exist_ok=True)
             _retry_locked(lambda: self._conn().execute(_SCHEMA))
+            _retry_locked(lambda: self._conn().execute(_UNREADABLE_SCHEMA))
         except (OSError, sqlite3.Error) as exc:
             raise StageError(
                 f"LLM cache {self.path} cannot be opened ({exc}); fix the permissions or delete the "
@@ -109,6 +137,30 @@ class ResponseCache:
                 "INSERT OR REPLACE INTO responses(key, kind, model, prompt, raw, usage, created) "
                 "VALUES (?,?,?,?,?,?,?)",
                 (key, kind, model, prompt_ref, raw, json.dumps(usage), time.time()),
+            )
+            return True
+        except sqlite3.Error as exc:
+            log.warning("LLM cache write to %s failed: %s", self.path, exc)
+            return False
+
+    def get_unreadable(self, key: str) -> Optional[Unreadable]:
+        """The stored unusable reply under ``key`` (None: none, or the read failed: the call is made)."""
+        try:
+            row = self._conn().execute("SELECT reason, error, raw FROM unreadable WHERE key=?", (key,)).fetchone()
+        except sqlite3.Error as exc:
+            log.warning("LLM cache read from %s failed: %s", self.path, exc)
+            return None
+        return Unreadable(*row) if row is not None else None
+
+    def put_unreadable(self, key: str, *, model: str, prompt_ref: str, reason: str, error: str, raw: str,
+                       usage: dict) -> bool:
+        """Store a reply that stayed unusable after the repair re-ask; a failing write is logged, not raised
+        (a re-run then pays for the call again)."""
+        try:
+            self._conn().execute(
+                "INSERT OR REPLACE INTO unreadable(key, model, prompt, reason, error, raw, usage, created) "
+                "VALUES (?,?,?,?,?,?,?,?)",
+                (key, model, prompt_ref, reason, error, raw, json.dumps(usage), time.time()),
             )
             return True
         except sqlite3.Error as exc:

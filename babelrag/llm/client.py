@@ -304,7 +304,9 @@ class AsyncLLM:
                        item_id: str = "", prompt: Optional[Prompt] = None,
                        schema: Optional[type[BaseModel]] = None, sampling: Optional[dict] = None,
                        schema_hint: bool = True) -> Result:
-        """One chat item: cache → call (retries) → parse → one repair → cache. Never raises."""
+        """One chat item: cache → call (retries) → parse → one repair → cache. Never raises. A reply still
+        unusable after the repair is cached as such (``ResponseCache.put_unreadable``) and answered from
+        there next time, unless ``llm.retry_unreadable`` is set."""
         ep = self.endpoint(endpoint)
         prompt_ref = prompt.ref if prompt else ""
         base = dict(item_id=item_id, endpoint=ep.name, model=ep.cfg.model,
@@ -326,6 +328,12 @@ class AsyncLLM:
                 if value is not None:
                     self.usage.record_item(stage, ep.name, ep.cfg.model, ok=True, cached=True)
                     return Result(ok=True, value=value, raw=raw, cached=True,
+                                  usage={"prompt_tokens": 0, "completion_tokens": 0}, **base)
+            if schema is not None and self.cache is not None and not self.settings.retry_unreadable:
+                final = self.cache.get_unreadable(key)
+                if final is not None:  # answered before, unusable after the repair: the same final outcome
+                    self.usage.record_item(stage, ep.name, ep.cfg.model, ok=False, cached=True, reason=final.reason)
+                    return Result(ok=False, error=final.error, reason=final.reason, raw=final.raw, cached=True,
                                   usage={"prompt_tokens": 0, "completion_tokens": 0}, **base)
             if not ep.json_mode:  # an earlier item found the server rejects JSON mode
                 params = {k: v for k, v in params.items() if k != "response_format"}
@@ -351,10 +359,14 @@ class AsyncLLM:
                     usage = {k: usage.get(k, 0) + usage2.get(k, 0) for k in ("prompt_tokens", "completion_tokens")}
                     value, err2, reason2 = parse_structured(raw2, schema)
                     if value is None:
+                        error = f"{reason2}: {err2} (after one repair attempt)"
+                        if self.cache is not None:  # final: a re-run gets this outcome without paying again
+                            self.cache.put_unreadable(key, model=ep.cfg.model, prompt_ref=prompt_ref,
+                                                      reason=reason2, error=error, raw=raw2, usage=usage)
                         self.usage.record_item(stage, ep.name, ep.cfg.model, ok=False, cached=False,
                                                reason=reason2)
-                        return Result(ok=False, error=f"{reason2}: {err2} (after one repair attempt)",
-                                      reason=reason2, raw=raw2, usage=usage, attempts=attempts, **base)
+                        return Result(ok=False, error=error, reason=reason2, raw=raw2, usage=usage,
+                                      attempts=attempts, **base)
                     raw = raw2
             if self.cache is not None:
                 self.cache.put(key, kind="chat", model=ep.cfg.model, prompt_ref=prompt_ref, raw=raw, usage=usage)

@@ -139,6 +139,9 @@ class LLMSettings(BaseModel):
     default_endpoint: Optional[str] = None
     cache_dir: Optional[Path] = run_only(None)  # None: <workdir>/cache/llm chosen by the caller
     cache: bool = run_only(True)  # False disables the disk cache (every call goes out)
+    # ask again where the cache holds a reply that stayed unusable after the repair re-ask (invalid_json,
+    # schema); off: such a reply is the item's final outcome and a re-run answers it from the cache
+    retry_unreadable: bool = run_only(False)
     progress: bool = run_only(True)
     # embedded llama.cpp server: `babelrag run` starts it for the run's duration when this is true (or with
     # --embedded); it then serves every chain as endpoint "local"
