@@ -35,6 +35,7 @@ from .venv import ensure_server_venv, redis_server_binary
 LAUNCHER = Path(__file__).with_name("launcher.py")
 ENGINE_NAME = "babelrag-sqlite"
 SEARCH_WRITES_ENV = "BABELRAG_SEARCH_WRITES"  # "off" = the engine skips document writes (bench baseline only)
+HOT_PATHS_ENV = "BABELRAG_ARGILLA_HOT_PATHS"  # "off" = Argilla's own hot paths, not hot_paths.py (bench baseline only)
 OWNER_KEY_ENV = "BABELRAG_ARGILLA_OWNER_API_KEY"
 OWNER_PASSWORD_ENV = "BABELRAG_ARGILLA_OWNER_PASSWORD"
 
