@@ -39,21 +39,22 @@ LEXICAL = LexicalHighlighter()  # the push is measured, not the highlighting: no
 
 
 @contextmanager
-def started(home: Path, writes: bool):
-    """A local server whose search engine writes documents (or, for the baseline, does not)."""
+def started(home: Path, writes: bool = True, env: dict[str, str] | None = None):
+    """A local server whose search engine writes documents (or, for the baseline, does not); ``env``: more
+    variables its children read when they are spawned (a bench baseline's switches)."""
     settings = AnnotateSettings(server=ServerSettings(home=home, port=0), min_submitted=1)
-    old = os.environ.get(WRITES_ENV)
-    if writes:
-        os.environ.pop(WRITES_ENV, None)
-    else:
-        os.environ[WRITES_ENV] = "off"  # read by the server's children when they are spawned
+    switches = {**(env or {}), **({} if writes else {WRITES_ENV: "off"})}
+    old = {k: os.environ.get(k) for k in (*switches, WRITES_ENV)}
+    os.environ.pop(WRITES_ENV, None)
+    os.environ.update(switches)  # read by the server's children when they are spawned
     server = ArgillaServer(settings.server)
     try:
         server.start()
     finally:
-        os.environ.pop(WRITES_ENV, None)
-        if old is not None:
-            os.environ[WRITES_ENV] = old
+        for k, v in old.items():
+            os.environ.pop(k, None)
+            if v is not None:
+                os.environ[k] = v
     try:
         client = api.client(api.resolve_target(settings))
         yield settings, client, server._procs["server"].pid

@@ -1,5 +1,7 @@
-"""Shared test setup: never reach a model hub; keep heavy fixtures session-scoped."""
+"""Shared test setup: never reach a model hub; keep heavy fixtures session-scoped; SIGTERM tears down."""
 import os
+import signal
+import threading
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -8,7 +10,41 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import pytest
 
+from babelrag.interrupts import EXIT_TERMINATED
 from babelrag.testing.scripted_server import ScriptedServer
+
+_TERMINATED = pytest.StashKey[bool]()  # a SIGTERM arrived
+
+
+def pytest_sessionstart(session):
+    """SIGTERM (a CI job cancelled or timed out) ends the run like Ctrl-C: the session stops and every
+    fixture finalizer runs, so the servers the fixtures started (Argilla, Milvus, Ray, model servers) stop
+    too. Its default action would kill pytest on the spot and leave them running. The first SIGTERM raises
+    KeyboardInterrupt where the run is and marks the session to stop after the current test even if that
+    code handles the interrupt itself; a later one does not break into the teardown. Exit code 143. A child
+    forked from pytest (a fork-started worker) inherits the handler: there SIGTERM keeps its default action."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    pytest_pid = os.getpid()
+
+    def terminate(signum, frame):
+        if os.getpid() != pytest_pid:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
+        if session.config.stash.get(_TERMINATED, False):
+            return
+        session.config.stash[_TERMINATED] = True
+        session.shouldstop = "SIGTERM: stopping, fixture finalizers run"
+        raise KeyboardInterrupt("SIGTERM")
+
+    signal.signal(signal.SIGTERM, terminate)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session):
+    if session.config.stash.get(_TERMINATED, False):
+        session.exitstatus = EXIT_TERMINATED
 
 
 @pytest.fixture()

@@ -590,3 +590,43 @@ def test_a_plug_in_project_type_is_pushed_and_annotated_like_a_built_in_one(env,
     finally:
         registry.forget("claim_check")
         projects.guideline.cache_clear()
+
+
+def test_an_enabled_webhook_gets_every_record_event(env, pushed):
+    """The server skips building record webhook events only while no webhook is enabled
+    (annotate/server/hot_paths.py); with one enabled, each record written still reaches it, signed."""
+    import http.server
+    import threading
+    import time
+
+    got: list[dict] = []
+
+    class Receiver(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            body = self.rfile.read(int(self.headers["content-length"]))
+            got.append({"signed": bool(self.headers.get("webhook-signature")), **json.loads(body)})
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    receiver = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
+    threading.Thread(target=receiver.serve_forever, daemon=True).start()
+    owner = {"X-Argilla-Api-Key": env.server.api_key}
+    hook = httpx.post(f"{env.server.url}/api/v1/webhooks", headers=owner, json={
+        "url": f"http://127.0.0.1:{receiver.server_address[1]}/hook", "events": ["record.created"]})
+    assert hook.status_code == 201, hook.text
+    try:
+        s = env.settings.model_copy(update={"dataset_prefix": "hooks"})
+        ps.push(env.client, s, "qa_verification", projects.build_records(
+            "qa_verification", samples.qa_items(3), s, articles={a["id"]: a for a in samples.articles(3)}))
+        deadline = time.monotonic() + 60  # the rq worker sends them
+        while len(got) < 3 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert sorted((e["type"], e["data"]["external_id"], e["signed"]) for e in got) == [
+            ("record.created", f"qa{i}", True) for i in (1, 2, 3)]
+        assert {e["data"]["dataset"]["name"] for e in got} == {"hooks-qa-verification"}
+    finally:
+        httpx.delete(f"{env.server.url}/api/v1/webhooks/{hook.json()['id']}", headers=owner)
+        receiver.shutdown()

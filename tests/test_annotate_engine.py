@@ -16,8 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from babelrag.annotate.settings import ServerSettings
+from babelrag.annotate import argilla_api as api, push as ps
+from babelrag.annotate.server.process import ArgillaServer
 from babelrag.annotate.server.venv import ensure_server_venv
+from babelrag.annotate.settings import AnnotateSettings, ServerSettings
 
 pytestmark = pytest.mark.argilla
 SERVER_DIR = Path(__file__).resolve().parents[1] / "annotate" / "server"
@@ -263,16 +265,29 @@ TOPICS = ("politics", "sports", "science", "health", "culture")
 N_RECORDS = 10_000
 
 
-def _corpus() -> list[dict]:
+def corpus_records(n: int = N_RECORDS) -> list[dict]:
     """Deterministic records: texts from a small vocabulary (some words capitalised), terms/int/float metadata."""
     rng = random.Random(17)
     rows = []
-    for i in range(N_RECORDS):
+    for i in range(n):
         words = [rng.choice(VOCAB) for _ in range(rng.randint(3, 9))]
         words = [w.capitalize() if rng.random() < 0.2 else w for w in words]
         rows.append({"id": f"r{i:05d}", "text": " ".join(words) + ".", "title": rng.choice(VOCAB).upper(),
                      "topic": rng.choice(TOPICS), "year": rng.randint(1990, 2024), "score": round(rng.random(), 3)})
     return rows
+
+
+def search_dataset(client, settings):
+    """The dataset the records go to: two text fields, one question, terms/integer/float metadata."""
+    import argilla as rg
+
+    ps.ensure_users(client, settings)
+    return rg.Dataset(name="search-10k", workspace=settings.workspace, client=client, settings=rg.Settings(
+        fields=[rg.TextField(name="text", client=client), rg.TextField(name="title", client=client)],
+        questions=[rg.LabelQuestion(name="ok", labels=["yes", "no"], client=client)],
+        metadata=[rg.TermsMetadataProperty(name="topic", client=client),
+                  rg.IntegerMetadataProperty(name="year", client=client),
+                  rg.FloatMetadataProperty(name="score", client=client)])).create()
 
 
 def _words(row: dict) -> set[str]:
@@ -283,25 +298,14 @@ def _words(row: dict) -> set[str]:
 def big_dataset(tmp_path_factory):
     import argilla as rg
 
-    from babelrag.annotate import argilla_api as api, push as ps
-    from babelrag.annotate.settings import AnnotateSettings
-    from babelrag.annotate.server.process import ArgillaServer
-
     settings = AnnotateSettings(server=ServerSettings(home=tmp_path_factory.mktemp("argilla-10k"), port=0))
     server = ArgillaServer(settings.server).start()
     try:
-        client = api.client(api.resolve_target(settings))
-        ps.ensure_users(client, settings)
-        ds = rg.Dataset(name="search-10k", workspace=settings.workspace, client=client, settings=rg.Settings(
-            fields=[rg.TextField(name="text", client=client), rg.TextField(name="title", client=client)],
-            questions=[rg.LabelQuestion(name="ok", labels=["yes", "no"], client=client)],
-            metadata=[rg.TermsMetadataProperty(name="topic", client=client),
-                      rg.IntegerMetadataProperty(name="year", client=client),
-                      rg.FloatMetadataProperty(name="score", client=client)])).create()
-        rows = _corpus()
+        ds = search_dataset(api.client(api.resolve_target(settings)), settings)
+        rows = corpus_records()
         ds.records.log([rg.Record(id=r["id"], fields={"text": r["text"], "title": r["title"]},
                                   metadata={"topic": r["topic"], "year": r["year"], "score": r["score"]}) for r in rows],
-                       batch_size=1000)
+                       batch_size=500)  # the most one request takes (the SDK would cut 1000 down to it)
         yield ds, rows
     finally:
         server.stop()

@@ -472,3 +472,47 @@ def test_the_default_home_is_made_private_and_loose_files_of_an_older_version_ar
     assert stat.S_IMODE((home / "logs").stat().st_mode) == 0o700
     assert {p.name: oct(stat.S_IMODE(p.stat().st_mode)) for p in home.iterdir() if p.is_file()} == {
         n: "0o600" for n in ("argilla.db", "argilla.db-wal", "credentials.json", "users.json", ".migrated-2.8.0")}
+
+
+@pytest.mark.argilla
+def test_a_new_home_gets_the_migrated_empty_database_without_running_migrate(tmp_path, monkeypatch):
+    """`database migrate` runs once per server venv and Argilla version: its empty database is kept beside
+    the venv and a new home starts from a copy, which a real server then runs on."""
+    import sqlite3
+    import uuid
+
+    import httpx
+
+    from babelrag.annotate.server import process
+    from babelrag.annotate.server.venv import ensure_server_venv
+    from babelrag.annotate.settings import ServerSettings
+
+    monkeypatch.setattr(process, "EMPTY_DB", f"empty-argilla-test-{uuid.uuid4().hex}.db")  # none there yet
+    venv = ServerSettings().resolved_venv()
+    python = ensure_server_venv(venv)
+    runs: list[list[str]] = []
+    real_run = process.ArgillaServer._run
+    monkeypatch.setattr(process.ArgillaServer, "_run",
+                        lambda self, py, args, *a, **k: runs.append(args) or real_run(self, py, args, *a, **k))
+
+    def schema(db):
+        with sqlite3.connect(db) as con:
+            return (sorted(con.execute("SELECT type, name, sql FROM sqlite_master")),
+                    con.execute("SELECT version_num FROM alembic_version").fetchall())
+
+    try:
+        first = process.ArgillaServer(ServerSettings(home=tmp_path / "first", port=0))
+        first.home.mkdir()
+        first._migrate(python)  # no empty database yet: Argilla's migrate runs and leaves one
+        assert runs == [["database", "migrate"]] and (venv / process.EMPTY_DB).exists()
+        server = process.ArgillaServer(ServerSettings(home=tmp_path / "second", port=0)).start()
+        try:
+            assert ["database", "migrate"] not in runs[1:] and ["create-owner"] in runs
+            assert schema(server.home / "argilla.db")[0] == schema(first.home / "argilla.db")[0]
+            assert schema(server.home / "argilla.db")[1] == schema(first.home / "argilla.db")[1] != []
+            me = httpx.get(f"{server.url}/api/v1/me", headers={"X-Argilla-Api-Key": server.api_key})
+            assert me.status_code == 200 and me.json()["role"] == "owner"
+        finally:
+            server.stop()
+    finally:
+        (venv / process.EMPTY_DB).unlink(missing_ok=True)

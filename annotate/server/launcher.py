@@ -6,7 +6,8 @@ username, password and API key from ``BABELRAG_OWNER_*`` environment variables a
 ``database users create`` in-process, so they never appear in ``/proc/<pid>/cmdline``).
 Registration must happen in the same process before the CLI runs: ``start`` serves in-process (uvicorn)
 and ``worker`` forks rq workers, which inherit the registry. For ``start``, the web UI pages also get
-the script that opens the guidelines on a first visit (``ui_first_visit``). Imports nothing from babelrag.
+the script that opens the guidelines on a first visit (``ui_first_visit``). Every command gets the cheaper
+hot paths of ``hot_paths`` (the server and the rq workers write records). Imports nothing from babelrag.
 """
 from __future__ import annotations
 
@@ -21,6 +22,10 @@ def main(argv: list[str]) -> None:
     # Argilla reads its settings at import time: select the engine before anything imports them.
     os.environ.setdefault("ARGILLA_SEARCH_ENGINE", "babelrag-sqlite")
     import sqlite_engine  # noqa: F401  (registers the engine class)
+    import hot_paths
+
+    if os.environ.get("BABELRAG_ARGILLA_HOT_PATHS") != "off":  # "off": Argilla's own code paths (bench baseline only)
+        hot_paths.install()
 
     if argv[:1] == ["start"]:
         # the web app (and its temporary copy of the web UI) is built at import; uvicorn reuses this module

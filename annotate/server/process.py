@@ -3,7 +3,8 @@
 Every child runs in its own process group (and gets SIGTERM if this process dies), so ``stop()`` can
 signal whole groups and leave no orphans (rq's WorkerPool forks grandchildren). State that outlives
 a run lives in the home dir: ``argilla.db`` (Argilla's SQLite), ``search.sqlite3`` (our search
-engine), ``credentials.json`` (owner API key), ``server.json`` (URL while running), ``logs/``.
+engine), ``credentials.json`` (owner API key), ``server.json`` (URL while running), ``logs/``. A new
+home's database is a copy of the empty migrated one kept beside the server venv (``EMPTY_DB``).
 
 Safe on a shared host (see ``host_safety.py``): the home is 0700 and every file the server keeps there
 0600 (children run with umask 077), Redis needs a password generated per start, and no secret is ever a command-line
@@ -18,14 +19,16 @@ import os
 import secrets
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from babelrag.atomic import atomic_write_text
+from babelrag.atomic import atomic_path, atomic_write_bytes, atomic_write_text
 from babelrag.errors import StageError
 
 from ..settings import ARGILLA_SERVER_VERSION, ServerSettings
@@ -35,6 +38,8 @@ from .venv import ensure_server_venv, redis_server_binary
 LAUNCHER = Path(__file__).with_name("launcher.py")
 ENGINE_NAME = "babelrag-sqlite"
 SEARCH_WRITES_ENV = "BABELRAG_SEARCH_WRITES"  # "off" = the engine skips document writes (bench baseline only)
+HOT_PATHS_ENV = "BABELRAG_ARGILLA_HOT_PATHS"  # "off" = Argilla's own hot paths, not hot_paths.py (bench baseline only)
+EMPTY_DB = f"empty-argilla-{ARGILLA_SERVER_VERSION}.db"  # beside the server venv: a new home's database
 OWNER_KEY_ENV = "BABELRAG_ARGILLA_OWNER_API_KEY"
 OWNER_PASSWORD_ENV = "BABELRAG_ARGILLA_OWNER_PASSWORD"
 
@@ -176,7 +181,7 @@ class ArgillaServer:
             marker = self.home / f".migrated-{ARGILLA_SERVER_VERSION}"
             fresh = not (marker.exists() and (self.home / "argilla.db").exists())
             if fresh:
-                self._run(python, ["database", "migrate"], "database migrate")
+                self._migrate(python)
                 marker.touch(mode=0o600)
             self.timings["migrate_s"] = time.perf_counter() - t1
             if fresh or not self.credentials.get("owner_created"):  # also after a start that failed there
@@ -191,6 +196,26 @@ class ArgillaServer:
         self.timings["start_s"] = time.perf_counter() - t0
         write_private(self.home / "server.json", {"url": self.url, "pid": os.getpid(), "port": self.port})
         return self
+
+    def _migrate(self, python: Path) -> None:
+        """Argilla's schema in the home's database. A new database is a copy of the empty migrated one kept
+        beside the server venv (``EMPTY_DB``: no user, no secret, made before the owner exists), which
+        ``database migrate`` (alembic: seconds of every fresh start) fills once per venv and Argilla
+        version; an existing database (an older version's) is migrated in place."""
+        db = self.home / "argilla.db"
+        empty = self.settings.resolved_venv() / EMPTY_DB
+        if not db.exists() and empty.exists():
+            atomic_write_bytes(db, empty.read_bytes(), private=True)
+            return
+        new = not db.exists()
+        self._run(python, ["database", "migrate"], "database migrate")
+        if new and not empty.exists():
+            try:
+                with atomic_path(empty) as tmp, closing(sqlite3.connect(db)) as src, \
+                        closing(sqlite3.connect(tmp)) as copy:
+                    src.backup(copy)  # a consistent snapshot, whatever journal mode migrate left
+            except (OSError, sqlite3.Error):
+                pass  # a read-only venv: every new home keeps running migrate
 
     def _ensure_owner(self, python: Path) -> None:
         """Create the owner in a new database, reusing stored credentials if the database was recreated."""
