@@ -6,7 +6,8 @@ filter is one module, see docs/architecture.md).
 A question rejected by one filter is not sent to the later (dearer, LLM) ones. Every question is written
 out with ``filters`` (one ``FilterVerdict`` per filter: status pass|fail|error|not_run, detail), ``accepted``
 and ``rejected_by``; rejections are counted per filter in the run report (``rejected:<filter>``) and the
-pass/fail/error counts per filter are saved in the manifest (``extra.filters``). A question whose LLM check
+pass/fail/error counts per filter are saved in the manifest (``extra.filters``); a verdict may name its own
+reason instead (``Verdict.skip_reason``: ``rejected:named_entity-unreadable``, an unreadable LLM NER reply). A question whose LLM check
 got no answer (endpoint down, timeouts, 5xx after the retries) is not written but stored as a failed item,
 which the next run retries (``babelrag.failed_items``).
 """

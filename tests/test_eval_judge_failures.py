@@ -24,6 +24,17 @@ def _faulty(faults):
     return handler
 
 
+def _run_twice(srv, release, cfg, out):
+    """``evaluate run`` twice, each exiting 0: per run, the requests ``srv`` had received by its end and the
+    results.json it wrote."""
+    runs = []
+    for _ in range(2):
+        res = _cli("evaluate", "run", release, "-c", cfg, "--out", out, "--rounds", "20")
+        assert res.returncode == 0, res.stdout + res.stderr
+        runs.append((len(srv.log), strict_load(out / "results.json")))
+    return runs
+
+
 CANDIDATE = "Candidate answer:"  # the XRAG judge and MIRAGE's answer-overlap prompts
 DEFLECTION = '{"deflected"'  # GaRAGe's deflection judge prompt
 
@@ -70,12 +81,7 @@ def test_a_judge_answering_without_a_usable_verdict_is_final_counted_and_not_pai
     faults = {unusable: "I would rather not say."}
     with ScriptedServer(_faulty(faults)) as srv:
         release, cfg = released(tmp_path, srv, _instances()[:4], metrics=["xrag"])
-        runs = []
-        for _ in range(2):
-            res = _cli("evaluate", "run", release, "-c", cfg, "--out", tmp_path / "o", "--rounds", "20")
-            assert res.returncode == 0, res.stdout + res.stderr
-            runs.append((len(srv.log), strict_load(tmp_path / "o" / "results.json")))
-        (sent, out), (resent, again) = runs
+        (sent, out), (resent, again) = _run_twice(srv, release, cfg, tmp_path / "o")
         assert resent == sent  # the plain re-run paid for nothing
         for run, cached in ((out, 0), (again, 1)):
             xrag = run["metrics"]["good"]["xrag"]
@@ -140,12 +146,7 @@ def test_an_unusable_judge_reply_is_reported_left_out_of_the_metric_and_not_aske
     asked = []
     with ScriptedServer(_unusable_in({markers: reply}, asked)) as srv:
         release, cfg = released(tmp_path, srv, _instances()[:2], metrics=[metric])  # i0de, i0zh
-        runs = []
-        for _ in range(2):
-            res = _cli("evaluate", "run", release, "-c", cfg, "--out", tmp_path / "o", "--rounds", "20")
-            assert res.returncode == 0, res.stdout + res.stderr
-            runs.append((len(srv.log), strict_load(tmp_path / "o" / "results.json")))
-        (sent, first), (resent, again) = runs
+        (sent, first), (resent, again) = _run_twice(srv, release, cfg, tmp_path / "o")
     assert len(asked) == 1  # asked once, by the first run (its repair re-ask names no marker)
     assert resent == sent  # the second run asked nothing: the unusable reply is the call's final outcome
     for out, cached in ((first, 0), (again, 1)):
