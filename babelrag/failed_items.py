@@ -23,6 +23,11 @@ RETRYABLE_REASONS = frozenset({
     "auth", "quota", "unexpected", "endpoint_down", "budget",
 })
 
+#: the final reason of a reply of the right shape that does not line up with its input (a support reply with
+#: another number of lists than sentences): the pydantic error type its schema's validator raises
+#: (``PydanticCustomError(MISALIGNED, ...)``), which ``llm.client.parse_structured`` reports as the reason
+MISALIGNED = "misaligned"
+
 
 def is_retryable(reason: str | None) -> bool:
     """True when an error with this reason marks a failed item (retried next run), not a final outcome."""

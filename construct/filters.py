@@ -6,7 +6,8 @@ filter is one module, see docs/architecture.md).
 A question rejected by one filter is not sent to the later (dearer, LLM) ones. Every question is written
 out with ``filters`` (one ``FilterVerdict`` per filter: status pass|fail|error|not_run, detail), ``accepted``
 and ``rejected_by``; rejections are counted per filter in the run report (``rejected:<filter>``) and the
-pass/fail/error counts per filter are saved in the manifest (``extra.filters``). A question whose LLM check
+pass/fail/error counts per filter are saved in the manifest (``extra.filters``); a verdict may name its own
+reason instead (``Verdict.skip_reason``: ``rejected:named_entity-unreadable``, an unreadable LLM NER reply). A question whose LLM check
 got no answer (endpoint down, timeouts, 5xx after the retries) is not written but stored as a failed item,
 which the next run retries (``babelrag.failed_items``).
 """
@@ -31,7 +32,8 @@ from babelrag.lazy_registry import LazyRegistry
 from babelrag.stage import StageSpec
 from babelrag.tokens import content_words, tokenize
 from babelrag.construct.chains.outputs import Attempt, Judgement, Rating
-from babelrag.construct.question_ner import ENGLISH, UNCHECKED, QuestionNER, question_language, unchecked_line
+from babelrag.construct.question_ner import (ENGLISH, UNCHECKED, UNREADABLE, QuestionNER, question_language,
+                                             unchecked_line, unreadable_line)
 from babelrag.errors import StageError
 from babelrag.llm.prompts import Prompt
 
@@ -125,6 +127,8 @@ class Verdict:
     # set when the verdict is missing because the LLM call failed (endpoint down, timeouts, 5xx): the
     # question is then a failed item, retried by the next run, not a rejected one (babelrag.failed_items)
     failed_reason: Optional[str] = None
+    # the run report's reason when this verdict rejects the question ("" : rejected:<filter>)
+    skip_reason: str = ""
 
     @property
     def passed(self) -> bool:
@@ -222,29 +226,43 @@ def check_named_entity(items: list[QAItem], labels: list[str], nlp: Any = None) 
     return out
 
 
+@dataclass
+class NamedEntityVerdicts:
+    """The ``named_entity`` verdicts and, per language, the questions kept unchecked (no backend) and those
+    whose LLM NER reply stayed unreadable (judged by ``filters.on_llm_error``)."""
+    verdicts: dict[str, Verdict]
+    unchecked: Counter[str]
+    unreadable: Counter[str]
+
+
 def check_named_entity_by_language(items: list[QAItem], labels: list[str], english: Callable[[], Any],
-                                   others: QuestionNER) -> tuple[dict[str, Verdict], Counter[str]]:
+                                   others: QuestionNER, on_error: str = "reject") -> NamedEntityVerdicts:
     """Each question checked by the NER of the language it is written in (``construct/question_ner.py``):
     English ones by ``english()`` (the filter's spaCy model, loaded only when one is there), the others by their
-    language's title NER backend. Also returns, per language, the questions kept unchecked (no backend)."""
+    language's title NER backend. An unreadable LLM NER reply is no "no entity": it follows ``on_error``."""
     by_language: dict[str, list[QAItem]] = {}
     for it in items:
         by_language.setdefault(question_language(it.language), []).append(it)
     out: dict[str, Verdict] = {}
     unchecked: Counter[str] = Counter()
+    unreadable: Counter[str] = Counter()
     for language, group in sorted(by_language.items()):
         if language == ENGLISH:
             out.update(check_named_entity(group, labels, english()))
             continue
         for it, found in zip(group, others.find([i.question for i in group], language)):
-            if found.mentions is None:
+            if found.unreadable is not None:
+                unreadable[language] += 1
+                out[it.id] = _unreadable(f"{found.backend} NER reply unreadable: {found.unreadable}", on_error)
+                out[it.id].skip_reason = f"rejected:{UNREADABLE}"
+            elif found.mentions is None:
                 unchecked[language] += 1
                 out[it.id] = Verdict("pass", f"unchecked: {found.backend}")
             elif found.mentions:
                 out[it.id] = Verdict("pass", f"{', '.join(found.mentions)} ({found.backend})")
             else:
                 out[it.id] = Verdict("fail", f"no named entity found by {found.backend}")
-    return out, unchecked
+    return NamedEntityVerdicts(out, unchecked, unreadable)
 
 
 # --- verbatim answers ------------------------------------------------------------------------------
@@ -341,6 +359,11 @@ def _llm_error(result: Any, on_error: str) -> Verdict:
     error = result.error if result is not None else "no judgement"
     if result is not None and result.retryable:
         return Verdict("error", f"LLM call failed: {error}"[:300], failed_reason=result.reason)
+    return _unreadable(error, on_error)
+
+
+def _unreadable(error: str, on_error: str) -> Verdict:
+    """The verdict for an LLM answer that could not be used (final): ``on_llm_error`` rejects or keeps it."""
     return Verdict("error" if on_error == "reject" else "pass", f"LLM failure: {error}"[:300])
 
 
@@ -527,13 +550,17 @@ class NamedEntityFilter(QuestionFilter):
     def check(self, ctx: Any, items: list[QAItem], articles: dict[str, Article]) -> dict[str, Verdict]:
         f = ctx.config.filters
         others = QuestionNER(ctx.config, f.entity_labels, llm_factory=lambda: ctx.llm, stage=ctx.spec.name)
-        verdicts, unchecked = check_named_entity_by_language(items, f.entity_labels,
-                                                             lambda: load_spacy(f.spacy_model), others)
-        for language, n in sorted(unchecked.items()):
+        got = check_named_entity_by_language(items, f.entity_labels, lambda: load_spacy(f.spacy_model), others,
+                                             on_error=f.on_llm_error)
+        for language, n in sorted(got.unchecked.items()):
             ctx.note(UNCHECKED.format(language), n)
-        if unchecked:
-            ctx.report_line(unchecked_line(unchecked))
-        return verdicts
+        if got.unchecked:
+            ctx.report_line(unchecked_line(got.unchecked))
+        if got.unreadable:  # rejected ones are counted as rejected:named_entity-unreadable
+            if f.on_llm_error == "keep":
+                ctx.note(UNREADABLE, sum(got.unreadable.values()))
+            ctx.report_line(unreadable_line(got.unreadable, f.on_llm_error))
+        return got.verdicts
 
 
 @register_filter
@@ -590,11 +617,13 @@ def run(ctx: Any) -> None:
     needed = {a for it in items for a in it.article_ids}
     articles = ctx.read_ids("ingest", Article, needed)
     failed: dict[str, Verdict] = {}
+    skip_reasons: dict[str, str] = {}
 
     def watched(check: Callable[[list[QAItem]], dict[str, Verdict]]) -> Callable[[list[QAItem]], dict[str, Verdict]]:
         def run_check(alive: list[QAItem]) -> dict[str, Verdict]:
             got = check(alive)
             failed.update((i, v) for i, v in got.items() if v.failed_reason and i not in failed)
+            skip_reasons.update((i, v.skip_reason) for i, v in got.items() if v.skip_reason and not v.passed)
             return got
         return run_check
 
@@ -606,7 +635,7 @@ def run(ctx: Any) -> None:
                 ctx.error(it.id, failed[it.id].failed_reason or "", failed[it.id].detail)
             continue
         if it.rejected_by:
-            ctx.skip(f"rejected:{it.rejected_by}")
+            ctx.skip(skip_reasons.get(it.id) or f"rejected:{it.rejected_by}")
         if not out.has(it.id):
             out.add(it)
     ctx.extra["filters"] = counts

@@ -328,8 +328,20 @@ class StanzaNER:
         return out
 
 
+class Unreadable(list):
+    """A title's entities when the LLM's reply stayed unreadable after the repair re-ask (``error``: why): empty
+    like a title with no entity, but a consumer can tell the two apart (the ``named_entity`` filter judges it
+    by ``filters.on_llm_error``, ingest counts it as ``ner-unreadable``). The LLM cache keeps such a reply as
+    the call's final outcome; ``llm.retry_unreadable`` asks again."""
+
+    def __init__(self, error: str) -> None:
+        super().__init__()
+        self.error = error
+
+
 class LLMNER:
-    """Entity extraction through the LLM layer (for languages with no local model)."""
+    """Entity extraction through the LLM layer (for languages with no local model). A reply that stayed
+    unreadable gives an ``Unreadable`` list, counted in ``failures``; a call that got no answer stops the run."""
 
     name = "llm"
 
@@ -338,7 +350,8 @@ class LLMNER:
         self.endpoint = endpoint
         self.stage = stage
         self.prompt = Prompt.beside(__file__, "ner_prompt.yaml")
-        self.failures = 0
+        self.failures = 0  # titles whose reply stayed unreadable (``Unreadable``)
+        self.first_error = ""
 
     def prepare(self, languages: Sequence[str], load: bool = True) -> list[str]:
         return []  # the endpoint handles every language
@@ -365,7 +378,8 @@ class LLMNER:
                 out.append([e for e in res.value.entities if e and e.casefold() in title.casefold()])
             else:
                 self.failures += 1
-                out.append([])
+                out.append(Unreadable(res.error or res.reason or "unreadable reply"))
+                self.first_error = self.first_error or out[-1].error
         return out
 
 
@@ -444,6 +458,8 @@ class EntityExtractor:
         return self.backend.prepare(languages, load)
 
     def __call__(self, titles: Sequence[str], languages: Sequence[str]) -> list[list[str]]:
+        """Entity keys per title; ``Unreadable`` where the backend's reply could not be read and the gazetteer
+        found nothing either."""
         raw = self.backend.entities(titles, languages)
         out = []
         for title, mentions, lang in zip(titles, raw, languages):
@@ -454,7 +470,7 @@ class EntityExtractor:
             for k in found:
                 if len(k) >= 2 and k not in keys:
                     keys.append(k)
-            out.append(keys)
+            out.append(Unreadable(mentions.error) if isinstance(mentions, Unreadable) and not keys else keys)
         return out
 
 

@@ -9,6 +9,10 @@ names of ``ner.gazetteer``; the labels are still ``filters.entity_labels``. The 
 X text: it tags German and French function words as people and organisations, so it passed questions that
 name nobody.
 
+An LLM NER reply that stays unreadable after the repair re-ask says nothing about the question: it is judged by
+``filters.on_llm_error`` like the other LLM filters' unusable replies (reject: status ``error``; keep: pass), not
+failed as nameless, and counted as ``named_entity-unreadable`` with a report line.
+
 A language with no backend cannot say that a question names no entity. Its questions are kept unchecked and
 counted as ``named_entity-unchecked-<lang>`` (the run report's notes), with a line saying how to give the
 language a backend. With only a gazetteer, a question naming one of its entities passes and one naming none is
@@ -21,11 +25,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from babelrag.construct.ner import EntityExtractor, JIEBA, SpacyNER, extractor_from_config
+from babelrag.construct.ner import EntityExtractor, JIEBA, SpacyNER, Unreadable, extractor_from_config
 from babelrag.languages import language_label
 
 ENGLISH = "en"
 UNCHECKED = "named_entity-unchecked-{}"
+UNREADABLE = "named_entity-unreadable"
 
 
 def question_language(language: Optional[str]) -> str:
@@ -36,9 +41,12 @@ def question_language(language: Optional[str]) -> str:
 @dataclass(frozen=True)
 class Found:
     """What one question's language backend found: ``mentions`` (None: the language has no backend and the
-    gazetteer found nothing, so the question is unchecked) and the backend that looked."""
+    gazetteer found nothing, so the question is unchecked) and the backend that looked. ``unreadable``: the
+    LLM backend's reply stayed unreadable after the repair re-ask (why), so nothing was found and nothing can be
+    said about the question's entities (``filters.on_llm_error`` decides)."""
     mentions: Optional[list[str]]
     backend: str
+    unreadable: Optional[str] = None
 
 
 @dataclass
@@ -73,7 +81,18 @@ class QuestionNER:
         has_model = language not in self.extractor.prepare([language])
         backend = self.backend_name(language, has_model)
         found = self.extractor(list(questions), [language] * len(questions))
-        return [Found(keys if keys or has_model else None, backend) for keys in found]
+        return [Found(keys if keys or has_model else None, backend,
+                      keys.error if isinstance(keys, Unreadable) else None) for keys in found]
+
+
+def unreadable_line(counts: Counter[str], on_error: str) -> str:
+    """The run report's line for questions whose LLM NER reply stayed unreadable (``counts``: language ->
+    questions)."""
+    langs = ", ".join(f"{n} in {language_label(lang)}" for lang, n in sorted(counts.items()))
+    outcome = "rejected" if on_error == "reject" else "kept"
+    return (f"named_entity: the LLM NER reply stayed unreadable after the repair re-ask for {sum(counts.values())} "
+            f"question(s) ({langs}): {outcome} (filters.on_llm_error: {on_error}), not judged nameless; the LLM cache "
+            f"keeps those replies, `babelrag run --force filters --retry-unreadable` asks again")
 
 
 def unchecked_line(counts: Counter[str]) -> str:

@@ -36,7 +36,6 @@ from babelrag.evaluators.metric import Column, Metric, MetricRun
 from babelrag.evaluators.registry import register
 from babelrag.evaluators.results import ScoreResult, make_result, summarise
 from babelrag.release.loaders.garage import GarageRecord
-from babelrag.sentences import split_sentences
 
 if TYPE_CHECKING:  # pragma: no cover
     from babelrag.llm.client import LLMRunner
@@ -96,9 +95,9 @@ def score_item(it: GarageItem) -> dict[str, Any]:
         return row
     relevant = set(it.relevant)
     p, r, f1 = prf(set(it.cited), relevant)
-    if it.sentence_support is None:  # no support judgement: attribution only
-        row.update(eligibility=NAN, unadjusted_factuality=NAN, factuality=NAN, raf=NAN,
-                   attribution_precision=p, attribution_recall=r, attribution_f1=f1)
+    if it.sentence_support is None:  # no support judgement: eligibility (when judged) and attribution only
+        row.update(eligibility=NAN if it.eligible is None else float(it.eligible), unadjusted_factuality=NAN,
+                   factuality=NAN, raf=NAN, attribution_precision=p, attribution_recall=r, attribution_f1=f1)
         return row
     supported = all(len(s) > 0 for s in it.sentence_support)
     relevant_supported = all(relevant.intersection(s) for s in it.sentence_support)
@@ -184,8 +183,9 @@ def garage_judgements(
             query_id=str(r["query_id"]), requires_deflection=bool(r["requires_deflection"]),
             deflected=None if d is None else d.deflected,  # None: the judge failed (counted)
             eligible=None if e is None else e.eligible,
-            # an unjudged response counts every sentence as unsupported
-            sentence_support=sup if sup is not None else [[] for _ in split_sentences(r["response"])],
+            # None: the support judge failed or gave no usable reply; the factuality metrics are then undefined
+            # (NaN, counted), not 0 as if no sentence were supported
+            sentence_support=sup,
             relevant=list(r.get("relevant", ())), cited=list(r.get("cited", ())),
             category=str(r.get("category") or ""),
         ))

@@ -14,8 +14,10 @@ from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal, Optional
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationInfo, model_validator
+from pydantic_core import PydanticCustomError
 
+from babelrag.failed_items import MISALIGNED
 from babelrag.llm.prompts import Prompt
 from babelrag.sentences import split_sentences
 
@@ -54,7 +56,21 @@ class Eligibility(BaseModel):
 
 
 class Support(BaseModel):
+    """One list of passage ids per numbered sentence, in order. With a validation context
+    ``{"sentences": n}`` a reply with another number of lists fails validation (reason ``misaligned``): the LLM
+    layer re-asks once, then keeps it as an unreadable reply (counted as such), never as a verdict on sentences
+    it does not line up with."""
+
     support: list[list[str]]
+
+    @model_validator(mode="after")
+    def _aligned(self, info: ValidationInfo) -> "Support":
+        expected = (info.context or {}).get("sentences")
+        if expected is not None and len(self.support) != expected:
+            raise PydanticCustomError(MISALIGNED, "support has {got} lists for {expected} numbered sentences: give "
+                                      "exactly one list per sentence, in order",
+                                      {"got": len(self.support), "expected": expected})
+        return self
 
 
 class Deflection(BaseModel):
@@ -105,8 +121,10 @@ def sentence_support(
 ) -> list[Optional[list[list[str]]]]:
     """Per record, the passage ids supporting each sentence of ``response`` (``passages``: {id: text}).
 
-    Unknown ids the judge invents are dropped; a failed or misaligned reply gives None (unjudged),
-    which callers count as unsupported.
+    Unknown ids the judge invents are dropped. A reply with another number of lists than sentences fails
+    ``Support``'s validation (repair re-ask, then an unreadable reply with reason ``misaligned``, which the
+    ``JudgeRunner`` counts in ``judge_unusable``); a failed or unusable reply gives None (unjudged): the callers'
+    support metrics are then undefined for the record, never 0. A response with no sentence gives ``[]``.
     """
     sentences = [split_sentences(r["response"]) for r in records]
     res = reply_values(runner.map_structured(
@@ -114,10 +132,10 @@ def sentence_support(
         items=[{"passages": "\n".join(f"[{pid}] {text}" for pid, text in r["passages"].items()),
                 "sentences": "\n".join(f"{k + 1}. {x}" for k, x in enumerate(sents))}
                for r, sents in zip(records, sentences)],
-        item_ids=[str(r["query_id"]) for r in records]))
+        item_ids=[str(r["query_id"]) for r in records], contexts=[{"sentences": len(s)} for s in sentences]))
     out: list[Optional[list[list[str]]]] = []
     for r, sents, s in zip(records, sentences, res):
-        if s is None or len(s.support) != len(sents):
+        if s is None:
             out.append(None if sents else [])
         else:
             known = set(r["passages"])

@@ -64,10 +64,11 @@ def _norm(s: str) -> str:
     return re.sub(r"\s+", " ", s).strip().lower()
 
 
-def context_relevance(essential: Sequence[str], context: str) -> tuple[float, int]:
-    """(essential sentences found in the context / context sentences, hallucinated extractions)."""
+def context_relevance(essential: Optional[Sequence[str]], context: str) -> tuple[float, int]:
+    """(essential sentences found in the context / context sentences, hallucinated extractions); NaN when the
+    judge gave no usable extraction (``essential`` None), not 0 as if no sentence were essential."""
     sentences = {_norm(s) for s in split_sentences(context)}
-    if not sentences:
+    if not sentences or essential is None:
         return NAN, 0
     found = {_norm(s) for s in essential} & sentences
     hallucinated = len({_norm(s) for s in essential} - sentences)
@@ -115,7 +116,8 @@ def score_answer_relevance(
 
 
 def score_context_relevance(items: Iterable[Mapping[str, Any]], rounds: int = 1000, seed: int = 0) -> ScoreResult:
-    """Items: ``{"query_id", "context": str, "essential": [sentences extracted by the judge]}``."""
+    """Items: ``{"query_id", "context": str, "essential": [sentences extracted by the judge] or None (no usable
+    extraction: undefined)}``."""
     rows = []
     for it in _rows(items, ("query_id", "context", "essential"), "ragas.context_relevance"):
         value, bad = context_relevance(it["essential"], it["context"])
@@ -177,6 +179,8 @@ def ragas_decomposition(
     """The three decomposition judgements per record (``query_id``, ``question``, ``context``, ``answer``).
 
     Returns items ready for ``score_faithfulness``, ``score_answer_relevance``, ``score_context_relevance``.
+    A judge call that failed or gave no usable reply leaves its metric undefined for the record (no statement,
+    no generated question, no extraction: NaN, counted), never a score of the empty reply.
     """
     ids = [str(r["query_id"]) for r in records]
     st = reply_values(runner.map_structured(
@@ -194,7 +198,7 @@ def ragas_decomposition(
         faith.append({"query_id": qid, "supported": [] if s is None else [x.supported for x in s.statements]})
         rel.append({"query_id": qid, "question": r["question"], "generated": [] if q is None else q.questions,
                     "noncommittal": False if q is None else q.noncommittal})
-        ctx.append({"query_id": qid, "context": r["context"], "essential": [] if c is None else c.sentences})
+        ctx.append({"query_id": qid, "context": r["context"], "essential": None if c is None else c.sentences})
     return {"faithfulness": faith, "answer_relevance": rel, "context_relevance": ctx}
 
 

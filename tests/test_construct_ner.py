@@ -1,5 +1,7 @@
 """Title NER backends and entity normalisation."""
 import json
+import os
+from pathlib import Path
 
 import pytest
 
@@ -307,3 +309,66 @@ def test_ingest_stage_with_llm_backend_uses_the_shared_runner(tmp_path):
     assert art.language == "zh" and art.title_entities == ["柏林", "马克龙"]
     usage = report.stages[0].llm_usage  # accounted to the ingest stage
     assert (usage["calls"], usage["succeeded"], usage["endpoints"]) == (1, 1, ["x"])
+
+
+def test_an_unreadable_llm_title_ner_reply_is_counted_as_such_and_asked_again_with_retry_unreadable(tmp_path):
+    """ner.backend llm through `babelrag run`: a reply still unreadable after the repair re-ask leaves the title
+    kept without entities, counted as ``ner-unreadable`` with a report line that says the reply could not be read
+    (before: ``ner-failed (no entities)``, which reads as a title naming nobody). A forced re-run gets the same
+    final outcome from the LLM cache, without a call; ``--retry-unreadable`` asks that title again."""
+    import subprocess
+    import sys
+
+    import yaml
+
+    from babelrag.records import Article
+    from babelrag.store import BuildStore
+    from babelrag.testing.scripted_server import ScriptedServer
+
+    de = ("Der Stadtrat hat am Dienstag nach einer langen Debatte den neuen Haushalt beschlossen. Die Verwaltung "
+          "erklärte, dass mehr Geld für Busse und die Reparatur mehrerer Brücken ausgegeben werde. ") * 2
+    rows = [{"id": "d1", "title": "Deutsche Bahn streicht Züge nach Berlin", "maintext": de, "date_publish": "2026-03-01"},
+            {"id": "d2", "title": "Olaf Scholz besucht Hamburg", "maintext": de.replace("Dienstag", "Montag"),
+             "date_publish": "2026-03-02"}]
+    (tmp_path / "c.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    readable = {"on": False}
+
+    def ner(body):
+        said = "\n".join(m["content"] for m in body["messages"] if m["role"] == "user")
+        if "Olaf Scholz" in said and not readable["on"]:
+            return "Olaf Scholz, Hamburg"  # not JSON, and neither is the answer to the repair re-ask
+        return json.dumps({"entities": [n for n in ("Deutsche Bahn", "Berlin", "Olaf Scholz", "Hamburg") if n in said]})
+
+    babelrag = [str(Path(sys.executable).parent / "babelrag"), "run", "-c", str(tmp_path / "b.yaml"),
+                "--until", "ingest"]
+    with ScriptedServer(ner) as srv:
+        (tmp_path / "b.yaml").write_text(yaml.safe_dump({
+            "project": {"build_dir": str(tmp_path / "b"), "languages": ["en", "de"]},
+            "corpus": {"inputs": [{"path": str(tmp_path / "c.jsonl"), "format": "jsonl"}], "min_tokens": 20},
+            "ner": {"backend": "llm", "endpoint": "gen"},
+            "llm": {"endpoints": {"gen": {"base_url": srv.base_url, "model": "m", "max_retries": 0}},
+                    "progress": False}}))
+
+        def run(*extra):
+            res = subprocess.run([*babelrag, *extra], capture_output=True, text=True, timeout=300,
+                                 env={**os.environ, "HF_HUB_OFFLINE": "1"})
+            assert res.returncode == 0, res.stdout + res.stderr
+            manifest = BuildStore(tmp_path / "b").manifest("ingest")
+            arts = {a.id: a for a in BuildStore(tmp_path / "b").read("ingest", Article)}
+            return manifest, arts
+
+        manifest, arts = run()
+        assert srv.count("chat") == 3  # two titles, and the repair re-ask of the unreadable reply
+        assert arts["d2"].title_entities == [] and arts["d1"].title_entities == ["deutsche bahn", "berlin"]
+        assert manifest.counts["kept_with_note"] == {"ner-unreadable": 1}
+        line = next(n for n in manifest.extra["notes"] if n.startswith("title NER"))
+        assert "the LLM's reply stayed unreadable after the repair re-ask for 1 title(s)" in line
+        assert "not as titles that name nobody" in line and "--retry-unreadable" in line
+
+        run("--force", "ingest")  # the same final outcome, from the LLM cache
+        assert srv.count("chat") == 3
+        readable["on"] = True
+        manifest, arts = run("--force", "ingest", "--retry-unreadable")
+        assert srv.count("chat") == 4  # that title only
+        assert arts["d2"].title_entities == ["olaf scholz", "hamburg"]
+        assert "kept_with_note" not in manifest.counts or not manifest.counts["kept_with_note"]

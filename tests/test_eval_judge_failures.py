@@ -4,6 +4,8 @@ the report says how many (results.json ``judge_failures``, per-model ``judge_cal
 calls again (every verdict that came is answered from the LLM cache). A judge that answered without a usable
 verdict stays ``no_verdict``: final, exit 0, counted, and not paid for again by a re-run. Before: both were
 ``no_verdict`` and the run exited 0."""
+import pytest
+
 from babelrag.testing.scripted_server import Fault, ScriptedServer
 from tests.test_eval_run_contract import _cli, released, strict_load
 from tests.test_eval_runner import QUESTION, _instances, brain
@@ -20,6 +22,17 @@ def _faulty(faults):
                     return reply
         return brain(body)
     return handler
+
+
+def _run_twice(srv, release, cfg, out):
+    """``evaluate run`` twice, each exiting 0: per run, the requests ``srv`` had received by its end and the
+    results.json it wrote."""
+    runs = []
+    for _ in range(2):
+        res = _cli("evaluate", "run", release, "-c", cfg, "--out", out, "--rounds", "20")
+        assert res.returncode == 0, res.stdout + res.stderr
+        runs.append((len(srv.log), strict_load(out / "results.json")))
+    return runs
 
 
 CANDIDATE = "Candidate answer:"  # the XRAG judge and MIRAGE's answer-overlap prompts
@@ -68,12 +81,7 @@ def test_a_judge_answering_without_a_usable_verdict_is_final_counted_and_not_pai
     faults = {unusable: "I would rather not say."}
     with ScriptedServer(_faulty(faults)) as srv:
         release, cfg = released(tmp_path, srv, _instances()[:4], metrics=["xrag"])
-        runs = []
-        for _ in range(2):
-            res = _cli("evaluate", "run", release, "-c", cfg, "--out", tmp_path / "o", "--rounds", "20")
-            assert res.returncode == 0, res.stdout + res.stderr
-            runs.append((len(srv.log), strict_load(tmp_path / "o" / "results.json")))
-        (sent, out), (resent, again) = runs
+        (sent, out), (resent, again) = _run_twice(srv, release, cfg, tmp_path / "o")
         assert resent == sent  # the plain re-run paid for nothing
         for run, cached in ((out, 0), (again, 1)):
             xrag = run["metrics"]["good"]["xrag"]
@@ -95,3 +103,57 @@ def test_a_judge_answering_without_a_usable_verdict_is_final_counted_and_not_pai
     out = strict_load(tmp_path / "o" / "results.json")
     assert out["metrics"]["good"]["xrag"]["counts"]["no_verdict"] == 0
     assert out["judge_unusable"] == {"calls": 0, "cached": 0, "by_call": {}} and not out["warnings"]
+
+
+def _unusable_in(faults, asked):
+    """``brain``, except that a judge conversation whose messages hold every marker of a key of ``faults`` gets
+    that key's reply on its first ask and on the repair re-ask (the repair prompt alone names no marker); each
+    first ask is appended to ``asked``."""
+    def handler(body):
+        said = "\n".join(m["content"] for m in body["messages"] if m["role"] == "user")
+        if body["model"].startswith("judge"):
+            for markers, reply in faults.items():
+                if all(m in said for m in markers):
+                    if all(m in body["messages"][-1]["content"] for m in markers):
+                        asked.append(markers)
+                    return reply
+        return brain(body)
+    return handler
+
+
+ZH = f"{QUESTION['zh']} (0)"
+SUPPORT_ZH = ("Sentences:", "布鲁塞尔")  # the support judge on the zh answer (no question in that prompt)
+
+
+@pytest.mark.parametrize("metric, markers, reply, stage, reason, key", [
+    # a support reply with no list for the answer's one sentence: misaligned, not "no sentence supported"
+    ("garage", SUPPORT_ZH, '{"support": []}', "eval.garage.support", "misaligned", "unadjusted_factuality"),
+    ("mirage", SUPPORT_ZH, '{"support": [[], []]}', "eval.mirage.support", "misaligned", "support"),
+    ("mirage", ("Reference answer:", ZH), "Fünf von fünf.", "eval.mirage_overlap", "invalid_json", "answer_overlap"),
+    # no essential sentence read from the reply: not "no context sentence is relevant" (0)
+    ("ragas", ("copied from the context", ZH), "I cannot tell.", "eval.ragas.context", "invalid_json",
+     "context_relevance"),
+    ("ragas", ('"statements"', ZH), '{"statements": "all of them"}', "eval.ragas.statements", "schema",
+     "faithfulness"),
+])
+def test_an_unusable_judge_reply_is_reported_left_out_of_the_metric_and_not_asked_again(
+        tmp_path, metric, markers, reply, stage, reason, key):
+    """Every metric, not only XRAG: a judge reply still unusable after the repair re-ask is counted in
+    results.json ``judge_unusable`` (its stage and reason), the metric's value for that answer is undefined
+    (left out of the mean, counted as ``<key>_undefined``: neither 0 nor 1), and a second ``evaluate run`` sends
+    no request for it. Before: GaRAGe scored a misaligned support reply as "no sentence supported" (0), MIRAGE
+    took it as a verdict (not counted), and Ragas scored an unreadable context reply as context relevance 0."""
+    asked = []
+    with ScriptedServer(_unusable_in({markers: reply}, asked)) as srv:
+        release, cfg = released(tmp_path, srv, _instances()[:2], metrics=[metric])  # i0de, i0zh
+        (sent, first), (resent, again) = _run_twice(srv, release, cfg, tmp_path / "o")
+    assert len(asked) == 1  # asked once, by the first run (its repair re-ask names no marker)
+    assert resent == sent  # the second run asked nothing: the unusable reply is the call's final outcome
+    for out, cached in ((first, 0), (again, 1)):
+        assert out["judge_unusable"]["calls"] == 1 and out["judge_unusable"]["cached"] == cached
+        assert out["judge_unusable"]["by_call"][stage]["reasons"] == {reason: 1}
+        assert out["judge_failures"]["failed"] == 0
+        scored = out["metrics"]["good"][metric]
+        assert scored["aggregate"][key]["n"] == 1  # the de answer only
+        assert scored["counts"][f"{key}_undefined"] == 1
+        assert any("1 judge call(s) gave no usable verdict" in w for w in out["warnings"])

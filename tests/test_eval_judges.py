@@ -6,7 +6,7 @@ import pytest
 from babelrag.evaluators.bradley_terry import bradley_terry
 from babelrag.evaluators.contrastive import ragas_compare
 from babelrag.evaluators.garage import garage_judgements, score_garage
-from babelrag.evaluators.judges import prompt, scores_1_to_5
+from babelrag.evaluators.judges import Support, prompt, scores_1_to_5
 from babelrag.evaluators.mirage import all_matchups, pairwise_battles
 from babelrag.evaluators.ragas import (PairPreference, forced_choice_agreement, ragas_decomposition,
                                        score_context_relevance, score_faithfulness)
@@ -54,6 +54,8 @@ def brain(body):
         ctx = _field(user, "Context")
         if "Outage" in ctx:
             return Fault("500")  # the judge call gets no answer (retried, then given up)
+        if "Garbled" in ctx:
+            return "I cannot tell which sentences matter."  # answered, unreadable (and so is the repair)
         return {"sentences": [s for s in re.split(r"(?<=\.) ", ctx) if "capital" in s]}
     if "Candidate A:" in user:
         return {"choice": "A" if "good" in _field(user, "Candidate A") else "B"}
@@ -190,3 +192,65 @@ def test_contrastive_pairs_whose_judge_got_no_answer_are_left_out(runner):
     assert [it["query_id"] for it in dec.items] == ["p0", "p1", "p2"], dec.items
     assert dec.counts["judge_no_answer"] == 1 and dec.counts["judge_failed"] == 1
     assert dec.aggregate["agreement"].value == 1.0
+
+
+def test_contrastive_pairs_whose_judge_reply_is_unreadable_are_left_out_and_not_asked_again(tmp_path):
+    """A context-extraction reply still unreadable after the repair re-ask is the call's final outcome: the
+    ``JudgeRunner`` counts it as unusable, its pair has no verdict (``judge_failed``) and a second comparison on
+    the same LLM cache sends no request for it. Before: the unreadable extraction was scored as "no essential
+    sentence" (context relevance 0, the poor side) and the pair counted as agreeing with the humans."""
+    from babelrag.evaluators.contrastive import compare_variants
+    from babelrag.evaluators.metric import JudgeRunner
+
+    good, poor = "Berlin is the capital. It is big.", "Lisbon is far. It is old."
+    pairs = [{"pair_id": f"p{k}", "question": "What is the capital?", "human": "a", "context_a": good,
+              "answer_a": "", "context_b": poor, "answer_b": ""} for k in range(3)]
+    pairs.append({**pairs[0], "pair_id": "garbled", "context_b": "Garbled text. It is old."})
+    with ScriptedServer(brain) as srv:
+        settings = LLMSettings(endpoints={"judge-1": EndpointConfig(base_url=srv.base_url, model="judge-1",
+                                                                      max_retries=0)}, progress=False)
+        sent = []
+        for _ in range(2):
+            with LLMRunner(settings, tmp_path / "cache") as llm:
+                judge = JudgeRunner(llm)
+                dec = compare_variants(judge, "judge-1", "context_relevance", pairs, variants=("decomposition",),
+                                       rounds=10)["decomposition"]
+            sent.append(len(srv.log))
+            assert [it["query_id"] for it in dec.items] == ["p0", "p1", "p2"], dec.items
+            assert dec.counts["judge_failed"] == 1 and dec.counts["judge_no_answer"] == 0
+            assert [(f.stage, f.item_id, f.reason) for f in judge.unusable] == [
+                ("eval.ragas.context", "garbled:b", "invalid_json")]
+        assert sent[1] == sent[0]  # the second comparison asked nothing
+
+
+def test_a_misaligned_support_reply_is_re_asked_not_taken_as_a_verdict(tmp_path):
+    """A support reply with another number of lists than sentences fails the structured call's validation
+    (reason ``misaligned``): the repair re-ask gets a second chance, and a reply still misaligned after it is
+    unjudged (None), cached as unreadable. Before: it was cached as a success and scored as unsupported."""
+    from babelrag.evaluators.judges import sentence_support
+
+    def judge(body):
+        user = body["messages"][-1]["content"]
+        if "Sentences:" in user:  # first ask: one list for two sentences
+            return {"support": [["p1"]]}
+        fixed = "Fixed" in body["messages"][0]["content"] + body["messages"][1]["content"]
+        return {"support": [["p1"], []]} if fixed and "could not be used" in user else {"support": []}
+
+    record = {"query_id": "r1", "response": "Berlin is the capital. Bonn was before.",
+              "passages": {"p1": "Berlin is the capital of Germany."}}
+    with ScriptedServer(judge) as srv:
+        settings = LLMSettings(endpoints={"judge-1": EndpointConfig(base_url=srv.base_url, model="judge-1",
+                                                                      max_retries=0)}, progress=False)
+        with LLMRunner(settings, tmp_path / "cache") as llm:
+            # the repair re-ask answers with one list per sentence: usable
+            assert sentence_support(llm, "judge-1", [{**record, "passages": {"p1": "Fixed: Berlin is the capital."}}]
+                                    ) == [[["p1"], []]]
+            assert sentence_support(llm, "judge-1", [record]) == [None]  # still misaligned after the repair
+            first = len(srv.log)
+            res = llm.map_structured(endpoint="judge-1", prompt=prompt("garage_support"), schema=Support,
+                                     stage="s", items=[{"passages": "[p1] Berlin is the capital of Germany.",
+                                                        "sentences": "1. Berlin is the capital.\n2. Bonn was before."}],
+                                     contexts=[{"sentences": 2}])
+        assert len(srv.log) == first  # the final unreadable outcome comes from the cache
+    assert not res[0].ok and res[0].reason == "misaligned" and res[0].cached
+    assert "0 lists for 2 numbered sentences" in res[0].error  # the repair reply's

@@ -129,3 +129,50 @@ def test_a_mapped_model_that_is_not_installed_is_refused_before_any_verdict(tmp_
     with pytest.raises(Exception, match="spaCy model 'de_core_news_sm' is not installed"):
         run_filter(out_dir, items(("de",)), ner={"spacy_models": {"fr": "fr_core_news_sm", "de": "de_core_news_sm"}})
     assert not (out_dir / "build" / "filters").exists()
+
+
+def unreadable_for_named(body: dict) -> object:
+    """``ner_model``, except that the headline naming people gets a reply that stays unreadable (also on the
+    repair re-ask, whose last message is the repair prompt)."""
+    said = "\n".join(m["content"] for m in body["messages"] if m["role"] == "user")
+    if "Peter Jones" in said:
+        return "Peter Jones and Holly Willoughby, I think."
+    return ner_model(body)
+
+
+@pytest.mark.parametrize("on_error", ["reject", "keep"])
+def test_an_unreadable_llm_ner_reply_is_not_a_question_without_entities(tmp_path, on_error):
+    """ner.backend llm: a reply still unreadable after the repair re-ask says nothing about the question's entities.
+    It follows filters.on_llm_error like the other LLM filters' unusable replies (reject: status error; keep:
+    passed), is counted under its own reason with a report line, and is not paid for again by a forced re-run;
+    llm.retry_unreadable asks again. Before: the question failed as "no named entity found by llm", whatever
+    on_llm_error said, and the report counted it as an ordinary rejection."""
+    settings = {"ner": {"backend": "llm"}, "llm": {"endpoints": {"gen": {"base_url": "", "model": "scripted"}},
+                                                   "progress": False}, "filters": {**ONLY_NAMED_ENTITY,
+                                                                                   "on_llm_error": on_error}}
+    qs = items(("de",))
+    with ScriptedServer(unreadable_for_named) as srv:
+        settings["llm"]["endpoints"]["gen"]["base_url"] = srv.base_url
+        out, stage = run_filter(tmp_path, qs, **settings)
+        assert srv.count("chat") == 3  # the two headlines, and the repair re-ask of the unreadable reply
+        named = verdict(out[f"de-{NAMED}"])
+        assert named.status == ("error" if on_error == "reject" else "pass")
+        assert "llm NER reply unreadable" in named.detail and "no named entity" not in named.detail
+        assert out[f"de-{NAMED}"].accepted is (on_error == "keep")
+        assert verdict(out[f"de-{NAMELESS}"]).status == "fail"  # read, and names nobody
+        if on_error == "reject":
+            assert stage.skipped == {"rejected:named_entity-unreadable": 1, "rejected:named_entity": 1}
+            assert stage.kept_with_note == {}
+        else:
+            assert stage.skipped == {"rejected:named_entity": 1}
+            assert stage.kept_with_note == {"named_entity-unreadable": 1}
+        assert (f"the LLM NER reply stayed unreadable after the repair re-ask for 1 question(s) (1 in German (de)): "
+                f"{'rejected' if on_error == 'reject' else 'kept'}") in stage.note
+
+        # a forced re-run gets the same final outcome from the LLM cache, without a call
+        report = Pipeline(filters_config(tmp_path, **settings)).run(only=["filters"], force=["filters"])
+        assert srv.count("chat") == 3 and report.stages[0].skipped == stage.skipped
+        # llm.retry_unreadable asks that question's NER again (and only it)
+        settings["llm"]["retry_unreadable"] = True
+        Pipeline(filters_config(tmp_path, **settings)).run(only=["filters"], force=["filters"])
+        assert srv.count("chat") == 5  # the unreadable one and its repair

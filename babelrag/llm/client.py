@@ -15,13 +15,13 @@ import re
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Optional, Sequence, TypeVar
+from typing import Any, Awaitable, Callable, Mapping, Optional, Sequence, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from babelrag.console import stream_progress
 from babelrag.errors import InputError
-from babelrag.failed_items import is_retryable
+from babelrag.failed_items import MISALIGNED, is_retryable
 from babelrag.llm.budget import Budget, BudgetExhausted, call_reservation, prompt_token_bound
 from babelrag.llm.cache import ResponseCache, cache_key
 from babelrag.llm.settings import EndpointConfig, LLMSettings
@@ -83,8 +83,13 @@ class CallFailed(Exception):
 _FENCE = re.compile(r"^\s*```(?:json|JSON)?\s*\n?(.*?)\n?```\s*$", re.S)
 
 
-def parse_structured(text: str, schema: type[BaseModel]) -> tuple[Optional[BaseModel], Optional[str], str]:
-    """Parse model output into ``schema``: (value, None, "") or (None, error message, reason)."""
+def parse_structured(text: str, schema: type[BaseModel], context: Optional[Mapping[str, Any]] = None,
+                     ) -> tuple[Optional[BaseModel], Optional[str], str]:
+    """Parse model output into ``schema``: (value, None, "") or (None, error message, reason). ``context`` is
+    pydantic's validation context: what a schema's validators check a reply against beyond its shape (the
+    sentences a support reply must align with); a reply that fails them is a schema failure like any other
+    (repair re-ask, then a final unreadable reply). Its reason is ``schema``, or ``misaligned`` when every
+    error is a ``MISALIGNED`` one (a reply of the right shape that does not line up with its input)."""
     body = text or ""
     m = _FENCE.match(body)
     if m:
@@ -100,10 +105,12 @@ def parse_structured(text: str, schema: type[BaseModel]) -> tuple[Optional[BaseM
         except json.JSONDecodeError as exc2:
             return None, f"not JSON ({exc2.msg} at char {exc2.pos + start})", "invalid_json"
     try:
-        return schema.model_validate(obj), None, ""
+        return schema.model_validate(obj, context=context), None, ""
     except ValidationError as exc:
-        errs = "; ".join(f"{'.'.join(map(str, e['loc'])) or '<root>'}: {e['msg']}" for e in exc.errors()[:5])
-        return None, f"JSON does not match schema {schema.__name__} ({errs})", "schema"
+        errors = exc.errors()
+        errs = "; ".join(f"{'.'.join(map(str, e['loc'])) or '<root>'}: {e['msg']}" for e in errors[:5])
+        reason = MISALIGNED if all(e["type"] == MISALIGNED for e in errors) else "schema"
+        return None, f"JSON does not match schema {schema.__name__} ({errs})", reason
 
 
 def _estimate_tokens(messages: Sequence[Message], max_tokens: Optional[int]) -> int:
@@ -303,10 +310,11 @@ class AsyncLLM:
     async def complete(self, *, endpoint: Optional[str], messages: list[Message], stage: str,
                        item_id: str = "", prompt: Optional[Prompt] = None,
                        schema: Optional[type[BaseModel]] = None, sampling: Optional[dict] = None,
-                       schema_hint: bool = True) -> Result:
+                       schema_hint: bool = True, context: Optional[Mapping[str, Any]] = None) -> Result:
         """One chat item: cache → call (retries) → parse → one repair → cache. Never raises. A reply still
         unusable after the repair is cached as such (``ResponseCache.put_unreadable``) and answered from
-        there next time, unless ``llm.retry_unreadable`` is set."""
+        there next time, unless ``llm.retry_unreadable`` is set. ``context``: the schema's validation context
+        (``parse_structured``)."""
         ep = self.endpoint(endpoint)
         prompt_ref = prompt.ref if prompt else ""
         base = dict(item_id=item_id, endpoint=ep.name, model=ep.cfg.model,
@@ -324,7 +332,7 @@ class AsyncLLM:
                 raw, _ = hit
                 value = raw
                 if schema is not None:
-                    value, err, _ = parse_structured(raw, schema)
+                    value, err, _ = parse_structured(raw, schema, context)
                 if value is not None:
                     self.usage.record_item(stage, ep.name, ep.cfg.model, ok=True, cached=True)
                     return Result(ok=True, value=value, raw=raw, cached=True,
@@ -350,14 +358,14 @@ class AsyncLLM:
                 attempts += exc.attempts
             value: Any = raw
             if schema is not None:
-                value, err, reason = parse_structured(raw, schema)
+                value, err, reason = parse_structured(raw, schema, context)
                 if value is None:
                     repair_msgs = messages + [{"role": "assistant", "content": raw}] + REPAIR_PROMPT.render(
                         error=err, schema=_schema_json(schema, False))
                     raw2, usage2, attempts2 = await self._chat(ep, repair_msgs, params, stage, repair=True)
                     attempts += attempts2
                     usage = {k: usage.get(k, 0) + usage2.get(k, 0) for k in ("prompt_tokens", "completion_tokens")}
-                    value, err2, reason2 = parse_structured(raw2, schema)
+                    value, err2, reason2 = parse_structured(raw2, schema, context)
                     if value is None:
                         error = f"{reason2}: {err2} (after one repair attempt)"
                         if self.cache is not None:  # final: a re-run gets this outcome without paying again
@@ -571,9 +579,12 @@ class LLMRunner:
     async def amap_chat(self, *, endpoint: Optional[str], prompt: Prompt, items: Sequence[dict],
                         stage: str, schema: Optional[type[BaseModel]] = None,
                         item_ids: Optional[Sequence[str]] = None, sampling: Optional[dict] = None,
-                        llm: Optional[AsyncLLM] = None) -> list[Result]:
+                        llm: Optional[AsyncLLM] = None,
+                        contexts: Optional[Sequence[Mapping[str, Any]]] = None) -> list[Result]:
         """Async version of map_structured/map_text (schema None = free text)."""
         ids = self._ids(len(items), item_ids)
+        if contexts is not None and len(contexts) != len(items):
+            raise InputError(f"got {len(items)} items but {len(contexts)} validation contexts")
         messages = [prompt.render(**vars_) for vars_ in items]  # bad vars fail before any call
         own = llm is None
         llm = llm or self._client()
@@ -583,7 +594,8 @@ class LLMRunner:
 
             async def one(i: int) -> Result:
                 res = await llm.complete(endpoint=endpoint, messages=messages[i], stage=stage,
-                                         item_id=ids[i], prompt=prompt, schema=schema, sampling=sampling)
+                                         item_id=ids[i], prompt=prompt, schema=schema, sampling=sampling,
+                                         context=None if contexts is None else contexts[i])
                 bar.update(1)
                 return res
 
@@ -597,10 +609,13 @@ class LLMRunner:
 
     def map_structured(self, *, endpoint: Optional[str], prompt: Prompt, items: Sequence[dict],
                        schema: type[BaseModel], stage: str, item_ids: Optional[Sequence[str]] = None,
-                       sampling: Optional[dict] = None) -> list[Result]:
-        """Render ``prompt`` with each item's variables, call, parse into ``schema``."""
+                       sampling: Optional[dict] = None,
+                       contexts: Optional[Sequence[Mapping[str, Any]]] = None) -> list[Result]:
+        """Render ``prompt`` with each item's variables, call, parse into ``schema`` (``contexts``: each item's
+        validation context, see ``parse_structured``)."""
         return self._run(lambda llm: self.amap_chat(endpoint=endpoint, prompt=prompt, items=items, stage=stage,
-                                                    schema=schema, item_ids=item_ids, sampling=sampling, llm=llm))
+                                                    schema=schema, item_ids=item_ids, sampling=sampling, llm=llm,
+                                                    contexts=contexts))
 
     def map_text(self, *, endpoint: Optional[str], prompt: Prompt, items: Sequence[dict], stage: str,
                  item_ids: Optional[Sequence[str]] = None, sampling: Optional[dict] = None) -> list[Result]:

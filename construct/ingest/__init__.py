@@ -35,6 +35,7 @@ from .language_id import LanguageIdentifier
 from .readers import RawArticle, Skip, iter_input
 
 NER_BATCH = 256
+NER_UNREADABLE = "ner-unreadable"  # run report: titles kept without the LLM NER's entities (its reply was unreadable)
 N_PERM = 64  # MinHash functions per article
 # skips that mean a damaged input line or page (not a filter): the run report names the first one's
 # file:line (file, or WARC file@offset with record id and URL)
@@ -361,8 +362,12 @@ def _write(ctx: StageContext, spool: Path, drop: np.ndarray, extractor: Any) -> 
         ctx.note("mislabelled-charset", sum(mislabelled.values()))
         ctx.extra["mislabelled_charsets"] = dict(sorted(mislabelled.items()))
     failures = getattr(extractor.backend, "failures", 0)
-    if failures:
-        ctx.note("ner-failed (no entities)", failures)
+    if failures:  # kept without the LLM's entities: its reply could not be read (not a title naming nobody)
+        ctx.note(NER_UNREADABLE, failures)
+        ctx.report_line(f"title NER: the LLM's reply stayed unreadable after the repair re-ask for {failures} "
+                        f"title(s), kept without its entities (the gazetteer's still count), not as titles that "
+                        f"name nobody (first: {extractor.backend.first_error}); the LLM cache keeps those replies: "
+                        f"`babelrag run --force ingest --retry-unreadable` asks again")
     for lang, n in sorted(getattr(extractor.backend, "missing", {}).items()):
         ctx.note(f"no-ner-model-{lang}", n)  # kept, without model entities
 
