@@ -176,6 +176,8 @@ def connect_ray(address: str | None, processes: int = 0) -> None:
     # refuse num_cpus. RAY_ADDRESS (set by `ray job submit` for its driver) still counts as an address.
     address = address or os.environ.get("RAY_ADDRESS") or "local"
     options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "address": address}
+    if address.startswith("ray://"):
+        token_auth_as_ray_start_does()
     if address == "local" and processes:
         options["num_cpus"] = processes
     try:
@@ -187,6 +189,23 @@ def connect_ray(address: str | None, processes: int = 0) -> None:
 
 
 CLIENT_INIT_ATTEMPTS = 3
+
+
+def token_auth_as_ray_start_does() -> None:
+    """Turn Ray's token authentication on for a Ray Client driver when ``ray start`` would turn it on.
+
+    ``ray start --head`` enables token auth when ``RAY_AUTH_MODE`` is unset and a token exists
+    (``RAY_AUTH_TOKEN``, ``RAY_AUTH_TOKEN_PATH`` or ``~/.ray/auth_token``, which any local ``ray.init()`` of
+    Ray 2.5x writes on first use). A Ray Client driver does not: it sends no token, the head refuses every
+    call ("Authentication required but no authorization header provided") and the driver sees only a
+    connection timeout. An explicit ``RAY_AUTH_MODE`` is left as it is."""
+    try:
+        from ray._private.authentication.authentication_token_setup import (
+            maybe_enable_token_auth_if_token_available,
+        )
+    except ImportError:  # a Ray without token authentication
+        return
+    maybe_enable_token_auth_if_token_available(warn_if_disabled=False)
 
 
 def init_ray(ray: Any, options: dict[str, Any], pause_s: float = 2.0) -> None:

@@ -2,6 +2,7 @@
 output, byte for byte, as the local executor, also when a worker is killed in the middle of a stage."""
 import json
 import os
+import secrets
 import shutil
 import signal
 import tempfile
@@ -414,12 +415,17 @@ def ray_head(tmp_path_factory):
     # its own temp dir: `ray start` records its address in <temp-dir>/ray_current_cluster, which a later
     # ray.init() without an address would try to join after this head is gone
     temp_dir = tempfile.mkdtemp(prefix="rayhead")  # short: Ray's socket paths live under it
+    # a token, as ~/.ray/auth_token after any local ray.init() of Ray 2.5x: `ray start` then turns token
+    # authentication on, and a driver must send the token (executor.token_auth_as_ray_start_does)
+    token = Path(temp_dir) / "auth_token"
+    token.write_text(secrets.token_hex(32))
     head = subprocess.Popen(
         [ray_cli, "start", "--head", "--block", "--temp-dir", temp_dir,
          "--node-ip-address", "127.0.0.1", "--port", str(gcs_port),
          "--ray-client-server-port", str(client_port), "--num-cpus", "2", "--include-dashboard", "false",
          "--disable-usage-stats"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True, env=os.environ.copy())
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
+        env={**os.environ, "RAY_AUTH_TOKEN_PATH": str(token)})
     try:
         import socket
 
@@ -476,7 +482,8 @@ def test_a_driver_reaches_a_cluster_through_ray_client(ray_head, html_corpus):
               "Pipeline(config_from_dict(json.loads(sys.argv[1]))).run(until='ingest'); "
               "import ray; print('client-mode', ray.util.client.ray.is_connected())")
     res = subprocess.run([sys.executable, "-c", script, json.dumps(raw)], capture_output=True, text=True,
-                         timeout=600, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+                         timeout=600, env={**os.environ, "HF_HUB_OFFLINE": "1",
+                                          "RAY_AUTH_TOKEN_PATH": str(temp_dir / "auth_token")})
     assert res.returncode == 0, res.stderr[-3000:] + head_logs(temp_dir)
     assert res.stdout.strip().splitlines()[-1] == "client-mode True"  # it ran through the client, not locally
     local = ingest_config(html_corpus, "local-client", processes=1)
