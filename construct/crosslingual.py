@@ -11,7 +11,9 @@ Every dense pair carries its ``dense.pair_score`` as ``score``: the cosine of it
 must reach ``dense.min_pair_similarity`` (default per encoder kind, ``DEFAULT_PAIR_SIMILARITY``; calibrated with
 ``bench/bench_dense_threshold.py``), or the ratio margin of that cosine over the articles' neighbourhoods
 (``construct/pair_margin.py``), which must reach ``dense.min_pair_margin``. The run report shows the
-candidates' scores and how many pairs each threshold would keep.
+candidates' scores and how many pairs each threshold would keep. In articles mode with the margin, the translation
+tier (``dense.anchor_pairs``, ``anchor_tier``) keeps a strict mutual best pair below that threshold when the two
+articles' numbers and Latin-script names overlap (``construct/pair_anchors.py``).
 """
 from __future__ import annotations
 
