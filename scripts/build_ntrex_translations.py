@@ -30,6 +30,9 @@ from build_ntrex_samelang import DATE, NtrexInputError, read_documents, write_bu
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "tests" / "fixtures" / "ntrex_translations" / "articles.jsonl"
+# left out: lingua files this Yoruba orphan as English (its lead is mostly English names and quotes), and as an
+# "English" article it became every Yoruba article's best match, so no Yoruba translation could pair at all
+LEFT_OUT = ("yo-telegraph.405413",)
 
 
 def story_traps(events: Path) -> list[tuple[str, str]]:
@@ -56,7 +59,8 @@ def build(ntrex: Path, skip: int, n_docs: int, n_traps: int, lead_lines: int) ->
     for lang, suffix in FILES.items():
         docs = read_documents(ntrex, suffix, doc_ids)
         for doc, role in roles.items():
-            if (role == "orphan" and lang == "en") or (role == "english-only" and lang != "en"):
+            if (role == "orphan" and lang == "en") or (role == "english-only" and lang != "en") \
+                    or f"{lang}-{doc}" in LEFT_OUT:
                 continue
             title, *body = docs[doc]
             rows.append({"id": f"{lang}-{doc}", "title": title, "maintext": "\n".join(body[:lead_lines]),
