@@ -239,7 +239,8 @@ def check_named_entity_by_language(items: list[QAItem], labels: list[str], engli
                                    others: QuestionNER, on_error: str = "reject") -> NamedEntityVerdicts:
     """Each question checked by the NER of the language it is written in (``construct/question_ner.py``):
     English ones by ``english()`` (the filter's spaCy model, loaded only when one is there), the others by their
-    language's title NER backend. An unreadable LLM NER reply is no "no entity": it follows ``on_error``."""
+    language's title NER backend. An unreadable LLM NER reply is no "no entity": it follows ``on_error``; an LLM
+    NER call that got no answer leaves the question failed (``_llm_error``)."""
     by_language: dict[str, list[QAItem]] = {}
     for it in items:
         by_language.setdefault(question_language(it.language), []).append(it)
@@ -251,7 +252,9 @@ def check_named_entity_by_language(items: list[QAItem], labels: list[str], engli
             out.update(check_named_entity(group, labels, english()))
             continue
         for it, found in zip(group, others.find([i.question for i in group], language)):
-            if found.unreadable is not None:
+            if found.unanswered is not None:  # a failed item, retried next run, as with the other LLM filters
+                out[it.id] = _llm_error(found.unanswered, on_error)
+            elif found.unreadable is not None:
                 unreadable[language] += 1
                 out[it.id] = _unreadable(f"{found.backend} NER reply unreadable: {found.unreadable}", on_error)
                 out[it.id].skip_reason = f"rejected:{UNREADABLE}"

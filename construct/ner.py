@@ -339,16 +339,31 @@ class Unreadable(list):
         self.error = error
 
 
+class Unanswered(list):
+    """A title's entities when its LLM call got no answer (endpoint down, timeouts, 5xx after the retries;
+    ``result``: the LLM layer's ``Result``, with its reason): nothing was read. Given only by
+    ``LLMNER(stop_on_unanswered=False)``: the ``named_entity`` filter makes the question a failed item, which the
+    next plain run retries (``babelrag.failed_items``)."""
+
+    def __init__(self, result: Any) -> None:
+        super().__init__()
+        self.result = result
+
+
 class LLMNER:
     """Entity extraction through the LLM layer (for languages with no local model). A reply that stayed
-    unreadable gives an ``Unreadable`` list, counted in ``failures``; a call that got no answer stops the run."""
+    unreadable gives an ``Unreadable`` list, counted in ``failures``; a call that got no answer stops the run
+    (ingest: its records would be stored without their entities), or with ``stop_on_unanswered=False`` gives an
+    ``Unanswered`` list for its caller to fail that one item."""
 
     name = "llm"
 
-    def __init__(self, runner: Any, endpoint: str | None = None, stage: str = "ingest") -> None:
+    def __init__(self, runner: Any, endpoint: str | None = None, stage: str = "ingest",
+                 stop_on_unanswered: bool = True) -> None:
         self.runner = runner
         self.endpoint = endpoint
         self.stage = stage
+        self.stop_on_unanswered = stop_on_unanswered
         self.prompt = Prompt.beside(__file__, "ner_prompt.yaml")
         self.failures = 0  # titles whose reply stayed unreadable (``Unreadable``)
         self.first_error = ""
@@ -366,14 +381,15 @@ class LLMNER:
         results = self.runner.map_structured(endpoint=self.endpoint, prompt=self.prompt, items=items,
                                              schema=TitleEntities, stage=self.stage)
         unanswered = [r for r in results if r.retryable]
-        if unanswered:  # the records would be stored without their entities: stop, the re-run resumes here
-            what = "titles" if self.stage == "ingest" else "texts"
+        if unanswered and self.stop_on_unanswered:  # records would be stored without their entities: stop here
             raise IncompleteRunError(f"{self.stage}: the LLM NER got no answer for {len(unanswered)} of {len(results)} "
-                                f"{what} ({unanswered[0].error}); what was written so far is kept (answered calls "
-                                "are cached): run the same command again to go on from there")
-        out = []
+                                     f"titles ({unanswered[0].error}); what was written so far is kept (answered "
+                                     "calls are cached): run the same command again to go on from there")
+        out: list[list[str]] = []
         for title, res in zip(titles, results):
-            if res.ok:
+            if res.retryable:
+                out.append(Unanswered(res))
+            elif res.ok:
                 # keep only mentions that occur in the title: a small model may invent entities
                 out.append([e for e in res.value.entities if e and e.casefold() in title.casefold()])
             else:
@@ -458,8 +474,8 @@ class EntityExtractor:
         return self.backend.prepare(languages, load)
 
     def __call__(self, titles: Sequence[str], languages: Sequence[str]) -> list[list[str]]:
-        """Entity keys per title; ``Unreadable`` where the backend's reply could not be read and the gazetteer
-        found nothing either."""
+        """Entity keys per title; ``Unreadable`` / ``Unanswered`` where the backend's reply could not be read / never
+        came and the gazetteer found nothing either."""
         raw = self.backend.entities(titles, languages)
         out = []
         for title, mentions, lang in zip(titles, raw, languages):
@@ -470,14 +486,16 @@ class EntityExtractor:
             for k in found:
                 if len(k) >= 2 and k not in keys:
                     keys.append(k)
-            out.append(Unreadable(mentions.error) if isinstance(mentions, Unreadable) and not keys else keys)
+            out.append(mentions if isinstance(mentions, (Unreadable, Unanswered)) and not keys else keys)
         return out
 
 
 def extractor_from_config(config: Any, llm_factory: Callable[[], Any] | None = None, *,
-                          labels: Sequence[str] | None = None, stage: str = "ingest") -> EntityExtractor:
-    """The ``ner`` section's extractor; ``labels`` replaces ``ner.labels`` and ``stage`` is the stage its LLM
-    calls are booked to (the ``named_entity`` question filter uses both)."""
+                          labels: Sequence[str] | None = None, stage: str = "ingest",
+                          stop_on_unanswered: bool = True) -> EntityExtractor:
+    """The ``ner`` section's extractor; ``labels`` replaces ``ner.labels``, ``stage`` is the stage its LLM
+    calls are booked to and ``stop_on_unanswered=False`` marks an LLM call that got no answer ``Unanswered``
+    instead of stopping the run (the ``named_entity`` question filter uses all three)."""
     ner = config.ner
     labels = ner.labels if labels is None else labels
     if ner.backend == "spacy":
@@ -487,6 +505,6 @@ def extractor_from_config(config: Any, llm_factory: Callable[[], Any] | None = N
     else:
         if llm_factory is None:
             raise ConfigError("ner.backend 'llm' needs the LLM layer (configure llm.endpoints)")
-        backend = LLMNER(llm_factory(), ner.endpoint, stage=stage)
+        backend = LLMNER(llm_factory(), ner.endpoint, stage=stage, stop_on_unanswered=stop_on_unanswered)
     gazetteer = Gazetteer.load(config.resolve(ner.gazetteer)) if ner.gazetteer else None
     return EntityExtractor(backend, ner.aliases, gazetteer)

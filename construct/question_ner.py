@@ -13,6 +13,10 @@ An LLM NER reply that stays unreadable after the repair re-ask says nothing abou
 ``filters.on_llm_error`` like the other LLM filters' unusable replies (reject: status ``error``; keep: pass), not
 failed as nameless, and counted as ``named_entity-unreadable`` with a report line.
 
+An LLM NER call that got no answer (endpoint down, timeouts, 5xx after the retries) says nothing either, and
+not for good: the question is a failed item like those of the other LLM filters (not written; the run exits 3;
+the next plain run asks only its NER again, answered calls are cached), unless the gazetteer named an entity.
+
 A language with no backend cannot say that a question names no entity. Its questions are kept unchecked and
 counted as ``named_entity-unchecked-<lang>`` (the run report's notes), with a line saying how to give the
 language a backend. With only a gazetteer, a question naming one of its entities passes and one naming none is
@@ -25,7 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from babelrag.construct.ner import EntityExtractor, JIEBA, SpacyNER, Unreadable, extractor_from_config
+from babelrag.construct.ner import EntityExtractor, JIEBA, SpacyNER, Unanswered, Unreadable, extractor_from_config
 from babelrag.languages import language_label
 
 ENGLISH = "en"
@@ -43,10 +47,12 @@ class Found:
     """What one question's language backend found: ``mentions`` (None: the language has no backend and the
     gazetteer found nothing, so the question is unchecked) and the backend that looked. ``unreadable``: the
     LLM backend's reply stayed unreadable after the repair re-ask (why), so nothing was found and nothing can be
-    said about the question's entities (``filters.on_llm_error`` decides)."""
+    said about the question's entities (``filters.on_llm_error`` decides). ``unanswered``: the LLM layer's result
+    of the NER call that got no answer (the question is a failed item)."""
     mentions: Optional[list[str]]
     backend: str
     unreadable: Optional[str] = None
+    unanswered: Any = None
 
 
 @dataclass
@@ -62,7 +68,7 @@ class QuestionNER:
     def extractor(self) -> EntityExtractor:
         if self._extractor is None:
             self._extractor = extractor_from_config(self.config, self.llm_factory, labels=self.labels,
-                                                    stage=self.stage)
+                                                    stage=self.stage, stop_on_unanswered=False)
         return self._extractor
 
     def backend_name(self, language: str, has_model: bool) -> str:
@@ -82,7 +88,8 @@ class QuestionNER:
         backend = self.backend_name(language, has_model)
         found = self.extractor(list(questions), [language] * len(questions))
         return [Found(keys if keys or has_model else None, backend,
-                      keys.error if isinstance(keys, Unreadable) else None) for keys in found]
+                      keys.error if isinstance(keys, Unreadable) else None,
+                      keys.result if isinstance(keys, Unanswered) else None) for keys in found]
 
 
 def unreadable_line(counts: Counter[str], on_error: str) -> str:

@@ -13,14 +13,16 @@ from pathlib import Path
 
 import pytest
 
+from babelrag import llm_session
 from babelrag.config import config_from_dict
 from babelrag.construct.filters import check_named_entity, load_spacy
 from babelrag.construct.plan import Assumptions, Planner
 from babelrag.construct.question_ner import QuestionNER
-from babelrag.pipeline import Pipeline
+from babelrag.errors import IncompleteRunError
+from babelrag.pipeline import Pipeline, run_pipeline
 from babelrag.records import Article, QAItem
 from babelrag.store import BuildStore
-from babelrag.testing.scripted_server import ScriptedServer
+from babelrag.testing.scripted_server import Fault, ScriptedServer
 from tests.helpers.qa_fixtures import seed_stage
 
 NTREX = Path(__file__).parent / "fixtures" / "ntrex_languages" / "articles.jsonl"
@@ -176,3 +178,50 @@ def test_an_unreadable_llm_ner_reply_is_not_a_question_without_entities(tmp_path
         settings["llm"]["retry_unreadable"] = True
         Pipeline(filters_config(tmp_path, **settings)).run(only=["filters"], force=["filters"])
         assert srv.count("chat") == 5  # the unreadable one and its repair
+
+
+def test_an_llm_ner_call_that_gets_no_answer_leaves_the_question_failed_not_the_stage_stopped(tmp_path):
+    """ner.backend llm: the NER call of one German question gets HTTP 500 on every try. Like the other LLM filters'
+    calls that get no answer, that question is a failed item: the other questions' verdicts are written, the run
+    exits 3 naming it, and a plain re-run against the recovered endpoint sends only its NER call. Before: the
+    whole filters stage stopped (the LLM NER raised), nothing was written and no failed item was recorded."""
+    down = {"named": True}
+
+    def flaky_for_named(body: dict) -> object:
+        said = "\n".join(m["content"] for m in body["messages"] if m["role"] == "user")
+        if down["named"] and "Peter Jones" in said:
+            return Fault("500")
+        return ner_model(body)
+
+    build = tmp_path / "build"
+    qs = items(("en", "de"))
+    failed_id = f"de-{NAMED}"
+    seed_stage(build, "ingest", [], Article)
+    seed_stage(build, "questions", qs, QAItem)
+    with ScriptedServer(flaky_for_named) as srv:
+        cfg = filters_config(tmp_path, ner={"backend": "llm"}, llm={"progress": False, "endpoints": {"gen": {
+            "base_url": srv.base_url, "model": "scripted", "max_retries": 1, "retry_backoff_s": 0}}})
+        llm_session.reset()
+        try:
+            with pytest.raises(IncompleteRunError) as info:
+                run_pipeline(cfg, only=["filters"])
+            assert info.value.exit_code == 3
+            assert "incomplete: 1 item failed — filters: 1 (server_error 1)" in str(info.value)
+            store = BuildStore(build)
+            assert [(e.item_id, e.reason) for e in store.read_errors("filters")] == [(failed_id, "server_error")]
+            out = {q.id: q for q in store.read("filters", QAItem)}
+            assert sorted(out) == sorted(q.id for q in qs if q.id != failed_id)  # the rest is committed
+            assert verdict(out[f"de-{NAMELESS}"]).detail == "no named entity found by llm"
+            assert [verdict(out[f"en-{d}"]).status for d in (NAMED, NAMELESS)] == ["pass", "fail"]
+
+            down["named"] = False  # the endpoint recovers; the same plain command
+            srv.reset_log()
+            llm_session.reset()
+            run_pipeline(cfg, only=["filters"])
+            sent = [e["last_user"] for e in srv.log if e["path"] == "chat"]
+            assert len(sent) == 1 and "Peter Jones" in sent[0]  # only the failed question's NER call went out
+            out = {q.id: q for q in store.read("filters", QAItem)}
+            assert sorted(out) == sorted(q.id for q in qs) and store.read_errors("filters") == []
+            assert verdict(out[failed_id]).detail == "peter jones, holly willoughbys (llm)" and out[failed_id].accepted
+        finally:
+            llm_session.reset()
