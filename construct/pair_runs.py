@@ -21,7 +21,7 @@ from babelrag.parquet_io import arrow_schema
 from babelrag.records import ArticlePair
 
 #: pairs buffered before a sorted run is written (~1 KB each as records)
-RUN_ROWS = 50_000
+RUN_ROWS = 10_000
 _BATCH = 2048  # rows per record batch in a run file (what the merge holds per run)
 
 _Key = tuple[str, str, int, int]  # (article_a, article_b, rank, order found)
