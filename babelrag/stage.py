@@ -12,6 +12,7 @@ sections the spec declares), lives here too, so a stage imports this module and 
 from __future__ import annotations
 
 import importlib
+import shutil
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -184,6 +185,15 @@ class StageContext:
             self._writer = self.store.partial_writer(self.spec.name, self.spec.record_type(), self.fingerprint,
                                                      shard_size=shard_size)
         return self._writer
+
+    def scratch_dir(self, name: str) -> Path:
+        """An empty folder for this run's temporary files (a sort's spilled runs), inside the stage's
+        unfinished-run folder: never part of the output, emptied when a later run asks for it again (a killed run's
+        leftovers) and removed with that folder when the stage commits."""
+        path = self.output().folder / name
+        shutil.rmtree(path, ignore_errors=True)
+        path.mkdir(parents=True)
+        return path
 
     def error(self, item_id: str, reason: str, detail: str = "") -> None:
         self.output().add_error(ErrorRecord(id=f"{self.spec.name}:{item_id}", stage=self.spec.name,

@@ -116,7 +116,8 @@ def stage_child(cfg_path: str, force: str) -> None:
     register_planted()
     from babelrag.config import config_from_dict
     from babelrag.pipeline import Pipeline
-    from babelrag.records import ArticlePair
+    from babelrag.parquet_io import iter_column
+    from babelrag.shards import RECORDS_FILE
     from babelrag.store import BuildStore
 
     # the stage's imports are a fixed start-up cost, not mining: loaded before the timer (datasets: the stage
@@ -132,15 +133,22 @@ def stage_child(cfg_path: str, force: str) -> None:
     t, c = time.perf_counter(), time.process_time()
     Pipeline(cfg).run(until="pairs", force=["pairs"] if force == "yes" else [])
     seconds, cpu = time.perf_counter() - t, time.process_time() - c
-    pairs = BuildStore(cfg.build_dir).read("pairs", ArticlePair)
-    search = BuildStore(cfg.build_dir).manifest("pairs").extra.get("search", {})
-    digest = sorted((p.id, p.score) for p in pairs)
-    # peak RSS of this process's own address space (VmHWM): getrusage's ru_maxrss keeps the peak from before exec,
-    # i.e. the bench parent's size at the fork (ingest, index and Milvus Lite ran there), which it over-reported
+    # peak RSS of this process's own address space (VmHWM), read before the check below reads the pairs back:
+    # getrusage's ru_maxrss keeps the peak from before exec, i.e. the bench parent's size at the fork (ingest,
+    # index and Milvus Lite ran there), which it over-reported
     hwm = next(int(x.split()[1]) for x in Path("/proc/self/status").read_text().splitlines() if x.startswith("VmHWM"))
+    store = BuildStore(cfg.build_dir)
+    search = store.manifest("pairs").extra.get("search", {})
+    digest = hashlib.sha256()  # of (id, score) in id order, the file's own order, one row group at a time
+    n = 0
+    for i, score in zip(iter_column(store.stage_dir("pairs") / RECORDS_FILE, "id"),
+                        iter_column(store.stage_dir("pairs") / RECORDS_FILE, "score")):
+        digest.update(json.dumps([i, score]).encode())
+        n += 1
     print(json.dumps({"seconds": seconds, "cpu": cpu, "rss_mb": hwm / 1024,
                       "rss_start_mb": rss_start, "source": search.get("source"),
-                      "pairs": len(pairs), "read_seconds": search.get("read_seconds"), "digest": hashlib.sha256(json.dumps(digest).encode()).hexdigest()}))
+                      "output_fingerprint": store.manifest("pairs").output_fingerprint,
+                      "pairs": n, "read_seconds": search.get("read_seconds"), "digest": digest.hexdigest()}))
 
 
 def run_stage(build: Path, data: Path, search: str, force: bool) -> dict:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import random
 from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -51,20 +52,25 @@ def load_events(path: Path, languages: list[str]) -> list[dict[str, str]]:
     return events
 
 
-def dense_pairs(ctx: StageContext, same_language: list[str] | None = None,
-                entities: dict[str, set[str]] | None = None,
-                graph_pairs: list[ArticlePair] | None = None,
-                titles: dict[str, str] | None = None) -> tuple[list[ArticlePair], list[ArticlePair]]:
-    """Cross-language pairs, plus the hybrid same-language pairs of ``same_language`` (construct/samelang.py)
-    while the article vectors are at hand; second, the ``graph_pairs`` (entity-graph pairs of those languages)
-    that pass the hybrid score."""
+def dense_pairs(ctx: StageContext, emit: Callable[[ArticlePair], None], same_language: list[str] | None = None,
+                entities: Any = None, graph_pairs: Mapping[str, Iterable[ArticlePair]] | None = None,
+                titles: dict[str, str] | None = None,
+                emit_graph: Callable[[ArticlePair], None] | None = None) -> None:
+    """Cross-language pairs, then the hybrid same-language pairs of ``same_language`` (construct/samelang.py) while
+    the article vectors are at hand, each handed to ``emit`` as found; the ``graph_pairs`` (entity-graph pairs of
+    those languages, per language) that pass the hybrid score go to ``emit_graph``. ``entities``: article id ->
+    its title entities' names (``.get``)."""
     cfg = ctx.config.dense
     languages = list(ctx.config.project.languages)
     pivot = ctx.config.project.pivot_language
+    keep_graph = emit_graph or (lambda pair: None)
     opened, docs = open_index(ctx)  # checked before any encoder loads
     store = opened
     if store is None:
-        return [], list(graph_pairs or [])
+        for found in (graph_pairs or {}).values():
+            for p in found:
+                keep_graph(p)
+        return
     try:
         store = searcher(ctx, store)  # exact blocked search over the vectors read once (dense.search), or Milvus
         # the encoder whose vectors are searched; events mode builds it again below, for the queries
@@ -76,16 +82,19 @@ def dense_pairs(ctx: StageContext, same_language: list[str] | None = None,
             ctx.report_line(f"dense: {len(events)} event descriptions from {events_path.name} were the queries")
             with encoder_for(ctx) as encoder:  # only the queries need one; closed before the stage goes on
                 ctx.extra["encoder"] = encoder.name
-                pairs = event_pairs(ctx, store, encoder, events, docs, languages, pivot)
+                for p in event_pairs(ctx, store, encoder, events, docs, languages, pivot):
+                    emit(p)
         else:
             ctx.extra["dense_queries"] = ("articles (dense.events_file not set)" if cfg.queries == "events"
                                           else "articles")
-            pairs = article_pairs(ctx, store, docs, pivot)  # the article vectors are in the store
-        kept_graph = list(graph_pairs or [])
+            article_pairs(ctx, store, docs, pivot, emit)  # the article vectors are in the store
         if same_language:
-            hybrid, kept_graph = hybrid_pairs(ctx, store, docs, same_language, entities or {}, graph_pairs, titles)
-            pairs += hybrid
-        return pairs, kept_graph
+            hybrid_pairs(ctx, store, docs, same_language, entities if entities is not None else {}, emit,
+                         graph_pairs, titles, emit_graph=keep_graph)
+        else:
+            for found in (graph_pairs or {}).values():
+                for p in found:
+                    keep_graph(p)
     finally:
         opened.close()
 
@@ -262,8 +271,9 @@ def query_articles(ctx: StageContext, docs: dict[str, Doc], pivot: str) -> list[
 
 
 def article_pairs(ctx: StageContext, store: Any, docs: dict[str, Doc], pivot: str,
-                  batch: int = 64) -> list[ArticlePair]:
-    """Non-pivot articles search pivot articles nearby in time; mutual best matches pair up.
+                  emit: Callable[[ArticlePair], None], batch: int = 64) -> None:
+    """Non-pivot articles search pivot articles nearby in time; mutual best matches pair up (each handed to
+    ``emit``).
 
     Mutual within a margin: a hit pairs when it scores within ``dense.mutual_margin`` of the query's best
     hit and the query scores within that margin of the pivot article's best match in the query's
@@ -310,13 +320,11 @@ def article_pairs(ctx: StageContext, store: Any, docs: dict[str, Doc], pivot: st
     scores = pair_scores(ctx, store, docs, candidates)
     report_candidates(ctx, scores, threshold)
     tier = anchor_tier(ctx, candidates, scores, strict, threshold)
-    pairs = []
     for n, ((q, en, _), score) in enumerate(zip(candidates, scores)):
         if score < threshold and n not in tier:
             ctx.skip(f"dense-below-{threshold_key(cfg).replace('_', '-')}")
         else:
-            pairs.append(_make_pair(q, en, score))
-    return pairs
+            emit(_make_pair(q, en, score))
 
 
 def anchor_tier(ctx: StageContext, candidates: list[tuple[Doc, Doc, float]], scores: list[float],

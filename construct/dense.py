@@ -8,6 +8,7 @@ pairs: the stages depend on this module, never the other way round.
 """
 from __future__ import annotations
 
+import sys
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass
@@ -25,8 +26,10 @@ from babelrag.records import Article, IndexEntry, undated, within_days
 from babelrag.stage import StageContext
 
 
-@dataclass
+@dataclass(slots=True)
 class Doc:
+    """An index entry as mining reads it (one per article: no instance dict)."""
+
     id: str
     language: str
     day: int  # Article.day: UNDATED_DAY when the article has no date for windows
@@ -159,7 +162,8 @@ def open_index(ctx: Any) -> tuple[Any, dict[str, Doc]]:
     """The index stage's store and entries (``Doc``: id, language, day by id); (None, {}) for an empty
     corpus. With ``dense.search: exact`` and the index stage's vector file, the "store" is the exact search
     over that file (``WindowIndex``: same ``search`` / ``vectors`` calls). The caller closes it."""
-    docs = {e.id: Doc(e.id, e.language, e.day, e.fresh) for e in ctx.iter_read("index", IndexEntry)}
+    # one string per language, not one per article
+    docs = {e.id: Doc(e.id, sys.intern(e.language), e.day, e.fresh) for e in ctx.iter_read("index", IndexEntry)}
     if not docs:
         return None, docs
     if ctx.config.dense.search == "exact":

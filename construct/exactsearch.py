@@ -72,8 +72,9 @@ class WindowIndex:
         """``vectors`` in the order of ``ids``; or None and ``file`` (an open descriptor of a vector file whose
         rows are in ``row_order``, and its dim): then rows are read a window at a time (``RowWindow``)."""
         ids_arr = np.asarray(list(ids), dtype=object)
+        by_id = np.argsort(ids_arr.astype(str), kind="stable")
         rank = np.empty(len(ids_arr), dtype=np.int64)
-        rank[np.argsort(ids_arr.astype(str), kind="stable")] = np.arange(len(ids_arr))
+        rank[by_id] = np.arange(len(ids_arr))
         langs = np.asarray(list(languages), dtype=object)
         days_arr = np.asarray(list(days), dtype=np.int64)
         order = row_order(ids_arr, langs, days_arr)  # by language, day, then id
@@ -85,7 +86,10 @@ class WindowIndex:
         self.block = block
         self._fd = file[0] if file is not None else None
         self._by_language: dict[str, _Language] = {}
-        self._where: dict[str, int] = dict(zip(ids_arr[order].tolist(), range(len(order))))  # id -> file row
+        # id -> file row as two columns (ids in id order, their rows), no dict entry per article
+        file_row = np.empty(len(order), dtype=np.int64)
+        file_row[order] = np.arange(len(order))
+        self._ids_sorted, self._rows_sorted = ids_arr[by_id], file_row[by_id]
         self._starts: list[int] = []
         self._names: list[str] = []
         sorted_langs = langs[order]
@@ -141,10 +145,15 @@ class WindowIndex:
             os.close(fd)
 
     def __len__(self) -> int:
-        return len(self._where)
+        return len(self._ids_sorted)
 
     def vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
-        found = [(i, self._where[i]) for i in ids if i in self._where]
+        wanted = np.asarray(list(ids), dtype=object)
+        if not len(wanted) or not len(self._ids_sorted):
+            return {}
+        at = np.minimum(np.searchsorted(self._ids_sorted, wanted), len(self._ids_sorted) - 1)
+        known = self._ids_sorted[at] == wanted
+        found = list(zip(wanted[known].tolist(), self._rows_sorted[at[known]].tolist()))
         if not found:
             return {}
         rows = np.asarray([r for _, r in found], dtype=np.int64)

@@ -6,8 +6,11 @@ All land in one output, told apart by ``ArticlePair.method`` (``entity_graph``, 
 from __future__ import annotations
 
 import datetime as dt
+from array import array
+from bisect import bisect_left
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Literal, Optional
+from typing import Any, Literal, Optional
 
 from pydantic import Field, field_validator
 
@@ -15,9 +18,10 @@ from babelrag.config import Section
 from babelrag.llm.settings import check_env_name
 from babelrag.construct.encoders.settings import EncoderConfig  # dense.encoder (kind: a registered encoder)
 from babelrag.construct.crosslingual import dense_pairs
-from babelrag.construct.graph import Incidence, bipartite_graph, mine_pairs, write_graphml
+from babelrag.construct.graph import Incidence, MinedPairs, bipartite_graph, mine_pairs, write_graphml
 from babelrag.construct.languages import same_language_reasons
 from babelrag.construct.pair_ids import pair_id
+from babelrag.construct.pair_runs import PairRuns
 from babelrag.construct.samelang import hybrid_languages
 from babelrag.stage import StageContext
 from babelrag.records import EPOCH, Article, ArticlePair, undated
@@ -127,62 +131,116 @@ STAGE = StageSpec(
 
 @dataclass
 class LanguageSlice:
-    """Compact per-language view of the corpus for mining (ids, days, entity ids)."""
+    """One language's articles for mining, columnar: ids, days and title entities (CSR: the entity ids of article
+    ``r`` are ``indices[indptr[r]:indptr[r + 1]]``, ids into ``vocab``), no object per article."""
 
     ids: list[str] = field(default_factory=list)
-    days: list[int] = field(default_factory=list)
-    entities: list[list[int]] = field(default_factory=list)
+    days: array = field(default_factory=lambda: array("q"))
+    indptr: array = field(default_factory=lambda: array("q", [0]))
+    indices: array = field(default_factory=lambda: array("q"))
     vocab: dict[str, int] = field(default_factory=dict)
 
     def add(self, art: Article) -> None:
         self.ids.append(art.id)
         self.days.append(art.day)
-        self.entities.append([self.vocab.setdefault(e, len(self.vocab)) for e in art.title_entities])
+        self.indices.extend(self.vocab.setdefault(e, len(self.vocab)) for e in art.title_entities)
+        self.indptr.append(len(self.indices))
+
+    def entity_ids(self, row: int) -> array:
+        return self.indices[self.indptr[row]:self.indptr[row + 1]]
+
+    def with_entities(self) -> int:
+        """Articles whose title has at least one entity."""
+        return sum(1 for r in range(len(self.ids)) if self.indptr[r + 1] > self.indptr[r])
+
+    def incidence(self) -> Incidence:
+        import numpy as np
+
+        return Incidence(np.frombuffer(self.indptr, dtype=np.int64).copy(),
+                         np.frombuffer(self.indices, dtype=np.int64).copy(), len(self.vocab))
+
+
+@dataclass
+class EntityGraph:
+    """One language's entity-graph pairs as the miner's arrays (``MinedPairs``); records made as they are asked
+    for (``records``), so the stage never holds them all."""
+
+    language: str
+    slice: LanguageSlice
+    mined: MinedPairs
+
+    def __len__(self) -> int:
+        return len(self.mined)
+
+    def records(self) -> Iterator[ArticlePair]:
+        sl, lang, mined = self.slice, self.language, self.mined
+        names = _names(sl)
+        for i, j, score, d in zip(mined.i.tolist(), mined.j.tolist(), mined.score.tolist(), mined.days.tolist()):
+            a, b = sorted((sl.ids[i], sl.ids[j]))
+            shared = sorted(names[e] for e in set(sl.entity_ids(i)) & set(sl.entity_ids(j)))
+            yield ArticlePair(id=pair_id("entity_graph", a, b), article_a=a, article_b=b, language_a=lang,
+                              language_b=lang, method="entity_graph", score=round(float(score), 6),
+                              shared_entities=shared, days_apart=int(d))
+
+
+def mine_entity_graphs(ctx: StageContext, slices: dict[str, LanguageSlice]) -> dict[str, EntityGraph]:
+    """Each language's entity-graph pairs (as arrays; ``EntityGraph.records``) and the hub entities report."""
+    import numpy as np
+
+    cfg = ctx.config.pairs
+    out: dict[str, EntityGraph] = {}
+    hubs_report: dict[str, list[str]] = {}
+    for lang, sl in sorted(slices.items()):
+        days = np.frombuffer(sl.days, dtype=np.int64)
+        mined = mine_pairs(days, sl.incidence(), k=cfg.min_shared_entities, max_days=cfg.max_days_apart,
+                           hub_policy=cfg.hub_policy, hub_max=cfg.hub_max_articles, max_pairs=cfg.max_pairs)
+        if len(mined.hubs):
+            names = _names(sl)
+            hubs_report[lang] = sorted(names[h] for h in mined.hubs.tolist())[:50]
+        out[lang] = EntityGraph(lang, sl, mined)
+    ctx.extra["hub_entities"] = hubs_report
+    return out
 
 
 def entity_graph_pairs(ctx: StageContext, slices: dict[str, LanguageSlice]) -> list[ArticlePair]:
-    cfg = ctx.config.pairs
-    out: list[ArticlePair] = []
-    hubs_report: dict[str, list[str]] = {}
-    for lang, sl in sorted(slices.items()):
-        import numpy as np
-
-        days = np.asarray(sl.days, dtype=np.int64)
-        mined = mine_pairs(days, Incidence.from_lists(sl.entities, len(sl.vocab)), k=cfg.min_shared_entities,
-                           max_days=cfg.max_days_apart, hub_policy=cfg.hub_policy, hub_max=cfg.hub_max_articles,
-                           max_pairs=cfg.max_pairs)
-        names = _names(sl)
-        if len(mined.hubs):
-            hubs_report[lang] = sorted(names[h] for h in mined.hubs.tolist())[:50]
-        for i, j, s, score, d in zip(mined.i.tolist(), mined.j.tolist(), mined.shared.tolist(),
-                                     mined.score.tolist(), mined.days.tolist()):
-            a, b = sorted((sl.ids[i], sl.ids[j]))
-            ea, eb = set(sl.entities[i]), set(sl.entities[j])
-            shared = sorted(names[e] for e in ea & eb)
-            out.append(ArticlePair(id=pair_id("entity_graph", a, b), article_a=a, article_b=b, language_a=lang,
-                                   language_b=lang, method="entity_graph", score=round(float(score), 6),
-                                   shared_entities=shared, days_apart=int(d)))
-    ctx.extra["hub_entities"] = hubs_report
-    return out
+    """Every entity-graph pair of ``slices`` as records, languages in order."""
+    return [p for graph in mine_entity_graphs(ctx, slices).values() for p in graph.records()]
 
 
 def _names(sl: LanguageSlice) -> dict[int, str]:
     return {v: k for k, v in sl.vocab.items()}
 
 
-def export_graph(ctx: StageContext, slices: dict[str, LanguageSlice], pairs: list[ArticlePair],
+class TitleEntityNames:
+    """Article id -> the names of its title entities, for the hybrid score (``get`` as on the dict of sets it
+    replaces), looked up in the slices' columns: a sorted id list per language, no set per article."""
+
+    def __init__(self, slices: Iterable[LanguageSlice]) -> None:
+        self._parts = []
+        for sl in slices:
+            order = sorted(range(len(sl.ids)), key=sl.ids.__getitem__)
+            self._parts.append(([sl.ids[r] for r in order], array("q", order), sl, _names(sl)))
+
+    def get(self, article: str, default: Any = frozenset()) -> Any:
+        for ids, order, sl, names in self._parts:
+            k = bisect_left(ids, article)
+            if k < len(ids) and ids[k] == article:
+                return {names[e] for e in sl.entity_ids(order[k])}
+        return default
+
+
+def export_graph(ctx: StageContext, slices: dict[str, LanguageSlice], paired: set[str] | None,
                  max_articles: int = 50_000) -> None:
-    """GraphML of the article-entity graph (only paired articles when the corpus is large)."""
-    paired = {p.article_a for p in pairs} | {p.article_b for p in pairs}
+    """GraphML of the article-entity graph (only the ``paired`` articles when the corpus is large)."""
     ids, ents, attrs = [], [], []
     total = sum(len(s.ids) for s in slices.values())
     for lang, sl in slices.items():
         names = _names(sl)
-        for aid, day, e in zip(sl.ids, sl.days, sl.entities):
-            if total > max_articles and aid not in paired:
+        for row, (aid, day) in enumerate(zip(sl.ids, sl.days)):
+            if total > max_articles and aid not in (paired or ()):
                 continue
             ids.append(aid)
-            ents.append([f"{lang}:{names[x]}" for x in e])
+            ents.append([f"{lang}:{names[x]}" for x in sl.entity_ids(row)])
             attrs.append({"language": lang,
                           "published": "" if undated(day) else (EPOCH + dt.timedelta(days=day)).isoformat()})
     G = bipartite_graph(ids, ents, attrs)
@@ -213,6 +271,11 @@ def same_language_scope(ctx: StageContext, languages: list[str]) -> set[str]:
     return set(reasons)
 
 
+#: the order in which the pairs stage keeps a pair of articles found more than once (``PairRuns``): the entity graph
+#: first, then the dense miners
+RANK_GRAPH, RANK_GRAPH_GATED, RANK_DENSE = 0, 1, 2
+
+
 def run(ctx: StageContext) -> None:
     slices: dict[str, LanguageSlice] = {}
     titles: dict[str, str] = {}  # what the hybrid's title score embeds; only kept when it is the score
@@ -225,34 +288,48 @@ def run(ctx: StageContext) -> None:
         if not art.title_entities:
             ctx.note("no-title-entities")  # still a dense-retrieval candidate
     mine_in = same_language_scope(ctx, sorted(slices))
-    pairs = entity_graph_pairs(ctx, {lang: sl for lang, sl in slices.items() if lang in mine_in})
-    ctx.extra["entity_graph_pairs"] = len(pairs)
-    if ctx.config.dense.enabled:
-        share = {lang: sum(1 for e in sl.entities if e) / max(1, len(sl.ids)) for lang, sl in slices.items()}
-        same = [lang for lang in hybrid_languages(ctx.config.pairs.same_language_dense, share) if lang in mine_in]
-        entities: dict[str, set[str]] = {}
-        for lang in same:
-            names = _names(slices[lang])
-            sl = slices[lang]
-            entities.update((aid, {names[e] for e in ents}) for aid, ents in zip(sl.ids, sl.entities))
-        gated = [p for p in pairs if p.language_a in same]  # must pass the hybrid score too (samelang.py)
-        dense, kept_graph = dense_pairs(ctx, same_language=same, entities=entities, graph_pairs=gated,
-                                        titles=titles)
-        ctx.extra["dense_pairs"] = sum(p.method == "dense" for p in dense)
-        pairs = [p for p in pairs if p.language_a not in same] + kept_graph + dense
-        ctx.extra["entity_graph_pairs_kept"] = sum(p.method == "entity_graph" for p in pairs)
-    if ctx.config.pairs.graphml:  # after the hybrid gate: "paired articles only" means pairs that are kept
-        export_graph(ctx, slices, pairs)
-    out = ctx.output(shard_size=5000)
-    seen: set[tuple[str, str]] = set()
-    for p in pairs:
-        key = (p.article_a, p.article_b)
-        if key in seen:  # the same two articles found by both methods: keep the first (entity graph)
-            ctx.skip("duplicate-pair")
-            continue
-        seen.add(key)
-        if not out.has(p.id):
-            out.add(p)
+    out = ctx.output(shard_size=5000)  # before the scratch folder, which lives in the writer's
+    runs = PairRuns(ctx.scratch_dir("pair-runs"))  # pairs go to sorted runs as they are found
+    try:
+        graphs = mine_entity_graphs(ctx, {lang: sl for lang, sl in slices.items() if lang in mine_in})
+        ctx.extra["entity_graph_pairs"] = sum(len(g) for g in graphs.values())
+        same: list[str] = []
+        if ctx.config.dense.enabled:
+            share = {lang: sl.with_entities() / max(1, len(sl.ids)) for lang, sl in slices.items()}
+            same = [lang for lang in hybrid_languages(ctx.config.pairs.same_language_dense, share) if lang in mine_in]
+        for lang, graph in graphs.items():
+            if lang not in same:
+                for p in graph.records():
+                    runs.add(p, RANK_GRAPH)
+        if ctx.config.dense.enabled:
+            entities = TitleEntityNames(slices[lang] for lang in same)
+            # the entity-graph pairs of the hybrid's languages must pass the hybrid score too (samelang.py)
+            gated = {lang: graphs[lang].records() for lang in same if lang in graphs}
+            dense_pairs(ctx, runs.adder(RANK_DENSE), same_language=same, entities=entities, graph_pairs=gated,
+                        titles=titles, emit_graph=runs.adder(RANK_GRAPH_GATED))
+            ctx.extra["dense_pairs"] = runs.added["dense"]
+            ctx.extra["entity_graph_pairs_kept"] = runs.added["entity_graph"]
+        total = sum(len(s.ids) for s in slices.values())
+        graphml = ctx.config.pairs.graphml
+        paired: set[str] | None = set() if graphml and total > GRAPHML_ALL_ARTICLES else None
+        for p in runs.unique():  # the same two articles found by both methods: the first by rank (entity graph)
+            if paired is not None:
+                paired.update((p.article_a, p.article_b))
+            if not out.has(p.id):
+                out.add(p)
+        if runs.duplicates:
+            ctx.skip("duplicate-pair", runs.duplicates)
+        if runs.runs:
+            ctx.extra["pair_runs"] = runs.runs
+        if graphml:  # after the hybrid gate: "paired articles only" means pairs that are kept
+            export_graph(ctx, slices, paired, GRAPHML_ALL_ARTICLES)
+    finally:
+        runs.close()
 
 
-__all__ = ["run", "pair_id", "LanguageSlice", "entity_graph_pairs", "EPOCH"]
+#: a larger corpus's GraphML holds only the paired articles
+GRAPHML_ALL_ARTICLES = 50_000
+
+
+__all__ = ["run", "pair_id", "LanguageSlice", "EntityGraph", "TitleEntityNames", "entity_graph_pairs",
+           "mine_entity_graphs", "EPOCH"]

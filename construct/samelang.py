@@ -33,13 +33,14 @@ from __future__ import annotations
 
 import contextlib
 from array import array
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from babelrag.construct.neighbour_density import densities, density  # noqa: F401 (CSLS and the ratio margin share them)
 from babelrag.construct.dense import encoder_for, hits_in_window
 from babelrag.construct.pair_ids import pair_id
+from babelrag.executor import chunks
 from babelrag.stage import StageContext
 from babelrag.records import ArticlePair, days_apart
 
@@ -96,19 +97,17 @@ def title_vectors(encoder: Any, titles: dict[str, str], ids: list[str]) -> dict[
 
 
 def hybrid_pairs(ctx: StageContext, store: Any, docs: dict[str, Any], languages: Iterable[str],
-                 entities: dict[str, set[str]], graph_pairs: list[ArticlePair] | None = None,
-                 titles: dict[str, str] | None = None,
-                 batch: int = 64) -> tuple[list[ArticlePair], list[ArticlePair]]:
-    """(hybrid pairs, the entity-graph pairs of these languages that pass the same score). ``titles``
-    (article id -> title) is what the title score embeds."""
+                 entities: Any, emit: Callable[[ArticlePair], None],
+                 graph_pairs: Mapping[str, Iterable[ArticlePair]] | None = None,
+                 titles: dict[str, str] | None = None, batch: int = 64,
+                 emit_graph: Callable[[ArticlePair], None] | None = None) -> None:
+    """The hybrid pairs of ``languages``, each handed to ``emit`` as found; the entity-graph pairs of these
+    languages (``graph_pairs``, per language) that pass the same score go to ``emit_graph``. ``entities``: article
+    id -> its title entities' names (``.get``); ``titles`` (article id -> title) is what the title score embeds."""
     cfg = ctx.config.pairs
     threshold = hybrid_threshold(ctx)
-    out: list[ArticlePair] = []
-    kept_graph: list[ArticlePair] = []
     per_language: dict[str, int] = {}
-    graph_by_language: dict[str, list[ArticlePair]] = {}
-    for p in graph_pairs or []:
-        graph_by_language.setdefault(p.language_a, []).append(p)
+    graph_by_language = graph_pairs or {}
     with contextlib.ExitStack() as stack:
         # the title score embeds one language's titles at a time, with the index's encoder
         encoder = stack.enter_context(encoder_for(ctx)) if cfg.hybrid_score == "title" else None
@@ -116,11 +115,8 @@ def hybrid_pairs(ctx: StageContext, store: Any, docs: dict[str, Any], languages:
             ids = sorted((d for d, doc in docs.items() if doc.language == lang), key=lambda i: (docs[i].day, i))
             scorer = _Scorer(entities, cfg.hybrid_entity_bonus,
                              title_vectors(encoder, titles or {}, ids) if encoder is not None else None)
-            found, graph = _language_pairs(ctx, store, docs, lang, ids, graph_by_language.get(lang, []), scorer,
-                                           threshold, batch)
-            out += found
-            kept_graph += graph
-            per_language[lang] = len(found)
+            per_language[lang] = _language_pairs(ctx, store, docs, lang, ids, graph_by_language.get(lang, ()),
+                                                 scorer, threshold, batch, emit, emit_graph or (lambda pair: None))
     ctx.extra["hybrid_pairs"] = {"languages": per_language, "min_score": threshold, "entity_bonus": cfg.hybrid_entity_bonus,
                                  "neighbours": cfg.hybrid_neighbours,
                                  "score": "title cosine" if cfg.hybrid_score == "title" else "passage csls"}
@@ -128,7 +124,6 @@ def hybrid_pairs(ctx: StageContext, store: Any, docs: dict[str, Any], languages:
         ctx.report_line("same-language dense+entity (hybrid) pairs: "
                   + ", ".join(f"{lang} {n}" for lang, n in per_language.items())
                   + f" ({cfg.hybrid_score} score, min {threshold:.2f})")
-    return out, kept_graph
 
 
 @dataclass
@@ -151,9 +146,10 @@ class _Scorer:
 
 
 def _language_pairs(ctx: StageContext, store: Any, docs: dict[str, Any], lang: str, ids: list[str],
-                    graph: list[ArticlePair], scorer: _Scorer, threshold: float,
-                    batch: int) -> tuple[list[ArticlePair], list[ArticlePair]]:
-    """One language's hybrid pairs and the entity-graph pairs of it that pass the same score.
+                    graph: Iterable[ArticlePair], scorer: _Scorer, threshold: float, batch: int,
+                    emit: Callable[[ArticlePair], None], emit_graph: Callable[[ArticlePair], None]) -> int:
+    """One language's hybrid pairs (to ``emit``; returns how many) and the entity-graph pairs of it that pass the
+    same score (to ``emit_graph``), scored a chunk at a time.
 
     Streamed by date window (``_WindowPairs``): a batch of queries' neighbour lists are turned into candidates
     and dropped; a candidate is scored once both articles' densities are known (the later one's own search,
@@ -161,25 +157,28 @@ def _language_pairs(ctx: StageContext, store: Any, docs: dict[str, Any], lang: s
     dense = ctx.config.dense
     k = ctx.config.pairs.hybrid_neighbours
     fill = REFERENCE_DENSITY.get(dense.encoder.kind) if scorer.title_vec is None else 0.0
-    stream = _WindowPairs(ctx, docs, lang, scorer, threshold, dense.min_score, k, fill)
+    stream = _WindowPairs(ctx, docs, lang, scorer, threshold, dense.min_score, k, fill, emit)
     for s in range(0, len(ids), batch):
         for q, found in neighbours(store, [docs[i] for i in ids[s:s + batch]], lang, docs, dense, k).items():
             stream.add(q, found)
-    out = stream.finish()
-    kept_graph: list[ArticlePair] = []
-    if graph:  # shared title entities alone join reports of one running story: the cosine must agree
-        vecs = store.vectors(sorted({x for p in graph for x in (p.article_a, p.article_b)}))
-        for p in graph:
+    stream.finish()
+    # shared title entities alone join reports of one running story: the cosine must agree
+    for chunk in chunks(graph, GRAPH_CHUNK):
+        vecs = store.vectors(sorted({x for p in chunk for x in (p.article_a, p.article_b)}))
+        for p in chunk:
             if p.article_a not in vecs or p.article_b not in vecs:
                 ctx.skip("entity-graph-not-indexed")
                 continue
             cos = float(vecs[p.article_a] @ vecs[p.article_b])
             # the hybrid's own candidates: cosine >= dense.min_score and the score; the same here
             if cos >= dense.min_score and scorer(p.article_a, p.article_b, cos)[0] >= threshold:
-                kept_graph.append(p)
+                emit_graph(p)
             else:
                 ctx.skip("entity-graph-below-hybrid-score")
-    return out, kept_graph
+    return stream.found
+
+
+GRAPH_CHUNK = 4096  # entity-graph pairs whose vectors are read at once for the hybrid gate
 
 
 class _WindowPairs:
@@ -194,10 +193,13 @@ class _WindowPairs:
     median, and the short lists' candidates until the end."""
 
     def __init__(self, ctx: StageContext, docs: dict[str, Any], lang: str, scorer: _Scorer, threshold: float,
-                 min_score: float, k: int, fill: float | None) -> None:
+                 min_score: float, k: int, fill: float | None,
+                 emit: Callable[[ArticlePair], None] | None = None) -> None:
         self.ctx, self.docs, self.lang, self.scorer = ctx, docs, lang, scorer
         self.threshold, self.min_score, self.k, self.fill = threshold, min_score, k, fill
-        self.pairs: list[ArticlePair] = []
+        self.pairs: list[ArticlePair] = []  # the pairs, unless ``emit`` takes them as they are found
+        self.emit = emit or self.pairs.append
+        self.found = 0
         self._reached: dict[str, set[str]] = {}  # later article -> earlier ones whose list took the pair
         self._waiting: dict[str, list[tuple[str, str, float]]] = {}  # article -> candidates awaiting its density
         self._short: dict[str, tuple[float, int]] = {}  # fill None: (sum of cosines, list length) of short lists
@@ -253,7 +255,8 @@ class _WindowPairs:
             self.ctx.skip("hybrid-below-min-score")
             return
         docs = self.docs
-        self.pairs.append(ArticlePair(id=pair_id("hybrid", a, b), article_a=a, article_b=b, language_a=self.lang,
+        self.found += 1
+        self.emit(ArticlePair(id=pair_id("hybrid", a, b), article_a=a, article_b=b, language_a=self.lang,
                                       language_b=self.lang, method="hybrid", score=round(float(score), 6),
                                       shared_entities=shared, days_apart=days_apart(docs[a].day, docs[b].day)))
 

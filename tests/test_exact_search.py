@@ -17,18 +17,13 @@ from babelrag.construct.vectorstore import VectorStore
 from babelrag.pipeline import Pipeline
 from babelrag.store import BuildStore
 from tests.helpers.fixture_paths import NTREX_EVENTS
+from tests.helpers.planted_rows import planted_rows
 
 SAMPLE = Path(__file__).resolve().parents[1] / "babelrag" / "data" / "sample"
 
 
 def planted(n=400, dim=16, seed=3):
-    rng = np.random.default_rng(seed)
-    v = rng.normal(size=(n, dim)).astype(np.float32)
-    v /= np.linalg.norm(v, axis=1, keepdims=True)
-    ids = [f"art-{i:04d}" for i in rng.permutation(n)]
-    langs = rng.choice(["en", "de", "fr"], size=n).tolist()
-    days = rng.integers(0, 60, size=n).tolist()
-    return ids, langs, days, v
+    return planted_rows(n, dim, seed, max_day=60)
 
 
 def hits(results):

@@ -14,18 +14,11 @@ from babelrag.construct.exactsearch import WindowIndex
 from babelrag.construct.samelang import _Scorer, _WindowPairs, csls, densities
 from babelrag.construct.vectorfile import MIN_WINDOW_ROWS, VectorFileWriter, row_order
 from babelrag.records import UNDATED_DAY, within_days
+from tests.helpers.planted_rows import planted_rows
 
 
 def corpus(n=900, dim=12, seed=5, undated=20):
-    rng = np.random.default_rng(seed)
-    v = rng.normal(size=(n, dim)).astype(np.float32)
-    v /= np.linalg.norm(v, axis=1, keepdims=True)
-    ids = [f"art-{i:05d}" for i in rng.permutation(n)]
-    langs = rng.choice(["en", "de", "fr"], size=n).tolist()
-    days = rng.integers(0, 400, size=n).tolist()
-    for i in rng.choice(n, size=undated, replace=False):
-        days[i] = UNDATED_DAY  # corpus.undated keep: mined without a window
-    return ids, langs, days, v
+    return planted_rows(n, dim, seed, max_day=400, id_digits=5, undated=undated)
 
 
 def write_file(folder, ids, langs, days, v, blocks=7):
