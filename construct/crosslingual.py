@@ -51,8 +51,7 @@ def load_events(path: Path, languages: list[str]) -> list[dict[str, str]]:
 
 def dense_pairs(ctx: StageContext, same_language: list[str] | None = None,
                 entities: dict[str, set[str]] | None = None,
-                graph_pairs: list[ArticlePair] | None = None,
-                titles: dict[str, str] | None = None) -> tuple[list[ArticlePair], list[ArticlePair]]:
+                graph_pairs: list[ArticlePair] | None = None) -> tuple[list[ArticlePair], list[ArticlePair]]:
     """Cross-language pairs, plus the hybrid same-language pairs of ``same_language`` (construct/samelang.py)
     while the article vectors are at hand; second, the ``graph_pairs`` (entity-graph pairs of those languages)
     that pass the hybrid score."""
@@ -81,7 +80,7 @@ def dense_pairs(ctx: StageContext, same_language: list[str] | None = None,
             pairs = article_pairs(ctx, store, docs, pivot)  # the article vectors are in the store
         kept_graph = list(graph_pairs or [])
         if same_language:
-            hybrid, kept_graph = hybrid_pairs(ctx, store, docs, same_language, entities or {}, graph_pairs, titles)
+            hybrid, kept_graph = hybrid_pairs(ctx, store, docs, same_language, entities or {}, graph_pairs)
             pairs += hybrid
         return pairs, kept_graph
     finally:

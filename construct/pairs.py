@@ -207,13 +207,9 @@ def same_language_scope(ctx: StageContext, languages: list[str]) -> set[str]:
 
 def run(ctx: StageContext) -> None:
     slices: dict[str, LanguageSlice] = {}
-    titles: dict[str, str] = {}  # what the hybrid's title score embeds; only kept when it is the score
-    keep_titles = ctx.config.dense.enabled and ctx.config.pairs.hybrid_score == "title"
     for art in ctx.iter_read("ingest", Article):
         ctx.count_in += 1
         slices.setdefault(art.language, LanguageSlice()).add(art)
-        if keep_titles:
-            titles[art.id] = art.title
         if not art.title_entities:
             ctx.note("no-title-entities")  # still a dense-retrieval candidate
     mine_in = same_language_scope(ctx, sorted(slices))
@@ -228,8 +224,7 @@ def run(ctx: StageContext) -> None:
             sl = slices[lang]
             entities.update((aid, {names[e] for e in ents}) for aid, ents in zip(sl.ids, sl.entities))
         gated = [p for p in pairs if p.language_a in same]  # must pass the hybrid score too (samelang.py)
-        dense, kept_graph = dense_pairs(ctx, same_language=same, entities=entities, graph_pairs=gated,
-                                        titles=titles)
+        dense, kept_graph = dense_pairs(ctx, same_language=same, entities=entities, graph_pairs=gated)
         ctx.extra["dense_pairs"] = sum(p.method == "dense" for p in dense)
         pairs = [p for p in pairs if p.language_a not in same] + kept_graph + dense
         ctx.extra["entity_graph_pairs_kept"] = sum(p.method == "entity_graph" for p in pairs)

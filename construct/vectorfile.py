@@ -24,7 +24,6 @@ from typing import Any
 import numpy as np
 
 VECTOR_FILE = "vectors.f32"
-_UNSORTED = ".vectors.unsorted.f32"
 ROW_CHUNK = 65_536  # rows copied at a time when sorting the file (memory: ROW_CHUNK x dim floats)
 MIN_WINDOW_ROWS = 4_096  # the least a RowWindow reads ahead
 
@@ -62,11 +61,12 @@ class VectorFileInfo:
 
 
 class VectorFileWriter:
-    """Collects the index stage's vectors block by block (in encoding order, on disk), then sorts them."""
+    """Collects the index stage's vectors block by block (in encoding order, on disk), then sorts them into
+    ``folder/name`` (the title vectors of ``construct/titlevectors.py`` are written the same way)."""
 
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
-        self._tmp = folder / _UNSORTED
+    def __init__(self, folder: Path, name: str = VECTOR_FILE) -> None:
+        self.folder, self.name = folder, name
+        self._tmp = folder / f".{name}.unsorted"
         self._fh = self._tmp.open("wb")
         self.ids: list[str] = []
         self.languages: list[str] = []
@@ -82,17 +82,17 @@ class VectorFileWriter:
         self.days.extend(int(d) for d in days)
 
     def finish(self) -> VectorFileInfo:
-        """Write ``vectors.f32`` sorted by (language, day, id), ``ROW_CHUNK`` rows at a time; drop the unsorted one."""
+        """Write the file sorted by (language, day, id), ``ROW_CHUNK`` rows at a time; drop the unsorted one."""
         self._fh.close()
         n = len(self.ids)
         order = row_order(self.ids, self.languages, self.days)
         src = np.memmap(self._tmp, dtype=np.float32, mode="r", shape=(n, self.dim)) if n else None
-        with (self.folder / VECTOR_FILE).open("wb") as out:
+        with (self.folder / self.name).open("wb") as out:
             for s in range(0, n, ROW_CHUNK):
                 out.write(np.ascontiguousarray(src[order[s:s + ROW_CHUNK]]).tobytes())
         del src
         self._tmp.unlink()
-        return VectorFileInfo(VECTOR_FILE, n, self.dim, ids_digest(np.asarray(self.ids, dtype=object)[order]))
+        return VectorFileInfo(self.name, n, self.dim, ids_digest(np.asarray(self.ids, dtype=object)[order]))
 
     def abort(self) -> None:
         self._fh.close()
