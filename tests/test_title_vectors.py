@@ -1,5 +1,5 @@
 """The title score's vectors (``pairs.hybrid_score: title``, construct/titlevectors.py): written once into the
-build's titles file, read a date window at a time, reused by a re-run, and the pairs the same whatever the
+build's titles file, read a batch of queries' titles at a time, reused by a re-run, and the pairs the same whatever the
 window and as the one-call embedding of a language's titles gave them."""
 from __future__ import annotations
 
@@ -74,9 +74,9 @@ def test_title_score_reads_a_window_at_a_time_and_a_rerun_reuses_the_file(tmp_pa
         want = float(one_call[p.article_a] @ one_call[p.article_b]) + 0.05 * min(len(p.shared_entities), 2)
         assert p.score == round(want, 6), p
 
-    # windows of a few rows (the read-ahead floor taken away): several reads, never the language held (two
-    # windows of a batch's ±3 days and a quarter more, ~100 rows each), same bytes;
-    # the re-run finds the titles file current and builds no encoder
+    # each batch of queries reads its own titles (none held between batches), the search a window of a few rows
+    # at a time (the read-ahead floor taken away): same bytes; the re-run finds the titles file current and
+    # builds no encoder
     built = BUILT["letter-hash"]
     folder = BuildStore(tmp_path / "b").shared_dir("vectors")
     stamp = (folder / titlevectors.TITLE_FILE).stat().st_mtime_ns
@@ -86,7 +86,8 @@ def test_title_score_reads_a_window_at_a_time_and_a_rerun_reuses_the_file(tmp_pa
     read = extra["title_vectors"]
     assert read["reused"] is True and BUILT["letter-hash"] == built
     assert (folder / titlevectors.TITLE_FILE).stat().st_mtime_ns == stamp
-    assert read["rows_held_max"] <= 225 and read["rows_read"] > 300, read  # a window at a time, read as the dates move
+    # a batch's 64 queries and their neighbours within ±3 days: never the language's 300 titles at once
+    assert read["rows_held_max"] <= 150 and read["rows_read"] > 300, read
 
     # another threshold re-runs the stage (its config changed): still the same file, no encoder
     _, extra, _ = run({**raw, "pairs": {**raw["pairs"], "hybrid_min_score": 0.6}})
