@@ -167,8 +167,8 @@ def title_score_line(build: Path, data: Path, passage: dict) -> str:
         out += (f"\n    hybrid_score title ({run} the titles file: reused {tv.get('reused')}): "
                 f"{res['seconds']:.1f} s wall / {res['cpu']:.1f} s CPU, peak RSS {res['rss_mb']:.0f} MB "
                 f"({res['rss_mb'] - passage['rss_mb']:+.0f} MB against the passage score); {tv.get('rows', 0):,} "
-                f"title rows of {tv.get('dim')}-d, at most {tv.get('rows_held_max', 0):,} held, "
-                f"{tv.get('rows_read', 0):,} read; {res['pairs']:,} pairs")
+                f"title rows of {tv.get('dim')}-d, at most {tv.get('rows_held_max', 0):,} at once, "
+                f"{tv.get('rows_read', 0):,} read; {res['pairs']:,} pairs (digest {res['digest'][:12]})")
     return out
 
 
