@@ -160,8 +160,14 @@ def run_stage(build: Path, data: Path, search: str, force: bool, hybrid_score: s
 def title_score_line(build: Path, data: Path, passage: dict) -> str:
     """The stage with the title score, twice (the titles file written, then reused): peak RSS above the passage
     score's run (``passage``), which is what holding title vectors costs."""
+    from babelrag.construct.titlevectors import TITLE_FILE, TITLE_MANIFEST
+    from babelrag.store import BuildStore
+
     out = ""
     for run in ("writes", "reuses"):
+        if run == "writes":  # from a kept build: written again (its titles from the vector cache, as a re-write)
+            for name in (TITLE_FILE, TITLE_MANIFEST):
+                (BuildStore(build).shared_path("vectors") / name).unlink(missing_ok=True)
         res = run_stage(build, data, "exact", force=True, hybrid_score="title")
         tv = res["title_vectors"] or {}
         out += (f"\n    hybrid_score title ({run} the titles file: reused {tv.get('reused')}): "
