@@ -85,12 +85,12 @@ class LanguageTitles:
         want = np.asarray(list(dict.fromkeys(ids)), dtype=object)
         if not len(want):
             return {}
-        at = np.minimum(np.searchsorted(self._sorted, want), max(0, len(self._sorted) - 1))
-        if not len(self._sorted) or not np.array_equal(self._sorted[at], want):
-            missing = [str(i) for i, found in zip(want, self._sorted[at] if len(self._sorted) else want)
-                       if i != found or not len(self._sorted)]
-            raise StageError(f"no title vector for {missing[:3]} (the titles file does not hold them): re-run the "
-                             "pairs stage with --force")
+        at = np.searchsorted(self._sorted, want)
+        found = at < len(self._sorted)
+        found[found] = self._sorted[at[found]] == want[found]
+        if not found.all():
+            raise StageError(f"no title vector for {want[~found][:3].tolist()} (the titles file does not hold them): "
+                             "re-run the pairs stage with --force")
         out = self.rows.gather(self._by_id[at])
         self.rows_held_max = max(self.rows_held_max, len(out))
         return dict(zip(want.tolist(), out))
