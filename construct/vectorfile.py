@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 VECTOR_FILE = "vectors.f32"
-ROW_CHUNK = 65_536  # rows copied at a time when sorting the file (memory: ROW_CHUNK x dim floats)
+SORT_CHUNK_BYTES = 16 * 2**20  # sorted rows written at a time when sorting the file (4,096 rows at 1024-d)
 MIN_WINDOW_ROWS = 4_096  # the least a RowWindow reads ahead
 GATHER_GAP = 8  # RowWindow.gather reads through up to this many unwanted rows rather than pread twice
 
@@ -83,15 +83,21 @@ class VectorFileWriter:
         self.days.extend(int(d) for d in days)
 
     def finish(self) -> VectorFileInfo:
-        """Write the file sorted by (language, day, id), ``ROW_CHUNK`` rows at a time; drop the unsorted one."""
+        """Write the file sorted by (language, day, id), ``SORT_CHUNK_BYTES`` of rows at a time, read with
+        ``pread`` (``RowWindow.gather``; a memory map would keep every page it touched, the whole unsorted
+        file, in the process's memory); drop the unsorted one."""
         self._fh.close()
         n = len(self.ids)
         order = row_order(self.ids, self.languages, self.days)
-        src = np.memmap(self._tmp, dtype=np.float32, mode="r", shape=(n, self.dim)) if n else None
-        with (self.folder / self.name).open("wb") as out:
-            for s in range(0, n, ROW_CHUNK):
-                out.write(np.ascontiguousarray(src[order[s:s + ROW_CHUNK]]).tobytes())
-        del src
+        chunk = max(1, SORT_CHUNK_BYTES // max(1, self.dim * 4))
+        fd = open_vector_file(self._tmp)
+        try:
+            src = RowWindow(fd, self.dim, 0, n)
+            with (self.folder / self.name).open("wb") as out:
+                for s in range(0, n, chunk):
+                    out.write(memoryview(src.gather(order[s:s + chunk])))
+        finally:
+            os.close(fd)
         self._tmp.unlink()
         return VectorFileInfo(self.name, n, self.dim, ids_digest(np.asarray(self.ids, dtype=object)[order]))
 

@@ -40,8 +40,13 @@ def from_file(tmp_path, ids, langs, days, v, **kw):
     return WindowIndex.from_file(tmp_path / info.file, info, ids, langs, days, **kw), info
 
 
-def test_the_file_holds_the_rows_sorted_by_language_day_and_id(tmp_path):
+@pytest.mark.parametrize("chunk_rows", [None, 37])
+def test_the_file_holds_the_rows_sorted_by_language_day_and_id(tmp_path, monkeypatch, chunk_rows):
+    from babelrag.construct import vectorfile
+
     ids, langs, days, v = corpus()
+    if chunk_rows:  # sorted a few rows at a time (memory bounded by the chunk, not the file)
+        monkeypatch.setattr(vectorfile, "SORT_CHUNK_BYTES", chunk_rows * v.shape[1] * 4)
     info = write_file(tmp_path, ids, langs, days, v)
     rows = np.fromfile(tmp_path / info.file, dtype=np.float32).reshape(-1, v.shape[1])
     order = sorted(range(len(ids)), key=lambda i: (langs[i], days[i], ids[i]))
