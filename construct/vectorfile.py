@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 VECTOR_FILE = "vectors.f32"
-SORT_CHUNK_BYTES = 16 * 2**20  # sorted rows written at a time when sorting the file (4,096 rows at 1024-d)
+SORT_CHUNK_BYTES = 4 * 2**20  # sorted rows written at a time when sorting the file (1,024 rows at 1024-d)
 MIN_WINDOW_ROWS = 4_096  # the least a RowWindow reads ahead
 GATHER_GAP = 8  # RowWindow.gather reads through up to this many unwanted rows rather than pread twice
 
