@@ -7,7 +7,7 @@ holds up to ``MERGE_FAN_IN`` files open, a stream walks a corpus-sized file).
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -142,11 +142,16 @@ def read_by_ids(path: Path, model: type[M], ids: Iterable[str], key: str = "id")
 
 
 def iter_column(path: Path, column: str) -> Iterator[str]:
+    return (row[0] for row in iter_columns(path, [column]))
+
+
+def iter_columns(path: Path, columns: Sequence[str]) -> Iterator[tuple[Any, ...]]:
+    """Rows of ``columns`` as tuples, in file order; only those columns are read, a batch at a time."""
     import pyarrow.parquet as pq
 
     with pq.ParquetFile(path, pre_buffer=False) as parquet:
-        for batch in parquet.iter_batches(batch_size=8192, columns=[column]):
-            yield from batch.column(0).to_pylist()
+        for batch in parquet.iter_batches(batch_size=8192, columns=list(columns)):
+            yield from zip(*(batch.column(i).to_pylist() for i in range(len(columns))))
 
 
 def read_rows(path: Path, fix: str = "write it again or restore it from its source") -> list[dict[str, Any]]:

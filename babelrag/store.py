@@ -32,7 +32,7 @@ from __future__ import annotations
 import json
 import shutil
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -45,7 +45,7 @@ from babelrag.build_layout import (ANNOTATE_DIR, LLM_CACHE_DIR, LLM_SPEND_FILE, 
 from babelrag.errors import StageError
 from babelrag.failed_items import count_failed
 from babelrag.hashing import sha256_file
-from babelrag.parquet_io import iter_column, iter_records, read_by_ids, read_records, write_records
+from babelrag.parquet_io import iter_column, iter_columns, iter_records, read_by_ids, read_records, write_records
 from babelrag.records import ErrorRecord
 from babelrag.shards import ERRORS_FILE, RECORDS_FILE, ShardWriter, reopen_as_shards
 
@@ -150,6 +150,11 @@ class BuildStore:
         """Stream records (sorted by id) without loading the whole file (large corpora)."""
         self.require(stage)
         return iter_records(self.stage_dir(stage) / RECORDS_FILE, model, batch_size)
+
+    def iter_columns(self, stage: str, columns: Sequence[str]) -> Iterator[tuple[Any, ...]]:
+        """Only ``columns`` of a stage's records, as tuples in id order (e.g. ingest's titles without the texts)."""
+        self.require(stage)
+        return iter_columns(self.stage_dir(stage) / RECORDS_FILE, columns)
 
     def read_ids(self, stage: str, model: type[M], ids: Iterable[str]) -> dict[str, M]:
         """The records with these ids (missing ids are absent), reading only the row groups that hold them."""

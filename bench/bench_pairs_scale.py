@@ -13,11 +13,12 @@ same-language neighbours; top-k by argpartition, no per-hit Python), in this pro
 Printed per corpus: stage seconds, peak RSS (and the vectors' own size), the exact bound's seconds and the ratio;
 across corpora at the same daily volume: the growth per 10x articles against linear (10.0x). ``--milvus`` also
 times the stage with ``dense.search: milvus`` (Milvus Lite's own search, the path before issue 34) on corpora of
-at most ``--milvus-max`` articles. ``--hnsw`` starts a Milvus server (PyPI ``milvus``), stores the largest
+at most ``--milvus-max`` articles. ``--hybrid-score title`` also runs the stage with the title score (its titles
+file written, then reused) and prints its peak RSS against the passage score's. ``--hnsw`` starts a Milvus server (PyPI ``milvus``), stores the largest
 corpus's vectors under HNSW and prints recall@k of its windowed searches against the exact search.
 
     python bench/bench_pairs_scale.py [--sizes 10000 100000] [--per-day 550] [--dense 12000] [--dense-days 12]
-        [--dim 384] [--milvus] [--milvus-max 12000] [--hnsw] [--keep DIR]
+        [--dim 384] [--milvus] [--milvus-max 12000] [--hnsw] [--hybrid-score title] [--keep DIR]
 """
 from __future__ import annotations
 
@@ -103,12 +104,12 @@ def corpus(path: Path, n: int, per_day: int, dim: int, seed: int = 0) -> None:
             story += 1
 
 
-def config(build: Path, data: Path, search: str) -> dict:
+def config(build: Path, data: Path, search: str, hybrid_score: str = "passage") -> dict:
     return {"project": {"build_dir": str(build), "languages": ["en", "de"]},
             "corpus": {"inputs": [{"path": str(data), "format": "jsonl"}], "min_tokens": 20,
                        "near_duplicate_threshold": 1.0},
             "dense": {"encoder": {"kind": "planted"}, "queries": "articles", "search": search},
-            "pairs": {"graphml": False}}
+            "pairs": {"graphml": False, "hybrid_score": hybrid_score}}
 
 
 def stage_child(cfg_path: str, force: str) -> None:
@@ -148,17 +149,39 @@ def stage_child(cfg_path: str, force: str) -> None:
     print(json.dumps({"seconds": seconds, "cpu": cpu, "rss_mb": hwm / 1024,
                       "rss_start_mb": rss_start, "source": search.get("source"),
                       "output_fingerprint": store.manifest("pairs").output_fingerprint,
+                      "title_vectors": store.manifest("pairs").extra.get("title_vectors"),
                       "pairs": n, "read_seconds": search.get("read_seconds"), "digest": digest.hexdigest()}))
 
 
-def run_stage(build: Path, data: Path, search: str, force: bool) -> dict:
-    cfg_path = build.parent / f"{build.name}-{search}.json"
-    cfg_path.write_text(json.dumps(config(build, data, search)))
+def run_stage(build: Path, data: Path, search: str, force: bool, hybrid_score: str = "passage") -> dict:
+    cfg_path = build.parent / f"{build.name}-{search}-{hybrid_score}.json"
+    cfg_path.write_text(json.dumps(config(build, data, search, hybrid_score)))
     proc = subprocess.run([sys.executable, __file__, "--child", str(cfg_path), "yes" if force else "no"],
                           capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
     if proc.returncode != 0:
         raise SystemExit(f"pairs stage failed ({search}):\n{proc.stderr[-3000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def title_score_line(build: Path, data: Path, passage: dict) -> str:
+    """The stage with the title score, twice (the titles file written, then reused): peak RSS above the passage
+    score's run (``passage``), which is what holding title vectors costs."""
+    from babelrag.construct.titlevectors import TITLE_FILE, TITLE_MANIFEST
+    from babelrag.store import BuildStore
+
+    out = ""
+    for run in ("writes", "reuses"):
+        if run == "writes":  # from a kept build: written again (its titles from the vector cache, as a re-write)
+            for name in (TITLE_FILE, TITLE_MANIFEST):
+                (BuildStore(build).shared_path("vectors") / name).unlink(missing_ok=True)
+        res = run_stage(build, data, "exact", force=True, hybrid_score="title")
+        tv = res["title_vectors"] or {}
+        out += (f"\n    hybrid_score title ({run} the titles file: reused {tv.get('reused')}): "
+                f"{res['seconds']:.1f} s wall / {res['cpu']:.1f} s CPU, peak RSS {res['rss_mb']:.0f} MB "
+                f"({res['rss_mb'] - passage['rss_mb']:+.0f} MB against the passage score); {tv.get('rows', 0):,} "
+                f"title rows of {tv.get('dim')}-d, at most {tv.get('rows_held_max', 0):,} at once, "
+                f"{tv.get('rows_read', 0):,} read; {res['pairs']:,} pairs (digest {res['digest'][:12]})")
+    return out
 
 
 def prepare(build: Path, data: Path) -> None:
@@ -273,6 +296,9 @@ def main() -> None:
     ap.add_argument("--hnsw", action="store_true", help="recall@k of HNSW on a Milvus server (PyPI milvus)")
     ap.add_argument("--hnsw-ef", type=int, nargs="+", default=[64], help="HNSW search ef values to measure")
     ap.add_argument("--keep", type=Path, default=None, help="build folder to keep (default: a temporary one)")
+    ap.add_argument("--hybrid-score", choices=["passage", "title"], default="passage",
+                    help="title: also run the stage with pairs.hybrid_score title (its titles file written, then "
+                         "reused) and print its peak RSS against the passage score's")
     args = ap.parse_args()
     register_planted()
     root = args.keep or Path(tempfile.mkdtemp(prefix="bench-pairs-scale-"))
@@ -307,6 +333,8 @@ def main() -> None:
                          f"{mil['rss_mb']:.0f} MB ({mil['cpu'] / res['cpu']:.1f}x the exact search's CPU; {same})")
                 if mil["digest"] != res["digest"]:
                     raise SystemExit(line)
+            if args.hybrid_score == "title":
+                line += title_score_line(build, data, res)
             print(line, flush=True)
             rows.append((label, n, per_day, res, bound_cpu))
         steady = [r for r in rows if r[2] == args.per_day]

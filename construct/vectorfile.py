@@ -24,9 +24,9 @@ from typing import Any
 import numpy as np
 
 VECTOR_FILE = "vectors.f32"
-_UNSORTED = ".vectors.unsorted.f32"
-ROW_CHUNK = 65_536  # rows copied at a time when sorting the file (memory: ROW_CHUNK x dim floats)
+SORT_CHUNK_BYTES = 4 * 2**20  # sorted rows written at a time when sorting the file (1,024 rows at 1024-d)
 MIN_WINDOW_ROWS = 4_096  # the least a RowWindow reads ahead
+GATHER_GAP = 8  # RowWindow.gather reads through up to this many unwanted rows rather than pread twice
 
 
 def row_order(ids: Sequence[str], languages: Sequence[str], days: Sequence[int]) -> np.ndarray:
@@ -62,11 +62,12 @@ class VectorFileInfo:
 
 
 class VectorFileWriter:
-    """Collects the index stage's vectors block by block (in encoding order, on disk), then sorts them."""
+    """Collects the index stage's vectors block by block (in encoding order, on disk), then sorts them into
+    ``folder/name`` (the title vectors of ``construct/titlevectors.py`` are written the same way)."""
 
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
-        self._tmp = folder / _UNSORTED
+    def __init__(self, folder: Path, name: str = VECTOR_FILE) -> None:
+        self.folder, self.name = folder, name
+        self._tmp = folder / f".{name}.unsorted"
         self._fh = self._tmp.open("wb")
         self.ids: list[str] = []
         self.languages: list[str] = []
@@ -82,17 +83,23 @@ class VectorFileWriter:
         self.days.extend(int(d) for d in days)
 
     def finish(self) -> VectorFileInfo:
-        """Write ``vectors.f32`` sorted by (language, day, id), ``ROW_CHUNK`` rows at a time; drop the unsorted one."""
+        """Write the file sorted by (language, day, id), ``SORT_CHUNK_BYTES`` of rows at a time, read with
+        ``pread`` (``RowWindow.gather``; a memory map would keep every page it touched, the whole unsorted
+        file, in the process's memory); drop the unsorted one."""
         self._fh.close()
         n = len(self.ids)
         order = row_order(self.ids, self.languages, self.days)
-        src = np.memmap(self._tmp, dtype=np.float32, mode="r", shape=(n, self.dim)) if n else None
-        with (self.folder / VECTOR_FILE).open("wb") as out:
-            for s in range(0, n, ROW_CHUNK):
-                out.write(np.ascontiguousarray(src[order[s:s + ROW_CHUNK]]).tobytes())
-        del src
+        chunk = max(1, SORT_CHUNK_BYTES // max(1, self.dim * 4))
+        fd = open_vector_file(self._tmp)
+        try:
+            src = RowWindow(fd, self.dim, 0, n)
+            with (self.folder / self.name).open("wb") as out:
+                for s in range(0, n, chunk):
+                    out.write(memoryview(src.gather(order[s:s + chunk])))
+        finally:
+            os.close(fd)
         self._tmp.unlink()
-        return VectorFileInfo(VECTOR_FILE, n, self.dim, ids_digest(np.asarray(self.ids, dtype=object)[order]))
+        return VectorFileInfo(self.name, n, self.dim, ids_digest(np.asarray(self.ids, dtype=object)[order]))
 
     def abort(self) -> None:
         self._fh.close()
@@ -149,6 +156,18 @@ class RowWindow:
         if hi - lo <= 4 * len(positions) + MIN_WINDOW_ROWS:
             return self._read(lo, hi)[positions - lo]
         return np.stack([self._read(int(p), int(p) + 1)[0] for p in positions])
+
+    def gather(self, positions: np.ndarray, gap: int = GATHER_GAP) -> np.ndarray:
+        """Rows at ``positions`` (relative; any order, repeats allowed), read sorted in runs (rows at most ``gap``
+        apart in one ``pread``) and held by nobody: for lookups scattered over a span (the title score's
+        candidates), memory is bounded by the rows asked for, not by the span."""
+        rows, inverse = np.unique(np.asarray(positions, dtype=np.int64), return_inverse=True)
+        out = np.empty((len(rows), self.dim), dtype=np.float32)
+        starts = np.flatnonzero(np.diff(rows, prepend=-gap - 2) > gap + 1).tolist()
+        for s, e in zip(starts, starts[1:] + [len(rows)]):
+            lo = int(rows[s])
+            out[s:e] = self._read(lo, int(rows[e - 1]) + 1)[rows[s:e] - lo]
+        return out[inverse]
 
     def _read(self, a: int, b: int) -> np.ndarray:
         out = np.empty((b - a, self.dim), dtype=np.float32)

