@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from babelrag.construct.vectorfile import RowWindow, VectorFileInfo, ids_digest, open_vector_file, row_order
+from babelrag.construct.vectorfile import IdRows, RowWindow, VectorFileInfo, open_vector_file, row_order
 from babelrag.construct.vectorstore import Hit
 from babelrag.records import UNDATED_DAY
 from babelrag.errors import StageError
@@ -86,10 +86,9 @@ class WindowIndex:
         self.block = block
         self._fd = file[0] if file is not None else None
         self._by_language: dict[str, _Language] = {}
-        # id -> file row as two columns (ids in id order, their rows), no dict entry per article
         file_row = np.empty(len(order), dtype=np.int64)
         file_row[order] = np.arange(len(order))
-        self._ids_sorted, self._rows_sorted = ids_arr[by_id], file_row[by_id]
+        self._file_rows = IdRows(ids_arr, file_row)  # id -> file row, no dict entry per article
         self._starts: list[int] = []
         self._names: list[str] = []
         sorted_langs = langs[order]
@@ -127,9 +126,7 @@ class WindowIndex:
         """The index stage's vector file for these index entries, read a window at a time; None where the file
         is missing or holds other rows (its ids' digest differs), so the caller reads the store instead."""
         order = row_order(ids, languages, days)
-        expected = info.rows * info.dim * 4
-        if (info.rows != len(order) or not path.is_file() or path.stat().st_size != expected
-                or ids_digest(np.asarray(list(ids), dtype=object)[order]) != info.ids_sha256):
+        if not info.holds(path, np.asarray(list(ids), dtype=object)[order]):
             return None
         fd = open_vector_file(path)
         try:
@@ -145,24 +142,22 @@ class WindowIndex:
             os.close(fd)
 
     def __len__(self) -> int:
-        return len(self._ids_sorted)
+        return len(self._file_rows)
 
     def vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
         wanted = np.asarray(list(ids), dtype=object)
-        if not len(wanted) or not len(self._ids_sorted):
+        if not len(wanted):
             return {}
-        at = np.minimum(np.searchsorted(self._ids_sorted, wanted), len(self._ids_sorted) - 1)
-        known = self._ids_sorted[at] == wanted
-        found = list(zip(wanted[known].tolist(), self._rows_sorted[at[known]].tolist()))
+        known, rows = self._file_rows.find(wanted)
+        found = wanted[known].tolist()
         if not found:
             return {}
-        rows = np.asarray([r for _, r in found], dtype=np.int64)
         which = np.searchsorted(np.asarray(self._starts), rows, side="right") - 1
         out_rows = np.empty((len(rows), self.dim), dtype=np.float32)
         for x in np.unique(which).tolist():
             sel = np.flatnonzero(which == x)
             out_rows[sel] = self._by_language[self._names[x]].rows.take(rows[sel] - self._starts[x])
-        return {i: out_rows[n] for n, (i, _) in enumerate(found)}
+        return {i: out_rows[n] for n, i in enumerate(found)}
 
     def search(self, queries: np.ndarray, top_k: int = 10, languages: Sequence[str] | None = None,
                published_from: int | None = None, published_to: int | None = None,

@@ -34,8 +34,8 @@ import numpy as np
 
 from babelrag.atomic import atomic_write_text
 from babelrag.construct.dense import Doc, encoder_for
-from babelrag.construct.vectorfile import (RowWindow, VectorFileInfo, VectorFileWriter, ids_digest, open_vector_file,
-                                           row_order)
+from babelrag.construct.vectorfile import (IdRows, RowWindow, VectorFileInfo, VectorFileWriter, ids_digest,
+                                           open_vector_file, row_order)
 from babelrag.errors import StageError
 from babelrag.stage import StageContext
 
@@ -74,9 +74,7 @@ class LanguageTitles:
 
     def __init__(self, rows: RowWindow, ids: Sequence[str]) -> None:
         self.rows = rows
-        ids_arr = np.asarray(list(ids), dtype=object)
-        self._by_id = np.argsort(ids_arr.astype(str), kind="stable")  # id rank -> row
-        self._sorted = ids_arr[self._by_id]
+        self._rows_of = IdRows(ids, np.arange(len(ids)))
         self.rows_held_max = 0  # the most rows one call read (a batch's queries and their neighbours)
 
     def vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
@@ -85,13 +83,11 @@ class LanguageTitles:
         want = np.asarray(list(dict.fromkeys(ids)), dtype=object)
         if not len(want):
             return {}
-        at = np.searchsorted(self._sorted, want)
-        found = at < len(self._sorted)
-        found[found] = self._sorted[at[found]] == want[found]
+        found, at = self._rows_of.find(want)
         if not found.all():
             raise StageError(f"no title vector for {want[~found][:3].tolist()} (the titles file does not hold them): "
                              "re-run the pairs stage with --force")
-        out = self.rows.gather(self._by_id[at])
+        out = self.rows.gather(at)
         self.rows_held_max = max(self.rows_held_max, len(out))
         return dict(zip(want.tolist(), out))
 
@@ -167,11 +163,8 @@ def _current(folder: Path, key: dict[str, Any], rows: tuple[list[str], dict[str,
              ) -> TitleFileInfo | None:
     """The titles file's manifest where it was made from ``key`` and holds exactly these rows, else None."""
     info = TitleFileInfo.read(folder / TITLE_MANIFEST)
-    path = folder / TITLE_FILE
     ids, ranges = rows
-    if (info is None or info.key != key or info.ranges != ranges or info.vectors.rows != len(ids)
-            or not path.is_file() or path.stat().st_size != info.vectors.rows * info.vectors.dim * 4
-            or info.vectors.ids_sha256 != ids_digest(ids)):
+    if info is None or info.key != key or info.ranges != ranges or not info.vectors.holds(folder / TITLE_FILE, ids):
         return None
     return info
 

@@ -60,6 +60,31 @@ class VectorFileInfo:
         except TypeError:
             return None
 
+    def holds(self, path: Path, ordered_ids: Sequence[str]) -> bool:
+        """True where the file at ``path`` is this one (its size) and holds exactly ``ordered_ids``, in order."""
+        return (self.rows == len(ordered_ids) and path.is_file() and path.stat().st_size == self.rows * self.dim * 4
+                and ids_digest(ordered_ids) == self.ids_sha256)
+
+
+class IdRows:
+    """Article id -> row, held as two columns (the ids sorted, their rows): no dict entry per article."""
+
+    def __init__(self, ids: Sequence[str], rows: np.ndarray) -> None:
+        ids_arr = np.asarray(list(ids), dtype=object)
+        by_id = np.argsort(ids_arr.astype(str), kind="stable")
+        self._ids, self._rows = ids_arr[by_id], np.asarray(rows, dtype=np.int64)[by_id]
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def find(self, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(which of ``wanted`` are known, their rows): a mask over ``wanted`` and the rows of its True entries."""
+        if not len(self._ids):
+            return np.zeros(len(wanted), dtype=bool), np.zeros(0, dtype=np.int64)
+        at = np.minimum(np.searchsorted(self._ids, wanted), len(self._ids) - 1)
+        known = self._ids[at] == wanted
+        return known, self._rows[at[known]]
+
 
 class VectorFileWriter:
     """Collects the index stage's vectors block by block (in encoding order, on disk), then sorts them into
