@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from build_ntrex_samelang import DATE, NtrexInputError, read_documents, write_built  # noqa: E402  (the sibling builder)
+from build_ntrex_samelang import lead_row, read_document_ids, read_documents, write_built  # noqa: E402  (the sibling builder)
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "tests" / "fixtures" / "ntrex_languages" / "articles.jsonl"
@@ -36,20 +36,14 @@ def single_report_documents(events: Path) -> set[str]:
 
 
 def build(ntrex: Path, n_docs: int, lead_lines: int) -> list[dict]:
-    ids_file = ntrex / "DOCUMENT_IDS.tsv"
-    if not ids_file.is_file():
-        raise NtrexInputError(f"{ids_file}: missing; pass the root of an NTREX checkout")
-    doc_ids = [line.strip() for line in ids_file.read_text(encoding="utf-8").splitlines()]
+    doc_ids = read_document_ids(ntrex)
     singles = single_report_documents(EVENTS)
     chosen = [d for d in dict.fromkeys(doc_ids) if d in singles][:n_docs]
     rows = []
     for lang, suffix in FILES.items():
         docs = read_documents(ntrex, suffix, doc_ids)
         for doc in chosen:
-            title, *body = docs[doc]
-            rows.append({"id": f"{lang}-{doc}", "title": title, "maintext": "\n".join(body[:lead_lines]),
-                         "language": lang, "date_publish": DATE, "url": None,
-                         "source_domain": doc.rsplit(".", 1)[0], "ntrex_doc": doc})
+            rows.append(lead_row(lang, doc, docs[doc], lead_lines))
     return rows
 
 

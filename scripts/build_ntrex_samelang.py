@@ -29,6 +29,22 @@ class NtrexInputError(Exception):
     """The NTREX checkout is not what this script reads (exit 2, nothing written)."""
 
 
+def read_document_ids(ntrex: Path) -> list[str]:
+    """NTREX's document id of every line (``DOCUMENT_IDS.tsv``)."""
+    ids_file = ntrex / "DOCUMENT_IDS.tsv"
+    if not ids_file.is_file():
+        raise NtrexInputError(f"{ids_file}: missing; pass the root of an NTREX checkout")
+    doc_ids = [line.strip() for line in ids_file.read_text(encoding="utf-8").splitlines()]
+    return doc_ids
+
+
+def lead_row(lang: str, doc: str, lines: list[str], lead_lines: int, **extra) -> dict:
+    """One fixture article: ``title`` = the document's first line, ``maintext`` = its next ``lead_lines`` lines."""
+    title, *body = lines
+    return {"id": f"{lang}-{doc}", "title": title, "maintext": "\n".join(body[:lead_lines]), "language": lang,
+            "date_publish": DATE, "url": None, "source_domain": doc.rsplit(".", 1)[0], "ntrex_doc": doc, **extra}
+
+
 def read_documents(ntrex: Path, suffix: str, doc_ids: list[str]) -> dict[str, list[str]]:
     path = ntrex / "NTREX-128" / f"newstest2019-{suffix}.txt"
     if not path.is_file():
@@ -44,19 +60,13 @@ def read_documents(ntrex: Path, suffix: str, doc_ids: list[str]) -> dict[str, li
 
 
 def build(ntrex: Path, lead_lines: int) -> list[dict]:
-    ids_file = ntrex / "DOCUMENT_IDS.tsv"
-    if not ids_file.is_file():
-        raise NtrexInputError(f"{ids_file}: missing; pass the root of an NTREX checkout")
-    doc_ids = [line.strip() for line in ids_file.read_text(encoding="utf-8").splitlines()]
+    doc_ids = read_document_ids(ntrex)
     order = list(dict.fromkeys(doc_ids))
     rows = []
     for lang, suffix in FILES.items():
         docs = read_documents(ntrex, suffix, doc_ids)
         for index, doc in enumerate(order, start=1):
-            title, *body = docs[doc]
-            rows.append({"id": f"{lang}-{doc}", "title": title, "maintext": "\n".join(body[:lead_lines]),
-                         "language": lang, "date_publish": DATE, "url": None,
-                         "source_domain": doc.rsplit(".", 1)[0], "ntrex_doc": doc, "ntrex_doc_index": index})
+            rows.append(lead_row(lang, doc, docs[doc], lead_lines, ntrex_doc_index=index))
     return rows
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from build_ntrex_languages import EVENTS, FILES, single_report_documents  # noqa: E402  (the sibling builders)
-from build_ntrex_samelang import DATE, NtrexInputError, read_documents, write_built  # noqa: E402
+from build_ntrex_samelang import lead_row, read_document_ids, read_documents, write_built  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "tests" / "fixtures" / "ntrex_translations" / "articles.jsonl"
@@ -47,10 +47,7 @@ def story_traps(events: Path) -> list[tuple[str, str]]:
 
 
 def build(ntrex: Path, skip: int, n_docs: int, n_traps: int, lead_lines: int) -> list[dict]:
-    ids_file = ntrex / "DOCUMENT_IDS.tsv"
-    if not ids_file.is_file():
-        raise NtrexInputError(f"{ids_file}: missing; pass the root of an NTREX checkout")
-    doc_ids = [line.strip() for line in ids_file.read_text(encoding="utf-8").splitlines()]
+    doc_ids = read_document_ids(ntrex)
     singles = single_report_documents(EVENTS)
     paired = [d for d in dict.fromkeys(doc_ids) if d in singles][skip:skip + n_docs]
     traps = story_traps(EVENTS)[:n_traps]
@@ -62,10 +59,7 @@ def build(ntrex: Path, skip: int, n_docs: int, n_traps: int, lead_lines: int) ->
             if (role == "orphan" and lang == "en") or (role == "english-only" and lang != "en") \
                     or f"{lang}-{doc}" in LEFT_OUT:
                 continue
-            title, *body = docs[doc]
-            rows.append({"id": f"{lang}-{doc}", "title": title, "maintext": "\n".join(body[:lead_lines]),
-                         "language": lang, "date_publish": DATE, "url": None,
-                         "source_domain": doc.rsplit(".", 1)[0], "ntrex_doc": doc, "role": role})
+            rows.append(lead_row(lang, doc, docs[doc], lead_lines, role=role))
     return rows
 
 
