@@ -119,53 +119,48 @@ class ResponseCache:
                 self._all.append(conn)
         return conn
 
-    def get(self, key: str) -> Optional[tuple[str, dict]]:
+    def _read_row(self, sql: str, key: str) -> Optional[tuple]:
+        """One row by key; a failing read is logged and treated as a miss (the call is simply made again)."""
         try:
-            row = self._conn().execute("SELECT raw, usage FROM responses WHERE key=?", (key,)).fetchone()
-        except sqlite3.Error as exc:  # treated as a miss: the call is simply made again
+            return self._conn().execute(sql, (key,)).fetchone()
+        except sqlite3.Error as exc:
             log.warning("LLM cache read from %s failed: %s", self.path, exc)
             return None
-        if row is None:
-            return None
-        return row[0], json.loads(row[1])
 
-    def put(self, key: str, *, kind: str, model: str, prompt_ref: str, raw: str, usage: dict) -> bool:
-        """Store one answer; a failing write (disk full, locked too long) is logged, not raised:
-        the item still succeeded, it just is not resumable."""
+    def _write_row(self, table: str, row: dict[str, Any]) -> bool:
+        """Insert or replace one row; a failing write (disk full, locked too long) is logged, not raised."""
+        sql = f"INSERT OR REPLACE INTO {table}({', '.join(row)}) VALUES ({','.join('?' * len(row))})"
         try:
-            self._conn().execute(
-                "INSERT OR REPLACE INTO responses(key, kind, model, prompt, raw, usage, created) "
-                "VALUES (?,?,?,?,?,?,?)",
-                (key, kind, model, prompt_ref, raw, json.dumps(usage), time.time()),
-            )
+            self._conn().execute(sql, tuple(row.values()))
             return True
         except sqlite3.Error as exc:
             log.warning("LLM cache write to %s failed: %s", self.path, exc)
             return False
 
+    def get(self, key: str) -> Optional[tuple[str, dict]]:
+        row = self._read_row("SELECT raw, usage FROM responses WHERE key=?", key)
+        if row is None:
+            return None
+        return row[0], json.loads(row[1])
+
+    def put(self, key: str, *, kind: str, model: str, prompt_ref: str, raw: str, usage: dict) -> bool:
+        """Store one answer; a failing write is logged, not raised: the item still succeeded, it just is not
+        resumable."""
+        return self._write_row("responses", {"key": key, "kind": kind, "model": model, "prompt": prompt_ref,
+                                             "raw": raw, "usage": json.dumps(usage), "created": time.time()})
+
     def get_unreadable(self, key: str) -> Optional[Unreadable]:
         """The stored unusable reply under ``key`` (None: none, or the read failed: the call is made)."""
-        try:
-            row = self._conn().execute("SELECT reason, error, raw FROM unreadable WHERE key=?", (key,)).fetchone()
-        except sqlite3.Error as exc:
-            log.warning("LLM cache read from %s failed: %s", self.path, exc)
-            return None
+        row = self._read_row("SELECT reason, error, raw FROM unreadable WHERE key=?", key)
         return Unreadable(*row) if row is not None else None
 
     def put_unreadable(self, key: str, *, model: str, prompt_ref: str, reason: str, error: str, raw: str,
                        usage: dict) -> bool:
         """Store a reply that stayed unusable after the repair re-ask; a failing write is logged, not raised
         (a re-run then pays for the call again)."""
-        try:
-            self._conn().execute(
-                "INSERT OR REPLACE INTO unreadable(key, model, prompt, reason, error, raw, usage, created) "
-                "VALUES (?,?,?,?,?,?,?,?)",
-                (key, model, prompt_ref, reason, error, raw, json.dumps(usage), time.time()),
-            )
-            return True
-        except sqlite3.Error as exc:
-            log.warning("LLM cache write to %s failed: %s", self.path, exc)
-            return False
+        return self._write_row("unreadable", {"key": key, "model": model, "prompt": prompt_ref, "reason": reason,
+                                              "error": error, "raw": raw, "usage": json.dumps(usage),
+                                              "created": time.time()})
 
     def delete(self, key: str) -> None:
         self._conn().execute("DELETE FROM responses WHERE key=?", (key,))
