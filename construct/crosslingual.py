@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from babelrag.construct import pair_anchors, pair_margin
+from babelrag.construct import pair_anchors, pair_margin, spelled_numbers
 from babelrag.construct.dense import Doc, encoder_for, hits_in_window, open_index, passage
 from babelrag.construct.exactsearch import searcher
 from babelrag.construct.pair_ids import pair_id
@@ -342,7 +342,7 @@ def anchor_tier(ctx: StageContext, candidates: list[tuple[Doc, Doc, float]], sco
     wanted = [n for n, s in enumerate(scores) if pair_anchors.MIN_TIER_MARGIN <= s < threshold]
     floors = {True: pair_anchors.min_anchor_overlap(cfg), False: pair_anchors.min_anchor_overlap(cfg, near_best=True)}
     ids = {d.id for n in wanted for d in candidates[n][:2]}
-    found = {a.id: pair_anchors.anchors(passage(a, cfg.passage_chars))
+    found = {a.id: article_anchors(a, cfg.passage_chars)
              for a in (ctx.iter_read("ingest", Article) if ids else ()) if a.id in ids}
     kept = {n for n in wanted
             if pair_anchors.overlap(found.get(candidates[n][0].id, frozenset()),
@@ -357,6 +357,13 @@ def anchor_tier(ctx: StageContext, candidates: list[tuple[Doc, Doc, float]], sco
                         f"{threshold_key(cfg)} {threshold:.2f} kept ({n_strict} strict mutual best, their anchors "
                         f"overlapping >= {floors[True]:.2f}; {len(wanted) - n_strict} near-best, >= {floors[False]:.2f})")
     return kept
+
+
+def article_anchors(article: Article, passage_chars: int) -> frozenset[str]:
+    """The anchors of the passage the index embedded: its digits and Latin-script names (``pair_anchors``) and the
+    numbers its language writes in words (``spelled_numbers``: Yoruba)."""
+    text = passage(article, passage_chars)
+    return pair_anchors.anchors(text) | spelled_numbers.number_anchors(text, article.language)
 
 
 PAIR_THRESHOLDS = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9)

@@ -132,7 +132,8 @@ STAGE = StageSpec(
                           ("6", "articles mode, margin score: a strict mutual best pair below dense.min_pair_margin is "
                                 "kept when its anchors overlap (dense.anchor_pairs, dense.min_anchor_overlap)"),
                           ("7", "the translation tier also keeps a pair mutual within dense.mutual_margin (not the strict "
-                                "best) whose anchors overlap >= dense.min_anchor_overlap_near_best")))
+                                "best) whose anchors overlap >= dense.min_anchor_overlap_near_best; Yoruba numbers "
+                                "written in words are number anchors (construct/spelled_numbers.py)")))
 
 @dataclass
 class LanguageSlice:
