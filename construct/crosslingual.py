@@ -330,8 +330,8 @@ def anchor_tier(ctx: StageContext, candidates: list[tuple[Doc, Doc, float]], sco
                 strict: list[bool], threshold: float) -> set[int]:
     """The translation tier (``dense.anchor_pairs``): which candidates below the margin threshold are kept anyway,
     by index. A strict mutual best pair with margin >= 1 is kept when the Jaccard overlap of its two articles'
-    anchors (numbers, capitalised Latin-script words of the passages the index embedded; construct/pair_anchors.py)
-    reaches ``dense.min_anchor_overlap``: a translation carries its original's numbers and names, another report of
+    anchors (numbers, capitalised Latin-script words of the passages the index embedded, and those words found
+    transliterated in the other's script; construct/pair_anchors.py) reaches ``dense.min_anchor_overlap``: a translation carries its original's numbers and names, another report of
     the same story only the story's core names. The articles' texts are read once, for the tier's candidates only."""
     cfg = ctx.config.dense
     if not cfg.anchor_pairs or pair_score(cfg) != "margin":
@@ -340,13 +340,14 @@ def anchor_tier(ctx: StageContext, candidates: list[tuple[Doc, Doc, float]], sco
               if best and pair_anchors.MIN_TIER_MARGIN <= s < threshold]
     floor = pair_anchors.min_anchor_overlap(cfg)
     ids = {d.id for n in wanted for d in candidates[n][:2]}
-    found = {a.id: pair_anchors.anchors(passage(a, cfg.passage_chars))
+    found = {a.id: pair_anchors.ArticleAnchors.of(passage(a, cfg.passage_chars))
              for a in (ctx.iter_read("ingest", Article) if ids else ()) if a.id in ids}
+    none = pair_anchors.ArticleAnchors.of("")
     kept = {n for n in wanted
-            if pair_anchors.overlap(found.get(candidates[n][0].id, frozenset()),
-                                    found.get(candidates[n][1].id, frozenset())) >= floor}
-    ctx.extra["anchor_pairs"] = {"min_anchor_overlap": floor, "strict_mutual_below_threshold": len(wanted),
-                                 "kept": len(kept)}
+            if pair_anchors.pair_overlap(found.get(candidates[n][0].id, none), found.get(candidates[n][1].id, none),
+                                         cfg.transliterated_anchors) >= floor}
+    ctx.extra["anchor_pairs"] = {"min_anchor_overlap": floor, "transliterated": cfg.transliterated_anchors,
+                                 "strict_mutual_below_threshold": len(wanted), "kept": len(kept)}
     if wanted:
         ctx.report_line(f"dense translation tier: {len(kept)} of {len(wanted)} strict mutual best pairs below "
                         f"{threshold_key(cfg)} {threshold:.2f} kept, their anchors overlapping >= {floor:.2f}")
