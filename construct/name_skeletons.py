@@ -1,13 +1,14 @@
 """Names across scripts: find a Latin-script name of one article written in another script in the other article
 (the cross-script anchors of the translation tier, construct/pair_anchors.py).
 
-A translation into Korean, Chinese, Telugu, Arabic, Japanese, ... writes "Barcelona" as 바르셀로나, 巴塞罗那, బార్సిలోనా,
-برشلونة, バルセロナ. Romanised character by character (``anyascii``: one table for every script, no model) and
-reduced to a **consonant skeleton** they all read B-L-S-L-N, as "Barcelona" does:
+A translation into Korean, Telugu, Arabic, Japanese, Thai, ... writes "Barcelona" as 바르셀로나, బార్సిలోనా, برشلونة,
+バルセロナ, บาร์เซโลนา. Romanised character by character (``anyascii``: one table for every script, no model) and
+reduced to a **consonant skeleton** they all read B-L-S-L-N, as "Barcelona" does (Chinese 巴塞罗那 drops the r:
+B-S-L-N, one edit away):
 
 - vowels, ``h``, ``w`` and ``y`` are dropped (scripts write them as vowels or not at all: Arabic writes no short
   vowel, Indic and Chinese transliterations add vowels between consonants);
-- the other consonants fall into seven classes of sounds that transliterations swap for one another: labials
+- the other consonants fall into six classes of sounds that transliterations swap for one another: labials
   (``b p f v``), dentals (``t d``), velars (``k g q`` and a hard ``c``), sibilants and affricates (``s z j``, a soft
   ``c``, ``sh ch zh``), nasals (``m n``), liquids (``l r``: Korean, Japanese and Chinese have one liquid);
 - a class repeated in a row is one (``ll``, and the ``l`` of ``셀`` + ``로``).
@@ -16,8 +17,8 @@ English spelling is read with English rules (``c`` before ``e i y`` is a sibilan
 and a sibilant at its start); the romanised side with anyascii's (``c`` and ``x`` are sibilants: Indic ``c`` is
 "ch", pinyin ``c x q`` are "ts", "sh", "ch").
 
-A name is found in a text when some span of a run of non-Latin letters (a word in spaced scripts, a phrase in
-Chinese, Japanese or Thai) has a skeleton within ``max_edits`` edits of the name's; names whose skeleton is shorter
+A name is found in a text when some span of a run of non-Latin letters (from a word's start in spaced scripts and
+Katakana, whole segmenter words in Chinese and Thai) has a skeleton within ``max_edits`` edits of the name's; names whose skeleton is shorter
 than ``min_consonants`` are not looked for (a two-consonant skeleton occurs by chance in any long run). Both limits
 are calibrated with the tier's threshold by ``bench/bench_anchor_pairs.py``.
 """
