@@ -13,7 +13,8 @@ must reach ``dense.min_pair_similarity`` (default per encoder kind, ``DEFAULT_PA
 (``construct/pair_margin.py``), which must reach ``dense.min_pair_margin``. The run report shows the
 candidates' scores and how many pairs each threshold would keep. In articles mode with the margin, the translation
 tier (``dense.anchor_pairs``, ``anchor_tier``) keeps a strict mutual best pair below that threshold when the two
-articles' numbers and Latin-script names overlap (``construct/pair_anchors.py``).
+articles' numbers and Latin-script names overlap, a name counting also where the other writes it in its own script
+(``construct/pair_anchors.py``, ``construct/name_skeletons.py``).
 """
 from __future__ import annotations
 
