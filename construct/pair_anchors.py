@@ -27,7 +27,9 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from babelrag.construct.name_skeletons import MAX_EDITS, MIN_CONSONANTS, Spelled, found_names
+import regex
+
+from babelrag.construct.name_skeletons import MAX_EDITS, MIN_CONSONANTS, Spelled, found_names, latin_skeleton
 
 _LATIN = "A-Za-z\u00c0-\u024f\u1e00-\u1eff"  # Basic Latin, Latin-1, Extended-A/B, Extended Additional
 # \d: decimal digits of every script; group separators are a comma, full stop or no-break / thin space (a plain
@@ -65,9 +67,16 @@ def overlap(a: frozenset[str], b: frozenset[str]) -> float:
 class ArticleAnchors:
     """One article's anchors and the consonant skeletons of its non-Latin text (computed once per article)."""
 
-    exact: frozenset[str]
-    names: frozenset[str]  # the Latin names looked for in another article's script (name_candidates)
+    exact: frozenset[str]  # numbers and every capitalised Latin word (anchors)
+    names: frozenset[str]  # the capitalised Latin words that are likely names (name_candidates)
     spelled: Spelled
+
+    def verbatim(self, names_only: bool = False) -> frozenset[str]:
+        """The anchors matched verbatim: every capitalised word, or (``names_only``) only those that are likely
+        names: a sentence's first word and a title-cased headline's words are left out."""
+        if not names_only:
+            return self.exact
+        return frozenset(w for w in self.exact if w.startswith("#")) | self.names
 
     @classmethod
     def of(cls, text: str, numbers: frozenset[str] = frozenset()) -> "ArticleAnchors":
@@ -75,33 +84,59 @@ class ArticleAnchors:
         return cls(anchors(text) | numbers, name_candidates(text), Spelled.of(text))
 
 
-# a sentence ends at a full stop (not an initial's: "U.S.", "J. K."), ! ? ; : a double quote or a line break
-_SENTENCE_END = re.compile(r"(?<!\b[A-Z])[.!?]+|[;:\"\u201c\u201d\u00ab\u00bb]+|\n")
+# a sentence ends at a full stop (not an initial's: "U.S.", "J. K."; also the ideographic one and the danda),
+# ! ? ; : a double quote or a line break
+_SENTENCE_END = re.compile(r"(?<!\b[A-Z])[.!?\u3002\uff01\uff1f\u0964]+|[;:\"\u201c\u201d\u00ab\u00bb]+|\n")
+_LETTER_OR_DIGIT = regex.compile(r"[\p{L}\p{N}]")
+_OTHER_SCRIPT = regex.compile(r"[\p{L}--\p{Latin}]", regex.V1)  # a letter of a script without case
 
 
 def name_candidates(text: str) -> frozenset[str]:
     """The capitalised Latin words (folded, >= 3 letters) that are likely names: capitalised inside a sentence,
-    not as its first word, in a sentence that is not title-cased (a headline capitalising every word of four
-    letters or more: "Kanye West Embarked on a Pro-Trump Diatribe, Wearing a MAGA Hat")."""
+    not as its first word (no letter or digit before it in the sentence), in a sentence that is not title-cased (a
+    headline capitalising every word of four letters or more: "Kanye West Embarked on a Pro-Trump Diatribe,
+    Wearing a MAGA Hat"; a sentence with letters of a script without case, where Latin words are names anyway,
+    is none)."""
     out: set[str] = set()
     for sentence in _SENTENCE_END.split(unicodedata.normalize("NFC", text)):
-        words = [m.group() for m in _WORD.finditer(sentence)]
-        long = [w for w in words if len(w) >= 4]
-        if len(long) >= 2 and all(w[0].isupper() for w in long):
+        words = list(_WORD.finditer(sentence))
+        long = [m.group() for m in words if len(m.group()) >= 4]
+        if len(long) >= 2 and all(w[0].isupper() for w in long) and not _OTHER_SCRIPT.search(sentence):
             continue
-        out.update(_fold(w) for w in words[1:] if w[0].isupper() and len(_fold(w)) >= MIN_NAME_LETTERS)
+        out.update(_fold(m.group()) for m in words if m.group()[0].isupper()
+                   and len(_fold(m.group())) >= MIN_NAME_LETTERS and _LETTER_OR_DIGIT.search(sentence, 0, m.start()))
     return frozenset(out)
 
 
+def respelled(mine: frozenset[str], theirs: frozenset[str], min_consonants: int = MIN_CONSONANTS) -> frozenset[str]:
+    """``mine`` with each word that ``theirs`` lacks written as a word of ``theirs`` (also not in ``mine``) with the
+    same consonant skeleton (name_skeletons.latin_skeleton, of ``min_consonants`` classes or more): a Latin name
+    respelled in another Latin orthography (Yoruba "Lọndọnderi", Londonderry) is one anchor of both."""
+    skeletons = {}
+    for word in sorted(theirs - mine):
+        key = "" if word.startswith("#") else latin_skeleton(word)
+        if len(key) >= min_consonants:
+            skeletons.setdefault(key, word)
+    if not skeletons:
+        return mine
+    return frozenset(w if w in theirs or w.startswith("#") else skeletons.get(latin_skeleton(w), w) for w in mine)
+
+
 def pair_overlap(a: ArticleAnchors, b: ArticleAnchors, transliterated: bool = True,
-                 min_consonants: int = MIN_CONSONANTS, max_edits: int = MAX_EDITS) -> float:
-    """The Jaccard overlap of two articles' anchors, each side's Latin names found transliterated in the other's
-    non-Latin text added to that other side (``transliterated``; construct/name_skeletons.py)."""
+                 min_consonants: int = MIN_CONSONANTS, max_edits: int = MAX_EDITS, respell: bool = False,
+                 names_only: bool = False) -> float:
+    """The Jaccard overlap of two articles' anchors (``names_only``: names, not every capitalised word; see
+    ``ArticleAnchors.verbatim``), a Latin word of ``a`` respelled in ``b``'s Latin orthography counted as ``b``'s
+    (``respell``, ``respelled``), each side's Latin names found transliterated in the other's non-Latin text added
+    to that other side (``transliterated``; construct/name_skeletons.py)."""
+    mine, theirs = a.verbatim(names_only), b.verbatim(names_only)
+    if respell:
+        mine = respelled(mine, theirs, min_consonants)
     if not transliterated:
-        return overlap(a.exact, b.exact)
-    in_a = found_names(b.names - a.exact, a.spelled, min_consonants, max_edits)
-    in_b = found_names(a.names - b.exact, b.spelled, min_consonants, max_edits)
-    return overlap(a.exact | in_a, b.exact | in_b)
+        return overlap(mine, theirs)
+    in_a = found_names(b.names - mine, a.spelled, min_consonants, max_edits)
+    in_b = found_names(a.names - theirs, b.spelled, min_consonants, max_edits)
+    return overlap(mine | in_a, theirs | in_b)
 
 
 # dense.min_anchor_overlap when unset: the lowest threshold (grid step 0.05) at which the tier adds no wrong pair
@@ -129,4 +164,4 @@ def min_anchor_overlap(cfg, near_best: bool = False) -> float:
 
 
 __all__ = ["DEFAULT_MIN_ANCHOR_OVERLAP", "DEFAULT_MIN_ANCHOR_OVERLAP_NEAR_BEST", "MIN_TIER_MARGIN", "ArticleAnchors",
-           "anchors", "min_anchor_overlap", "overlap", "pair_overlap"]
+           "anchors", "min_anchor_overlap", "name_candidates", "overlap", "pair_overlap", "respelled"]

@@ -100,6 +100,12 @@ class DenseConfig(Section):
     # each article's Latin names also count when the other writes them in its own script (Korean 바르셀로나 for
     # "Barcelona"): found by their consonant skeletons, romanised (construct/name_skeletons.py)
     transliterated_anchors: bool = True
+    # a Latin word of one article that the other writes in another Latin orthography (Yoruba "Lọndọnderi" for
+    # "Londonderry") counts as one anchor of both when their consonant skeletons match (pair_anchors.respelled)
+    respelled_anchors: bool = False
+    # verbatim Latin anchors are names only: a sentence's first word and a title-cased headline's words are left
+    # out on both sides (pair_anchors.name_candidates, as names looked for across scripts are chosen)
+    anchor_names_only: bool = False
     margin_neighbours: int = Field(4, ge=1)
     max_days_apart: int = Field(14, ge=0)
     passage_chars: int = Field(1000, ge=50)  # title + this many characters of text are embedded

@@ -12,7 +12,7 @@ from babelrag.construct.crosslingual import article_anchors
 from babelrag.construct.name_skeletons import MAX_EDITS, MIN_CONSONANTS, Spelled, found_names, latin_skeleton
 from babelrag.construct.pair_anchors import (DEFAULT_MIN_ANCHOR_OVERLAP, DEFAULT_MIN_ANCHOR_OVERLAP_NEAR_BEST,
                                              ArticleAnchors, anchors, min_anchor_overlap, name_candidates, overlap,
-                                             pair_overlap)
+                                             pair_overlap, respelled)
 from babelrag.construct.pairs import DenseConfig
 from babelrag.construct.spelled_numbers import number_anchors, yoruba_numbers
 from babelrag.records import Article
@@ -151,3 +151,58 @@ def test_the_overlap_counts_a_name_found_transliterated_on_both_sides():
 
 def test_transliterated_anchors_are_on_by_default():
     assert DenseConfig().transliterated_anchors
+
+
+# NTREX-128's professional Swahili and Yoruba translations (tests/fixtures/ntrex_translations sw-abcnews.306758,
+# yo-guardian.221762) and their English originals, verbatim (the passages' first sentences)
+EN_MEXICO = ("Mexico's AMLO vows not to use military against civilians\nMexican President-elect Andres Manuel Lopez "
+             "Obrador has vowed to never use military force against civilians as the country approaches the 50th "
+             "anniversary of a bloody reprisal against students.")
+SW_MEXICO = ("AMLO wa Meksiko aahidi kutotumia jeshi dhidi ya raia\nRais mteule wa Meksiko Andres Manuel Lopez Obrador "
+             "ameahidi kamwe kutotumia jeshi dhidi ya raia huku nchi ikikaribia kuadhimisha miaka 50 tangu mauaji "
+             "yaliyokuwa na umwagikaji mwingi wa damu dhidi ya wanafunzi.")
+EN_PACIFIC = ("'The sea is ours': landlocked Bolivia hopes court will reopen path to Pacific\nSailors patrol a "
+              "rigging-clad naval headquarters in La Paz.")
+YO_PACIFIC = ("'Òkun náà jẹ́ tiwa': Orilẹ-ede Bolifia tí ilẹ̀ gbígbẹ yípo pátápátá ńretí wipe ilé ẹjọ́ yóò tún sí ọ̀nà "
+              "sínú òkun Pàsífíìkì\nÀwọn ọmọ ogun orí-omi ńlọ káàkiri yíka àwọn olú ilé iṣẹ àwọn ọmọ ogun orí-omi "
+              "tíwọn wọ̀ lásọ ní ìlú La Paz.")
+
+
+def test_a_latin_name_respelled_in_another_latin_orthography_is_one_anchor():
+    # Swahili Meksiko and Yoruba Pàsífíìkì have the skeletons of Mexico (N-K-S-K) and Pacific (P-S-P-K)
+    assert respelled(anchors(SW_MEXICO), anchors(EN_MEXICO)) == anchors(SW_MEXICO) - {"meksiko"} | {"mexico"}
+    assert "pacific" in respelled(anchors(YO_PACIFIC), anchors(EN_PACIFIC))
+    # Bolifia (P-L-P) is under MIN_CONSONANTS: a three-class skeleton is not matched
+    assert "bolivia" not in respelled(anchors(YO_PACIFIC), anchors(EN_PACIFIC))
+    # a word both sides share and numbers stay as they are
+    assert respelled(frozenset({"mexico", "#50"}), frozenset({"mexico", "#50"})) == {"mexico", "#50"}
+    sw, en = ArticleAnchors.of(SW_MEXICO), ArticleAnchors.of(EN_MEXICO)
+    assert pair_overlap(sw, en, respell=True) > pair_overlap(sw, en)
+    assert pair_overlap(sw, en, respell=True) == pytest.approx(pair_overlap(en, sw, respell=True))
+
+
+def test_names_only_leaves_out_sentence_starts_and_title_case_on_both_sides():
+    en = ArticleAnchors.of(EN_PACIFIC)
+    # "The" and "Sailors" start sentences; Bolivia, Pacific, La Paz are names inside them
+    assert en.exact == {"the", "bolivia", "pacific", "sailors", "paz"}
+    assert en.verbatim(names_only=True) == {"bolivia", "pacific", "paz"}
+    assert en.verbatim() == en.exact
+    yo = ArticleAnchors.of(YO_PACIFIC)
+    # Òkun, Orilẹ (after the colon) and Àwọn start sentences
+    assert yo.exact == {"okun", "orile", "bolifia", "pasifiiki", "awon", "paz"}
+    assert yo.verbatim(names_only=True) == {"bolifia", "pasifiiki", "paz"}
+    assert pair_overlap(yo, en) == pytest.approx(1 / 10)  # paz of ten words
+    assert pair_overlap(yo, en, names_only=True) == pytest.approx(1 / 5)  # paz of five names
+    assert pair_overlap(yo, en, names_only=True, respell=True) == pytest.approx(2 / 4)  # pacific, paz
+
+
+def test_latin_names_inside_text_of_a_caseless_script_are_names():
+    # no title case and no sentence start where the sentence is Chinese or Japanese: the Latin word is a name
+    assert name_candidates("特朗普在NATO峰会上说Trump是对的。Obama说") == {"nato", "trump"}
+    assert name_candidates("トランプ氏はNATOとEU Commissionについて") == {"nato", "commission"}
+    assert name_candidates("2018 Trump won") == {"trump"}  # a digit before it: not the sentence's first word
+
+
+def test_respelled_and_names_only_anchors_are_settings():
+    cfg = DenseConfig()
+    assert isinstance(cfg.respelled_anchors, bool) and isinstance(cfg.anchor_names_only, bool)
