@@ -16,7 +16,8 @@ of an English lead unchanged. Another report of the same running story shares th
 A translation into a script that spells names its own way (Korean 바르셀로나, Chinese 巴塞罗那, Telugu బార్సిలోనా for
 "Barcelona") carries them too, transliterated: each article's Latin names are also looked for in the other article's
 non-Latin text by their consonant skeletons (construct/name_skeletons.py), and a name found there counts as an anchor
-of both (``dense.transliterated_anchors``).
+of both (``dense.transliterated_anchors``). A name respelled in another Latin orthography (Swahili "Meksiko", Yoruba
+"Lọndọnderi") is matched to the other article's word by the same skeleton (``respelled``, ``dense.respelled_anchors``).
 
 The overlap of two articles is the Jaccard index of their anchor sets. Its threshold ``dense.min_anchor_overlap``
 is calibrated by ``bench/bench_anchor_pairs.py`` (docs/construct.md, "Translation tier").
@@ -123,12 +124,13 @@ def respelled(mine: frozenset[str], theirs: frozenset[str], min_consonants: int 
 
 
 def pair_overlap(a: ArticleAnchors, b: ArticleAnchors, transliterated: bool = True,
-                 min_consonants: int = MIN_CONSONANTS, max_edits: int = MAX_EDITS, respell: bool = False,
+                 min_consonants: int = MIN_CONSONANTS, max_edits: int = MAX_EDITS, respell: bool = True,
                  names_only: bool = False) -> float:
     """The Jaccard overlap of two articles' anchors (``names_only``: names, not every capitalised word; see
     ``ArticleAnchors.verbatim``), a Latin word of ``a`` respelled in ``b``'s Latin orthography counted as ``b``'s
     (``respell``, ``respelled``), each side's Latin names found transliterated in the other's non-Latin text added
-    to that other side (``transliterated``; construct/name_skeletons.py)."""
+    to that other side (``transliterated``; construct/name_skeletons.py). The defaults are the stage's
+    (``dense.transliterated_anchors``, ``dense.respelled_anchors``, ``dense.anchor_names_only``)."""
     mine, theirs = a.verbatim(names_only), b.verbatim(names_only)
     if respell:
         mine = respelled(mine, theirs, min_consonants)
