@@ -248,7 +248,7 @@ def densest_window(days_scores: list[tuple[int, float]], width: int) -> tuple[in
     return best[2], best[2] + width
 
 
-def query_articles(ctx: StageContext, docs: DocTable, pivot: str) -> list[int]:
+def query_articles(ctx: StageContext, docs: DocTable, pivot: str) -> np.ndarray:
     """The rows of the non-pivot articles that search the pivot language, in (day, id) order: all of them, unless
     ``dense.sample_queries`` asks for a seeded sample (then the run report says how much cross-language recall
     that may cost)."""
@@ -273,7 +273,7 @@ def query_articles(ctx: StageContext, docs: DocTable, pivot: str) -> list[int]:
                   f"about {share:.0%}; unset dense.sample_queries to search with every article (vectors are cached)")
     del candidates
     days = np.frombuffer(docs.days, dtype=np.int64)[queries]
-    return queries[np.argsort(days, kind="stable")].tolist()  # id order within a day: (day, id)
+    return queries[np.argsort(days, kind="stable")]  # id order within a day: (day, id)
 
 
 def article_pairs(ctx: StageContext, store: Any, docs: DocTable, pivot: str,
@@ -299,7 +299,7 @@ def article_pairs(ctx: StageContext, store: Any, docs: DocTable, pivot: str,
     candidates = CandidateColumns()
     starts = range(0, len(queries), batch)
     for s in ctx.progress(starts, total=len(starts), desc="cross-lingual queries"):
-        chunk = [docs.doc(r) for r in queries[s:s + batch]]
+        chunk = [docs.doc(r) for r in queries[s:s + batch].tolist()]
         hits = hits_in_window(store, chunk, [pivot], docs, cfg)
         found = []
         for q in chunk:
