@@ -18,13 +18,17 @@ numbers and Latin-script names overlap (``construct/pair_anchors.py``; more for 
 from __future__ import annotations
 
 import random
+from array import array
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from babelrag.construct import pair_anchors, pair_margin, spelled_numbers
-from babelrag.construct.dense import Doc, encoder_for, hits_in_window, open_index, passage
+from babelrag.construct.dense import encoder_for, hits_in_window, open_index, passage
+from babelrag.construct.doctable import Doc, DocTable
 from babelrag.construct.exactsearch import searcher
 from babelrag.construct.pair_ids import pair_id
 from babelrag.construct.samelang import hybrid_pairs
@@ -214,8 +218,6 @@ def pair_scores(ctx: StageContext, store: Any, docs: dict[str, Doc],
                                          top_k=max(k, cfg.top_k, 20), min_score=float("-inf")))
         return found
 
-    import numpy as np
-
     fill = pair_margin.REFERENCE_DENSITY.get(cfg.encoder.kind)
     margins, density = pair_margin.margin_scores(cands, search, cfg.margin_neighbours, fill)
     ctx.extra["pair_margin"] = {"neighbours": cfg.margin_neighbours, "short_lists_filled_with": fill,
@@ -246,19 +248,22 @@ def densest_window(days_scores: list[tuple[int, float]], width: int) -> tuple[in
     return best[2], best[2] + width
 
 
-def query_articles(ctx: StageContext, docs: dict[str, Doc], pivot: str) -> list[str]:
-    """The non-pivot articles that search the pivot language: all of them, unless ``dense.sample_queries``
-    asks for a seeded sample (then the run report says how much cross-language recall that may cost)."""
+def query_articles(ctx: StageContext, docs: DocTable, pivot: str) -> np.ndarray:
+    """The rows of the non-pivot articles that search the pivot language, in (day, id) order: all of them, unless
+    ``dense.sample_queries`` asks for a seeded sample (then the run report says how much cross-language recall
+    that may cost)."""
     cfg = ctx.config.dense
-    candidates = sorted(d for d, doc in docs.items() if doc.language != pivot)
+    rows = docs.rows_not_in(pivot)  # in id order
+    candidates = [docs.ids[r] for r in rows.tolist()]
     sample = cfg.sample_queries
     if sample is None or len(candidates) <= sample:
-        queries = candidates
+        queries = rows
         ctx.extra["dense_query_mode"] = {"queries": "every non-pivot article", "query_articles": len(queries),
                                          "non_pivot_articles": len(candidates), "sampled": False}
         ctx.report_line(f"dense: all {len(queries):,} non-pivot articles searched the pivot language")
     else:
-        queries = random.Random(ctx.seed).sample(candidates, sample)
+        queries = np.asarray(sorted(docs.row(i) for i in random.Random(ctx.seed).sample(candidates, sample)),
+                             dtype=np.int64)
         share = sample / len(candidates)
         ctx.extra["dense_query_mode"] = {"queries": "sample", "query_articles": sample,
                                          "non_pivot_articles": len(candidates), "sampled": True,
@@ -266,10 +271,12 @@ def query_articles(ctx: StageContext, docs: dict[str, Doc], pivot: str) -> list[
         ctx.report_line(f"WARNING dense: only {sample:,} of {len(candidates):,} non-pivot articles were queries "
                   f"(dense.sample_queries): cross-language pairs of the others are missed, so recall is at most "
                   f"about {share:.0%}; unset dense.sample_queries to search with every article (vectors are cached)")
-    return sorted(queries, key=lambda i: (docs[i].day, i))
+    del candidates
+    days = np.frombuffer(docs.days, dtype=np.int64)[queries]
+    return queries[np.argsort(days, kind="stable")]  # id order within a day: (day, id)
 
 
-def article_pairs(ctx: StageContext, store: Any, docs: dict[str, Doc], pivot: str,
+def article_pairs(ctx: StageContext, store: Any, docs: DocTable, pivot: str,
                   emit: Callable[[ArticlePair], None], batch: int = 64) -> None:
     """Non-pivot articles search pivot articles nearby in time; mutual best matches pair up (each handed to
     ``emit``).
@@ -279,7 +286,8 @@ def article_pairs(ctx: StageContext, store: Any, docs: dict[str, Doc], pivot: st
     language. With margin 0 this is the strict mutual-best rule, which drops correct pairs whenever
     several articles of one language report the same event (only one of them can be the best).
     The pair threshold (``dense.min_pair_similarity``, or ``min_pair_margin`` on the margin score) is applied
-    last, so the candidates' scores show in the run report with the number of pairs each threshold would keep.
+    last, to every candidate at once, so the candidates' scores show in the run report with the number of pairs
+    each threshold would keep; until then a candidate is a row of ``CandidateColumns`` (~25 bytes), not objects.
 
     Searches go in batches (Milvus Lite has a large fixed cost per search call): queries sorted by date
     share one call filtered to the batch's date span, and each query keeps its hits inside its own
@@ -288,11 +296,10 @@ def article_pairs(ctx: StageContext, store: Any, docs: dict[str, Doc], pivot: st
     threshold = pair_threshold(cfg)
     queries = query_articles(ctx, docs, pivot)
     margin = cfg.mutual_margin if cfg.mutual else None
-    candidates: list[tuple[Doc, Doc, float]] = []
-    strict: list[bool] = []  # each candidate: both articles are each other's best match (the translation tier)
+    candidates = CandidateColumns()
     starts = range(0, len(queries), batch)
     for s in ctx.progress(starts, total=len(starts), desc="cross-lingual queries"):
-        chunk = [docs[i] for i in queries[s:s + batch]]
+        chunk = [docs.doc(r) for r in queries[s:s + batch].tolist()]
         hits = hits_in_window(store, chunk, [pivot], docs, cfg)
         found = []
         for q in chunk:
@@ -314,20 +321,56 @@ def article_pairs(ctx: StageContext, store: Any, docs: dict[str, Doc], pivot: st
             if len(mutual) < len(found):
                 ctx.skip("dense-not-mutual", len(found) - len(mutual))
             found = mutual
-        candidates.extend((q, en, score) for q, en, score, _ in found)
-        strict.extend(margin is not None and best for _, _, _, best in found)
-    scores = pair_scores(ctx, store, docs, candidates)
+        for q, en, score, best in found:
+            candidates.add(docs.row(q.id), docs.row(en.id), score, margin is not None and best)
+    scores = candidates.scores(ctx, store, docs)
     report_candidates(ctx, scores, threshold)
-    tier = anchor_tier(ctx, candidates, scores, strict, threshold)
-    for n, ((q, en, _), score) in enumerate(zip(candidates, scores)):
-        if score < threshold and n not in tier:
-            ctx.skip(f"dense-below-{threshold_key(cfg).replace('_', '-')}")
-        else:
-            emit(_make_pair(q, en, score))
+    tier = anchor_tier(ctx, candidates.docs_of(docs), scores, candidates.strict(), threshold)
+    keep = scores >= threshold
+    keep[sorted(tier)] = True
+    below = len(keep) - int(np.count_nonzero(keep))
+    if below:
+        ctx.skip(f"dense-below-{threshold_key(cfg).replace('_', '-')}", below)
+    for n in np.flatnonzero(keep).tolist():
+        q, en = candidates.docs_of(docs)(n)
+        emit(_make_pair(q, en, float(scores[n])))
 
 
-def anchor_tier(ctx: StageContext, candidates: list[tuple[Doc, Doc, float]], scores: list[float],
-                strict: list[bool], threshold: float) -> set[int]:
+class CandidateColumns:
+    """The cross-language candidates of articles mode as columns until they are thresholded together: X and pivot
+    rows of the ``DocTable``, the cosine, and whether the pair is strict mutual best (the translation tier)."""
+
+    def __init__(self) -> None:
+        self.x, self.pivot, self.cosine, self._strict = array("q"), array("q"), array("d"), array("B")
+
+    def __len__(self) -> int:
+        return len(self.x)
+
+    def add(self, x: int, pivot: int, cosine: float, strict: bool) -> None:
+        self.x.append(x)
+        self.pivot.append(pivot)
+        self.cosine.append(cosine)
+        self._strict.append(strict)
+
+    def strict(self) -> np.ndarray:
+        return np.frombuffer(self._strict, dtype=np.uint8).astype(bool)
+
+    def docs_of(self, docs: DocTable) -> Callable[[int], tuple[Doc, Doc]]:
+        """Candidate ``n`` -> its (X, pivot) entries, built when asked for."""
+        return lambda n: (docs.doc(self.x[n]), docs.doc(self.pivot[n]))
+
+    def scores(self, ctx: StageContext, store: Any, docs: DocTable) -> np.ndarray:
+        """Each candidate's ``dense.pair_score`` (float64): the cosine column itself, or the margins
+        (``pair_scores``, which needs each candidate's entries)."""
+        if pair_score(ctx.config.dense) != "margin" or not len(self):
+            return np.frombuffer(self.cosine, dtype=np.float64).copy()
+        of = self.docs_of(docs)
+        return np.asarray(pair_scores(ctx, store, docs, [(*of(n), c) for n, c in enumerate(self.cosine)]),
+                          dtype=np.float64)
+
+
+def anchor_tier(ctx: StageContext, candidates: Callable[[int], tuple[Doc, Doc]], scores: Any,
+                strict: Any, threshold: float) -> set[int]:
     """The translation tier (``dense.anchor_pairs``): which candidates below the margin threshold are kept anyway,
     by index. A mutual pair with margin >= 1 is kept when the Jaccard overlap of its two articles' anchors (numbers,
     capitalised Latin-script words of the passages the index embedded; construct/pair_anchors.py) reaches
@@ -335,18 +378,22 @@ def anchor_tier(ctx: StageContext, candidates: list[tuple[Doc, Doc, float]], sco
     mutual only within ``dense.mutual_margin``: a translation carries its original's numbers and names, another
     report of the same story only the story's core names; where the encoder barely separates a language its
     original is as often a close second as the best, and the anchors must carry more. The articles' texts are
-    read once, for the tier's candidates only."""
+    read once, for the tier's candidates only.
+    ``candidates``: candidate index -> its (X, pivot) entries; ``scores``, ``strict``: per candidate."""
     cfg = ctx.config.dense
     if not cfg.anchor_pairs or pair_score(cfg) != "margin" or not cfg.mutual:
         return set()
-    wanted = [n for n, s in enumerate(scores) if pair_anchors.MIN_TIER_MARGIN <= s < threshold]
+    scores = np.asarray(scores, dtype=np.float64)
+    strict = np.asarray(strict, dtype=bool).tolist()
+    wanted = np.flatnonzero((pair_anchors.MIN_TIER_MARGIN <= scores) & (scores < threshold)).tolist()
     floors = {True: pair_anchors.min_anchor_overlap(cfg), False: pair_anchors.min_anchor_overlap(cfg, near_best=True)}
-    ids = {d.id for n in wanted for d in candidates[n][:2]}
+    pairs = {n: candidates(n) for n in wanted}
+    ids = {d.id for pair in pairs.values() for d in pair}
     found = {a.id: article_anchors(a, cfg.passage_chars)
              for a in (ctx.iter_read("ingest", Article) if ids else ()) if a.id in ids}
     none = pair_anchors.ArticleAnchors.of("")
     kept = {n for n in wanted
-            if pair_anchors.pair_overlap(found.get(candidates[n][0].id, none), found.get(candidates[n][1].id, none),
+            if pair_anchors.pair_overlap(found.get(pairs[n][0].id, none), found.get(pairs[n][1].id, none),
                                          cfg.transliterated_anchors, respell=cfg.respelled_anchors,
                                          names_only=cfg.anchor_names_only) >= floors[strict[n]]}
     n_strict = sum(strict[n] for n in wanted)
@@ -373,19 +420,18 @@ def article_anchors(article: Article, passage_chars: int) -> pair_anchors.Articl
 PAIR_THRESHOLDS = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9)
 
 
-def report_candidates(ctx: StageContext, scores: list[float], threshold: float) -> None:
+def report_candidates(ctx: StageContext, scores: Any, threshold: float) -> None:
     """Score distribution (``dense.pair_score``) of the mined candidates and the pairs each threshold would
     keep (run report)."""
-    import numpy as np
-
     cfg = ctx.config.dense
     key, kind = threshold_key(cfg), pair_score(cfg)
-    if not scores:
+    scores = np.asarray(scores, dtype=np.float64)
+    if not len(scores):
         ctx.extra["dense_candidates"] = {"candidates": 0, "pair_score": kind, key: threshold}
         return
-    q = np.quantile(np.asarray(scores), [0.0, 0.1, 0.5, 0.9, 1.0]).round(3).tolist()
+    q = np.quantile(scores, [0.0, 0.1, 0.5, 0.9, 1.0]).round(3).tolist()
     grid = pair_margin.MARGIN_THRESHOLDS if kind == "margin" else PAIR_THRESHOLDS
-    kept = {f"{t:.2f}": int(sum(s >= t for s in scores)) for t in sorted({*grid, threshold})}
+    kept = {f"{t:.2f}": int(np.count_nonzero(scores >= t)) for t in sorted({*grid, threshold})}
     ctx.extra["dense_candidates"] = {"candidates": len(scores), "pair_score": kind, key: threshold,
                                      kind: dict(zip(("min", "p10", "median", "p90", "max"), q)),
                                      "pairs_kept_at": kept}

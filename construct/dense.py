@@ -8,15 +8,15 @@ pairs: the stages depend on this module, never the other way round.
 """
 from __future__ import annotations
 
-import sys
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import asdict
 from typing import Any
 
 from babelrag.construct.encoders import CachedEncoder, VectorCache, build_encoder
 from babelrag.construct.encoders import block_size as encoder_block_size
 from babelrag.construct.encoders.mapped import cluster_encode_map
+from babelrag.construct.doctable import Doc, DocTable
 from babelrag.construct.exactsearch import WindowIndex, file_index
 from babelrag.construct.vectorfile import VectorFileWriter
 from babelrag.construct.vectorstore import store_from_config
@@ -24,16 +24,6 @@ from babelrag.errors import StageError
 from babelrag.executor import chunks
 from babelrag.records import Article, IndexEntry, undated, within_days
 from babelrag.stage import StageContext
-
-
-@dataclass(slots=True)
-class Doc:
-    """An index entry as mining reads it (one per article: no instance dict)."""
-
-    id: str
-    language: str
-    day: int  # Article.day: UNDATED_DAY when the article has no date for windows
-    fresh: bool = True  # the day is a real publication date (distractors' freshness trusts only these)
 
 
 def passage(art: Article, chars: int) -> str:
@@ -118,11 +108,12 @@ def encoding_map(ctx: StageContext) -> Callable[[Iterable[list[str]]], Iterator[
     return mapped[0]
 
 
-def hits_in_window(store: Any, queries: list[Doc], languages: list[str], docs: dict[str, Doc],
-                    cfg: Any, top_k: int | None = None,
-                    min_score: float | None = None) -> dict[str, list[tuple[str, float]]]:
+def hits_in_window(store: Any, queries: list[Doc], languages: list[str], docs: Mapping[str, Doc],
+                    cfg: Any, top_k: int | None = None, min_score: float | None = None,
+                    with_days: bool = False) -> dict[str, list[tuple]]:
     """For each query article: its hits in ``languages`` within max_days_apart and above ``min_score``
-    (default ``cfg.min_score``), best first; ``top_k`` hits searched (default max(cfg.top_k, 20))."""
+    (default ``cfg.min_score``), best first, as (id, score) or, ``with_days``, (id, score, day) (the search has
+    the day: no lookup per hit); ``top_k`` hits searched (default max(cfg.top_k, 20))."""
     import numpy as np
 
     if not queries:
@@ -143,9 +134,10 @@ def hits_in_window(store: Any, queries: list[Doc], languages: list[str], docs: d
         qv, k = np.stack([vecs[q.id] for q in group]), top_k or max(cfg.top_k, 20)
         if isinstance(store, WindowIndex):  # the same filter in numpy
             stray = len(store) > len(docs)  # rows of a store that are no entry of the index: left out as below
-            for q, (ids, scores) in zip(group, store.window_hits(qv, [q.day for q in group], window, floor, k,
-                                                                  languages, **span)):
-                kept = [(i, c) for i, c in zip(ids, scores) if i in docs] if stray else list(zip(ids, scores))
+            for q, (ids, scores, *days) in zip(group, store.window_hits(qv, [q.day for q in group], window, floor,
+                                                                         k, languages, with_days=with_days, **span)):
+                hits = zip(ids, scores, *days)
+                kept = [h for h in hits if h[0] in docs] if stray else list(hits)
                 if kept:
                     out[q.id] = kept
             continue
@@ -154,16 +146,15 @@ def hits_in_window(store: Any, queries: list[Doc], languages: list[str], docs: d
                 if score < floor:
                     break
                 if within_days(day, q.day, window) and i in docs:
-                    out.setdefault(q.id, []).append((i, score))
+                    out.setdefault(q.id, []).append((i, score, day) if with_days else (i, score))
     return out
 
 
-def open_index(ctx: Any) -> tuple[Any, dict[str, Doc]]:
-    """The index stage's store and entries (``Doc``: id, language, day by id); (None, {}) for an empty
-    corpus. With ``dense.search: exact`` and the index stage's vector file, the "store" is the exact search
-    over that file (``WindowIndex``: same ``search`` / ``vectors`` calls). The caller closes it."""
-    # one string per language, not one per article
-    docs = {e.id: Doc(e.id, sys.intern(e.language), e.day, e.fresh) for e in ctx.iter_read("index", IndexEntry)}
+def open_index(ctx: Any) -> tuple[Any, DocTable]:
+    """The index stage's store and entries (``DocTable``: id, language, day by id, as columns); (None, an empty
+    table) for an empty corpus. With ``dense.search: exact`` and the index stage's vector file, the "store" is the
+    exact search over that file (``WindowIndex``: same ``search`` / ``vectors`` calls). The caller closes it."""
+    docs = DocTable(ctx.iter_read("index", IndexEntry))
     if not docs:
         return None, docs
     if ctx.config.dense.search == "exact":

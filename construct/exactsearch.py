@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from babelrag.construct.doctable import DocTable
 from babelrag.construct.vectorfile import IdRows, RowWindow, VectorFileInfo, open_vector_file, row_order
 from babelrag.construct.vectorstore import Hit
 from babelrag.records import UNDATED_DAY
@@ -190,16 +191,18 @@ class WindowIndex:
 
     def window_hits(self, queries: np.ndarray, query_days: Sequence[int], window: int, floor: float,
                     top_k: int, languages: Sequence[str] | None = None, published_from: int | None = None,
-                    published_to: int | None = None, or_undated: bool = False) -> list[tuple[list, list]]:
+                    published_to: int | None = None, or_undated: bool = False,
+                    with_days: bool = False) -> list[tuple[list, ...]]:
         """Mining's filter on ``search_columns`` done in numpy: per query (ids, scores) of its hits best first,
         up to the first below ``floor``, and only hits ``within_days(hit day, query day, window)`` (an undated
-        hit or query pairs without a window). Same hits as that loop over the columns, without Python per hit."""
+        hit or query pairs without a window); ``with_days``: (ids, scores, days). Same hits as that loop over the
+        columns, without Python per hit."""
         qdays = np.asarray(list(query_days), dtype=np.int64)
         out: list[tuple[list, list]] = []
         s = 0
         for found in self._blocks(queries, top_k, languages, published_from, published_to, None, or_undated):
             if found.cols is None:
-                out.extend(([], []) for _ in range(found.queries))
+                out.extend(([], [], []) if with_days else ([], []) for _ in range(found.queries))
                 s += found.queries
                 continue
             qd = qdays[s:s + len(found.cols), None]
@@ -209,10 +212,14 @@ class WindowIndex:
             keep = np.logical_and.accumulate(found.scores.astype(np.float64) >= floor, axis=1)
             keep &= (days >= UNDATED_DAY) | (qd >= UNDATED_DAY) | (np.abs(days - qd) <= window)
             ids, scores = found.ids[found.cols[keep]].tolist(), found.scores[keep].tolist()
+            hit_days = days[keep].tolist() if with_days else None
             ends = np.cumsum(keep.sum(axis=1)).tolist()
             start = 0
             for end in ends:
-                out.append((ids[start:end], scores[start:end]))
+                if hit_days is None:
+                    out.append((ids[start:end], scores[start:end]))
+                else:
+                    out.append((ids[start:end], scores[start:end], hit_days[start:end]))
                 start = end
         return out
 
@@ -272,10 +279,11 @@ class _Found:
     scores: Any = None
 
 
-def file_index(ctx: Any, docs: dict[str, Any]) -> WindowIndex | None:
+def file_index(ctx: Any, docs: DocTable) -> WindowIndex | None:
     """The exact search over the index stage's vector file (``construct/vectorfile.py``) for its entries
-    ``docs``; None where the index has no such file or it holds other rows (an index built before it existed):
-    the caller opens the store and ``searcher`` reads the vectors from it."""
+    ``docs`` (their columns: the search's ids are the table's own strings); None where the index has no such file
+    or it holds other rows (an index built before it existed): the caller opens the store and ``searcher`` reads
+    the vectors from it."""
     import time
 
     manifest = ctx.store.require("index")
@@ -283,9 +291,8 @@ def file_index(ctx: Any, docs: dict[str, Any]) -> WindowIndex | None:
     if info is None:
         return None
     start = time.perf_counter()
-    index = WindowIndex.from_file(ctx.store.stage_dir("index") / info.file, info, list(docs),
-                                  [d.language for d in docs.values()], [d.day for d in docs.values()],
-                                  device=ctx.config.dense.search_device)
+    index = WindowIndex.from_file(ctx.store.stage_dir("index") / info.file, info, docs.ids, docs.language_column(),
+                                  docs.days, device=ctx.config.dense.search_device)
     if index is not None:
         index.read_seconds = round(time.perf_counter() - start, 2)
     return index

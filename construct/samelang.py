@@ -40,6 +40,7 @@ from typing import Any
 
 from babelrag.construct.neighbour_density import densities, density  # noqa: F401 (CSLS and the ratio margin share them)
 from babelrag.construct.dense import hits_in_window
+from babelrag.construct.doctable import DocTable, RowValues
 from babelrag.construct.pair_ids import pair_id
 from babelrag.construct.titlevectors import LanguageTitles, title_vectors
 from babelrag.executor import chunks
@@ -83,16 +84,16 @@ def csls(cos: float, density_a: float, density_b: float) -> float:
     return cos - (density_a + density_b) / 2
 
 
-def neighbours(store: Any, queries: list[Any], lang: str, docs: dict[str, Any], dense: Any,
-               k: int) -> dict[str, list[tuple[str, float]]]:
-    """Each query's same-language neighbours within ``dense.max_days_apart``, best first, itself left out (no
-    score floor: the density needs the k nearest whatever their cosine)."""
+def neighbours(store: Any, queries: list[Any], lang: str, docs: Mapping[str, Any], dense: Any,
+               k: int) -> dict[str, list[tuple[str, float, int]]]:
+    """Each query's same-language neighbours within ``dense.max_days_apart`` as (id, cosine, day), best first,
+    itself left out (no score floor: the density needs the k nearest whatever their cosine)."""
     found = hits_in_window(store, queries, [lang], docs, dense, top_k=max(k, dense.top_k, 20) + 1,
-                            min_score=float("-inf"))
-    return {q.id: [(i, c) for i, c in found.get(q.id, []) if i != q.id] for q in queries}
+                            min_score=float("-inf"), with_days=True)
+    return {q.id: [h for h in found.get(q.id, []) if h[0] != q.id] for q in queries}
 
 
-def hybrid_pairs(ctx: StageContext, store: Any, docs: dict[str, Any], languages: Iterable[str],
+def hybrid_pairs(ctx: StageContext, store: Any, docs: DocTable, languages: Iterable[str],
                  entities: Any, emit: Callable[[ArticlePair], None],
                  graph_pairs: Mapping[str, Iterable[ArticlePair]] | None = None, batch: int = 64,
                  emit_graph: Callable[[ArticlePair], None] | None = None) -> None:
@@ -109,10 +110,12 @@ def hybrid_pairs(ctx: StageContext, store: Any, docs: dict[str, Any], languages:
         titles = (stack.enter_context(title_vectors(ctx, docs, languages)) if cfg.hybrid_score == "title"
                   and languages else None)
         for lang in languages:
-            ids = sorted((d for d, doc in docs.items() if doc.language == lang), key=lambda i: (docs[i].day, i))
-            lang_titles = titles.language(lang, ids) if titles is not None else None
-            scorer = _Scorer(entities, cfg.hybrid_entity_bonus, {} if lang_titles is not None else None)
-            per_language[lang] = _language_pairs(ctx, store, docs, lang, ids, graph_by_language.get(lang, ()),
+            rows = docs.language_rows(lang)  # (day, id) order
+            lang_titles = titles.language(lang, [docs.ids[r] for r in rows.tolist()]) if titles is not None else None
+            # the passage score's densities: one float per entry in a column, not a dict entry per article
+            scorer = _Scorer(entities, cfg.hybrid_entity_bonus, {} if lang_titles is not None else None,
+                             RowValues(docs))
+            per_language[lang] = _language_pairs(ctx, store, docs, lang, rows, graph_by_language.get(lang, ()),
                                                  scorer, threshold, batch, emit, emit_graph or (lambda pair: None),
                                                  lang_titles)
     ctx.extra["hybrid_pairs"] = {"languages": per_language, "min_score": threshold, "entity_bonus": cfg.hybrid_entity_bonus,
@@ -132,7 +135,7 @@ class _Scorer:
     entities: dict[str, set[str]]
     bonus: float
     title_vec: dict[str, Any] | None = None
-    density: dict[str, float] = field(default_factory=dict)
+    density: Any = field(default_factory=dict)  # article id -> density ([], in, []=): a dict or ``RowValues``
 
     def __call__(self, a: str, b: str, cos: float) -> tuple[float, list[str]]:
         shared = sorted(self.entities.get(a, set()) & self.entities.get(b, set()))
@@ -143,7 +146,7 @@ class _Scorer:
         return base + self.bonus * min(len(shared), 2), shared
 
 
-def _language_pairs(ctx: StageContext, store: Any, docs: dict[str, Any], lang: str, ids: list[str],
+def _language_pairs(ctx: StageContext, store: Any, docs: DocTable, lang: str, rows: Any,
                     graph: Iterable[ArticlePair], scorer: _Scorer, threshold: float, batch: int,
                     emit: Callable[[ArticlePair], None], emit_graph: Callable[[ArticlePair], None],
                     titles: LanguageTitles | None = None) -> int:
@@ -159,13 +162,13 @@ def _language_pairs(ctx: StageContext, store: Any, docs: dict[str, Any], lang: s
     k = ctx.config.pairs.hybrid_neighbours
     fill = REFERENCE_DENSITY.get(dense.encoder.kind) if scorer.title_vec is None else 0.0
     stream = _WindowPairs(ctx, docs, lang, scorer, threshold, dense.min_score, k, fill, emit)
-    for s in range(0, len(ids), batch):
-        queries = [docs[i] for i in ids[s:s + batch]]
+    for s in range(0, len(rows), batch):
+        queries = [docs.doc(r) for r in rows[s:s + batch].tolist()]  # ``rows``: the language's, in (day, id) order
         lists = neighbours(store, queries, lang, docs, dense, k)
         if titles is not None:  # the batch's titles: its queries' and their neighbours'
-            scorer.title_vec = titles.vectors([*(q.id for q in queries), *(i for f in lists.values() for i, _ in f)])
-        for q, found in lists.items():
-            stream.add(q, found)
+            scorer.title_vec = titles.vectors([*(q.id for q in queries), *(h[0] for f in lists.values() for h in f)])
+        for q, found in zip(queries, lists.values()):
+            stream.add(q.id, found, q.day)
     stream.finish()
     # shared title entities alone join reports of one running story: the cosine must agree
     for chunk in chunks(graph, GRAPH_CHUNK):
@@ -196,7 +199,8 @@ class _WindowPairs:
     (in query order) whose list reaches it before falling below ``dense.min_score``, and scored with the CSLS
     densities ``densities`` gives. What is held: the lists' candidates waiting for a density (the later
     article's, known at its own search, a window ahead), which earlier articles reached each later one
-    (``_reached``), one density per article (the entity-graph pairs are scored with them at the end) and, where
+    (``_reached``), one density per article (the entity-graph pairs are scored with them at the end: a float in
+    the scorer's ``RowValues`` column in the stage, 8 bytes an article) and, where
     no reference density fills short lists (an encoder kind without one), each list's k cosines for their
     median, and the short lists' candidates until the end."""
 
@@ -213,9 +217,11 @@ class _WindowPairs:
         self._short: dict[str, tuple[float, int]] = {}  # fill None: (sum of cosines, list length) of short lists
         self._cosines = array("d")  # fill None: every list's first k cosines, for their median
 
-    def add(self, q: str, found: list[tuple[str, float]]) -> None:
+    def add(self, q: str, found: list[tuple], day: int | None = None) -> None:
+        """``q``'s list, best first: (id, cosine) or (id, cosine, day) (the search's days: no lookup per hit);
+        ``day``: q's own (else looked up)."""
         k = self.k
-        first = [c for _, c in found[:k]]
+        first = [h[1] for h in found[:k]]
         total = sum(first)
         if self.fill is None:
             self._cosines.extend(first)
@@ -224,11 +230,13 @@ class _WindowPairs:
         else:
             self._short[q] = (total, len(found))
         reached = self._reached.pop(q, set())
-        here = (self.docs[q].day, q)
-        for other, cos in found:
+        here = (self.docs[q].day if day is None else day, q)
+        docs = self.docs
+        for hit in found:
+            other, cos = hit[0], hit[1]
             if other in reached:
                 continue  # taken from the other's list already
-            if (self.docs[other].day, other) > here:
+            if (hit[2] if len(hit) > 2 else docs[other].day, other) > here:
                 self._reached.setdefault(other, set()).add(q)
             if cos < self.min_score:
                 break  # best first: the rest are lower still

@@ -124,6 +124,9 @@ def test_window_hits_keep_what_the_per_hit_loop_keeps(floor):
     window, k = 14, 20
     span = {"published_from": 100, "published_to": 200, "or_undated": True}
     got = index.window_hits(v[queries], qdays, window, floor, k, ["en", "de"], **span)
+    with_days = index.window_hits(v[queries], qdays, window, floor, k, ["en", "de"], with_days=True, **span)
+    assert [(a, b) for a, b, _ in with_days] == got  # the same hits, and each hit's own day
+    assert all(d == [days[ids.index(i)] for i in hit_ids] for hit_ids, _, d in with_days)
     want = []
     for qd, (hit_ids, scores, hit_days, _) in zip(qdays, index.search_columns(v[queries], k, ["en", "de"], **span)):
         kept = ([], [])
@@ -187,6 +190,38 @@ def test_streamed_same_language_candidates_are_those_of_walking_every_list(fill)
     assert scorer.density == dens  # the densities the entity-graph pairs are scored with afterwards
     assert not stream._reached and not stream._waiting  # nothing held once the language is done
     assert any(len(f) < 10 for f in hits.values())  # short lists were filled (reference or median density)
+
+
+class _CountingDays(dict):
+    """Article id -> SimpleNamespace(day): counts the lookups."""
+
+    looked_up = 0
+
+    def __getitem__(self, key):
+        self.looked_up += 1
+        return super().__getitem__(key)
+
+
+def test_hits_with_their_days_need_no_lookup_per_hit():
+    """The stage's lists carry each hit's day (``neighbours``: the search has it): the same pairs as looking each
+    hit's day up, with lookups only for the pairs made, not for every hit (a dict entry per article held)."""
+    rng = random.Random(3)
+    ids = [f"a{i:04d}" for i in range(300)]
+    day = {i: n // 8 for n, i in enumerate(ids)}
+    hits = {q: sorted(((o, round(rng.uniform(0.0, 0.9), 3)) for o in ids if o != q and abs(day[o] - day[q]) <= 2),
+                      key=lambda t: (-t[1], t[0]))[:21] for q in ids}
+    got = []
+    for with_days in (False, True):
+        docs = _CountingDays({i: SimpleNamespace(day=day[i]) for i in ids})
+        stream = _WindowPairs(SimpleNamespace(skip=lambda *a: None), docs, "en", _Scorer({}, 0.0), -9.0, 0.5, 10, 0.39)
+        for q in ids:
+            stream.add(q, [(o, c, day[o]) for o, c in hits[q]] if with_days else hits[q],
+                       day[q] if with_days else None)
+        got.append(([(p.article_a, p.article_b, p.score) for p in stream.finish()], docs.looked_up))
+    (plain, plain_lookups), (dated, dated_lookups) = got
+    assert dated == plain and len(plain) > 50
+    assert dated_lookups == 2 * len(dated)  # the pairs' days_apart only
+    assert plain_lookups > 10 * len(ids)  # one per hit walked
 
 
 def test_streamed_candidates_wait_only_for_a_window_ahead():
