@@ -41,6 +41,16 @@ def pytest_sessionstart(session):
     signal.signal(signal.SIGTERM, terminate)
 
 
+def pytest_collection_modifyitems(config, items):
+    """In an xdist worker (``make test``: two files at a time) the files with a slow or an Argilla test come
+    first, so that the files the workers take last are short ones and the two finish together (the Makefile
+    turns off xdist's own order, by test count). A run without xdist keeps pytest's order."""
+    if not hasattr(config, "workerinput"):
+        return
+    heavy = {item.path for item in items if item.get_closest_marker("slow") or item.get_closest_marker("argilla")}
+    items.sort(key=lambda item: item.path not in heavy)  # stable: the order within each part stays
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session):
     if session.config.stash.get(_TERMINATED, False):
