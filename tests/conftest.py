@@ -1,6 +1,7 @@
 """Shared test setup: never reach a model hub; keep heavy fixtures session-scoped; SIGTERM tears down."""
 import os
 import signal
+import sys
 import threading
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -22,7 +23,8 @@ def pytest_sessionstart(session):
     too. Its default action would kill pytest on the spot and leave them running. The first SIGTERM raises
     KeyboardInterrupt where the run is and marks the session to stop after the current test even if that
     code handles the interrupt itself; a later one does not break into the teardown. Exit code 143. A child
-    forked from pytest (a fork-started worker) inherits the handler: there SIGTERM keeps its default action."""
+    forked from pytest (a fork-started worker) inherits the handler: there SIGTERM keeps its default action.
+    Under xdist (``make test``) the controller passes SIGTERM on to its workers, which stop that way."""
     if threading.current_thread() is not threading.main_thread():
         return
     pytest_pid = os.getpid()
@@ -36,9 +38,26 @@ def pytest_sessionstart(session):
             return
         session.config.stash[_TERMINATED] = True
         session.shouldstop = "SIGTERM: stopping, fixture finalizers run"
+        if session.config.pluginmanager.hasplugin("dsession"):  # xdist's controller: the workers run the tests
+            sys.stderr.write("\nSIGTERM: stopping the xdist workers, fixture finalizers run\n")
+            _terminate_workers()
+            return
         raise KeyboardInterrupt("SIGTERM")
 
     signal.signal(signal.SIGTERM, terminate)
+
+
+def _terminate_workers() -> None:
+    """SIGTERM to each xdist worker (the controller's child processes): each stops as a plain run does, its
+    fixture finalizers included, and the controller ends when they have. Killing them instead (what xdist does
+    when its controller is interrupted) would leave their servers running."""
+    import psutil
+
+    for worker in psutil.Process().children():
+        try:
+            worker.send_signal(signal.SIGTERM)
+        except psutil.Error:
+            pass
 
 
 def pytest_collection_modifyitems(config, items):
