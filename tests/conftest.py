@@ -8,6 +8,15 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# An xdist worker (make test) starts with COLUMNS=80 that the run itself never had; babelrag's console then
+# wraps its output at 80 columns instead of the 160 a log gets (babelrag/console.py), unlike a one-process
+# run. The controller passes its own COLUMNS (or none) on, and each worker takes it back.
+os.environ.setdefault("BABELRAG_TEST_COLUMNS", os.environ.get("COLUMNS", ""))
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    if os.environ["BABELRAG_TEST_COLUMNS"]:
+        os.environ["COLUMNS"] = os.environ["BABELRAG_TEST_COLUMNS"]
+    else:
+        os.environ.pop("COLUMNS", None)
 
 import pytest
 
