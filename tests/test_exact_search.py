@@ -4,6 +4,7 @@ the same bytes with it as with Milvus Lite's own search (``dense.search: milvus`
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -122,18 +123,33 @@ def test_pairs_stage_writes_the_same_bytes_on_the_ntrex_events_set(tmp_path):
     assert _pairs_bytes(cfg.build_dir) == exact
 
 
+SAMPLE_CORPUS = {"inputs": [{"path": str(SAMPLE / "articles.jsonl"), "format": "jsonl"}]}
+
+
+@pytest.fixture(scope="module")
+def sample_index(tmp_path_factory) -> Path:
+    """The sample corpus through ingest and index, once for both query modes: they differ from the pairs stage on
+    (dense.queries, events_file and search are not index settings)."""
+    build = tmp_path_factory.mktemp("sample") / "b"
+    Pipeline(config_from_dict({"project": {"build_dir": str(build)}, "corpus": SAMPLE_CORPUS})).run(until="index")
+    return build
+
+
 @pytest.mark.skipif(not (SAMPLE / "events.jsonl").exists(), reason="sample corpus missing")
 @pytest.mark.parametrize("queries", ["articles", "events"])
-def test_pairs_stage_writes_the_same_bytes_on_the_sample_corpus(tmp_path, queries):
+def test_pairs_stage_writes_the_same_bytes_on_the_sample_corpus(tmp_path, queries, sample_index):
     from babelrag.demo import SAMPLE_PAIR_SIMILARITY
 
+    shutil.copytree(sample_index, tmp_path / "b")  # ingest and index reused: the pairs stage runs on them
     exact, milvus, extra = _both_searches({
         "project": {"build_dir": str(tmp_path / "b")},
-        "corpus": {"inputs": [{"path": str(SAMPLE / "articles.jsonl"), "format": "jsonl"}]},
+        "corpus": SAMPLE_CORPUS,
         "dense": {"queries": queries, "events_file": str(SAMPLE / "events.jsonl"),
                   "min_pair_similarity": SAMPLE_PAIR_SIMILARITY}})
     assert extra["dense_pairs"] > 10 and sum(extra["hybrid_pairs"]["languages"].values()) > 10, extra
     assert exact == milvus
+    index = BuildStore(tmp_path / "b").manifest("index")
+    assert index.started_at == BuildStore(sample_index).manifest("index").started_at  # reused, not re-run
 
 
 CHILD = """

@@ -110,14 +110,18 @@ def test_llm_serve_block_is_a_complete_working_endpoint():
 
 
 def _llama_pids() -> list[int]:
+    """The llama.cpp servers this test process started that are still alive. The run starts its server as a
+    child of this process (the CLI runs in-process), so one left running is still its child; another test
+    file's server (``make test`` runs two files at once) is not."""
     pids = []
     for d in os.listdir("/proc"):
         if d.isdigit():
             try:
                 cmd = open(f"/proc/{d}/cmdline", "rb").read()
-            except OSError:
+                ppid = int(open(f"/proc/{d}/stat").read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
                 continue
-            if b"llama_cpp.server" in cmd and str(os.getpid()).encode() not in cmd:
+            if b"llama_cpp.server" in cmd and ppid == os.getpid():
                 pids.append(int(d))
     return pids
 

