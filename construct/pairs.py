@@ -285,7 +285,8 @@ def run(ctx: StageContext) -> None:
             ctx.note("no-title-entities")  # still a dense-retrieval candidate
     mine_in = same_language_scope(ctx, sorted(slices))
     out = ctx.output(shard_size=5000)  # before the scratch folder, which lives in the writer's
-    runs = PairRuns(ctx.scratch_dir("pair-runs"))  # pairs go to sorted runs as they are found
+    # pairs go to sorted runs as they are found
+    runs = PairRuns(ctx.scratch_dir("pair-runs"), (i for sl in slices.values() for i in sl.ids))
     try:
         graphs = mine_entity_graphs(ctx, {lang: sl for lang, sl in slices.items() if lang in mine_in})
         ctx.extra["entity_graph_pairs"] = sum(len(g) for g in graphs.values())
@@ -308,11 +309,13 @@ def run(ctx: StageContext) -> None:
         total = sum(len(s.ids) for s in slices.values())
         graphml = ctx.config.pairs.graphml
         paired: set[str] | None = set() if graphml and total > GRAPHML_ALL_ARTICLES else None
-        for p in runs.unique():  # the same two articles found by both methods: the first by rank (entity graph)
+        for table in runs.unique():  # the same two articles found by both methods: the first by rank (entity graph)
             if paired is not None:
-                paired.update((p.article_a, p.article_b))
-            if not out.has(p.id):
-                out.add(p)
+                paired.update(table.column("article_a").to_pylist())
+                paired.update(table.column("article_b").to_pylist())
+            if out.resumed:  # pairs a killed run already stored
+                table = table.filter([not out.has(i) for i in table.column("id").to_pylist()])
+            out.add_table(table)
         if runs.duplicates:
             ctx.skip("duplicate-pair", runs.duplicates)
         if runs.runs:
