@@ -5,25 +5,25 @@ rank: where the same two articles were found more than once (an entity-graph pai
 first in (rank, order found) is kept, the rule of the stage when it held every pair in one list in rank order.
 
 Memory: ``run_rows`` pairs are buffered; a full buffer becomes one Arrow table of the stage's record schema
-(columns read off the records, no ``model_dump`` per pair) plus two integer keys: the pair of articles as one
-int64 (their rows among the stage's article ids, ``IdRows``) and (rank, order found) as another. It is sorted by
-those keys with numpy, its own repeats dropped, and written as one Arrow run to ``folder`` (the stage's scratch
-folder, cleared by the next run and by the commit). ``unique`` merges the runs a record batch per run at a time:
-every run's rows up to the smallest key any run has not read past are sorted together (numpy) and handed out
-as one Arrow table, so no pair becomes a Python object again and the stage writer takes the tables as they are
-(``ShardWriter.add_table``). A stage whose pairs fit in one buffer never touches the disk.
+(columns read off the records, no ``model_dump`` per pair) plus (rank, order found) as one int64, sorted by
+(article_a, article_b, rank, order) in Arrow, its own repeats dropped, and written as one Arrow run to ``folder`` (the
+stage's scratch folder, cleared by the next run and by the commit). ``unique`` merges the runs a record batch per
+run at a time: every run's rows up to the smallest last pair any run has read are final; they are sorted together
+(Arrow) and handed out as one table, so no pair becomes a Python object again and the stage writer takes the
+tables as they are (``ShardWriter.add_table``). A stage whose pairs fit in one buffer never touches the disk.
 """
 from __future__ import annotations
 
 import shutil
+from bisect import bisect_right
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
+from operator import attrgetter, itemgetter
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from babelrag.construct.vectorfile import IdRows
 from babelrag.parquet_io import arrow_schema
 from babelrag.records import ArticlePair
 
@@ -31,19 +31,18 @@ from babelrag.records import ArticlePair
 RUN_ROWS = 10_000
 _BATCH = 2048  # rows per record batch in a run file (what the merge holds per run)
 _ORDER_BITS = 40  # (rank, order found) as one int64: rank << 40 | order
-_KEY, _RANK_ORDER = "_pair", "_rank_order"
+_RANK_ORDER = "_rank_order"
+_SORT = [("article_a", "ascending"), ("article_b", "ascending"), (_RANK_ORDER, "ascending")]
 
 
 class PairRuns:
     """Pairs in sorted runs; ``unique()`` gives each pair of articles once, the first found by rank."""
 
-    def __init__(self, folder: Path, articles: Iterable[str], run_rows: int | None = None) -> None:
+    def __init__(self, folder: Path, run_rows: int | None = None) -> None:
         self.folder = folder
         self.run_rows = run_rows or RUN_ROWS
         self.added: Counter[str] = Counter()  # pairs handed in, per method
         self.duplicates = 0  # pairs left out by unique(): the same two articles found before
-        ids = list(articles)
-        self._articles = IdRows(ids, np.arange(len(ids), dtype=np.int64))
         self._buffer: list[ArticlePair] = []
         self._ranks: list[int] = []
         self._runs: list[Path] = []
@@ -67,7 +66,7 @@ class PairRuns:
         return lambda pair: self.add(pair, rank)
 
     def unique(self) -> Iterator[Any]:
-        """Every pair handed in as Arrow tables of ``ArticlePair``'s schema, in the order of the two articles' rows,
+        """Every pair handed in as Arrow tables of ``ArticlePair``'s schema, in (article_a, article_b) order,
         the first by (rank, order) where two articles were paired more than once (the others are counted in
         ``duplicates``)."""
         if not self._runs:
@@ -84,9 +83,9 @@ class PairRuns:
                 pending = [run for run in runs if run.left]
                 if not pending:
                     return
-                # nothing a run has not read yet sorts before the smallest last key read: all up to it is final
+                # nothing a run has not read yet sorts before the smallest last pair read: all up to it is final
                 unread = [run.last_key for run in pending if run.more]
-                upto = min(unread) if unread else np.iinfo(np.int64).max
+                upto = min(unread) if unread else None
                 table = _concat([run.take_upto(upto) for run in pending])
                 table = self._first_per_pair(table)
                 if table.num_rows:
@@ -113,58 +112,58 @@ class PairRuns:
         self._runs.append(path)
 
     def _sorted_table(self) -> Any:
-        """The buffer as one table with its keys, sorted by them, one row per pair of articles; the buffer emptied."""
+        """The buffer as one table with its (rank, order), sorted, one row per pair of articles; the buffer emptied."""
         import pyarrow as pa
 
         pairs, ranks = self._buffer, self._ranks
         self._buffer, self._ranks = [], []
         order = np.arange(self._order, self._order + len(pairs), dtype=np.int64)
         self._order += len(pairs)
-        rows = self._article_rows([p.article_a for p in pairs] + [p.article_b for p in pairs])
-        key = rows[:len(pairs)] * max(1, len(self._articles)) + rows[len(pairs):]
         rank_order = (np.asarray(ranks, dtype=np.int64) << _ORDER_BITS) | order
-        columns = _record_columns(pairs, self._schema)
-        columns += [pa.array(key), pa.array(rank_order)]
-        table = pa.Table.from_arrays(columns, schema=self._schema.append(pa.field(_KEY, pa.int64()))
-                                     .append(pa.field(_RANK_ORDER, pa.int64())))
-        return self._first_per_pair(table)
+        columns = _record_columns(pairs, self._schema) + [pa.array(rank_order)]
+        return self._first_per_pair(pa.Table.from_arrays(
+            columns, schema=self._schema.append(pa.field(_RANK_ORDER, pa.int64()))))
 
     def _first_per_pair(self, table: Any) -> Any:
-        """``table`` sorted by (pair, rank and order), only the first row of each pair (the rest counted)."""
-        if not table.num_rows:
-            return table
-        key = table.column(_KEY).to_numpy()
-        by = np.lexsort((table.column(_RANK_ORDER).to_numpy(), key))
-        first = np.ones(len(by), dtype=bool)
-        first[1:] = key[by[1:]] != key[by[:-1]]
-        self.duplicates += int(len(by) - first.sum())
-        return table.take(by[first])
+        """``table`` sorted by (article_a, article_b, rank and order), the first row of each pair (the rest counted)."""
+        import pyarrow.compute as pc
 
-    def _article_rows(self, ids: list[str]) -> np.ndarray:
-        wanted = np.asarray(ids, dtype=object)
-        known, rows = self._articles.find(wanted)
-        if not known.all():
-            missing = wanted[~known][0]
-            raise ValueError(f"a pair names article {missing!r}, which is not among the stage's articles")
-        return rows
+        if table.num_rows < 2:
+            return table
+        table = table.take(pc.sort_indices(table, sort_keys=_SORT))
+        a, b = table.column("article_a"), table.column("article_b")
+        n = table.num_rows
+        repeat = pc.and_(pc.equal(a.slice(1), a.slice(0, n - 1)), pc.equal(b.slice(1), b.slice(0, n - 1)))
+        first = np.ones(n, dtype=bool)
+        first[1:] = ~repeat.to_numpy(zero_copy_only=False)
+        self.duplicates += int(n - first.sum())
+        return table.filter(first)
 
 
 def _record_columns(records: list[Any], schema: Any) -> list[Any]:
-    """The columns ``write_records`` would write for these records, read off their attributes (the fields'
-    values as they are, as ``model_dump`` gives them for ``ArticlePair``'s field types), one Arrow array each."""
+    """The columns ``write_records`` would write for these records, read off the models' field values (as they are:
+    what ``model_dump`` gives for ``ArticlePair``'s field types), one Arrow array each; the values are taken and
+    transposed in C (``itemgetter``, ``zip``), not by a Python loop per column."""
     import pyarrow as pa
 
     columns = []
-    for field in schema:
-        values = [getattr(r, field.name) for r in records]
+    for field, values in zip(schema, _transposed(records, schema.names)):
         if pa.types.is_struct(field.type):
             subfields = list(field.type)
+            nested = _transposed(values, [sub.name for sub in subfields])
             columns.append(pa.StructArray.from_arrays(
-                [pa.array([getattr(v, sub.name) for v in values], type=sub.type) for sub in subfields],
-                fields=subfields))
+                [pa.array(sub_values, type=sub.type) for sub, sub_values in zip(subfields, nested)], fields=subfields))
         else:
             columns.append(pa.array(values, type=field.type))
     return columns
+
+
+def _transposed(models: Any, names: list[str]) -> list[tuple[Any, ...]]:
+    """The field ``names`` of pydantic models as one tuple of values per field."""
+    if not len(models):
+        return [() for _ in names]
+    rows = map(itemgetter(*names), map(attrgetter("__dict__"), models))
+    return list(zip(*rows)) if len(names) > 1 else [tuple(value for value in rows)]
 
 
 def _concat(tables: list[Any]) -> Any:
@@ -183,7 +182,7 @@ class _RunReader:
         self._reader = pa.ipc.open_file(self._source)
         self._next = 0
         self._batch: Any = None
-        self._keys = np.zeros(0, dtype=np.int64)
+        self._keys: list[tuple[str, str]] = []  # the batch's (article_a, article_b)
         self._at = 0
 
     @property
@@ -197,27 +196,29 @@ class _RunReader:
         return len(self._keys) - self._at
 
     @property
-    def last_key(self) -> int:
-        return int(self._keys[-1])
+    def last_key(self) -> tuple[str, str]:
+        return self._keys[-1]
 
     def fill(self) -> None:
         """Read the next batch where every row read was handed out."""
         while not self.left and self.more:
             self._batch = self._reader.get_batch(self._next)
             self._next += 1
-            self._keys = self._batch.column(_KEY).to_numpy()
+            self._keys = list(zip(self._batch.column("article_a").to_pylist(),
+                                  self._batch.column("article_b").to_pylist()))
             self._at = 0
 
-    def take_upto(self, key: int) -> Any:
+    def take_upto(self, key: tuple[str, str] | None) -> Any:
+        """The rows read whose pair is ``key`` or before it (None: all)."""
         import pyarrow as pa
 
-        end = self._at + int(np.searchsorted(self._keys[self._at:], key, side="right"))
+        end = len(self._keys) if key is None else bisect_right(self._keys, key, self._at)
         rows = pa.Table.from_batches([self._batch.slice(self._at, end - self._at)])
         self._at = end
         return rows
 
     def close(self) -> None:
-        self._batch, self._keys = None, np.zeros(0, dtype=np.int64)
+        self._batch, self._keys = None, []
         self._source.close()
 
 

@@ -285,8 +285,7 @@ def run(ctx: StageContext) -> None:
             ctx.note("no-title-entities")  # still a dense-retrieval candidate
     mine_in = same_language_scope(ctx, sorted(slices))
     out = ctx.output(shard_size=5000)  # before the scratch folder, which lives in the writer's
-    # pairs go to sorted runs as they are found
-    runs = PairRuns(ctx.scratch_dir("pair-runs"), (i for sl in slices.values() for i in sl.ids))
+    runs = PairRuns(ctx.scratch_dir("pair-runs"))  # pairs go to sorted runs as they are found
     try:
         graphs = mine_entity_graphs(ctx, {lang: sl for lang, sl in slices.items() if lang in mine_in})
         ctx.extra["entity_graph_pairs"] = sum(len(g) for g in graphs.values())

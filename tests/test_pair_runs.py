@@ -37,12 +37,8 @@ def _found() -> list[tuple[ArticlePair, int]]:
     return out
 
 
-def _articles() -> list[str]:
-    return sorted({a for pair, _ in _found() for a in (pair.article_a, pair.article_b)}, reverse=True)
-
-
 def _unique(tmp_path: Path, run_rows: int) -> tuple[list[ArticlePair], int, int]:
-    runs = PairRuns(tmp_path / f"runs-{run_rows}", _articles(), run_rows=run_rows)
+    runs = PairRuns(tmp_path / f"runs-{run_rows}", run_rows=run_rows)
     for pair, rank in _found():
         runs.add(pair, rank)
     kept = [ArticlePair.model_validate(row) for table in runs.unique() for row in table.to_pylist()]
@@ -59,7 +55,7 @@ def test_runs_on_disk_keep_what_one_buffer_keeps(tmp_path):
     assert [p.model_dump() for p in spilled] == [p.model_dump() for p in in_memory]
     assert dup_spilled == dup_memory == 13 + 1  # 13 article pairs found by both methods, a06-b06 twice by one
     keys = [(p.article_a, p.article_b) for p in in_memory]
-    assert len(keys) == len(set(keys))
+    assert keys == sorted(set(keys))
     # the rule of one list in rank order: the first found of the best rank, whatever the runs
     first: dict[tuple[str, str], ArticlePair] = {}
     for pair, _ in sorted(_found(), key=lambda found: found[1]):
@@ -121,3 +117,35 @@ def test_spilled_runs_give_the_in_memory_bytes_and_a_killed_run_leaves_no_output
     assert (store.stage_dir("pairs") / RECORDS_FILE).read_bytes() == spilled
     assert again.output_fingerprint == manifest.output_fingerprint
     assert again.counts["skipped"] == manifest.counts["skipped"] and again.counts["out"] == manifest.counts["out"]
+
+
+@pytest.mark.parametrize("run_rows,batch", [(97, 5), (1000, 7), (100_000, 2048)])
+def test_merge_of_many_runs_read_a_few_rows_at_a_time_keeps_the_first_by_rank(tmp_path, monkeypatch, run_rows, batch):
+    """Random pairs among few articles (most found several times, by several methods), runs read back a few rows
+    per batch: the merge hands out what one list in rank order keeps, each pair of articles once."""
+    import random
+
+    monkeypatch.setattr(pair_runs, "_BATCH", batch)
+    rng = random.Random(run_rows)
+    names = [f"art-{n}" for n in range(40)] + ["é-1", "z", "a|b"]
+    found = []
+    for n in range(3000):
+        a, b = rng.sample(names, 2)
+        method = rng.choice(["entity_graph", "dense", "hybrid"])
+        found.append((_pair(method, a, b, round(rng.random(), 6)), rng.randint(0, 2)))
+    runs = PairRuns(tmp_path / "runs", run_rows=run_rows)
+    for pair, rank in found:
+        runs.add(pair, rank)
+    tables = list(runs.unique())
+    kept = [row for table in tables for row in table.to_pylist()]
+    assert [(r["article_a"], r["article_b"]) for r in kept] == sorted({(r["article_a"], r["article_b"]) for r in kept})
+    assert runs.runs == (0 if run_rows > 3000 else -(-3000 // run_rows))
+    first: dict[tuple[str, str], ArticlePair] = {}
+    for pair, _ in sorted(found, key=lambda item: item[1]):
+        first.setdefault((pair.article_a, pair.article_b), pair)
+    assert sorted(kept, key=lambda r: r["id"]) == sorted((p.model_dump() for p in first.values()),
+                                                         key=lambda r: r["id"])
+    assert runs.duplicates == 3000 - len(first)
+    assert all(t.schema.names == list(ArticlePair.model_fields) for t in tables)
+    runs.close()
+
