@@ -346,14 +346,15 @@ def main() -> None:
                 if round_ > 1:
                     res = run_stage(build, data, "exact", force=True)
                     _, bound_cpu, _ = exact_bound(days, langs, vecs)
-                line += (f"\n    round {round_}: stage {res['cpu']:.2f} s CPU, bound {bound_cpu:.2f} s CPU, ratio "
-                         f"{res['cpu'] / bound_cpu:.2f}x; load {os.getloadavg()[0]:.1f}")
+                line += (f"\n    round {round_}: stage {res['cpu']:.2f} s CPU (peak RSS {res['rss_mb']:.0f} MB), bound "
+                         f"{bound_cpu:.2f} s CPU, ratio {res['cpu'] / bound_cpu:.2f}x; load {os.getloadavg()[0]:.1f}")
                 if args.baseline:
                     base = run_stage(build, data, "exact", force=True, checkout=args.baseline)
                     _, base_bound, _ = exact_bound(days, langs, vecs)
                     alike = (base["digest"], base["output_fingerprint"]) == (res["digest"], res["output_fingerprint"])
                     same = "same pairs and output fingerprint" if alike else "PAIRS DIFFER"
-                    line += (f"; baseline {base['cpu']:.2f} s CPU, bound {base_bound:.2f} s CPU, ratio "
+                    line += (f"; baseline {base['cpu']:.2f} s CPU (peak RSS {base['rss_mb']:.0f} MB), bound "
+                             f"{base_bound:.2f} s CPU, ratio "
                              f"{base['cpu'] / base_bound:.2f}x ({same}, load {os.getloadavg()[0]:.1f})")
                     if not alike:
                         raise SystemExit(line)
