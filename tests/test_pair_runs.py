@@ -149,3 +149,46 @@ def test_merge_of_many_runs_read_a_few_rows_at_a_time_keeps_the_first_by_rank(tm
     assert all(t.schema.names == list(ArticlePair.model_fields) for t in tables)
     runs.close()
 
+
+
+@pytest.mark.skipif(not (SAMPLE / "articles.jsonl").exists(), reason="sample corpus missing")
+def test_a_run_killed_after_writing_shards_resumes_without_writing_its_pairs_twice(tmp_path, monkeypatch):
+    """The stage writer takes the merged pairs as tables; a run that dies after some became shards leaves them for
+    the re-run, which leaves those pairs out (``has``) and commits the bytes of an uninterrupted run."""
+    from babelrag.shards import ShardWriter
+
+    raw = _config(tmp_path / "b")
+    Pipeline(config_from_dict(raw)).run(until="index")
+    store = BuildStore(tmp_path / "b")
+    monkeypatch.setattr(pair_runs, "RUN_ROWS", 3)
+    monkeypatch.setattr(pair_runs, "_BATCH", 2)  # many small tables out of the merge
+    add_table = ShardWriter.add_table
+    calls = []
+
+    def dying_add_table(self, table):
+        calls.append(table.num_rows)
+        if len(calls) == 3:
+            raise Killed()
+        add_table(self, table)
+        self.flush()  # each table its own shard, kept for the re-run
+
+    monkeypatch.setattr(ShardWriter, "add_table", dying_add_table)
+    with pytest.raises(Killed):
+        Pipeline(config_from_dict(raw)).run(until="pairs")
+    assert len(list(store.partial_dir("pairs").glob("shard-*.records.parquet"))) == 2
+    handed: list[int] = []
+
+    def counting_add_table(self, table):
+        handed.append(table.num_rows)
+        add_table(self, table)
+
+    monkeypatch.setattr(ShardWriter, "add_table", counting_add_table)
+    Pipeline(config_from_dict(raw)).run(until="pairs")
+    manifest = store.manifest("pairs")
+    assert manifest.counts["out"] == sum(calls[:2]) + sum(handed)  # the resumed pairs were not handed over again
+    resumed = (store.stage_dir("pairs") / RECORDS_FILE).read_bytes()
+    monkeypatch.setattr(ShardWriter, "add_table", add_table)
+    monkeypatch.setattr(pair_runs, "RUN_ROWS", 1_000_000)
+    Pipeline(config_from_dict(raw)).run(until="pairs", force=["pairs"])  # uninterrupted, one buffer
+    assert store.manifest("pairs").counts["out"] == manifest.counts["out"]
+    assert (store.stage_dir("pairs") / RECORDS_FILE).read_bytes() == resumed
