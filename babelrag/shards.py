@@ -9,14 +9,16 @@ import json
 import os
 import shutil
 import time
+from collections.abc import Iterable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
+import numpy as np
 from pydantic import BaseModel
 
 from babelrag.atomic import atomic_write_text
 from babelrag.failed_items import is_retryable
-from babelrag.parquet_io import arrow_schema, iter_column, write_records
+from babelrag.parquet_io import arrow_schema, iter_column, write_records, write_tables
 from babelrag.records import ErrorRecord
 from babelrag.sorted_merge import merge_sorted_files
 
@@ -37,7 +39,8 @@ class ShardWriter:
     as *failed* (``babelrag.failed_items``) counts as done only within the run that failed it; ``add``/``add_error``
     buffer, and every ``shard_size`` items (or ``flush_seconds``) a shard file is renamed into place.
     Each shard is sorted by id; ``finish`` merges them into the stage's final files without loading
-    them. Only the ids are kept in memory (for ``has``).
+    them. Only the ids are kept in memory (for ``has``), as sorted bytes once written (``StoredIds``).
+    A stage that holds its records as Arrow columns hands them over as tables (``add_table``).
     """
 
     def __init__(self, folder: Path, model: type[M], fingerprint: str, shard_size: int = 200,
@@ -62,14 +65,18 @@ class ShardWriter:
             if not orphan.with_name(orphan.name.replace(".errors.", ".records.")).exists():
                 orphan.unlink()
         self._records: list[BaseModel] = []
+        self._tables: list[Any] = []  # Arrow tables of ``model``'s schema (add_table), written after the records
+        self._table_rows = 0
         self._errors: list[ErrorRecord] = []
-        self._done: set[str] = set()
+        self._done = StoredIds()
         self.resumed = 0
         for shard in self._shards("records"):
             self._done.update(iter_column(shard, "id"))
+            self._done.freeze()
         for shard in self._shards("errors"):  # a failed item (endpoint trouble) is not done: retried
             self._done.update(i for i, r in zip(iter_column(shard, "item_id"), iter_column(shard, "reason"))
                               if not is_retryable(r))
+            self._done.freeze()
         self.resumed = len(self._done)
         self._next_shard = len(self._shards("records")) + 1
         self._last_flush = time.monotonic()
@@ -92,13 +99,21 @@ class ShardWriter:
         self._records.append(record)
         self._maybe_flush()
 
+    def add_table(self, table: Any) -> None:
+        """Records as an Arrow table of the writer's schema (the columns ``add`` would write for them): no record
+        object per row. Like ``add``, it does not look at ``has``: leave out stored ids before."""
+        self._done.update(table.column("id").to_pylist())
+        self._tables.append(table)
+        self._table_rows += table.num_rows
+        self._maybe_flush()
+
     def add_error(self, error: ErrorRecord) -> None:
         self._done.add(error.item_id)
         self._errors.append(error)
         self._maybe_flush()
 
     def _maybe_flush(self) -> None:
-        pending = len(self._records) + len(self._errors)
+        pending = len(self._records) + self._table_rows + len(self._errors)
         if pending >= self.shard_size or (
             pending and time.monotonic() - self._last_flush > self.flush_seconds
         ):
@@ -107,16 +122,30 @@ class ShardWriter:
     def flush(self) -> None:
         """Write buffered items as one shard pair, each sorted by id (stable: a later duplicate stays
         later); the records file is renamed last (commit point)."""
-        if not self._records and not self._errors:
+        if not self._records and not self._tables and not self._errors:
             return
         stem = f"shard-{self._next_shard:06d}"
         errors = sorted(self._errors, key=lambda e: e.item_id)
-        records = sorted(self._records, key=lambda r: r.id)  # type: ignore[attr-defined]
         write_records(self.folder / f"{stem}.errors.parquet", errors, ErrorRecord)
-        write_records(self.folder / f"{stem}.records.parquet", records, self.model)
+        if self._tables:
+            write_tables(self.folder / f"{stem}.records.parquet", self._schema, [self._sorted_tables()])
+        else:
+            records = sorted(self._records, key=lambda r: r.id)  # type: ignore[attr-defined]
+            write_records(self.folder / f"{stem}.records.parquet", records, self.model)
         self._next_shard += 1
-        self._records, self._errors = [], []
+        self._records, self._tables, self._table_rows, self._errors = [], [], 0, []
+        self._done.freeze()
         self._last_flush = time.monotonic()
+
+    def _sorted_tables(self) -> Any:
+        """The buffered records and tables as one table sorted by id (stable, records first)."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        records = [pa.Table.from_pylist([r.model_dump() for r in self._records], schema=self._schema)]
+        table = pa.concat_tables(records + [t.select(self._schema.names).cast(self._schema) for t in self._tables])
+        # Arrow sorts strings by their UTF-8 bytes (the order of Python's str sort), stably like ``sorted``
+        return table.take(pc.sort_indices(table, sort_keys=[("id", "ascending")]))
 
     def finish(self, dest: Path) -> tuple[int, int]:
         """Write ``records.parquet`` and ``errors.parquet`` into ``dest``: every record and error of
@@ -129,6 +158,53 @@ class ShardWriter:
                                    work, exclude=iter_column(dest / RECORDS_FILE, "id"))
         self.count_out, self.count_errors = n_out, n_err
         return n_out, n_err
+
+
+class StoredIds:
+    """The ids a writer stored, for ``has``: those since the last shard in a set, the written ones as sorted
+    UTF-8 bytes in a few numpy arrays (each about the ids' length a row, against ~90 bytes for a Python string
+    in a set), merged as they grow so that a lookup searches a handful."""
+
+    def __init__(self) -> None:
+        self._recent: set[str] = set()
+        self._levels: list[np.ndarray] = []
+
+    def __contains__(self, item_id: str) -> bool:
+        return item_id in self._recent or self._written(item_id)
+
+    def __len__(self) -> int:
+        return sum(len(level) for level in self._levels) + sum(1 for i in self._recent if not self._written(i))
+
+    def _written(self, item_id: str) -> bool:
+        key = item_id.encode()
+        for level in self._levels:
+            at = int(np.searchsorted(level, key))
+            if at < len(level) and level[at] == key:
+                return True
+        return False
+
+    def add(self, item_id: str) -> None:
+        self._recent.add(item_id)
+
+    def update(self, ids: Iterable[str]) -> None:
+        self._recent.update(ids)
+
+    def freeze(self) -> None:
+        """Move the recent ids into the sorted arrays (those already there once are not added again)."""
+        if not self._recent:
+            return
+        new = np.unique(np.array([i.encode() for i in self._recent], dtype=bytes))
+        self._recent = set()
+        for level in self._levels:
+            at = np.minimum(np.searchsorted(level, new), len(level) - 1)
+            new = new[level[at] != new]
+        if not len(new):
+            return
+        self._levels.append(new)
+        # merge while the newer array is at least a quarter of the one before: O(log n) arrays
+        while len(self._levels) > 1 and 4 * len(self._levels[-1]) >= len(self._levels[-2]):
+            last = self._levels.pop()
+            self._levels[-1] = np.sort(np.concatenate([self._levels[-1], last]))
 
 
 def _partial_meta(fingerprint: str) -> dict:

@@ -17,8 +17,13 @@ at most ``--milvus-max`` articles. ``--hybrid-score title`` also runs the stage 
 file written, then reused) and prints its peak RSS against the passage score's. ``--hnsw`` starts a Milvus server (PyPI ``milvus``), stores the largest
 corpus's vectors under HNSW and prints recall@k of its windowed searches against the exact search.
 
+``--repeat N`` runs the stage and the bound N times per corpus (one ratio per round); ``--baseline DIR`` also runs
+another checkout's stage (DIR/.venv, e.g. main's) on the same build in each round, with its own bound measured
+right after it, and stops unless it wrote the same pairs.
+
     python bench/bench_pairs_scale.py [--sizes 10000 100000] [--per-day 550] [--dense 12000] [--dense-days 12]
         [--dim 384] [--milvus] [--milvus-max 12000] [--hnsw] [--hybrid-score title] [--keep DIR]
+        [--repeat N] [--baseline DIR]
 """
 from __future__ import annotations
 
@@ -153,10 +158,15 @@ def stage_child(cfg_path: str, force: str) -> None:
                       "pairs": n, "read_seconds": search.get("read_seconds"), "digest": digest.hexdigest()}))
 
 
-def run_stage(build: Path, data: Path, search: str, force: bool, hybrid_score: str = "passage") -> dict:
+def run_stage(build: Path, data: Path, search: str, force: bool, hybrid_score: str = "passage",
+              checkout: Path | None = None) -> dict:
+    """The stage in a fresh process; ``checkout``: another checkout's stage (its ``.venv`` and this script there)."""
     cfg_path = build.parent / f"{build.name}-{search}-{hybrid_score}.json"
     cfg_path.write_text(json.dumps(config(build, data, search, hybrid_score)))
-    proc = subprocess.run([sys.executable, __file__, "--child", str(cfg_path), "yes" if force else "no"],
+    python, script = sys.executable, __file__
+    if checkout is not None:
+        python, script = str(checkout / ".venv" / "bin" / "python"), str(checkout / "bench" / Path(__file__).name)
+    proc = subprocess.run([python, script, "--child", str(cfg_path), "yes" if force else "no"],
                           capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
     if proc.returncode != 0:
         raise SystemExit(f"pairs stage failed ({search}):\n{proc.stderr[-3000:]}")
@@ -296,6 +306,12 @@ def main() -> None:
     ap.add_argument("--hnsw", action="store_true", help="recall@k of HNSW on a Milvus server (PyPI milvus)")
     ap.add_argument("--hnsw-ef", type=int, nargs="+", default=[64], help="HNSW search ef values to measure")
     ap.add_argument("--keep", type=Path, default=None, help="build folder to keep (default: a temporary one)")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="run the stage and the bound this many times per corpus, one after the other (a shared box's "
+                         "load moves CPU seconds too): one ratio per round")
+    ap.add_argument("--baseline", type=Path, default=None,
+                    help="another checkout (with its .venv, e.g. main's): its stage runs on the same build in every "
+                         "round, right after this one's, and must write the same pairs")
     ap.add_argument("--hybrid-score", choices=["passage", "title"], default="passage",
                     help="title: also run the stage with pairs.hybrid_score title (its titles file written, then "
                          "reused) and print its peak RSS against the passage score's")
@@ -326,6 +342,22 @@ def main() -> None:
                     f"bound {bound:.2f} s wall / {bound_cpu:.2f} s CPU; ratio {res['seconds'] / bound:.2f}x wall, "
                     f"{res['cpu'] / bound_cpu:.2f}x CPU; {products:,} query x candidate products, "
                     f"{bound_cpu / products * 1e9:.0f} ns CPU each in the bound  [ingest+index {prep:.0f} s, not timed]")
+            for round_ in range(1, args.repeat + 1) if args.repeat > 1 or args.baseline else ():
+                if round_ > 1:
+                    res = run_stage(build, data, "exact", force=True)
+                    _, bound_cpu, _ = exact_bound(days, langs, vecs)
+                line += (f"\n    round {round_}: stage {res['cpu']:.2f} s CPU (peak RSS {res['rss_mb']:.0f} MB), bound "
+                         f"{bound_cpu:.2f} s CPU, ratio {res['cpu'] / bound_cpu:.2f}x; load {os.getloadavg()[0]:.1f}")
+                if args.baseline:
+                    base = run_stage(build, data, "exact", force=True, checkout=args.baseline)
+                    _, base_bound, _ = exact_bound(days, langs, vecs)
+                    alike = (base["digest"], base["output_fingerprint"]) == (res["digest"], res["output_fingerprint"])
+                    same = "same pairs and output fingerprint" if alike else "PAIRS DIFFER"
+                    line += (f"; baseline {base['cpu']:.2f} s CPU (peak RSS {base['rss_mb']:.0f} MB), bound "
+                             f"{base_bound:.2f} s CPU, ratio "
+                             f"{base['cpu'] / base_bound:.2f}x ({same}, load {os.getloadavg()[0]:.1f})")
+                    if not alike:
+                        raise SystemExit(line)
             if args.milvus and n <= args.milvus_max:
                 mil = run_stage(build, data, "milvus", force=True)
                 same = "same pairs" if mil["digest"] == res["digest"] else "PAIRS DIFFER"

@@ -3,19 +3,26 @@
 The miners (entity graph, cross-language dense, same-language hybrid) hand every pair to ``PairRuns.add`` with a
 rank: where the same two articles were found more than once (an entity-graph pair the hybrid found too), the
 first in (rank, order found) is kept, the rule of the stage when it held every pair in one list in rank order.
-Memory: ``run_rows`` pairs are buffered; a full buffer is sorted by (article_a, article_b, rank, order) and
-written as one Arrow run to ``folder`` (the stage's scratch folder, cleared by the next run and by the commit),
-and ``unique`` merges the runs holding one record batch per run. A stage whose pairs fit in one buffer never
-touches the disk.
+
+Memory: ``run_rows`` pairs are buffered; a full buffer becomes one Arrow table of the stage's record schema
+(columns read off the records, no ``model_dump`` per pair) plus (rank, order found) as one int64, sorted by
+(article_a, article_b, rank, order) in Arrow, its own repeats dropped, and written as one Arrow run to ``folder`` (the
+stage's scratch folder, cleared by the next run and by the commit). ``unique`` merges the runs a record batch per
+run at a time: every run's rows up to the smallest last pair any run has read are final; they are sorted together
+(Arrow) and handed out as one table, so no pair becomes a Python object again and the stage writer takes the
+tables as they are (``ShardWriter.add_table``). A stage whose pairs fit in one buffer never touches the disk.
 """
 from __future__ import annotations
 
-import heapq
 import shutil
+from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterator
+from operator import attrgetter, itemgetter
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from babelrag.parquet_io import arrow_schema
 from babelrag.records import ArticlePair
@@ -23,8 +30,9 @@ from babelrag.records import ArticlePair
 #: pairs buffered before a sorted run is written (~1 KB each as records)
 RUN_ROWS = 10_000
 _BATCH = 2048  # rows per record batch in a run file (what the merge holds per run)
-
-_Key = tuple[str, str, int, int]  # (article_a, article_b, rank, order found)
+_ORDER_BITS = 40  # (rank, order found) as one int64: rank << 40 | order
+_RANK_ORDER = "_rank_order"
+_SORT = [("article_a", "ascending"), ("article_b", "ascending"), (_RANK_ORDER, "ascending")]
 
 
 class PairRuns:
@@ -35,10 +43,11 @@ class PairRuns:
         self.run_rows = run_rows or RUN_ROWS
         self.added: Counter[str] = Counter()  # pairs handed in, per method
         self.duplicates = 0  # pairs left out by unique(): the same two articles found before
-        self._buffer: list[tuple[_Key, ArticlePair]] = []
+        self._buffer: list[ArticlePair] = []
+        self._ranks: list[int] = []
         self._runs: list[Path] = []
-        self._order = 0
-        self._schema: Any = None
+        self._order = 0  # pairs handed in before the buffer's first
+        self._schema = arrow_schema(ArticlePair)
 
     @property
     def runs(self) -> int:
@@ -46,8 +55,8 @@ class PairRuns:
         return len(self._runs)
 
     def add(self, pair: ArticlePair, rank: int) -> None:
-        self._buffer.append(((pair.article_a, pair.article_b, rank, self._order), pair))
-        self._order += 1
+        self._buffer.append(pair)
+        self._ranks.append(rank)
         self.added[pair.method] += 1
         if len(self._buffer) >= self.run_rows:
             self._spill()
@@ -56,26 +65,38 @@ class PairRuns:
         """``add`` with this rank, for a miner that hands out pairs one at a time."""
         return lambda pair: self.add(pair, rank)
 
-    def unique(self) -> Iterator[ArticlePair]:
-        """Every pair handed in, in (article_a, article_b) order, the first by (rank, order) where two articles
-        were paired more than once (the others are counted in ``duplicates``)."""
-        if self._runs:
-            self._spill()
-            stream: Iterator[tuple[_Key, ArticlePair]] = heapq.merge(*(self._read(run) for run in self._runs))
-        else:
-            self._buffer.sort(key=lambda item: item[0])
-            stream, self._buffer = iter(self._buffer), []
-        last: tuple[str, str] | None = None
-        for key, pair in stream:
-            if key[:2] == last:
-                self.duplicates += 1
-                continue
-            last = key[:2]
-            yield pair
+    def unique(self) -> Iterator[Any]:
+        """Every pair handed in as Arrow tables of ``ArticlePair``'s schema, in (article_a, article_b) order,
+        the first by (rank, order) where two articles were paired more than once (the others are counted in
+        ``duplicates``)."""
+        if not self._runs:
+            table = self._sorted_table()
+            if table.num_rows:
+                yield table.select(self._schema.names)
+            return
+        self._spill()
+        runs = [_RunReader(path) for path in self._runs]
+        try:
+            while True:
+                for run in runs:
+                    run.fill()
+                pending = [run for run in runs if run.left]
+                if not pending:
+                    return
+                # nothing a run has not read yet sorts before the smallest last pair read: all up to it is final
+                unread = [run.last_key for run in pending if run.more]
+                upto = min(unread) if unread else None
+                table = _concat([run.take_upto(upto) for run in pending])
+                table = self._first_per_pair(table)
+                if table.num_rows:
+                    yield table.select(self._schema.names)
+        finally:
+            for run in runs:
+                run.close()
 
     def close(self) -> None:
         """Remove the runs (the folder is the stage's scratch folder)."""
-        self._buffer, self._runs = [], []
+        self._buffer, self._ranks, self._runs = [], [], []
         shutil.rmtree(self.folder, ignore_errors=True)
 
     def _spill(self) -> None:
@@ -83,30 +104,122 @@ class PairRuns:
             return
         import pyarrow as pa
 
-        if self._schema is None:
-            base = arrow_schema(ArticlePair)
-            self._schema = base.append(pa.field("_rank", pa.int64())).append(pa.field("_order", pa.int64()))
-        self._buffer.sort(key=lambda item: item[0])
+        table = self._sorted_table()
         path = self.folder / f"run-{len(self._runs) + 1:06d}.arrow"
         self.folder.mkdir(parents=True, exist_ok=True)
-        with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, self._schema) as writer:
-            for s in range(0, len(self._buffer), _BATCH):
-                rows = [{**pair.model_dump(), "_rank": key[2], "_order": key[3]}
-                        for key, pair in self._buffer[s:s + _BATCH]]
-                writer.write_table(pa.Table.from_pylist(rows, schema=self._schema))
+        with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+            writer.write_table(table, max_chunksize=_BATCH)
         self._runs.append(path)
-        self._buffer = []
 
-    @staticmethod
-    def _read(path: Path) -> Iterator[tuple[_Key, ArticlePair]]:
+    def _sorted_table(self) -> Any:
+        """The buffer as one table with its (rank, order), sorted, one row per pair of articles; the buffer emptied."""
         import pyarrow as pa
 
-        with pa.memory_map(str(path)) as source:
-            reader = pa.ipc.open_file(source)
-            for b in range(reader.num_record_batches):
-                for row in reader.get_batch(b).to_pylist():
-                    key = (row["article_a"], row["article_b"], row.pop("_rank"), row.pop("_order"))
-                    yield key, ArticlePair.model_validate(row)
+        pairs, ranks = self._buffer, self._ranks
+        self._buffer, self._ranks = [], []
+        order = np.arange(self._order, self._order + len(pairs), dtype=np.int64)
+        self._order += len(pairs)
+        rank_order = (np.asarray(ranks, dtype=np.int64) << _ORDER_BITS) | order
+        columns = _record_columns(pairs, self._schema) + [pa.array(rank_order)]
+        return self._first_per_pair(pa.Table.from_arrays(
+            columns, schema=self._schema.append(pa.field(_RANK_ORDER, pa.int64()))))
+
+    def _first_per_pair(self, table: Any) -> Any:
+        """``table`` sorted by (article_a, article_b, rank and order), the first row of each pair (the rest counted)."""
+        import pyarrow.compute as pc
+
+        if table.num_rows < 2:
+            return table
+        table = table.take(pc.sort_indices(table, sort_keys=_SORT))
+        a, b = table.column("article_a"), table.column("article_b")
+        n = table.num_rows
+        repeat = pc.and_(pc.equal(a.slice(1), a.slice(0, n - 1)), pc.equal(b.slice(1), b.slice(0, n - 1)))
+        first = np.ones(n, dtype=bool)
+        first[1:] = ~repeat.to_numpy(zero_copy_only=False)
+        self.duplicates += int(n - first.sum())
+        return table.filter(first)
+
+
+def _record_columns(records: list[Any], schema: Any) -> list[Any]:
+    """The columns ``write_records`` would write for these records, read off the models' field values (as they are:
+    what ``model_dump`` gives for ``ArticlePair``'s field types), one Arrow array each; the values are taken and
+    transposed in C (``itemgetter``, ``zip``), not by a Python loop per column."""
+    import pyarrow as pa
+
+    columns = []
+    for field, values in zip(schema, _transposed(records, schema.names)):
+        if pa.types.is_struct(field.type):
+            subfields = list(field.type)
+            nested = _transposed(values, [sub.name for sub in subfields])
+            columns.append(pa.StructArray.from_arrays(
+                [pa.array(sub_values, type=sub.type) for sub, sub_values in zip(subfields, nested)], fields=subfields))
+        else:
+            columns.append(pa.array(values, type=field.type))
+    return columns
+
+
+def _transposed(models: Any, names: list[str]) -> list[tuple[Any, ...]]:
+    """The field ``names`` of pydantic models as one tuple of values per field."""
+    if not len(models):
+        return [() for _ in names]
+    rows = map(itemgetter(*names), map(attrgetter("__dict__"), models))
+    return list(zip(*rows)) if len(names) > 1 else [tuple(value for value in rows)]
+
+
+def _concat(tables: list[Any]) -> Any:
+    import pyarrow as pa
+
+    return tables[0] if len(tables) == 1 else pa.concat_tables(tables)
+
+
+class _RunReader:
+    """One run file read a record batch at a time, with a cursor into the batch."""
+
+    def __init__(self, path: Path) -> None:
+        import pyarrow as pa
+
+        self._source = pa.memory_map(str(path))
+        self._reader = pa.ipc.open_file(self._source)
+        self._next = 0
+        self._batch: Any = None
+        self._keys: list[tuple[str, str]] = []  # the batch's (article_a, article_b)
+        self._at = 0
+
+    @property
+    def more(self) -> bool:
+        """Batches not read yet."""
+        return self._next < self._reader.num_record_batches
+
+    @property
+    def left(self) -> int:
+        """Rows read and not yet handed out."""
+        return len(self._keys) - self._at
+
+    @property
+    def last_key(self) -> tuple[str, str]:
+        return self._keys[-1]
+
+    def fill(self) -> None:
+        """Read the next batch where every row read was handed out."""
+        while not self.left and self.more:
+            self._batch = self._reader.get_batch(self._next)
+            self._next += 1
+            self._keys = list(zip(self._batch.column("article_a").to_pylist(),
+                                  self._batch.column("article_b").to_pylist()))
+            self._at = 0
+
+    def take_upto(self, key: tuple[str, str] | None) -> Any:
+        """The rows read whose pair is ``key`` or before it (None: all)."""
+        import pyarrow as pa
+
+        end = len(self._keys) if key is None else bisect_right(self._keys, key, self._at)
+        rows = pa.Table.from_batches([self._batch.slice(self._at, end - self._at)])
+        self._at = end
+        return rows
+
+    def close(self) -> None:
+        self._batch, self._keys = None, []
+        self._source.close()
 
 
 __all__ = ["PairRuns", "RUN_ROWS"]

@@ -330,11 +330,13 @@ def run(ctx: StageContext) -> None:
         total = sum(len(s.ids) for s in slices.values())
         graphml = ctx.config.pairs.graphml
         paired: set[str] | None = set() if graphml and total > GRAPHML_ALL_ARTICLES else None
-        for p in runs.unique():  # the same two articles found by both methods: the first by rank (entity graph)
+        for table in runs.unique():  # the same two articles found by both methods: the first by rank (entity graph)
             if paired is not None:
-                paired.update((p.article_a, p.article_b))
-            if not out.has(p.id):
-                out.add(p)
+                paired.update(table.column("article_a").to_pylist())
+                paired.update(table.column("article_b").to_pylist())
+            if out.resumed:  # pairs a killed run already stored
+                table = table.filter([not out.has(i) for i in table.column("id").to_pylist()])
+            out.add_table(table)
         if runs.duplicates:
             ctx.skip("duplicate-pair", runs.duplicates)
         if runs.runs:

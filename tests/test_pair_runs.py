@@ -41,7 +41,7 @@ def _unique(tmp_path: Path, run_rows: int) -> tuple[list[ArticlePair], int, int]
     runs = PairRuns(tmp_path / f"runs-{run_rows}", run_rows=run_rows)
     for pair, rank in _found():
         runs.add(pair, rank)
-    kept = list(runs.unique())
+    kept = [ArticlePair.model_validate(row) for table in runs.unique() for row in table.to_pylist()]
     n_runs = runs.runs
     runs.close()
     assert not (tmp_path / f"runs-{run_rows}").exists()
@@ -56,6 +56,11 @@ def test_runs_on_disk_keep_what_one_buffer_keeps(tmp_path):
     assert dup_spilled == dup_memory == 13 + 1  # 13 article pairs found by both methods, a06-b06 twice by one
     keys = [(p.article_a, p.article_b) for p in in_memory]
     assert keys == sorted(set(keys))
+    # the rule of one list in rank order: the first found of the best rank, whatever the runs
+    first: dict[tuple[str, str], ArticlePair] = {}
+    for pair, _ in sorted(_found(), key=lambda found: found[1]):
+        first.setdefault((pair.article_a, pair.article_b), pair)
+    assert sorted(p.model_dump_json() for p in in_memory) == sorted(p.model_dump_json() for p in first.values())
     by_key = {(p.article_a, p.article_b): p for p in in_memory}
     assert by_key[("a03", "b03")].method == "entity_graph"  # found after the hybrid pair, ranked before it
     assert by_key[("a06", "b06")].score == 1.0  # the first of one method's two
@@ -112,3 +117,78 @@ def test_spilled_runs_give_the_in_memory_bytes_and_a_killed_run_leaves_no_output
     assert (store.stage_dir("pairs") / RECORDS_FILE).read_bytes() == spilled
     assert again.output_fingerprint == manifest.output_fingerprint
     assert again.counts["skipped"] == manifest.counts["skipped"] and again.counts["out"] == manifest.counts["out"]
+
+
+@pytest.mark.parametrize("run_rows,batch", [(97, 5), (1000, 7), (100_000, 2048)])
+def test_merge_of_many_runs_read_a_few_rows_at_a_time_keeps_the_first_by_rank(tmp_path, monkeypatch, run_rows, batch):
+    """Random pairs among few articles (most found several times, by several methods), runs read back a few rows
+    per batch: the merge hands out what one list in rank order keeps, each pair of articles once."""
+    import random
+
+    monkeypatch.setattr(pair_runs, "_BATCH", batch)
+    rng = random.Random(run_rows)
+    names = [f"art-{n}" for n in range(40)] + ["é-1", "z", "a|b"]
+    found = []
+    for n in range(3000):
+        a, b = rng.sample(names, 2)
+        method = rng.choice(["entity_graph", "dense", "hybrid"])
+        found.append((_pair(method, a, b, round(rng.random(), 6)), rng.randint(0, 2)))
+    runs = PairRuns(tmp_path / "runs", run_rows=run_rows)
+    for pair, rank in found:
+        runs.add(pair, rank)
+    tables = list(runs.unique())
+    kept = [row for table in tables for row in table.to_pylist()]
+    assert [(r["article_a"], r["article_b"]) for r in kept] == sorted({(r["article_a"], r["article_b"]) for r in kept})
+    assert runs.runs == (0 if run_rows > 3000 else -(-3000 // run_rows))
+    first: dict[tuple[str, str], ArticlePair] = {}
+    for pair, _ in sorted(found, key=lambda item: item[1]):
+        first.setdefault((pair.article_a, pair.article_b), pair)
+    assert sorted(kept, key=lambda r: r["id"]) == sorted((p.model_dump() for p in first.values()),
+                                                         key=lambda r: r["id"])
+    assert runs.duplicates == 3000 - len(first)
+    assert all(t.schema.names == list(ArticlePair.model_fields) for t in tables)
+    runs.close()
+
+
+
+@pytest.mark.skipif(not (SAMPLE / "articles.jsonl").exists(), reason="sample corpus missing")
+def test_a_run_killed_after_writing_shards_resumes_without_writing_its_pairs_twice(tmp_path, monkeypatch):
+    """The stage writer takes the merged pairs as tables; a run that dies after some became shards leaves them for
+    the re-run, which leaves those pairs out (``has``) and commits the bytes of an uninterrupted run."""
+    from babelrag.shards import ShardWriter
+
+    raw = _config(tmp_path / "b")
+    Pipeline(config_from_dict(raw)).run(until="index")
+    store = BuildStore(tmp_path / "b")
+    monkeypatch.setattr(pair_runs, "RUN_ROWS", 3)
+    monkeypatch.setattr(pair_runs, "_BATCH", 2)  # many small tables out of the merge
+    add_table = ShardWriter.add_table
+    calls = []
+
+    def dying_add_table(self, table):
+        calls.append(table.num_rows)
+        if len(calls) == 3:
+            raise Killed()
+        add_table(self, table)
+        self.flush()  # each table its own shard, kept for the re-run
+
+    monkeypatch.setattr(ShardWriter, "add_table", dying_add_table)
+    with pytest.raises(Killed):
+        Pipeline(config_from_dict(raw)).run(until="pairs")
+    assert len(list(store.partial_dir("pairs").glob("shard-*.records.parquet"))) == 2
+    handed: list[int] = []
+
+    def counting_add_table(self, table):
+        handed.append(table.num_rows)
+        add_table(self, table)
+
+    monkeypatch.setattr(ShardWriter, "add_table", counting_add_table)
+    Pipeline(config_from_dict(raw)).run(until="pairs")
+    manifest = store.manifest("pairs")
+    assert manifest.counts["out"] == sum(calls[:2]) + sum(handed)  # the resumed pairs were not handed over again
+    resumed = (store.stage_dir("pairs") / RECORDS_FILE).read_bytes()
+    monkeypatch.setattr(ShardWriter, "add_table", add_table)
+    monkeypatch.setattr(pair_runs, "RUN_ROWS", 1_000_000)
+    Pipeline(config_from_dict(raw)).run(until="pairs", force=["pairs"])  # uninterrupted, one buffer
+    assert store.manifest("pairs").counts["out"] == manifest.counts["out"]
+    assert (store.stage_dir("pairs") / RECORDS_FILE).read_bytes() == resumed
