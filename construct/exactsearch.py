@@ -341,14 +341,24 @@ def _top_rows(scores: np.ndarray, k: int, rank: np.ndarray,
     counts = np.bincount(rows, minlength=m)
     if counts.min(initial=k) < k:  # NaN scores: no floor holds; the whole-row sort
         return _top_rows_partition(scores, k, rank)
-    pos = np.arange(len(rows)) - (np.cumsum(counts) - counts)[rows]
-    width = int(counts.max())
+    starts = np.cumsum(counts) - counts
+    pos = np.arange(len(rows)) - starts[rows]
+    # a row whose floor many scores tie at (duplicate vectors) is sorted on its own below, so the padded
+    # shortlist stays block x a few k, not block x window
+    width = min(int(counts.max()), SHORTLIST_FACTOR * k)
+    fits = pos < width
+    rows, cols, pos = rows[fits], cols[fits], pos[fits]
     vals = np.full((m, width), -np.inf, dtype=scores.dtype)
     short = np.zeros((m, width), dtype=np.intp)
     ranks = np.full((m, width), np.iinfo(np.int64).max, dtype=np.int64)  # padding sorts after every column
     vals[rows, pos], short[rows, pos], ranks[rows, pos] = scores[rows, cols], cols, rank[cols]
     order = np.lexsort((ranks, -vals), axis=1)[:, :k]
-    return np.take_along_axis(short, order, axis=1), np.take_along_axis(vals, order, axis=1)
+    top, top_vals = np.take_along_axis(short, order, axis=1), np.take_along_axis(vals, order, axis=1)
+    for r in np.flatnonzero(counts > width).tolist():
+        every = np.flatnonzero(scores[r] >= floor[r])
+        best = every[np.lexsort((rank[every], -scores[r, every]))[:k]]
+        top[r], top_vals[r] = best, scores[r, best]
+    return top, top_vals
 
 
 def _top_rows_partition(scores: np.ndarray, k: int, rank: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

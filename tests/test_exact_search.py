@@ -80,6 +80,14 @@ def test_top_rows_shortlist_keeps_the_whole_row_order_with_ties_and_dropped_colu
         assert (cols == want).all()
         assert (vals == np.take_along_axis(want_scores, want, axis=1)).all()
         assert not dropped[cols].any()
+        tied = scores.copy()
+        tied[5] = 0.5  # a whole row tied at its floor: sorted on its own, not padded to the window
+        tied[6, : n // 2] = 0.25
+        want_tied = tied.copy()
+        want_tied[:, dropped] = -np.inf
+        want = np.lexsort((np.broadcast_to(rank, tied.shape), -want_tied), axis=1)[:, :kk]
+        cols, vals = _top_rows(tied, kk, rank, dropped)
+        assert (cols == want).all() and (vals == np.take_along_axis(want_tied, want, axis=1)).all()
         nan = scores.copy()
         nan[3, 0] = np.nan
         assert _top_rows(nan, kk, rank, np.zeros(n, dtype=bool))[0].shape == (37, kk)
