@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from babelrag.config import config_from_dict
-from babelrag.construct.exactsearch import WindowIndex
+from babelrag.construct.exactsearch import WindowIndex, _top_rows
 from babelrag.construct.vectorstore import VectorStore
 from babelrag.pipeline import Pipeline
 from babelrag.store import BuildStore
@@ -60,6 +60,37 @@ def test_ties_go_to_the_smaller_id_whatever_the_block():
         got = index.search(base[:2], top_k=2, languages=["en"])
         assert [[h.id for h in row] for row in got] == [["idj", "idk"], ["idg", "idh"]]
         assert all(h.score == 1.0 for row in got for h in row)
+
+
+@pytest.mark.parametrize("n, k", [(5, 5), (30, 7), (400, 21), (3000, 22)])
+def test_top_rows_shortlist_keeps_the_whole_row_order_with_ties_and_dropped_columns(n, k):
+    """The thresholded top-k gives exactly a full (score desc, rank asc) sort of each row: rounded scores make
+    many ties at the k-th score, dropped columns never come back, a NaN row falls back to the whole-row path."""
+    rng = np.random.default_rng(n + k)
+    rank = rng.permutation(n).astype(np.int64)
+    for decimals in (1, 2, 6):
+        scores = np.round(rng.standard_normal((37, n)), decimals).astype(np.float32)
+        dropped = np.zeros(n, dtype=bool)
+        dropped[rng.choice(n, size=n // 10, replace=False)] = True
+        kk = min(k, n - int(dropped.sum()))
+        want_scores = scores.copy()
+        want_scores[:, dropped] = -np.inf
+        want = np.lexsort((np.broadcast_to(rank, scores.shape), -want_scores), axis=1)[:, :kk]
+        cols, vals = _top_rows(scores.copy(), kk, rank, dropped)
+        assert (cols == want).all()
+        assert (vals == np.take_along_axis(want_scores, want, axis=1)).all()
+        assert not dropped[cols].any()
+        tied = scores.copy()
+        tied[5] = 0.5  # a whole row tied at its floor: sorted on its own, not padded to the window
+        tied[6, : n // 2] = 0.25
+        want_tied = tied.copy()
+        want_tied[:, dropped] = -np.inf
+        want = np.lexsort((np.broadcast_to(rank, tied.shape), -want_tied), axis=1)[:, :kk]
+        cols, vals = _top_rows(tied, kk, rank, dropped)
+        assert (cols == want).all() and (vals == np.take_along_axis(want_tied, want, axis=1)).all()
+        nan = scores.copy()
+        nan[3, 0] = np.nan
+        assert _top_rows(nan, kk, rank, np.zeros(n, dtype=bool))[0].shape == (37, kk)
 
 
 def test_torch_product_gives_the_numpy_hits_and_a_missing_gpu_is_a_clear_error():
