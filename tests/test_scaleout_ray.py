@@ -25,6 +25,16 @@ REAL = Path(__file__).parent / "fixtures" / "realpages"
 EXPECTED = {row["file"]: row for row in json.loads((REAL / "expected.json").read_text(encoding="utf-8"))}
 
 
+@pytest.fixture(scope="module", autouse=True)
+def patient_gcs_start():
+    """Ray waits 30 s for its GCS server to bind a port; on a loaded 2-core box (CI runs two test files at a time)
+    it once took longer and every test of the file errored at setup. A cluster that is slow to start is not what
+    these tests check: give it 180 s (Ray's own setting, read by `ray.init` and by `ray start` children)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("RAY_gcs_server_port_wait_time_s", "180")
+        yield
+
+
 @pytest.fixture(scope="module")
 def ray_cluster(tmp_path_factory):
     """One local Ray cluster (2 CPUs, loopback) for the whole module, stopped at its end."""
