@@ -40,7 +40,8 @@ _WORD = re.compile(rf"[{_LATIN}][{_LATIN}\u0300-\u036f]*")  # combining marks in
 MIN_NAME_LETTERS = 3
 
 
-def _fold(word: str) -> str:
+def fold(word: str) -> str:
+    """Case and diacritics (accents, tone marks, under-dots) folded: "Zürich" and "Zurich" are one word."""
     return "".join(c for c in unicodedata.normalize("NFD", word) if not unicodedata.combining(c)).casefold()
 
 
@@ -53,8 +54,8 @@ def anchors(text: str) -> frozenset[str]:
         out.add("#" + (digits.lstrip("0") or "0"))
     for m in _WORD.finditer(text):
         word = m.group()
-        if word[0].isupper() and len(_fold(word)) >= MIN_NAME_LETTERS:
-            out.add(_fold(word))
+        if word[0].isupper() and len(fold(word)) >= MIN_NAME_LETTERS:
+            out.add(fold(word))
     return frozenset(out)
 
 
@@ -104,8 +105,8 @@ def name_candidates(text: str) -> frozenset[str]:
         long = [m.group() for m in words if len(m.group()) >= 4]
         if len(long) >= 2 and all(w[0].isupper() for w in long) and not _OTHER_SCRIPT.search(sentence):
             continue
-        out.update(_fold(m.group()) for m in words if m.group()[0].isupper()
-                   and len(_fold(m.group())) >= MIN_NAME_LETTERS and _LETTER_OR_DIGIT.search(sentence, 0, m.start()))
+        out.update(fold(m.group()) for m in words if m.group()[0].isupper()
+                   and len(fold(m.group())) >= MIN_NAME_LETTERS and _LETTER_OR_DIGIT.search(sentence, 0, m.start()))
     return frozenset(out)
 
 
@@ -166,4 +167,4 @@ def min_anchor_overlap(cfg, near_best: bool = False) -> float:
 
 
 __all__ = ["DEFAULT_MIN_ANCHOR_OVERLAP", "DEFAULT_MIN_ANCHOR_OVERLAP_NEAR_BEST", "MIN_TIER_MARGIN", "ArticleAnchors",
-           "anchors", "min_anchor_overlap", "name_candidates", "overlap", "pair_overlap", "respelled"]
+           "anchors", "fold", "min_anchor_overlap", "name_candidates", "overlap", "pair_overlap", "respelled"]

@@ -22,6 +22,8 @@ import re
 import unicodedata
 from collections.abc import Callable
 
+from babelrag.construct.pair_anchors import fold
+
 # units after their prefix (m- counting form, k- / ik- ordinal, none): "mẹ́ta" = m + eta = 3
 _YO_UNITS = {"okan": 1, "kan": 1, "eji": 2, "eta": 3, "erin": 4, "arun": 5, "efa": 6, "eje": 7, "ejo": 8,
              "esan": 9, "ewa": 10}
@@ -57,8 +59,7 @@ def _yoruba_value(word: str) -> int | None:
 def _fold(word: str) -> str:
     """Tone marks and under-dots dropped, lower case, letters only, repeated vowels collapsed, the echo syllable of
     90 and 100 dropped ("àádọ́rùn-ún", "ọgọ́rùn-ún")."""
-    bare = "".join(c for c in unicodedata.normalize("NFD", word) if not unicodedata.combining(c)).casefold()
-    return re.sub(r"unun$", "un", re.sub(r"([aeiou])\1+", r"\1", re.sub(r"[^a-z]", "", bare)))
+    return re.sub(r"unun$", "un", re.sub(r"([aeiou])\1+", r"\1", re.sub(r"[^a-z]", "", fold(word))))
 
 
 def yoruba_numbers(text: str) -> set[int]:
