@@ -325,14 +325,15 @@ def article_pairs(ctx: StageContext, store: Any, docs: DocTable, pivot: str,
             candidates.add(docs.row(q.id), docs.row(en.id), score, margin is not None and best)
     scores = candidates.scores(ctx, store, docs)
     report_candidates(ctx, scores, threshold)
-    tier = anchor_tier(ctx, candidates.docs_of(docs), scores, candidates.strict(), threshold)
+    entries = candidates.docs_of(docs)
+    tier = anchor_tier(ctx, entries, scores, candidates.strict(), threshold)
     keep = scores >= threshold
     keep[sorted(tier)] = True
     below = len(keep) - int(np.count_nonzero(keep))
     if below:
         ctx.skip(f"dense-below-{threshold_key(cfg).replace('_', '-')}", below)
     for n in np.flatnonzero(keep).tolist():
-        q, en = candidates.docs_of(docs)(n)
+        q, en = entries(n)
         emit(_make_pair(q, en, float(scores[n])))
 
 
