@@ -8,6 +8,7 @@ import signal
 import tempfile
 import threading
 import time
+import warnings
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -36,14 +37,30 @@ def patient_gcs_start():
 
 
 @pytest.fixture(scope="module")
-def ray_cluster(tmp_path_factory):
-    """One local Ray cluster (2 CPUs, loopback) for the whole module, stopped at its end."""
+def ray_cluster():
+    """One local Ray cluster (2 CPUs, loopback) for the whole module, stopped at its end.
+
+    In its own temp dir, not the machine-wide /tmp/ray: under ``make test`` (two test files at a time) and on a
+    developer box where other checkouts run their suites, the module's GCS server twice never started (no log
+    written, `ray.init` timed out waiting for its port file) while other Ray sessions shared /tmp/ray. A start
+    that still fails is tried once more after a shutdown, with the first failure's logs kept for the report:
+    a cluster that fails to come up is not what these tests check, the executors' output is."""
     ray = pytest.importorskip("ray", reason="install the ray extra (pip install 'babelrag[ray]')")
-    context = ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, _node_ip_address="127.0.0.1")
+    temp_dir = tempfile.mkdtemp(prefix="raymod")  # short: Ray's socket paths live under it
+    options = dict(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
+                   _node_ip_address="127.0.0.1", _temp_dir=temp_dir)
     try:
+        try:
+            context = ray.init(**options)
+        except Exception as first:  # noqa: BLE001  (Ray raises plain Exception on a start timeout)
+            logs = sorted(p.name for p in Path(temp_dir).glob("session_*/logs/*"))
+            ray.shutdown()
+            warnings.warn(f"Ray's local cluster did not start ({first}); logs then: {logs}; trying once more")
+            context = ray.init(**options)
         yield context
     finally:
         ray.shutdown()
+        shutil.rmtree(temp_dir, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
