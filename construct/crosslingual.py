@@ -27,9 +27,9 @@ from typing import Any
 import numpy as np
 
 from babelrag.construct import pair_anchors, pair_margin, spelled_numbers
-from babelrag.construct.dense import encoder_for, hits_in_window, open_index, passage
+from babelrag.construct.dense import encoder_for, hits_in_window, open_index, passage, window_rows
 from babelrag.construct.doctable import Doc, DocTable
-from babelrag.construct.exactsearch import searcher
+from babelrag.construct.exactsearch import RowHits, searcher
 from babelrag.construct.pair_ids import pair_id
 from babelrag.construct.samelang import hybrid_pairs
 from babelrag.errors import InputError
@@ -298,31 +298,18 @@ def article_pairs(ctx: StageContext, store: Any, docs: DocTable, pivot: str,
     margin = cfg.mutual_margin if cfg.mutual else None
     candidates = CandidateColumns()
     starts = range(0, len(queries), batch)
+    day_of = np.frombuffer(docs.days, dtype=np.int64)
     for s in ctx.progress(starts, total=len(starts), desc="cross-lingual queries"):
-        chunk = [docs.doc(r) for r in queries[s:s + batch].tolist()]
-        hits = hits_in_window(store, chunk, [pivot], docs, cfg)
-        found = []
-        for q in chunk:
-            mine = hits.get(q.id, [])
-            if not mine:
-                ctx.skip("dense-no-match")
-                continue
-            top = mine[0][1]
-            keep = mine[:1] if margin is None else [h for h in mine if h[1] >= top - margin]
-            found.extend((q, docs[i], score, i == mine[0][0]) for i, score in keep)
-        if margin is not None and found:
-            by_lang: dict[str, dict[str, Doc]] = defaultdict(dict)  # each pivot article once, first-seen order
-            for q, en, _, _ in found:
-                by_lang[q.language].setdefault(en.id, en)
-            back = {lang: hits_in_window(store, list(ens.values()), [lang], docs, cfg)
-                    for lang, ens in by_lang.items()}
-            mutual = [(q, en, score, best and b[0][0] == q.id) for q, en, score, best in found
-                      if (b := back[q.language].get(en.id)) and score >= b[0][1] - margin]
-            if len(mutual) < len(found):
-                ctx.skip("dense-not-mutual", len(found) - len(mutual))
-            found = mutual
-        for q, en, score, best in found:
-            candidates.add(docs.row(q.id), docs.row(en.id), score, margin is not None and best)
+        chunk = queries[s:s + batch]
+        hits = window_rows(store, [docs.ids[r] for r in chunk.tolist()], day_of[chunk], [pivot], docs, cfg)
+        found, best = _query_keeps(ctx, hits, len(chunk), margin)
+        x, en, score = chunk[hits.query[found]], hits.row[found], hits.score[found]
+        if margin is not None and len(found):
+            mutual, back_best = _back_check(store, docs, cfg, x, en, score, margin)
+            if not mutual.all():
+                ctx.skip("dense-not-mutual", int(np.count_nonzero(~mutual)))
+            x, en, score, best = x[mutual], en[mutual], score[mutual], best[mutual] & back_best[mutual]
+        candidates.extend(x, en, score, best if margin is not None else np.zeros(len(x), dtype=bool))
     scores = candidates.scores(ctx, store, docs)
     report_candidates(ctx, scores, threshold)
     entries = candidates.docs_of(docs)
@@ -337,6 +324,46 @@ def article_pairs(ctx: StageContext, store: Any, docs: DocTable, pivot: str,
         emit(_make_pair(q, en, float(scores[n])))
 
 
+def _query_keeps(ctx: StageContext, hits: RowHits, queries: int,
+                 margin: float | None) -> tuple[np.ndarray, np.ndarray]:
+    """Which of a batch's hits (``queries`` queries) its queries keep, in order: each query's first hit, or
+    (``margin``) every hit within the margin of its first; and whether each kept hit is its query's first. A query
+    without hits is counted (``dense-no-match``)."""
+    starts = hits.starts(queries)
+    matched = int(np.count_nonzero(np.diff(starts)))
+    if matched < queries:
+        ctx.skip("dense-no-match", queries - matched)
+    first = starts[hits.query]  # each hit's query's first hit
+    best = np.arange(len(hits)) == first
+    kept = np.flatnonzero(best if margin is None else hits.score >= hits.score[first] - margin)
+    return kept, best[kept]
+
+
+def _back_check(store: Any, docs: DocTable, cfg: Any, x: np.ndarray, en: np.ndarray, score: np.ndarray,
+                margin: float) -> tuple[np.ndarray, np.ndarray]:
+    """The mutual back-check of kept (X row, pivot row, cosine) hits: each pivot article searched once in each
+    X language that found it; a hit is mutual where its cosine is within ``margin`` of the pivot article's best
+    match there, and (second array) that best match is the X article itself."""
+    mutual, back_best = np.zeros(len(x), dtype=bool), np.zeros(len(x), dtype=bool)
+    codes = np.frombuffer(docs.codes, dtype=np.uint8)[x]
+    for code in np.unique(codes).tolist():
+        mine = np.flatnonzero(codes == code)
+        # each pivot article once, in first-seen order (the order they searched in before: the same blocks)
+        seen, first_at = np.unique(en[mine], return_index=True)
+        order = np.argsort(first_at)
+        pivots, position = seen[order], np.argsort(order)  # position[j]: where seen[j] is in pivots
+        back = window_rows(store, [docs.ids[r] for r in pivots.tolist()],
+                           np.frombuffer(docs.days, dtype=np.int64)[pivots], [docs.names[code]], docs, cfg)
+        if not len(back):
+            continue  # no pivot article found anything back: none mutual
+        starts = back.starts(len(pivots))
+        at = position[np.searchsorted(seen, en[mine])]
+        found, first = (starts[1:] > starts[:-1])[at], np.minimum(starts[:-1], len(back) - 1)[at]
+        mutual[mine] = found & (score[mine] >= back.score[first] - margin)
+        back_best[mine] = found & (back.row[first] == x[mine])
+    return mutual, back_best
+
+
 class CandidateColumns:
     """The cross-language candidates of articles mode as columns until they are thresholded together: X and pivot
     rows of the ``DocTable``, the cosine, and whether the pair is strict mutual best (the translation tier)."""
@@ -347,11 +374,12 @@ class CandidateColumns:
     def __len__(self) -> int:
         return len(self.x)
 
-    def add(self, x: int, pivot: int, cosine: float, strict: bool) -> None:
-        self.x.append(x)
-        self.pivot.append(pivot)
-        self.cosine.append(cosine)
-        self._strict.append(strict)
+    def extend(self, x: np.ndarray, pivot: np.ndarray, cosine: np.ndarray, strict: np.ndarray) -> None:
+        """Candidates in bulk, in order (arrays of rows, cosines and strict flags)."""
+        self.x.frombytes(np.asarray(x, dtype=np.int64).tobytes())
+        self.pivot.frombytes(np.asarray(pivot, dtype=np.int64).tobytes())
+        self.cosine.frombytes(np.asarray(cosine, dtype=np.float64).tobytes())
+        self._strict.frombytes(np.asarray(strict, dtype=bool).astype(np.uint8).tobytes())
 
     def strict(self) -> np.ndarray:
         return np.frombuffer(self._strict, dtype=np.uint8).astype(bool)

@@ -1,6 +1,6 @@
 """The dense index shared by the stages that embed articles: the index stage's body (``index_corpus``), the
 encoder every dense stage builds (``encoder_for``), the store and entries a later stage opens (``open_index``)
-and the date-window search over them (``hits_in_window``).
+and the date-window search over them (``window_rows``: arrays of table rows; ``hits_in_window``: lists).
 
 The index stage (``construct/index.py``) runs ``index_corpus``; pairs (``construct/crosslingual.py``,
 ``construct/samelang.py``) and distractors read the result with ``open_index``. Nothing here knows about
@@ -9,20 +9,22 @@ pairs: the stages depend on this module, never the other way round.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
+
+import numpy as np
 
 from babelrag.construct.encoders import CachedEncoder, VectorCache, build_encoder
 from babelrag.construct.encoders import block_size as encoder_block_size
 from babelrag.construct.encoders.mapped import cluster_encode_map
 from babelrag.construct.doctable import Doc, DocTable
-from babelrag.construct.exactsearch import WindowIndex, file_index
+from babelrag.construct.exactsearch import RowHits, WindowIndex, file_index, window_keep
 from babelrag.construct.vectorfile import VectorFileWriter
 from babelrag.construct.vectorstore import store_from_config
 from babelrag.errors import StageError
 from babelrag.executor import chunks
-from babelrag.records import Article, IndexEntry, undated, within_days
+from babelrag.records import UNDATED_DAY, Article, IndexEntry
 from babelrag.stage import StageContext
 
 
@@ -113,41 +115,84 @@ def hits_in_window(store: Any, queries: list[Doc], languages: list[str], docs: M
                     with_days: bool = False) -> dict[str, list[tuple]]:
     """For each query article: its hits in ``languages`` within max_days_apart and above ``min_score``
     (default ``cfg.min_score``), best first, as (id, score) or, ``with_days``, (id, score, day) (the search has
-    the day: no lookup per hit); ``top_k`` hits searched (default max(cfg.top_k, 20))."""
-    import numpy as np
-
+    the day: no lookup per hit); ``top_k`` hits searched (default max(cfg.top_k, 20)). ``window_rows`` as lists,
+    for the callers that want a list per query (the pair margin's densities, tests)."""
     if not queries:
         return {}
+    table = docs if isinstance(docs, DocTable) else DocTable(docs.values())
+    days = np.asarray([q.day for q in queries], dtype=np.int64)
+    found = window_rows(store, [q.id for q in queries], days, languages, table, cfg, top_k, min_score)
+    ids = [table.ids[r] for r in found.row.tolist()]
+    hits = list(zip(ids, found.score.tolist(), found.day.tolist()) if with_days else zip(ids, found.score.tolist()))
+    starts = found.starts(len(queries)).tolist()
+    out: dict[str, list[tuple]] = {}
+    for n in np.argsort(days >= UNDATED_DAY, kind="stable").tolist():  # dated queries first, as searched
+        if starts[n + 1] > starts[n]:
+            out[queries[n].id] = hits[starts[n]:starts[n + 1]]
+    return out
+
+
+def window_rows(store: Any, ids: Sequence[str], days: np.ndarray, languages: list[str], docs: DocTable, cfg: Any,
+                top_k: int | None = None, min_score: float | None = None) -> RowHits:
+    """The hits of the query articles ``ids`` (published on ``days``) in ``languages`` within max_days_apart and
+    above ``min_score`` (default ``cfg.min_score``) as arrays of ``docs`` rows (``RowHits``: by query, best first;
+    hits that are no entry of ``docs`` left out); ``top_k`` hits searched (default max(cfg.top_k, 20)). Dated
+    queries search their batch's date span plus the undated articles; undated ones (corpus.undated keep/infer)
+    search without a window. The exact search filters in numpy; a Milvus store's lists are turned into the same
+    arrays once per call."""
+    days = np.asarray(days, dtype=np.int64)
+    if not len(ids):
+        return RowHits.concat([])
     floor = cfg.min_score if min_score is None else min_score
-    vecs = store.vectors([q.id for q in queries])
-    out: dict[str, list[tuple[str, float]]] = {}
-    window = cfg.max_days_apart
-    # dated queries search their batch's date span plus the undated articles; undated ones (corpus.undated
-    # keep/infer) search without a window
-    for group in ([q for q in queries if not undated(q.day)], [q for q in queries if undated(q.day)]):
-        if not group:
+    window, k = cfg.max_days_apart, top_k or max(cfg.top_k, 20)
+    vecs = _query_vectors(store, ids)
+    is_undated = days >= UNDATED_DAY
+    parts = []
+    for group in (np.flatnonzero(~is_undated), np.flatnonzero(is_undated)):
+        if not len(group):
             continue
         span: dict[str, Any] = {}
-        if not undated(group[0].day):
-            span = {"published_from": min(q.day for q in group) - window,
-                    "published_to": max(q.day for q in group) + window, "or_undated": True}
-        qv, k = np.stack([vecs[q.id] for q in group]), top_k or max(cfg.top_k, 20)
-        if isinstance(store, WindowIndex):  # the same filter in numpy
-            stray = len(store) > len(docs)  # rows of a store that are no entry of the index: left out as below
-            for q, (ids, scores, *days) in zip(group, store.window_hits(qv, [q.day for q in group], window, floor,
-                                                                         k, languages, with_days=with_days, **span)):
-                hits = zip(ids, scores, *days)
-                kept = [h for h in hits if h[0] in docs] if stray else list(hits)
-                if kept:
-                    out[q.id] = kept
-            continue
-        for q, (ids, scores, days, _) in zip(group, store.search_columns(qv, top_k=k, languages=languages, **span)):
-            for i, score, day in zip(ids, scores, days):  # best first
-                if score < floor:
-                    break
-                if within_days(day, q.day, window) and i in docs:
-                    out.setdefault(q.id, []).append((i, score, day) if with_days else (i, score))
-    return out
+        if not is_undated[group[0]]:
+            span = {"published_from": int(days[group].min()) - window,
+                    "published_to": int(days[group].max()) + window, "or_undated": True}
+        if isinstance(store, WindowIndex):
+            found = store.window_rows(vecs[group], days[group], window, floor, k, docs, languages, **span)
+        else:
+            found = _listed_rows(store.search_columns(vecs[group], top_k=k, languages=languages, **span),
+                                 days[group], floor, window, docs)
+        parts.append(RowHits(group[found.query], found.row, found.score, found.day))
+    hits = RowHits.concat(parts)
+    return hits.take(np.argsort(hits.query, kind="stable")) if len(parts) > 1 else hits
+
+
+def _query_vectors(store: Any, ids: Sequence[str]) -> np.ndarray:
+    """The query articles' vectors, in order (a KeyError names one the store lacks)."""
+    if isinstance(store, WindowIndex):
+        found, vecs = store.vector_rows(ids)
+        if len(found) < len(ids):
+            raise KeyError(next(i for i in ids if i not in set(found)))
+        return vecs
+    held = store.vectors(list(ids))
+    return np.stack([held[i] for i in ids])
+
+
+def _listed_rows(lists: list[tuple[list, ...]], query_days: np.ndarray, floor: float, window: int,
+                 docs: DocTable) -> RowHits:
+    """A store's per-query (ids, scores, days, ...) lists as the exact search's ``RowHits``, the same filter."""
+    sizes = np.asarray([len(c[0]) for c in lists], dtype=np.int64)
+    width = int(sizes.max(initial=0))
+    query = np.repeat(np.arange(len(lists)), sizes)
+    at = (query, np.arange(len(query)) - (np.cumsum(sizes) - sizes)[query])
+    scores = np.full((len(lists), width), np.nan)
+    days = np.zeros((len(lists), width), dtype=np.int64)
+    rows = np.full((len(lists), width), -1, dtype=np.int64)
+    scores[at] = [x for c in lists for x in c[1]]
+    days[at] = [x for c in lists for x in c[2]]
+    rows[at] = [docs.row(i) for c in lists for i in c[0]]
+    listed = np.zeros(scores.shape, dtype=bool)
+    listed[at] = True
+    keep = window_keep(scores, days, query_days, floor, window) & listed & (rows >= 0)
+    return RowHits(np.nonzero(keep)[0], rows[keep], scores[keep], days[keep])
 
 
 def open_index(ctx: Any) -> tuple[Any, DocTable]:

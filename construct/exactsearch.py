@@ -105,6 +105,7 @@ class WindowIndex:
             start = stop
         self._matmul = _device_matmul(device)
         self.read_seconds = 0.0
+        self._table: tuple[DocTable, dict[str, np.ndarray]] | None = None  # (table, its rows per language)
 
     @classmethod
     def from_store(cls, store: Any, device: str = "cpu", block: int = QUERY_BLOCK) -> WindowIndex:
@@ -147,19 +148,22 @@ class WindowIndex:
         return len(self._file_rows)
 
     def vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        found, rows = self.vector_rows(ids)
+        return {i: rows[n] for n, i in enumerate(found)}
+
+    def vector_rows(self, ids: Sequence[str]) -> tuple[list[str], np.ndarray]:
+        """The ids of ``ids`` this index holds, in that order, and their vectors as one array (row n: the n-th)."""
         wanted = np.asarray(list(ids), dtype=object)
-        if not len(wanted):
-            return {}
-        known, rows = self._file_rows.find(wanted)
+        known, rows = self._file_rows.find(wanted) if len(wanted) else (np.zeros(0, dtype=bool), None)
         found = wanted[known].tolist()
         if not found:
-            return {}
+            return [], np.zeros((0, self.dim), dtype=np.float32)
         which = np.searchsorted(np.asarray(self._starts), rows, side="right") - 1
         out_rows = np.empty((len(rows), self.dim), dtype=np.float32)
         for x in np.unique(which).tolist():
             sel = np.flatnonzero(which == x)
             out_rows[sel] = self._by_language[self._names[x]].rows.take(rows[sel] - self._starts[x])
-        return {i: out_rows[n] for n, i in enumerate(found)}
+        return found, out_rows
 
     def search(self, queries: np.ndarray, top_k: int = 10, languages: Sequence[str] | None = None,
                published_from: int | None = None, published_to: int | None = None,
@@ -190,44 +194,52 @@ class WindowIndex:
             out.extend(zip(found.ids[cols].tolist(), found.scores.tolist(), found.days[cols].tolist(), langs_of))
         return out
 
-    def window_hits(self, queries: np.ndarray, query_days: Sequence[int], window: int, floor: float,
-                    top_k: int, languages: Sequence[str] | None = None, published_from: int | None = None,
-                    published_to: int | None = None, or_undated: bool = False,
-                    with_days: bool = False) -> list[tuple[list, ...]]:
-        """Mining's filter on ``search_columns`` done in numpy: per query (ids, scores) of its hits best first,
-        up to the first below ``floor``, and only hits ``within_days(hit day, query day, window)`` (an undated
-        hit or query pairs without a window); ``with_days``: (ids, scores, days). Same hits as that loop over the
-        columns, without Python per hit."""
-        qdays = np.asarray(list(query_days), dtype=np.int64)
-        out: list[tuple[list, list]] = []
+    def window_rows(self, queries: np.ndarray, query_days: Sequence[int], window: int, floor: float,
+                    top_k: int, docs: DocTable, languages: Sequence[str] | None = None,
+                    published_from: int | None = None, published_to: int | None = None,
+                    or_undated: bool = False) -> RowHits:
+        """Mining's filter on ``search_columns`` done in numpy, as arrays (``RowHits``): per query its hits best
+        first, up to the first below ``floor``, and only hits ``within_days(hit day, query day, window)`` (an
+        undated hit or query pairs without a window), each hit as its row in ``docs`` (a row of this index that is
+        no entry of ``docs`` is left out after the floor, as the per-hit loop's ``in docs`` did). Same hits as that
+        loop over the columns, without Python per hit."""
+        qdays = np.asarray(query_days, dtype=np.int64)
+        parts: list[RowHits] = []
         s = 0
-        for found in self._blocks(queries, top_k, languages, published_from, published_to, None, or_undated):
-            if found.cols is None:
-                out.extend(([], [], []) if with_days else ([], []) for _ in range(found.queries))
-                s += found.queries
-                continue
-            qd = qdays[s:s + len(found.cols), None]
-            s += len(found.cols)
-            days = found.days[found.cols]
-            # compared as float64, as Python compares the float32 scores it is given with the floor
-            keep = np.logical_and.accumulate(found.scores.astype(np.float64) >= floor, axis=1)
-            keep &= (days >= UNDATED_DAY) | (qd >= UNDATED_DAY) | (np.abs(days - qd) <= window)
-            ids, scores = found.ids[found.cols[keep]].tolist(), found.scores[keep].tolist()
-            hit_days = days[keep].tolist() if with_days else None
-            ends = np.cumsum(keep.sum(axis=1)).tolist()
-            start = 0
-            for end in ends:
-                if hit_days is None:
-                    out.append((ids[start:end], scores[start:end]))
-                else:
-                    out.append((ids[start:end], scores[start:end], hit_days[start:end]))
-                start = end
+        for found in self._blocks(queries, top_k, languages, published_from, published_to, None, or_undated,
+                                  self._table_rows(docs)):
+            if found.cols is not None:
+                trows, days = found.table_rows[found.cols], found.days[found.cols]
+                keep = window_keep(found.scores, days, qdays[s:s + found.queries], floor, window) & (trows >= 0)
+                parts.append(RowHits(np.nonzero(keep)[0] + s, trows[keep], found.scores[keep].astype(np.float64),
+                                     days[keep]))
+            s += found.queries
+        return RowHits.concat(parts)
+
+    def _table_rows(self, docs: DocTable) -> dict[str, np.ndarray]:
+        """Each language's rows as rows of ``docs`` (-1: no entry of it), computed once per table. An index read
+        from ``docs``' own columns (``file_index``) ranks its ids as the table's rows: no lookup then."""
+        if self._table is not None and self._table[0] is docs:
+            return self._table[1]
+        table_ids = np.asarray(docs.ids, dtype=object)
+        same = len(table_ids) == len(self._file_rows) and bool(np.all(self._file_rows.sorted_ids() == table_ids))
+        out: dict[str, np.ndarray] = {}
+        for name, p in self._by_language.items():
+            if same or not len(p.ids):
+                out[name] = p.rank
+            elif not len(table_ids):
+                out[name] = np.full(len(p.ids), -1, dtype=np.int64)
+            else:
+                at = np.minimum(np.searchsorted(table_ids, p.ids), len(table_ids) - 1)
+                out[name] = np.where(table_ids[at] == p.ids, at, -1).astype(np.int64)
+        self._table = (docs, out)
         return out
 
     def _blocks(self, queries: np.ndarray, top_k: int, languages: Sequence[str] | None,
                 published_from: int | None, published_to: int | None, exclude_ids: Sequence[str] | None,
-                or_undated: bool) -> Iterator[_Found]:
-        """The top-k of each block of queries against the candidates of ``languages`` and the day range."""
+                or_undated: bool, table: dict[str, np.ndarray] | None = None) -> Iterator[_Found]:
+        """The top-k of each block of queries against the candidates of ``languages`` and the day range;
+        ``table``: each language's rows as rows of a ``DocTable`` (``_table_rows``), given back per candidate."""
         q = np.atleast_2d(np.asarray(queries, dtype=np.float32))
         wanted = [x for x in (languages or sorted(self._by_language)) if x in self._by_language]
         cands = []
@@ -247,11 +259,13 @@ class WindowIndex:
         if len(cands) == 1:
             _, p, a, b = cands[0]
             ids, days, rank, vecs = p.ids[a:b], p.days[a:b], p.rank[a:b], p.rows.slice(a, b)  # views
+            trows = table[cands[0][0]][a:b] if table is not None else None
         else:
             ids = np.concatenate([p.ids[a:b] for _, p, a, b in cands])
             days = np.concatenate([p.days[a:b] for _, p, a, b in cands])
             rank = np.concatenate([p.rank[a:b] for _, p, a, b in cands])
             vecs = np.concatenate([p.rows.slice(a, b) for _, p, a, b in cands])
+            trows = np.concatenate([table[x][a:b] for x, _, a, b in cands]) if table is not None else None
         names = [x for x, _, _, _ in cands]
         lang_of = np.concatenate([np.full(b - a, i) for i, (_, _, a, b) in enumerate(cands)])
         dropped = np.zeros(len(ids), dtype=bool)
@@ -263,7 +277,7 @@ class WindowIndex:
                 yield _Found(min(self.block, len(q) - s))
                 continue
             cols, scores = _top_rows(self._matmul(q[s:s + self.block], vecs), k, rank, dropped)
-            yield _Found(len(cols), ids, days, lang_of, names, cols, scores)
+            yield _Found(len(cols), ids, days, lang_of, names, cols, scores, trows)
 
 
 @dataclass
@@ -278,6 +292,49 @@ class _Found:
     names: list[str] | None = None
     cols: Any = None
     scores: Any = None
+    table_rows: Any = None  # per candidate, its ``DocTable`` row (``window_rows``)
+
+
+@dataclass
+class RowHits:
+    """A search's hits as arrays, no object per hit: ``query`` (the query's position in the call), ``row`` (the
+    hit's row in the ``DocTable``), ``score`` (float64: the float32 cosine as Python reads it) and ``day``; by
+    query, each query's hits best first."""
+
+    query: np.ndarray
+    row: np.ndarray
+    score: np.ndarray
+    day: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.query)
+
+    @classmethod
+    def concat(cls, parts: Sequence[RowHits]) -> RowHits:
+        if len(parts) == 1:
+            return parts[0]
+        if not parts:
+            return cls(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64),
+                       np.zeros(0, dtype=np.int64))
+        return cls(*(np.concatenate([getattr(p, f) for p in parts]) for f in ("query", "row", "score", "day")))
+
+    def take(self, which: np.ndarray) -> RowHits:
+        return RowHits(self.query[which], self.row[which], self.score[which], self.day[which])
+
+    def starts(self, queries: int) -> np.ndarray:
+        """Where each query's hits start (``queries + 1`` offsets: query q's are ``[starts[q], starts[q + 1])``)."""
+        return np.searchsorted(self.query, np.arange(queries + 1), side="left")
+
+
+def window_keep(scores: np.ndarray, days: np.ndarray, query_days: np.ndarray, floor: float,
+                window: int) -> np.ndarray:
+    """Which of a (queries x hits) block of best-first hits mining keeps: those before the first below ``floor``
+    and within ``window`` days of the query (an undated hit or query: any day). Compared as float64, as Python
+    compares the float32 scores it is given with the floor."""
+    keep = np.logical_and.accumulate(np.asarray(scores, dtype=np.float64) >= floor, axis=1)
+    qd = np.asarray(query_days, dtype=np.int64)[:, None]
+    keep &= (days >= UNDATED_DAY) | (qd >= UNDATED_DAY) | (np.abs(days - qd) <= window)
+    return keep
 
 
 def file_index(ctx: Any, docs: DocTable) -> WindowIndex | None:
@@ -413,4 +470,4 @@ def _torch_matmul(device: str) -> Any:
     return matmul
 
 
-__all__ = ["WindowIndex", "QUERY_BLOCK", "searcher", "file_index"]
+__all__ = ["WindowIndex", "QUERY_BLOCK", "RowHits", "searcher", "file_index", "window_keep"]

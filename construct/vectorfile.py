@@ -77,6 +77,9 @@ class IdRows:
     def __len__(self) -> int:
         return len(self._ids)
 
+    def sorted_ids(self) -> np.ndarray:
+        return self._ids
+
     def find(self, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(which of ``wanted`` are known, their rows): a mask over ``wanted`` and the rows of its True entries."""
         if not len(self._ids):

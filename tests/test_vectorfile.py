@@ -10,6 +10,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from babelrag.construct.dense import _listed_rows
+from babelrag.construct.doctable import Doc, DocTable
 from babelrag.construct.exactsearch import WindowIndex
 from babelrag.construct.samelang import _Scorer, _WindowPairs, csls, densities
 from babelrag.construct.vectorfile import MIN_WINDOW_ROWS, VectorFileWriter, row_order
@@ -115,30 +117,38 @@ def test_a_file_for_other_rows_is_not_used(tmp_path):
     assert WindowIndex.from_file(tmp_path / info.file, info, ids, langs, days) is None
 
 
+@pytest.mark.parametrize("entries", ["all", "most"])
 @pytest.mark.parametrize("floor", [0.0, 0.3, float("-inf")])
-def test_window_hits_keep_what_the_per_hit_loop_keeps(floor):
+def test_window_rows_keep_what_the_per_hit_loop_keeps(floor, entries):
+    """The exact search's arrays and a store's lists turned into arrays (``dense._listed_rows``, the Milvus path)
+    hold the hits of the per-hit loop, as rows of the entries' table; "most": every fifth row of the index is no
+    entry (a store holding stray rows), left out after the floor as the loop's ``in docs`` did."""
     ids, langs, days, v = corpus(700, seed=floor == 0.3)
     index = WindowIndex(ids, langs, days, v, block=6)
+    docs = DocTable(Doc(i, langs[n], days[n]) for n, i in enumerate(ids) if entries == "all" or n % 5)
     queries = [i for i in range(0, 700, 7)]
     qdays = [days[i] for i in queries]
     window, k = 14, 20
     span = {"published_from": 100, "published_to": 200, "or_undated": True}
-    got = index.window_hits(v[queries], qdays, window, floor, k, ["en", "de"], **span)
-    with_days = index.window_hits(v[queries], qdays, window, floor, k, ["en", "de"], with_days=True, **span)
-    assert [(a, b) for a, b, _ in with_days] == got  # the same hits, and each hit's own day
-    assert all(d == [days[ids.index(i)] for i in hit_ids] for hit_ids, _, d in with_days)
+    lists = index.search_columns(v[queries], k, ["en", "de"], **span)
     want = []
-    for qd, (hit_ids, scores, hit_days, _) in zip(qdays, index.search_columns(v[queries], k, ["en", "de"], **span)):
-        kept = ([], [])
+    for qd, (hit_ids, scores, hit_days, _) in zip(qdays, lists):
+        kept = []
         for i, score, day in zip(hit_ids, scores, hit_days):
             if score < floor:
                 break
-            if within_days(day, qd, window):
-                kept[0].append(i)
-                kept[1].append(score)
+            if within_days(day, qd, window) and i in docs:
+                kept.append((i, score, day))
         want.append(kept)
-    assert got == want
-    assert any(len(g[0]) for g in got) and any(len(g[0]) < k for g in got)  # the filter did something
+    exact = index.window_rows(v[queries], qdays, window, floor, k, docs, ["en", "de"], **span)
+    listed = _listed_rows(lists, np.asarray(qdays), floor, window, docs)
+    for found in (exact, listed):
+        starts = found.starts(len(queries))
+        hits = list(zip([docs.ids[r] for r in found.row.tolist()], found.score.tolist(), found.day.tolist()))
+        assert [hits[a:b] for a, b in zip(starts[:-1], starts[1:])] == want
+    assert any(want) and any(len(w) < k for w in want)  # the filter did something
+    if entries == "most":
+        assert any(i not in docs for hit_ids, *_ in lists for i in hit_ids)  # stray rows were there to leave out
 
 
 def _walk_all_lists(hits, docs, k, fill, min_score, threshold, entities, bonus):
