@@ -38,9 +38,12 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from babelrag.construct.neighbour_density import densities, density  # noqa: F401 (CSLS and the ratio margin share them)
-from babelrag.construct.dense import hits_in_window
+from babelrag.construct.dense import window_rows
 from babelrag.construct.doctable import DocTable, RowValues
+from babelrag.construct.exactsearch import RowHits
 from babelrag.construct.pair_ids import pair_id
 from babelrag.construct.titlevectors import LanguageTitles, title_vectors
 from babelrag.executor import chunks
@@ -84,13 +87,13 @@ def csls(cos: float, density_a: float, density_b: float) -> float:
     return cos - (density_a + density_b) / 2
 
 
-def neighbours(store: Any, queries: list[Any], lang: str, docs: Mapping[str, Any], dense: Any,
-               k: int) -> dict[str, list[tuple[str, float, int]]]:
-    """Each query's same-language neighbours within ``dense.max_days_apart`` as (id, cosine, day), best first,
-    itself left out (no score floor: the density needs the k nearest whatever their cosine)."""
-    found = hits_in_window(store, queries, [lang], docs, dense, top_k=max(k, dense.top_k, 20) + 1,
-                            min_score=float("-inf"), with_days=True)
-    return {q.id: [h for h in found.get(q.id, []) if h[0] != q.id] for q in queries}
+def neighbours(store: Any, rows: np.ndarray, lang: str, docs: DocTable, dense: Any, k: int) -> RowHits:
+    """The same-language neighbours of the query articles (``rows`` of ``docs``) within ``dense.max_days_apart``,
+    as arrays (``RowHits``: by query, best first), each query itself left out (no score floor: the density needs
+    the k nearest whatever their cosine)."""
+    found = window_rows(store, [docs.ids[r] for r in rows.tolist()], np.frombuffer(docs.days, dtype=np.int64)[rows],
+                        [lang], docs, dense, top_k=max(k, dense.top_k, 20) + 1, min_score=float("-inf"))
+    return found.take(np.flatnonzero(found.row != rows[found.query]))
 
 
 def hybrid_pairs(ctx: StageContext, store: Any, docs: DocTable, languages: Iterable[str],
@@ -163,12 +166,11 @@ def _language_pairs(ctx: StageContext, store: Any, docs: DocTable, lang: str, ro
     fill = REFERENCE_DENSITY.get(dense.encoder.kind) if scorer.title_vec is None else 0.0
     stream = _WindowPairs(ctx, docs, lang, scorer, threshold, dense.min_score, k, fill, emit)
     for s in range(0, len(rows), batch):
-        queries = [docs.doc(r) for r in rows[s:s + batch].tolist()]  # ``rows``: the language's, in (day, id) order
-        lists = neighbours(store, queries, lang, docs, dense, k)
+        queries = rows[s:s + batch]  # ``rows``: the language's, in (day, id) order
+        found = neighbours(store, queries, lang, docs, dense, k)
         if titles is not None:  # the batch's titles: its queries' and their neighbours'
-            scorer.title_vec = titles.vectors([*(q.id for q in queries), *(h[0] for f in lists.values() for h in f)])
-        for q, found in zip(queries, lists.values()):
-            stream.add(q.id, found, q.day)
+            scorer.title_vec = titles.vectors([docs.ids[r] for r in (*queries.tolist(), *found.row.tolist())])
+        stream.add_rows(queries, found)
     stream.finish()
     # shared title entities alone join reports of one running story: the cosine must agree
     for chunk in chunks(graph, GRAPH_CHUNK):
@@ -229,18 +231,56 @@ class _WindowPairs:
             self._known(q, density(total, len(found), k, self.fill if self.fill is not None else 0.0))
         else:
             self._short[q] = (total, len(found))
-        reached = self._reached.pop(q, set())
         here = (self.docs[q].day if day is None else day, q)
         docs = self.docs
-        for hit in found:
-            other, cos = hit[0], hit[1]
+        self._walk(q, [h[0] for h in found], [h[1] for h in found],
+                   [(h[2] if len(h) > 2 else docs[h[0]].day, h[0]) > here for h in found])
+
+    def add_rows(self, queries: np.ndarray, hits: RowHits) -> None:
+        """A batch of queries' lists as ``add`` takes them one by one: ``queries`` (rows of the ``DocTable``
+        ``docs``, in query order) and their neighbours (``RowHits``: by query, best first, each query left out).
+        The densities of the batch are computed at once (the first k cosines summed left to right, as ``add``'s
+        ``sum`` does); each list is then walked as ``add`` walks it, in query order."""
+        k, n = self.k, len(queries)
+        starts = hits.starts(n)
+        sizes = np.diff(starts)
+        pos = np.arange(len(hits)) - starts[hits.query]
+        firstk = pos < k
+        grid = np.zeros((n, k), dtype=np.float64)  # k >= 1 (pairs.hybrid_neighbours); padded with 0.0: no sum changes
+        grid[hits.query[firstk], pos[firstk]] = hits.score[firstk]
+        totals = np.cumsum(grid, axis=1)[:, -1]  # cumsum adds in order, as ``sum`` does (not pairwise)
+        if self.fill is None:
+            self._cosines.frombytes(hits.score[firstk].astype(np.float64).tobytes())
+        fill = self.fill if self.fill is not None else 0.0
+        dens = ((totals + fill * np.maximum(0, k - sizes)) / k).tolist()
+        known = (sizes >= k) | (self.fill is not None)
+        # (day, id) after the query's: ids sort as the table's rows
+        qday = np.frombuffer(self.docs.days, dtype=np.int64)[queries][hits.query]
+        qrow = queries[hits.query]
+        later = ((hits.day > qday) | ((hits.day == qday) & (hits.row > qrow))).tolist()
+        ids = self.docs.ids
+        others, cosines = [ids[r] for r in hits.row.tolist()], hits.score.tolist()
+        bounds, totals, sizes, known = starts.tolist(), totals.tolist(), sizes.tolist(), known.tolist()
+        for i, q in enumerate(ids[r] for r in queries.tolist()):
+            if known[i]:
+                self._known(q, dens[i])
+            else:
+                self._short[q] = (totals[i], sizes[i])
+            a, b = bounds[i], bounds[i + 1]
+            self._walk(q, others[a:b], cosines[a:b], later[a:b])
+
+    def _walk(self, q: str, others: list[str], cosines: list[float], later: list[bool]) -> None:
+        """``q``'s list, best first (``later``: the hit comes after q in query order): a candidate per hit until
+        the first below ``min_score``, leaving out those taken from the other's list already."""
+        reached = self._reached.pop(q, set())
+        for other, cos, after in zip(others, cosines, later):
             if other in reached:
                 continue  # taken from the other's list already
-            if (hit[2] if len(hit) > 2 else docs[other].day, other) > here:
+            if after:
                 self._reached.setdefault(other, set()).add(q)
             if cos < self.min_score:
                 break  # best first: the rest are lower still
-            a, b = sorted((q, other))
+            a, b = (q, other) if q < other else (other, q)
             self._candidate(a, b, cos)
 
     def finish(self) -> list[ArticlePair]:
@@ -279,8 +319,6 @@ class _WindowPairs:
 
 def _median(values: array) -> float:
     """``statistics.median`` of the values (0.0 for none), sorted in numpy rather than as a Python list."""
-    import numpy as np
-
     if not len(values):
         return 0.0
     x = np.sort(np.frombuffer(values, dtype=np.float64))
