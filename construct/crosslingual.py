@@ -296,6 +296,27 @@ def article_pairs(ctx: StageContext, store: Any, docs: DocTable, pivot: str,
     threshold = pair_threshold(cfg)
     queries = query_articles(ctx, docs, pivot)
     margin = cfg.mutual_margin if cfg.mutual else None
+    candidates = mutual_candidates(ctx, store, docs, queries, pivot, margin, batch)
+    scores = candidates.scores(ctx, store, docs)
+    report_candidates(ctx, scores, threshold)
+    entries = candidates.docs_of(docs)
+    tier = anchor_tier(ctx, entries, scores, candidates.strict(), threshold)
+    keep = scores >= threshold
+    keep[sorted(tier)] = True
+    below = len(keep) - int(np.count_nonzero(keep))
+    if below:
+        ctx.skip(f"dense-below-{threshold_key(cfg).replace('_', '-')}", below)
+    for n in np.flatnonzero(keep).tolist():
+        q, en = entries(n)
+        emit(_make_pair(q, en, float(scores[n])))
+
+
+def mutual_candidates(ctx: StageContext, store: Any, docs: DocTable, queries: np.ndarray, pivot: str,
+                      margin: float | None, batch: int = 64) -> CandidateColumns:
+    """The query loop of ``article_pairs``: the query rows (in (day, id) order) search the pivot language a batch at
+    a time; each keeps its first hit, or (``margin``) those within the margin of it that pass the mutual back-check
+    (``_back_check``). Hits stay arrays of table rows; no object per hit."""
+    cfg = ctx.config.dense
     candidates = CandidateColumns()
     starts = range(0, len(queries), batch)
     day_of = np.frombuffer(docs.days, dtype=np.int64)
@@ -310,18 +331,7 @@ def article_pairs(ctx: StageContext, store: Any, docs: DocTable, pivot: str,
                 ctx.skip("dense-not-mutual", int(np.count_nonzero(~mutual)))
             x, en, score, best = x[mutual], en[mutual], score[mutual], best[mutual] & back_best[mutual]
         candidates.extend(x, en, score, best if margin is not None else np.zeros(len(x), dtype=bool))
-    scores = candidates.scores(ctx, store, docs)
-    report_candidates(ctx, scores, threshold)
-    entries = candidates.docs_of(docs)
-    tier = anchor_tier(ctx, entries, scores, candidates.strict(), threshold)
-    keep = scores >= threshold
-    keep[sorted(tier)] = True
-    below = len(keep) - int(np.count_nonzero(keep))
-    if below:
-        ctx.skip(f"dense-below-{threshold_key(cfg).replace('_', '-')}", below)
-    for n in np.flatnonzero(keep).tolist():
-        q, en = entries(n)
-        emit(_make_pair(q, en, float(scores[n])))
+    return candidates
 
 
 def _query_keeps(ctx: StageContext, hits: RowHits, queries: int,
