@@ -72,17 +72,20 @@ class DocTable(Mapping[str, Doc]):
         """The sorted columns from the entries' columns in input order (``code``: language -> its code)."""
         # one string per language, not one per article
         self.names: list[str] = [sys.intern(x) for x in sorted(code, key=code.__getitem__)]
-        order = np.argsort(np.asarray(ids, dtype=object), kind="stable")
-        if len(order) > 1:  # a repeated id: the last entry wins, as in the dict this replaces
-            sorted_ids = np.asarray(ids, dtype=object)[order]
-            last = np.append(sorted_ids[1:] != sorted_ids[:-1], True)
-            order = order[last.astype(bool)]
-        take = order.tolist()
-        self.ids: list[str] = [ids[r] for r in take]
-        del ids
-        self.days = array("q", np.frombuffer(days, dtype=np.int64)[order].tobytes()) if take else array("q")
-        self.codes = array("B", np.frombuffer(codes, dtype=np.uint8)[order].tobytes()) if take else array("B")
-        self.fresh = array("B", np.frombuffer(fresh, dtype=np.uint8)[order].tobytes()) if take else array("B")
+        column = np.asarray(ids, dtype=object)
+        if len(ids) < 2 or bool((column[1:] > column[:-1]).all()):  # the index's own order: sorted, no repeats
+            self.ids: list[str] = ids
+            self.days, self.codes, self.fresh = days, codes, fresh
+            return
+        order = np.argsort(column, kind="stable")
+        # a repeated id: the last entry wins, as in the dict this replaces
+        sorted_ids = column[order]
+        order = order[np.append(sorted_ids[1:] != sorted_ids[:-1], True).astype(bool)]
+        del column, sorted_ids
+        self.ids = [ids[r] for r in order.tolist()]
+        self.days = array("q", np.frombuffer(days, dtype=np.int64)[order].tobytes())
+        self.codes = array("B", np.frombuffer(codes, dtype=np.uint8)[order].tobytes())
+        self.fresh = array("B", np.frombuffer(fresh, dtype=np.uint8)[order].tobytes())
 
     def __len__(self) -> int:
         return len(self.ids)
