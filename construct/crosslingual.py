@@ -390,7 +390,7 @@ def anchor_tier(ctx: StageContext, candidates: Callable[[int], tuple[Doc, Doc]],
     floors = {True: pair_anchors.min_anchor_overlap(cfg), False: pair_anchors.min_anchor_overlap(cfg, near_best=True)}
     pairs = {n: candidates(n) for n in wanted}
     ids = {d.id for pair in pairs.values() for d in pair}
-    found: dict[str, pair_anchors.ArticleAnchors] = {}  # the tier's articles only, and only the columns of their passages
+    found: dict[str, pair_anchors.ArticleAnchors] = {}  # the tier's articles only, only their passages' columns
     for batch in (ctx.read_columns("ingest", PASSAGE_COLUMNS, ids=ids) if ids else ()):
         for aid, title, text, language in zip(*(batch.column(c).to_pylist() for c in PASSAGE_COLUMNS)):
             found[aid] = passage_anchors(title, text, language, cfg.passage_chars)

@@ -49,8 +49,9 @@ class DocTable(Mapping[str, Doc]):
 
     @classmethod
     def from_columns(cls, batches: Iterable[Any]) -> DocTable:
-        """The table of Arrow record batches with ``COLUMNS`` (the index stage's records, ``StageContext.read_columns``):
-        the same table as from the entries, built a batch at a time with no object per entry but the id string."""
+        """The table of Arrow record batches with ``COLUMNS`` (the index stage's records, from
+        ``StageContext.read_columns``): the same table as from the entries, built a batch at a time with no object
+        per entry but the id string."""
         import pyarrow.compute as pc
 
         ids: list[str] = []
@@ -60,7 +61,8 @@ class DocTable(Mapping[str, Doc]):
             ids.extend(batch.column("id").to_pylist())
             days.frombytes(np.asarray(batch.column("day").to_numpy(zero_copy_only=False), dtype=np.int64).tobytes())
             languages = pc.dictionary_encode(batch.column("language"))  # codes in order of first appearance
-            to_code = np.array([code.setdefault(x, len(code)) for x in languages.dictionary.to_pylist()], dtype=np.uint8)
+            to_code = np.array([code.setdefault(x, len(code)) for x in languages.dictionary.to_pylist()],
+                               dtype=np.uint8)
             codes.frombytes(to_code[languages.indices.to_numpy(zero_copy_only=False)].tobytes())
             flags = pc.fill_null(batch.column("fresh"), True).to_numpy(zero_copy_only=False)
             fresh.frombytes(np.asarray(flags, dtype=np.uint8).tobytes())

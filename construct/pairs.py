@@ -168,9 +168,10 @@ class LanguageSlice:
         self.indices.extend(self.vocab.setdefault(e, len(self.vocab)) for e in art.title_entities)
         self.indptr.append(len(self.indices))
 
-    def extend(self, ids: list[str], days: Any, entities: Any) -> None:
+    def extend(self, ids: list[str], days: Any, entities: Any) -> int:
         """``add`` for a block of articles given as columns: their ids, days (``Article.day``, int64 numpy) and title
-        entities (an Arrow list<string> array); entity ids in order of first appearance, as ``add`` gives them."""
+        entities (an Arrow list<string> array); entity ids in order of first appearance, as ``add`` gives them.
+        Returns how many of them have no title entity."""
         import numpy as np
         import pyarrow.compute as pc
 
@@ -182,6 +183,7 @@ class LanguageSlice:
                          dtype=np.int64)
         self.indices.frombytes(vocab[codes.indices.to_numpy(zero_copy_only=False)].tobytes())
         self.indptr.frombytes((self.indptr[-1] + np.cumsum(lengths, dtype=np.int64)).tobytes())
+        return int(np.count_nonzero(lengths == 0))
 
     def entity_ids(self, row: int) -> array:
         return self.indices[self.indptr[row]:self.indptr[row + 1]]
@@ -318,22 +320,20 @@ def read_slices(ctx: StageContext) -> dict[str, LanguageSlice]:
     """Every ingested article into its language's ``LanguageSlice`` (languages in order of first appearance), read
     as Arrow columns (``SLICE_COLUMNS``) a batch at a time; counts the articles in and those without title entities
     (a note: still dense-retrieval candidates)."""
-    import numpy as np
     import pyarrow.compute as pc
 
     slices: dict[str, LanguageSlice] = {}
     for batch in ctx.read_columns("ingest", SLICE_COLUMNS):
         ctx.count_in += batch.num_rows
-        entities = batch.column("title_entities")
-        bare = int(np.count_nonzero(pc.fill_null(pc.list_value_length(entities), 0).to_numpy(zero_copy_only=False) == 0))
-        if bare:
-            ctx.note("no-title-entities", bare)
         days, ids, languages = article_days(batch), batch.column("id"), batch.column("language")
+        bare = 0
         for lang in pc.unique(languages).to_pylist():
             mask = pc.equal(languages, lang)
-            slices.setdefault(lang, LanguageSlice()).extend(ids.filter(mask).to_pylist(),
-                                                            days[mask.to_numpy(zero_copy_only=False)],
-                                                            entities.filter(mask))
+            bare += slices.setdefault(lang, LanguageSlice()).extend(
+                ids.filter(mask).to_pylist(), days[mask.to_numpy(zero_copy_only=False)],
+                batch.column("title_entities").filter(mask))
+        if bare:
+            ctx.note("no-title-entities", bare)  # still dense-retrieval candidates
     return slices
 
 

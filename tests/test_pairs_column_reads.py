@@ -34,10 +34,11 @@ def build(tmp_path_factory):
     """ingest + index of the pairs tests' en/de news (dated, entities in the titles) and three undated articles:
     one dated by its URL, one by its download date (inferred, so outside windows), one with no date at all."""
     root = tmp_path_factory.mktemp("colread")
-    rows = [{"id": k, "title": t, "maintext": x * 2, "language": lang, "date_publish": d, "url": f"https://n.example/{k}"}
-            for lang, src in (("en", EN), ("de", DE)) for k, (t, d, x) in src.items()]
+    rows = [{"id": k, "title": t, "maintext": x * 2, "language": lang, "date_publish": d,
+             "url": f"https://n.example/{k}"} for lang, src in (("en", EN), ("de", DE)) for k, (t, d, x) in src.items()]
     undated = [row(7, "Harbour council approves ferry budget", EN_TEXT, date="", url="https://n.example/2026/02/27/f"),
-               row(8, "Wetlands store more carbon than thought", EN2_TEXT, date="", date_download="2026-03-01 07:00:00"),
+               row(8, "Wetlands store more carbon than thought", EN2_TEXT, date="",
+                   date_download="2026-03-01 07:00:00"),
                row(9, "Council budget debate continues", EN_TEXT + EN2_TEXT, date="", url="https://n.example/council")]
     for r in undated:
         r["date_publish"] = None
