@@ -120,21 +120,64 @@ def read_by_ids(path: Path, model: type[M], ids: Iterable[str], key: str = "id")
         return out
     wanted = set(want)
     with pq.ParquetFile(path, pre_buffer=False) as parquet:
-        meta = parquet.metadata
-        col = parquet.schema_arrow.get_field_index(key)
-        for rg in range(meta.num_row_groups):
-            stats = meta.row_group(rg).column(col).statistics
-            if stats is not None and stats.has_min_max:
-                lo, hi = stats.min, stats.max
-                if isinstance(lo, bytes):
-                    lo, hi = lo.decode("utf-8"), hi.decode("utf-8")
-                i = bisect_left(want, lo)
-                if i == len(want) or want[i] > hi:
-                    continue
+        for rg in _row_groups_holding(parquet, key, want):
             for row in parquet.read_row_group(rg).to_pylist():
                 if row[key] in wanted:
                     out[row[key]] = model.model_validate(row)
     return out
+
+
+def _row_groups_holding(parquet: Any, key: str, want: list[str]) -> Iterator[int]:
+    """The row groups whose ``key`` min/max range can hold one of the sorted ids ``want`` (every group without
+    statistics)."""
+    meta = parquet.metadata
+    col = parquet.schema_arrow.get_field_index(key)
+    for rg in range(meta.num_row_groups):
+        stats = meta.row_group(rg).column(col).statistics
+        if stats is not None and stats.has_min_max:
+            lo, hi = stats.min, stats.max
+            if isinstance(lo, bytes):
+                lo, hi = lo.decode("utf-8"), hi.decode("utf-8")
+            i = bisect_left(want, lo)
+            if i == len(want) or want[i] > hi:
+                continue
+        yield rg
+
+
+def missing_columns(path: Path, columns: Iterable[str]) -> list[str]:
+    """Those of ``columns`` the parquet file's schema lacks (a file written by an older version)."""
+    import pyarrow.parquet as pq
+
+    names = set(pq.read_schema(path).names)
+    return [c for c in columns if c not in names]
+
+
+def iter_batches(path: Path, columns: Sequence[str], ids: Iterable[str] | None = None, key: str = "id",
+                 batch_size: int = 8192) -> Iterator[Any]:
+    """Only ``columns`` of a parquet file as Arrow record batches, in file order, one batch in memory at a time: no
+    Python object per row (the pairs stage reads a corpus's ids, days and entities this way). With ``ids``: only the
+    rows whose ``key`` is one of them, from the row groups whose key range can hold one (stage outputs are sorted by
+    id: about one group per id). Nothing for a file that does not exist (a stage that wrote no records)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    if not path.exists():
+        return
+    with pq.ParquetFile(path, pre_buffer=False) as parquet:
+        if ids is None:
+            yield from parquet.iter_batches(batch_size=batch_size, columns=list(columns))
+            return
+        want = sorted(set(ids))
+        if not want:
+            return
+        wanted = pa.array(want, type=pa.string())
+        read = list(dict.fromkeys([*columns, key]))
+        for rg in _row_groups_holding(parquet, key, want):
+            group = parquet.read_row_group(rg, columns=read)
+            group = group.filter(pc.is_in(group.column(key), value_set=wanted))
+            if group.num_rows:
+                yield from group.select(list(columns)).combine_chunks().to_batches()
 
 
 # --------------------------------------------------------------------------------------------------
@@ -147,11 +190,8 @@ def iter_column(path: Path, column: str) -> Iterator[str]:
 
 def iter_columns(path: Path, columns: Sequence[str]) -> Iterator[tuple[Any, ...]]:
     """Rows of ``columns`` as tuples, in file order; only those columns are read, a batch at a time."""
-    import pyarrow.parquet as pq
-
-    with pq.ParquetFile(path, pre_buffer=False) as parquet:
-        for batch in parquet.iter_batches(batch_size=8192, columns=list(columns)):
-            yield from zip(*(batch.column(i).to_pylist() for i in range(len(columns))))
+    for batch in iter_batches(path, columns):
+        yield from zip(*(batch.column(i).to_pylist() for i in range(len(columns))))
 
 
 def read_rows(path: Path, fix: str = "write it again or restore it from its source") -> list[dict[str, Any]]:

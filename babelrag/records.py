@@ -128,6 +128,27 @@ class Article(Record):
 EPOCH = dt.date(1970, 1, 1)
 
 
+#: the ingest columns ``article_days`` computes ``Article.day`` from
+DAY_COLUMNS = ("published", "date_source", "windowed")
+
+
+def article_days(columns: Any) -> Any:
+    """``Article.day`` of every row of an Arrow batch / table with ``DAY_COLUMNS``, as an int64 numpy array, computed
+    on the columns (the same rule, no record per article): ``UNDATED_DAY`` where there is no date, or an inferred one
+    that is not ``windowed``."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    published = columns.column("published")
+    in_windows = pc.or_kleene(pc.fill_null(columns.column("windowed"), False),
+                        pc.equal(columns.column("date_source"), "published"))
+    dated = pc.fill_null(pc.and_kleene(pc.is_valid(published), in_windows), False)
+    days = pc.cast(pc.cast(published, pa.int32()), pa.int64())
+    return np.asarray(pc.if_else(dated, days, pa.scalar(UNDATED_DAY, pa.int64())).to_numpy(zero_copy_only=False),
+                      dtype=np.int64)
+
+
 def undated(day: int) -> bool:
     """An ``Article.day`` (or index entry's day) that places the article in no date window."""
     return day >= UNDATED_DAY

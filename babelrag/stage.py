@@ -174,6 +174,11 @@ class StageContext:
     def iter_read(self, stage: str, model: type[M]) -> Iterator[M]:
         return self.store.iter_read(stage, model)
 
+    def read_columns(self, stage: str, columns: Iterable[str], ids: Iterable[str] | None = None) -> Iterator[Any]:
+        """Only ``columns`` of a stage's records as Arrow record batches in id order, no record per row (a
+        corpus-sized input a stage needs a few columns of); with ``ids``, only those records' rows."""
+        return self.store.column_batches(stage, list(columns), ids)
+
     def read_ids(self, stage: str, model: type[M], ids: Iterable[str]) -> dict[str, M]:
         """Only the records with these ids (large inputs: reads just the row groups holding them)."""
         return self.store.read_ids(stage, model, ids)

@@ -45,7 +45,8 @@ from babelrag.build_layout import (ANNOTATE_DIR, LLM_CACHE_DIR, LLM_SPEND_FILE, 
 from babelrag.errors import StageError
 from babelrag.failed_items import count_failed
 from babelrag.hashing import sha256_file
-from babelrag.parquet_io import iter_column, iter_columns, iter_records, read_by_ids, read_records, write_records
+from babelrag.parquet_io import (iter_batches, iter_column, iter_columns, iter_records, missing_columns, read_by_ids,
+                                 read_records, write_records)
 from babelrag.records import ErrorRecord
 from babelrag.shards import ERRORS_FILE, RECORDS_FILE, ShardWriter, reopen_as_shards
 
@@ -153,8 +154,24 @@ class BuildStore:
 
     def iter_columns(self, stage: str, columns: Sequence[str]) -> Iterator[tuple[Any, ...]]:
         """Only ``columns`` of a stage's records, as tuples in id order (e.g. ingest's titles without the texts)."""
+        return iter_columns(self._columns_path(stage, columns), columns)
+
+    def column_batches(self, stage: str, columns: Sequence[str], ids: Iterable[str] | None = None) -> Iterator[Any]:
+        """Only ``columns`` of a stage's records as Arrow record batches in id order, no record object per row
+        (``parquet_io.iter_batches``); with ``ids``, only those records' rows, reading the row groups that hold them."""
+        return iter_batches(self._columns_path(stage, columns), columns, ids)
+
+    def _columns_path(self, stage: str, columns: Sequence[str]) -> Path:
+        """The stage's records file, checked to hold ``columns``: a build written by an older version that lacks
+        one is a StageError naming the folder and the fix, not a pyarrow traceback from the reader."""
         self.require(stage)
-        return iter_columns(self.stage_dir(stage) / RECORDS_FILE, columns)
+        path = self.stage_dir(stage) / RECORDS_FILE
+        missing = missing_columns(path, columns) if path.exists() else []
+        if missing:
+            raise StageError(f"the {stage} stage's records in {self.stage_dir(stage)} have no column(s) "
+                             f"{', '.join(missing)} (written by an older version); re-run that stage: "
+                             f"babelrag construct {stage} --force")
+        return path
 
     def read_ids(self, stage: str, model: type[M], ids: Iterable[str]) -> dict[str, M]:
         """The records with these ids (missing ids are absent), reading only the row groups that hold them."""

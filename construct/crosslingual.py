@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from babelrag.construct import pair_anchors, pair_margin, spelled_numbers
-from babelrag.construct.dense import encoder_for, hits_in_window, open_index, passage, window_rows
+from babelrag.construct.dense import PASSAGE_COLUMNS, encoder_for, hits_in_window, open_index, passage_of, window_rows
 from babelrag.construct.doctable import Doc, DocTable
 from babelrag.construct.exactsearch import RowHits, searcher
 from babelrag.construct.pair_ids import pair_id
@@ -428,8 +428,10 @@ def anchor_tier(ctx: StageContext, candidates: Callable[[int], tuple[Doc, Doc]],
     floors = {True: pair_anchors.min_anchor_overlap(cfg), False: pair_anchors.min_anchor_overlap(cfg, near_best=True)}
     pairs = {n: candidates(n) for n in wanted}
     ids = {d.id for pair in pairs.values() for d in pair}
-    found = {a.id: article_anchors(a, cfg.passage_chars)
-             for a in (ctx.iter_read("ingest", Article) if ids else ()) if a.id in ids}
+    found: dict[str, pair_anchors.ArticleAnchors] = {}  # the tier's articles only, only their passages' columns
+    for batch in (ctx.read_columns("ingest", PASSAGE_COLUMNS, ids=ids) if ids else ()):
+        for aid, title, text, language in zip(*(batch.column(c).to_pylist() for c in PASSAGE_COLUMNS)):
+            found[aid] = passage_anchors(title, text, language, cfg.passage_chars)
     none = pair_anchors.ArticleAnchors.of("")
     kept = {n for n in wanted
             if pair_anchors.pair_overlap(found.get(pairs[n][0].id, none), found.get(pairs[n][1].id, none),
@@ -452,8 +454,13 @@ def anchor_tier(ctx: StageContext, candidates: Callable[[int], tuple[Doc, Doc]],
 def article_anchors(article: Article, passage_chars: int) -> pair_anchors.ArticleAnchors:
     """The anchors of the passage the index embedded: its digits and Latin-script names (``pair_anchors``), the
     numbers its language writes in words (``spelled_numbers``: Yoruba), and what its names in other scripts spell."""
-    text = passage(article, passage_chars)
-    return pair_anchors.ArticleAnchors.of(text, spelled_numbers.number_anchors(text, article.language))
+    return passage_anchors(article.title, article.text, article.language, passage_chars)
+
+
+def passage_anchors(title: str, text: str, language: str, passage_chars: int) -> pair_anchors.ArticleAnchors:
+    """``article_anchors`` from an article's columns (the tier reads those, not records)."""
+    embedded = passage_of(title, text, passage_chars)
+    return pair_anchors.ArticleAnchors.of(embedded, spelled_numbers.number_anchors(embedded, language))
 
 
 PAIR_THRESHOLDS = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9)

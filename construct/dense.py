@@ -24,12 +24,21 @@ from babelrag.construct.vectorfile import VectorFileWriter
 from babelrag.construct.vectorstore import store_from_config
 from babelrag.errors import StageError
 from babelrag.executor import chunks
-from babelrag.records import UNDATED_DAY, Article, IndexEntry
+from babelrag.records import UNDATED_DAY, Article
 from babelrag.stage import StageContext
 
 
 def passage(art: Article, chars: int) -> str:
-    return f"{art.title}. {art.text[:chars]}"
+    return passage_of(art.title, art.text, chars)
+
+
+def passage_of(title: str, text: str, chars: int) -> str:
+    """The passage the index embeds for an article: its title and the first ``chars`` characters of its text."""
+    return f"{title}. {text[:chars]}"
+
+
+#: the ingest columns ``passage_of`` reads (with the id and language)
+PASSAGE_COLUMNS = ("id", "title", "text", "language")
 
 
 def encoder_for(ctx: StageContext) -> Any:
@@ -199,7 +208,7 @@ def open_index(ctx: Any) -> tuple[Any, DocTable]:
     """The index stage's store and entries (``DocTable``: id, language, day by id, as columns); (None, an empty
     table) for an empty corpus. With ``dense.search: exact`` and the index stage's vector file, the "store" is the
     exact search over that file (``WindowIndex``: same ``search`` / ``vectors`` calls). The caller closes it."""
-    docs = DocTable(ctx.iter_read("index", IndexEntry))
+    docs = DocTable.from_columns(ctx.read_columns("index", DocTable.COLUMNS))  # no record per entry
     if not docs:
         return None, docs
     if ctx.config.dense.search == "exact":

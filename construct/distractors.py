@@ -244,9 +244,10 @@ def run(ctx: Any) -> None:
         held.callback(store.close)
         index = searcher(ctx, store)  # exact search over the vectors read once (dense.search), or Milvus
         encoder = held.enter_context(encoder_for(ctx))  # for the questions; the articles are in the store
-        finder = CandidateFinder(index, encoder, {i: doc.day for i, doc in docs.items() if doc.fresh},
-                                 {i: doc.language for i, doc in docs.items()}, pool=max(3 * d.per_language, 10),
-                                 seed=ctx.seed, exclude_nearest=d.per_language)
+        # from the entries' columns (no ``Doc`` per article): the fresh ones' days, every one's language
+        fresh_days = {i: day for i, day, fresh in zip(docs.ids, docs.days, docs.fresh) if fresh}
+        finder = CandidateFinder(index, encoder, fresh_days, dict(zip(docs.ids, docs.language_column())),
+                                 pool=max(3 * d.per_language, 10), seed=ctx.seed, exclude_nearest=d.per_language)
         for qa in ctx.progress(todo, total=len(todo), desc="questions"):
             failed: VerificationFailed | None = None  # a check without an answer: the question is retried next run
             missing = [a for a in qa.article_ids if a not in articles]

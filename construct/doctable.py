@@ -14,6 +14,7 @@ from array import array
 from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -32,6 +33,9 @@ class DocTable(Mapping[str, Doc]):
     """Index entries by id, as sorted columns: ``ids`` (str, sorted), ``days`` (int64), language codes into
     ``names`` and fresh flags; row ``r`` is the ``r``-th id in sorted order."""
 
+    #: the index stage's columns a table is built from (``from_columns``)
+    COLUMNS = ("id", "language", "day", "fresh")
+
     def __init__(self, entries: Iterable[Doc]) -> None:
         ids: list[str] = []
         days, codes, fresh = array("q"), array("B"), array("B")
@@ -41,19 +45,49 @@ class DocTable(Mapping[str, Doc]):
             days.append(e.day)
             codes.append(code.setdefault(e.language, len(code)))
             fresh.append(bool(e.fresh))
+        self._fill(ids, days, codes, code, fresh)
+
+    @classmethod
+    def from_columns(cls, batches: Iterable[Any]) -> DocTable:
+        """The table of Arrow record batches with ``COLUMNS`` (the index stage's records, from
+        ``StageContext.read_columns``): the same table as from the entries, built a batch at a time with no object
+        per entry but the id string."""
+        import pyarrow.compute as pc
+
+        ids: list[str] = []
+        days, codes, fresh = array("q"), array("B"), array("B")
+        code: dict[str, int] = {}
+        for batch in batches:
+            ids.extend(batch.column("id").to_pylist())
+            days.frombytes(np.asarray(batch.column("day").to_numpy(zero_copy_only=False), dtype=np.int64).tobytes())
+            languages = pc.dictionary_encode(batch.column("language"))  # codes in order of first appearance
+            to_code = np.array([code.setdefault(x, len(code)) for x in languages.dictionary.to_pylist()],
+                               dtype=np.uint8)
+            codes.frombytes(to_code[languages.indices.to_numpy(zero_copy_only=False)].tobytes())
+            flags = pc.fill_null(batch.column("fresh"), True).to_numpy(zero_copy_only=False)
+            fresh.frombytes(np.asarray(flags, dtype=np.uint8).tobytes())
+        table = cls.__new__(cls)
+        table._fill(ids, days, codes, code, fresh)
+        return table
+
+    def _fill(self, ids: list[str], days: array, codes: array, code: dict[str, int], fresh: array) -> None:
+        """The sorted columns from the entries' columns in input order (``code``: language -> its code)."""
         # one string per language, not one per article
         self.names: list[str] = [sys.intern(x) for x in sorted(code, key=code.__getitem__)]
-        order = np.argsort(np.asarray(ids, dtype=object), kind="stable")
-        if len(order) > 1:  # a repeated id: the last entry wins, as in the dict this replaces
-            sorted_ids = np.asarray(ids, dtype=object)[order]
-            last = np.append(sorted_ids[1:] != sorted_ids[:-1], True)
-            order = order[last.astype(bool)]
-        take = order.tolist()
-        self.ids: list[str] = [ids[r] for r in take]
-        del ids
-        self.days = array("q", np.frombuffer(days, dtype=np.int64)[order].tobytes()) if take else array("q")
-        self.codes = array("B", np.frombuffer(codes, dtype=np.uint8)[order].tobytes()) if take else array("B")
-        self.fresh = array("B", np.frombuffer(fresh, dtype=np.uint8)[order].tobytes()) if take else array("B")
+        column = np.asarray(ids, dtype=object)
+        if len(ids) < 2 or bool((column[1:] > column[:-1]).all()):  # the index's own order: sorted, no repeats
+            self.ids: list[str] = ids
+            self.days, self.codes, self.fresh = days, codes, fresh
+            return
+        order = np.argsort(column, kind="stable")
+        # a repeated id: the last entry wins, as in the dict this replaces
+        sorted_ids = column[order]
+        order = order[np.append(sorted_ids[1:] != sorted_ids[:-1], True).astype(bool)]
+        del column, sorted_ids
+        self.ids = [ids[r] for r in order.tolist()]
+        self.days = array("q", np.frombuffer(days, dtype=np.int64)[order].tobytes())
+        self.codes = array("B", np.frombuffer(codes, dtype=np.uint8)[order].tobytes())
+        self.fresh = array("B", np.frombuffer(fresh, dtype=np.uint8)[order].tobytes())
 
     def __len__(self) -> int:
         return len(self.ids)

@@ -24,7 +24,7 @@ from babelrag.construct.pair_ids import pair_id
 from babelrag.construct.pair_runs import PairRuns
 from babelrag.construct.samelang import hybrid_languages
 from babelrag.stage import StageContext
-from babelrag.records import EPOCH, Article, ArticlePair, undated
+from babelrag.records import DAY_COLUMNS, EPOCH, Article, ArticlePair, article_days, undated
 from babelrag.run_only import run_only
 from babelrag.stage import StageSpec
 
@@ -168,12 +168,31 @@ class LanguageSlice:
         self.indices.extend(self.vocab.setdefault(e, len(self.vocab)) for e in art.title_entities)
         self.indptr.append(len(self.indices))
 
+    def extend(self, ids: list[str], days: Any, entities: Any) -> int:
+        """``add`` for a block of articles given as columns: their ids, days (``Article.day``, int64 numpy) and title
+        entities (an Arrow list<string> array); entity ids in order of first appearance, as ``add`` gives them.
+        Returns how many of them have no title entity."""
+        import numpy as np
+        import pyarrow.compute as pc
+
+        self.ids.extend(ids)
+        self.days.frombytes(np.ascontiguousarray(days, dtype=np.int64).tobytes())
+        lengths = pc.fill_null(pc.list_value_length(entities), 0).to_numpy(zero_copy_only=False).astype(np.int64)
+        codes = pc.dictionary_encode(pc.list_flatten(entities))  # batch codes in order of first appearance
+        vocab = np.array([self.vocab.setdefault(e, len(self.vocab)) for e in codes.dictionary.to_pylist()],
+                         dtype=np.int64)
+        self.indices.frombytes(vocab[codes.indices.to_numpy(zero_copy_only=False)].tobytes())
+        self.indptr.frombytes((self.indptr[-1] + np.cumsum(lengths, dtype=np.int64)).tobytes())
+        return int(np.count_nonzero(lengths == 0))
+
     def entity_ids(self, row: int) -> array:
         return self.indices[self.indptr[row]:self.indptr[row + 1]]
 
     def with_entities(self) -> int:
         """Articles whose title has at least one entity."""
-        return sum(1 for r in range(len(self.ids)) if self.indptr[r + 1] > self.indptr[r])
+        import numpy as np
+
+        return int(np.count_nonzero(np.diff(np.frombuffer(self.indptr, dtype=np.int64))))
 
     def incidence(self) -> Incidence:
         import numpy as np
@@ -293,18 +312,38 @@ def same_language_scope(ctx: StageContext, languages: list[str]) -> set[str]:
     return set(reasons)
 
 
+#: the ingest columns the stage reads: no text, no record per article
+SLICE_COLUMNS = ("id", "language", "title_entities", *DAY_COLUMNS)
+
+
+def read_slices(ctx: StageContext) -> dict[str, LanguageSlice]:
+    """Every ingested article into its language's ``LanguageSlice`` (languages in order of first appearance), read
+    as Arrow columns (``SLICE_COLUMNS``) a batch at a time; counts the articles in and those without title entities
+    (a note: still dense-retrieval candidates)."""
+    import pyarrow.compute as pc
+
+    slices: dict[str, LanguageSlice] = {}
+    for batch in ctx.read_columns("ingest", SLICE_COLUMNS):
+        ctx.count_in += batch.num_rows
+        days, ids, languages = article_days(batch), batch.column("id"), batch.column("language")
+        bare = 0
+        for lang in pc.unique(languages).to_pylist():
+            mask = pc.equal(languages, lang)
+            bare += slices.setdefault(lang, LanguageSlice()).extend(
+                ids.filter(mask).to_pylist(), days[mask.to_numpy(zero_copy_only=False)],
+                batch.column("title_entities").filter(mask))
+        if bare:
+            ctx.note("no-title-entities", bare)  # still dense-retrieval candidates
+    return slices
+
+
 #: the order in which the pairs stage keeps a pair of articles found more than once (``PairRuns``): the entity graph
 #: first, then the dense miners
 RANK_GRAPH, RANK_GRAPH_GATED, RANK_DENSE = 0, 1, 2
 
 
 def run(ctx: StageContext) -> None:
-    slices: dict[str, LanguageSlice] = {}
-    for art in ctx.iter_read("ingest", Article):
-        ctx.count_in += 1
-        slices.setdefault(art.language, LanguageSlice()).add(art)
-        if not art.title_entities:
-            ctx.note("no-title-entities")  # still a dense-retrieval candidate
+    slices = read_slices(ctx)
     mine_in = same_language_scope(ctx, sorted(slices))
     out = ctx.output(shard_size=5000)  # before the scratch folder, which lives in the writer's
     runs = PairRuns(ctx.scratch_dir("pair-runs"))  # pairs go to sorted runs as they are found

@@ -78,3 +78,13 @@ def test_the_table_holds_a_few_bytes_an_article_besides_the_ids():
     # dict entry and a Doc object per article (~110)
     assert table_bytes / n < 24, table_bytes / n
     assert dict_bytes / n > 4 * table_bytes / n
+
+
+def test_entries_in_id_order_are_kept_as_they_are_and_a_repeat_still_resolves():
+    """The index's records come sorted by id (no sort needed); a repeated id among sorted ones: the later entry wins."""
+    docs = [Doc("a", "en", 3), Doc("b", "de", 4, False), Doc("c", "en", 5)]
+    table = DocTable(docs)
+    assert table.ids == ["a", "b", "c"] and list(table.values()) == docs
+    repeated = DocTable([docs[0], docs[1], Doc("b", "ar", 9), docs[2]])
+    assert repeated.ids == ["a", "b", "c"] and repeated["b"] == Doc("b", "ar", 9)
+    assert repeated.language_rows("ar").tolist() == [1] and repeated.language_rows("de").size == 0
