@@ -396,11 +396,15 @@ def anchor_tier(ctx: StageContext, candidates: Callable[[int], tuple[Doc, Doc]],
     kept = {n for n in wanted
             if pair_anchors.pair_overlap(found.get(pairs[n][0].id, none), found.get(pairs[n][1].id, none),
                                          cfg.transliterated_anchors, respell=cfg.respelled_anchors,
-                                         names_only=cfg.anchor_names_only) >= floors[strict[n]]}
+                                         names_only=cfg.anchor_names_only,
+                                         truecase="unshared" if cfg.truecased_anchors else "off",
+                                         inflect=pair_anchors.INFLECTED if cfg.inflected_anchors else None)
+                >= floors[strict[n]]}
     n_strict = sum(strict[n] for n in wanted)
     ctx.extra["anchor_pairs"] = {"min_anchor_overlap": floors[True], "min_anchor_overlap_near_best": floors[False],
                                  "transliterated": cfg.transliterated_anchors,
                                  "respelled": cfg.respelled_anchors, "names_only": cfg.anchor_names_only,
+                                 "truecased": cfg.truecased_anchors, "inflected": cfg.inflected_anchors,
                                  "strict_mutual_below_threshold": n_strict,
                                  "near_best_below_threshold": len(wanted) - n_strict,
                                  "kept": len(kept), "kept_near_best": sum(not strict[n] for n in kept)}
@@ -415,7 +419,8 @@ def article_anchors(article: Article, passage_chars: int) -> pair_anchors.Articl
     """The anchors of the passage the index embedded: its digits and Latin-script names (``pair_anchors``), the
     numbers its language writes in words (``spelled_numbers``: Yoruba), and what its names in other scripts spell."""
     text = passage(article, passage_chars)
-    return pair_anchors.ArticleAnchors.of(text, spelled_numbers.number_anchors(text, article.language))
+    return pair_anchors.ArticleAnchors.of(text, spelled_numbers.number_anchors(text, article.language),
+                                          spelled_numbers.day_anchors(text, article.language))
 
 
 PAIR_THRESHOLDS = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9)
