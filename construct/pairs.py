@@ -108,6 +108,16 @@ class DenseConfig(Section):
     # out on both sides (pair_anchors.name_candidates, as names looked for across scripts are chosen). Off: on the
     # calibration sets it needs thresholds 0.30 / 0.30 and pairs fewer translations (docs/construct.md)
     anchor_names_only: bool = False
+    # a word capitalised only by its position (a sentence's first word, a title-cased headline's) and written in lower
+    # case elsewhere in its text ("The", "Police" beside "the police") is no anchor unless the other article shares
+    # it (pair_anchors.ArticleAnchors.positional). Off: on the calibration sets it pairs no more translations and
+    # lifts same-story decoys too (a near-best one 0.24 -> 0.27: the near-best threshold would be 0.30), and with
+    # inflected names it adds a wrong pair on the held-out half of ntrex_events (docs/construct.md)
+    truecased_anchors: bool = False
+    # a Latin word of one article that begins the other's or that the other's begins (the shorter >= 4 letters, <= 3
+    # letters more: "Adam" for "Adams", Finnish "Hemphillin") counts as one anchor of both (pair_anchors.inflected;
+    # calibrated by bench/bench_anchor_pairs.py: the thresholds stay, no wrong pair added)
+    inflected_anchors: bool = True
     margin_neighbours: int = Field(4, ge=1)
     max_days_apart: int = Field(14, ge=0)
     passage_chars: int = Field(1000, ge=50)  # title + this many characters of text are embedded
@@ -131,7 +141,7 @@ STAGE = StageSpec(
     llm_endpoints=(("dense.encoder.endpoint", (("dense.enabled", True), ("dense.encoder.kind", "openai"))),),
     runtime_sections=("llm", "executor"), owns={"pairs": PairsConfig, "dense": DenseConfig}, order=20,
     on_load="babelrag.construct.languages:on_load",  # the capability table; dense.encoder.kind auto resolved
-    version="9", changes=(("2", "same-language hybrid pairs score a CSLS-scaled cosine, in every language by "
+    version="10", changes=(("2", "same-language hybrid pairs score a CSLS-scaled cosine, in every language by "
                                 "default; entity-graph pairs of those languages must pass the same score"),
                           ("3", "same-language pairs are mined in the pivot language only by default "
                                 "(pairs.same_language_in: all for every language): no question setting uses X–X "
@@ -149,7 +159,10 @@ STAGE = StageSpec(
                                 "own script, found by its consonant skeleton (dense.transliterated_anchors)"),
                           ("9", "the translation tier's anchors also count a Latin name the other article respells in "
                                 "its own Latin orthography (Lọndọnderi, Londonderry), found by its consonant skeleton "
-                                "(dense.respelled_anchors)")))
+                                "(dense.respelled_anchors)"),
+                          ("10", "the translation tier's anchors match a Latin name that gains or loses an ending "
+                                 "(Adam, Adams: dense.inflected_anchors) and read the days of the week Yoruba names "
+                                 "its own way as the English ones (Àbámẹ́ta, Saturday: spelled_numbers.day_anchors)")))
 
 @dataclass
 class LanguageSlice:

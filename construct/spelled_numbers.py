@@ -8,6 +8,8 @@ numbers (``construct/pair_anchors.py`` reads digits only) and its anchor overlap
 English keeps. ``number_anchors`` reads them for the languages listed in ``READERS`` (Yoruba) and gives nothing
 for the others.
 
+``day_anchors`` reads the days of the week the same way (Yoruba Àbámẹ́ta is the anchor "saturday").
+
 Only numbers of 10 and more are read: English news writes one to nine in words (``Three men``), so a digit in
 the original is 10 or more, and a bare Yoruba unit ("mẹ́ta", three) is also a common word part. A tens word alone is
 read only where it is no other common word: ogún (20) is also "war" and "medicine", ọgbọ̀n (30) "wisdom", igba
@@ -22,7 +24,7 @@ import re
 import unicodedata
 from collections.abc import Callable
 
-from babelrag.construct.pair_anchors import fold
+from babelrag.construct.pair_anchors import anchors, fold
 
 # units after their prefix (m- counting form, k- / ik- ordinal, none): "mẹ́ta" = m + eta = 3
 _YO_UNITS = {"okan": 1, "kan": 1, "eji": 2, "eta": 3, "erin": 4, "arun": 5, "efa": 6, "eje": 7, "ejo": 8,
@@ -81,4 +83,20 @@ def number_anchors(text: str, language: str) -> frozenset[str]:
     return frozenset(f"#{n}" for n in reader(text)) if reader else frozenset()
 
 
-__all__ = ["READERS", "number_anchors", "yoruba_numbers"]
+# the days of the week, as the anchors of the English day names: Yoruba capitalises them ("lọ́jọ́ Àbámẹ́ta", on
+# Saturday) but names them its own way (Àbámẹ́ta, Saturday). Folded as pair_anchors.anchors folds a capitalised word.
+_YO_DAYS = {"aiku": "sunday", "aje": "monday", "isegun": "tuesday", "ojoru": "wednesday", "ojobo": "thursday",
+            "eti": "friday", "abameta": "saturday"}
+DAY_NAMES: dict[str, dict[str, str]] = {"yo": _YO_DAYS}
+
+
+def day_anchors(text: str, language: str) -> frozenset[tuple[str, str]]:
+    """The days of the week ``text`` names capitalised in its language's own words, each as (its anchor, the English
+    day's anchor): ("abameta", "saturday"); empty for a language without a table."""
+    days = DAY_NAMES.get(language)
+    if not days:
+        return frozenset()
+    return frozenset((w, days[w]) for w in anchors(text) if w in days)
+
+
+__all__ = ["DAY_NAMES", "READERS", "day_anchors", "number_anchors", "yoruba_numbers"]

@@ -12,10 +12,10 @@ import pytest
 from babelrag.construct.crosslingual import article_anchors
 from babelrag.construct.name_skeletons import MAX_EDITS, MIN_CONSONANTS, Spelled, found_names, latin_skeleton
 from babelrag.construct.pair_anchors import (DEFAULT_MIN_ANCHOR_OVERLAP, DEFAULT_MIN_ANCHOR_OVERLAP_NEAR_BEST,
-                                             ArticleAnchors, anchors, min_anchor_overlap, name_candidates, overlap,
-                                             pair_overlap, respelled)
+                                             INFLECTED, ArticleAnchors, anchors, inflected, min_anchor_overlap,
+                                             name_candidates, overlap, pair_overlap, respelled)
 from babelrag.construct.pairs import DenseConfig
-from babelrag.construct.spelled_numbers import number_anchors, yoruba_numbers
+from babelrag.construct.spelled_numbers import day_anchors, number_anchors, yoruba_numbers
 from babelrag.records import Article
 
 
@@ -209,3 +209,63 @@ def test_respelled_anchors_are_on_and_names_only_off_by_default():
     # names only would need 0.30 / 0.30 and pair fewer calibration translations
     cfg = DenseConfig()
     assert cfg.respelled_anchors and not cfg.anchor_names_only
+
+
+# NTREX-128's Yoruba translation of reuters.218888 (tests/fixtures/ntrex_languages) and its English original,
+# verbatim (title and first sentence)
+EN_BARCELONA = ("Police clash with Catalan separatists ahead of independence vote anniversary. Six people were arrested "
+                "in Barcelona on Saturday after pro-independence protesters clashed with riot police, and as thousands "
+                "joined rival demonstrations to mark the first anniversary of Catalonia's polarizing vote on secession.")
+YO_BARCELONA = ("Ìkọlù àwọn ọlọ́ọ̀pá pẹ̀lú àwọn ajàfómìnira Catalan sáájú àjọ̀dun ìbò òmìnira. Eniyan mẹ́fà ni wọ́n mú "
+                "sátìmọ́lé ní ìlú Barcelona lọ́jọ́ Àbámẹ́ta lẹ́yìn tí àwọn tó ńfẹ̀hónúhàn nitori àti-gbòmìnira kọlú "
+                "àwọn ọlọ́ọ̀pá apaná-ọ̀tẹ̀, tí bíi àwọn ẹgbẹ̀rún eniyan sì darapọ̀ mọ awọn ìfẹ̀hónúhàn olórogún miran "
+                "láti ṣààmi àjọ̀dún àkọ́kọ́ ti ìbò tópín ilẹ̀ Catalonia sì méjì lórí àti dá dúró bíi olómìnira.")
+
+
+def test_yoruba_day_names_are_the_english_days():
+    assert day_anchors(YO_BARCELONA, "yo") == {("abameta", "saturday")}
+    assert day_anchors("lọ́jọ́ Ẹtì àti Ọjọ́rú, Àìkú", "yo") == {("eti", "friday"), ("ojoru", "wednesday"),
+                                                              ("aiku", "sunday")}
+    assert day_anchors("etí rẹ̀, owó ajé", "yo") == frozenset()  # lower case: ear, money (not the days Ẹtì, Ajé)
+    assert day_anchors(YO_BARCELONA, "sw") == day_anchors(EN_BARCELONA, "en") == frozenset()
+    yo = article_anchors(Article(id="yo-1", language="yo", title="", text=YO_BARCELONA, published=None), 1000)
+    en = ArticleAnchors.of(EN_BARCELONA)
+    # catalan, barcelona, catalonia and now saturday shared; Àbámẹ́ta no longer an unshared anchor of its own
+    assert yo.with_english_days(yo.exact) & en.exact == {"catalan", "barcelona", "catalonia", "saturday"}
+    # ikolu eniyan abameta catalan barcelona catalonia / police six saturday catalan barcelona catalonia
+    assert pair_overlap(yo, en, days=False) == pytest.approx(3 / 9)
+    assert pair_overlap(yo, en) == pytest.approx(4 / 8)
+
+
+def test_names_that_gain_or_lose_an_ending_are_one_anchor():
+    # NTREX-128 nytimes.184853 ("Mr. Adams said" -> "Ògbẹ́ni Adam ni o so") and scotsman.133804 in Finnish
+    # ("with ... Greg Hemphill" -> "Greg Hemphillin kanssa"; tests/fixtures/ntrex_translations)
+    assert inflected(frozenset({"adam", "harlem"}), frozenset({"adams", "harlem"}), 4, 3) == {"adams", "harlem"}
+    assert inflected(frozenset({"hemphillin", "greg"}), frozenset({"hemphill", "greg"}), 4, 3) == {"hemphill", "greg"}
+    # the shorter needs four letters, the longer at most three more; numbers and shared words stay
+    assert inflected(frozenset({"the"}), frozenset({"there"}), 4, 3) == {"the"}
+    assert inflected(frozenset({"bell"}), frozenset({"bellingham"}), 4, 3) == {"bell"}
+    assert inflected(frozenset({"#20", "adams"}), frozenset({"#2018", "adams", "adam"}), 4, 3) == {"#20", "adams"}
+    yo, en = ArticleAnchors.of("Ògbẹ́ni Adam ni o so ní Harlem."), ArticleAnchors.of("Mr. Adams said in Harlem.")
+    assert pair_overlap(yo, en) == pytest.approx(2 / 3)  # adams, harlem of ogbeni adams harlem ("Mr": 2 letters)
+    assert pair_overlap(yo, en, inflect=None) == pytest.approx(1 / 4)
+
+
+def test_truecasing_leaves_out_words_capitalised_by_their_position():
+    en, yo = ArticleAnchors.of(EN_BARCELONA), ArticleAnchors.of(YO_BARCELONA)
+    # "Police" heads the title and "police" follows; "Six" heads a sentence but is nowhere in lower case
+    assert en.positional == {"police"}
+    assert yo.positional == {"eniyan"}  # "Eniyan mẹ́fà" beside "ẹgbẹ̀rún eniyan"; Ìkọlù (kọlú) is another word
+    assert pair_overlap(yo, en, truecase="drop") > pair_overlap(yo, en)
+    # unless shared: a positional word the other side has stays
+    shared = ArticleAnchors.of("Police said the police came.")
+    assert pair_overlap(shared, shared, truecase="unshared") == 1.0
+    assert pair_overlap(shared, shared, truecase="drop") == 0.0
+
+
+def test_inflected_anchors_are_on_and_truecased_anchors_off_by_default():
+    # as calibrated (bench/bench_anchor_pairs.py): inflected names keep both thresholds and add no wrong pair;
+    # truecasing would need the near-best threshold at 0.30 and pairs no more calibration translations
+    cfg = DenseConfig()
+    assert cfg.inflected_anchors and not cfg.truecased_anchors
+    assert INFLECTED == (4, 3)
