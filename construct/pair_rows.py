@@ -77,6 +77,8 @@ def _arrays(columns: Mapping[str, Any], n: int, schema: Any) -> list[Any]:
     for field in schema:
         if field.name in columns:
             values = columns[field.name]
+            if pa.types.is_integer(field.type):
+                _check_integral(columns["id"], field.name, values)
             try:
                 arrays.append(pa.array(values, type=field.type))
             except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
@@ -127,7 +129,19 @@ def _refuse(table: Any, bad: Any, why: str, column: str | None = None) -> None:
     row = table.slice(at, 1).to_pylist()[0]
     value = f" ({row[column]!r})" if column else ""
     raise PairRowError(f"pair {row['id']!r} ({row['article_a']!r}, {row['article_b']!r}): {why}{value}; "
-                       f"ArticlePair refuses it (construct/pair_rows.py)")
+                       f"not a valid ArticlePair (construct/pair_rows.py)")
+
+
+def _check_integral(ids: Sequence[Any], name: str, values: Any) -> None:
+    """Arrow stores 1.5 in an integer column as 1; ``ArticlePair`` refuses a float with a fraction."""
+    import numpy as np
+
+    if isinstance(values, np.ndarray) and values.dtype.kind in "iu" or set(map(type, values)) <= {int}:
+        return
+    for n, value in enumerate(values):
+        if isinstance(value, (float, np.floating)) and not float(value).is_integer():
+            raise PairRowError(f"pair {ids[n]!r}: {name} {value!r} is not a whole number; not a valid ArticlePair "
+                               "(construct/pair_rows.py)")
 
 
 def _conversion_error(ids: Sequence[Any], field: Any, column: Sequence[Any]) -> PairRowError:
@@ -139,7 +153,7 @@ def _conversion_error(ids: Sequence[Any], field: Any, column: Sequence[Any]) -> 
             pa.array([value], type=field.type)
         except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError) as err:
             return PairRowError(f"pair {ids[n]!r}: {field.name} {value!r} is not of type {field.type} ({err}); "
-                                f"ArticlePair refuses it (construct/pair_rows.py)")
+                                f"not a valid ArticlePair (construct/pair_rows.py)")
     return PairRowError(f"pair rows: the {field.name} column is not of type {field.type}")
 
 
