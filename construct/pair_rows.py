@@ -49,8 +49,11 @@ class PairRowError(StageError):
 def pair_row(method: str, a: str, b: str, language_a: str, language_b: str, score: float,
              shared_entities: Sequence[str] = (), days_apart: int = 0, event_id: str = "") -> PairRow:
     """A pair's row with its id (``pair_id``) and its score rounded as the stage stores it (6 places)."""
-    return PairRow(pair_id(method, a, b), a, b, language_a, language_b, method, round(float(score), 6),
-                   shared_entities, days_apart, event_id)
+    return _new_row(PairRow, (pair_id(method, a, b), a, b, language_a, language_b, method, round(float(score), 6),
+                              shared_entities, days_apart, event_id))
+
+
+_new_row = tuple.__new__  # a named tuple from its values without the generated ``__new__``'s keyword handling
 
 
 def pair_columns(rows: Sequence[Any], schema: Any) -> list[Any]:
