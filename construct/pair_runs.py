@@ -2,13 +2,14 @@
 
 The miners (entity graph, cross-language dense, same-language hybrid) hand every pair to ``PairRuns.add`` with a
 rank, as a plain row (``construct/pair_rows.py``'s ``PairRow``, no pydantic record), or many at once as an Arrow
-table (``add_table``: the entity graph's pairs, columns from the miner's arrays): where the same two articles were found more than once (an entity-graph pair the hybrid found too), the
-first in (rank, order found) is kept, the rule of the stage when it held every pair in one list in rank order.
+table (``add_table``: the entity graph's pairs, made from the miner's arrays): where the same two articles were
+found more than once (an entity-graph pair the hybrid found too), the first in (rank, order found) is kept, the
+rule of the stage when it held every pair in one list in rank order.
 
 Memory: ``run_rows`` pairs are buffered; a full buffer becomes one Arrow table of the stage's record schema
-(a ``pa.array`` per column of the rows, checked as ``ArticlePair`` would: ``pair_rows.pair_columns``) plus (rank, order found) as one int64, sorted by
-(article_a, article_b, rank, order) in Arrow, its own repeats dropped, and written as one Arrow run to ``folder`` (the
-stage's scratch folder, cleared by the next run and by the commit). ``unique`` merges the runs a record batch per
+(a ``pa.array`` per column of the rows, checked for what ``ArticlePair`` refuses: ``pair_rows.pair_columns``) plus
+(rank, order found) as one int64, sorted by (article_a, article_b, rank, order) in Arrow, its own repeats dropped,
+and written as one Arrow run to ``folder`` (the stage's scratch folder, cleared by the next run and by the commit). ``unique`` merges the runs a record batch per
 run at a time: every run's rows up to the smallest last pair any run has read are final; they are sorted together
 (Arrow) and handed out as one table, so no pair becomes a Python object again and the stage writer takes the
 tables as they are (``ShardWriter.add_table``). A stage whose pairs fit in one buffer never touches the disk.

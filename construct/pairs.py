@@ -20,7 +20,7 @@ from babelrag.construct.encoders.settings import EncoderConfig  # dense.encoder 
 from babelrag.construct.crosslingual import dense_pairs
 from babelrag.construct.graph import Incidence, MinedPairs, bipartite_graph, mine_pairs, write_graphml
 from babelrag.construct.languages import same_language_reasons
-from babelrag.construct.pair_ids import PAIR_ID_PREFIX, pair_id
+from babelrag.construct.pair_ids import pair_id
 from babelrag.construct.pair_rows import PairRow, pair_table
 from babelrag.construct.pair_runs import PairRuns
 from babelrag.construct.samelang import hybrid_languages
@@ -203,8 +203,8 @@ class EntityGraph:
             yield from map(PairRow._make, zip(*(table.column(name).to_pylist() for name in PairRow._fields)))
 
     def tables(self, size: int | None = None) -> Iterator[Any]:
-        """The pairs in the miner's order as tables of ``ArticlePair``'s schema, ``size`` pairs each: the ids ordered
-        and the pair ids made over whole columns; only the shared entities' names are looked up per pair."""
+        """The pairs in the miner's order as tables of ``ArticlePair``'s schema, ``size`` pairs each: the two ids of
+        each pair ordered over whole columns (numpy), the shared entities' names looked up per pair."""
         import numpy as np
 
         size = size or GRAPH_TABLE_ROWS
@@ -212,7 +212,6 @@ class EntityGraph:
         ids = np.asarray(sl.ids, dtype=object)
         names = _names(sl)
         schema = arrow_schema(ArticlePair)
-        prefix = PAIR_ID_PREFIX["entity_graph"] + ":"
         for s in range(0, len(mined), size):
             i, j = mined.i[s:s + size], mined.j[s:s + size]
             first, second = ids[i], ids[j]
@@ -220,9 +219,9 @@ class EntityGraph:
             a, b = np.where(swap, second, first).tolist(), np.where(swap, first, second).tolist()
             shared = [sorted(names[e] for e in set(sl.entity_ids(x)) & set(sl.entity_ids(y)))
                       for x, y in zip(i.tolist(), j.tolist())]
-            languages = [lang] * len(a)
-            yield pair_table({"id": [f"{prefix}{x}|{y}" for x, y in zip(a, b)], "article_a": a, "article_b": b,
-                              "language_a": languages, "language_b": languages, "method": ["entity_graph"] * len(a),
+            languages, methods = [lang] * len(a), ["entity_graph"] * len(a)
+            yield pair_table({"id": list(map(pair_id, methods, a, b)), "article_a": a, "article_b": b,
+                              "language_a": languages, "language_b": languages, "method": methods,
                               "score": [round(x, 6) for x in mined.score[s:s + size].tolist()],
                               "shared_entities": shared, "days_apart": mined.days[s:s + size].astype(np.int64)},
                              schema)
