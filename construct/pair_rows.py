@@ -5,8 +5,9 @@ then read back into columns by ``PairRuns``) was a large share of its own Python
 the fields it sets instead; the fields no miner sets (``relevant``, ``rationale``, ``provenance``: the relevance
 stage's) are constant columns. What validation guaranteed still holds, checked a table at a time
 (``pair_columns``): every value of the type of ``ArticlePair``'s schema (a value Arrow cannot convert is named
-with its pair), no missing value, ``method`` one of ``ArticlePair.method``'s, ids non-empty. A bad row is refused
-with a ``PairRowError`` naming the pair, the field and the value.
+with its pair; a ``days_apart`` with a fraction, which Arrow would truncate), no missing value, ``method`` one of
+``ArticlePair.method``'s, and (stricter than the record) non-empty ids. A bad row is refused with a
+``PairRowError`` naming the pair, the field and the value.
 """
 from __future__ import annotations
 
@@ -43,7 +44,7 @@ _NON_EMPTY = ("id", "article_a", "article_b")
 
 
 class PairRowError(StageError):
-    """A miner handed a pair that ``ArticlePair`` would refuse."""
+    """A miner handed a pair that ``ArticlePair`` would refuse, or one with an empty id."""
 
 
 def pair_row(method: str, a: str, b: str, language_a: str, language_b: str, score: float,
@@ -97,8 +98,8 @@ def _arrays(columns: Mapping[str, Any], n: int, schema: Any) -> list[Any]:
 
 
 def check_pairs(table: Any) -> None:
-    """What ``ArticlePair`` refuses, for a whole table at once: a missing value, a method it does not know, an
-    empty id."""
+    """What ``ArticlePair`` refuses, for a whole table at once: a missing value, a method it does not know; and an
+    empty id (pair id or article id)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
