@@ -30,12 +30,12 @@ from babelrag.construct import pair_anchors, pair_margin, spelled_numbers
 from babelrag.construct.dense import PASSAGE_COLUMNS, encoder_for, hits_in_window, open_index, passage_of, window_rows
 from babelrag.construct.doctable import Doc, DocTable
 from babelrag.construct.exactsearch import RowHits, searcher
-from babelrag.construct.pair_ids import pair_id
+from babelrag.construct.pair_rows import PairRow, pair_row
 from babelrag.construct.samelang import hybrid_pairs
 from babelrag.errors import InputError
 from babelrag.rows import iter_jsonl
 from babelrag.stage import StageContext
-from babelrag.records import Article, ArticlePair, days_apart, undated, within_days
+from babelrag.records import Article, days_apart, undated, within_days
 
 
 def load_events(path: Path, languages: list[str]) -> list[dict[str, str]]:
@@ -56,11 +56,11 @@ def load_events(path: Path, languages: list[str]) -> list[dict[str, str]]:
     return events
 
 
-def dense_pairs(ctx: StageContext, emit: Callable[[ArticlePair], None], same_language: list[str] | None = None,
-                entities: Any = None, graph_pairs: Mapping[str, Iterable[ArticlePair]] | None = None,
-                emit_graph: Callable[[ArticlePair], None] | None = None) -> None:
+def dense_pairs(ctx: StageContext, emit: Callable[[PairRow], None], same_language: list[str] | None = None,
+                entities: Any = None, graph_pairs: Mapping[str, Iterable[PairRow]] | None = None,
+                emit_graph: Callable[[PairRow], None] | None = None) -> None:
     """Cross-language pairs, then the hybrid same-language pairs of ``same_language`` (construct/samelang.py) while
-    the article vectors are at hand, each handed to ``emit`` as found; the ``graph_pairs`` (entity-graph pairs of
+    the article vectors are at hand, each handed to ``emit`` as found (a ``PairRow``); the ``graph_pairs`` (entity-graph pairs of
     those languages, per language) that pass the hybrid score go to ``emit_graph``. ``entities``: article id ->
     its title entities' names (``.get``)."""
     cfg = ctx.config.dense
@@ -102,15 +102,13 @@ def dense_pairs(ctx: StageContext, emit: Callable[[ArticlePair], None], same_lan
         opened.close()
 
 
-def _make_pair(x: Doc, en: Doc, score: float, event_id: str = "") -> ArticlePair:
+def _make_pair(x: Doc, en: Doc, score: float, event_id: str = "") -> PairRow:
     a, b = x, en  # X first, pivot second (XRAG's "X-English pairs"; same order as the sample ground truth)
-    return ArticlePair(id=pair_id("dense", a.id, b.id), article_a=a.id, article_b=b.id, language_a=a.language,
-                       language_b=b.language, method="dense", score=round(float(score), 6),
-                       days_apart=days_apart(x.day, en.day), event_id=event_id)
+    return pair_row("dense", a.id, b.id, a.language, b.language, score, (), days_apart(x.day, en.day), event_id)
 
 
 def event_pairs(ctx: StageContext, store: Any, encoder: Any, events: list[dict[str, str]],
-                docs: dict[str, Doc], languages: list[str], pivot: str) -> list[ArticlePair]:
+                docs: dict[str, Doc], languages: list[str], pivot: str) -> list[PairRow]:
     cfg = ctx.config.dense
     # best event per article: an article joins only the event it matches best
     best: dict[str, tuple[float, int]] = {}
@@ -157,7 +155,7 @@ def event_pairs(ctx: StageContext, store: Any, encoder: Any, events: list[dict[s
             ctx.skip(f"dense-below-{threshold_key(cfg).replace('_', '-')}")
         else:
             kept[(e, docs[xi].language)].append((score, xi, ei))
-    pairs: list[ArticlePair] = []
+    pairs: list[PairRow] = []
     for (e, _), group in sorted(kept.items(), key=lambda kv: (kv[0][0], languages.index(kv[0][1]))):
         group.sort(key=lambda t: (-t[0], t[1], t[2]))
         for score, xi, ei in group[:cfg.max_pairs_per_event]:
@@ -277,7 +275,7 @@ def query_articles(ctx: StageContext, docs: DocTable, pivot: str) -> np.ndarray:
 
 
 def article_pairs(ctx: StageContext, store: Any, docs: DocTable, pivot: str,
-                  emit: Callable[[ArticlePair], None], batch: int = 64) -> None:
+                  emit: Callable[[PairRow], None], batch: int = 64) -> None:
     """Non-pivot articles search pivot articles nearby in time; mutual best matches pair up (each handed to
     ``emit``).
 

@@ -1,13 +1,15 @@
 """The pairs stage's pairs written as they are found: sorted runs on disk, one pair per two articles by a merge.
 
 The miners (entity graph, cross-language dense, same-language hybrid) hand every pair to ``PairRuns.add`` with a
-rank: where the same two articles were found more than once (an entity-graph pair the hybrid found too), the
-first in (rank, order found) is kept, the rule of the stage when it held every pair in one list in rank order.
+rank, as a plain row (``construct/pair_rows.py``'s ``PairRow``, no pydantic record), or many at once as an Arrow
+table (``add_table``: the entity graph's pairs, made from the miner's arrays): where the same two articles were
+found more than once (an entity-graph pair the hybrid found too), the first in (rank, order found) is kept, the
+rule of the stage when it held every pair in one list in rank order.
 
 Memory: ``run_rows`` pairs are buffered; a full buffer becomes one Arrow table of the stage's record schema
-(columns read off the records, no ``model_dump`` per pair) plus (rank, order found) as one int64, sorted by
-(article_a, article_b, rank, order) in Arrow, its own repeats dropped, and written as one Arrow run to ``folder`` (the
-stage's scratch folder, cleared by the next run and by the commit). ``unique`` merges the runs a record batch per
+(a ``pa.array`` per column of the rows, checked for what ``ArticlePair`` refuses: ``pair_rows.pair_columns``) plus
+(rank, order found) as one int64, sorted by (article_a, article_b, rank, order) in Arrow, its own repeats dropped,
+and written as one Arrow run to ``folder`` (the stage's scratch folder, cleared by the next run and by the commit). ``unique`` merges the runs a record batch per
 run at a time: every run's rows up to the smallest last pair any run has read are final; they are sorted together
 (Arrow) and handed out as one table, so no pair becomes a Python object again and the stage writer takes the
 tables as they are (``ShardWriter.add_table``). A stage whose pairs fit in one buffer never touches the disk.
@@ -18,16 +20,16 @@ import shutil
 from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterator
-from operator import attrgetter, itemgetter
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from babelrag.construct.pair_rows import PairRow, check_pairs, pair_columns
 from babelrag.parquet_io import arrow_schema
 from babelrag.records import ArticlePair
 
-#: pairs buffered before a sorted run is written (~1 KB each as records)
+#: pairs buffered before a sorted run is written
 RUN_ROWS = 10_000
 _BATCH = 2048  # rows per record batch in a run file (what the merge holds per run)
 _ORDER_BITS = 40  # (rank, order found) as one int64: rank << 40 | order
@@ -43,10 +45,12 @@ class PairRuns:
         self.run_rows = run_rows or RUN_ROWS
         self.added: Counter[str] = Counter()  # pairs handed in, per method
         self.duplicates = 0  # pairs left out by unique(): the same two articles found before
-        self._buffer: list[ArticlePair] = []
+        self._buffer: list[PairRow] = []  # rows not in a table yet
         self._ranks: list[int] = []
+        self._tables: list[Any] = []  # buffered tables with their (rank, order): rows before them, ``add_table``'s
+        self._buffered = 0  # rows buffered, in rows and tables
         self._runs: list[Path] = []
-        self._order = 0  # pairs handed in before the buffer's first
+        self._order = 0  # pairs handed in before the buffer's rows
         self._schema = arrow_schema(ArticlePair)
 
     @property
@@ -54,16 +58,33 @@ class PairRuns:
         """Runs written to disk so far (0: everything is still in the buffer)."""
         return len(self._runs)
 
-    def add(self, pair: ArticlePair, rank: int) -> None:
+    def add(self, pair: PairRow, rank: int) -> None:
+        """One pair (a ``PairRow``) found with this rank."""
         self._buffer.append(pair)
         self._ranks.append(rank)
         self.added[pair.method] += 1
-        if len(self._buffer) >= self.run_rows:
+        self._buffered += 1
+        if self._buffered >= self.run_rows:
             self._spill()
 
-    def adder(self, rank: int) -> Callable[[ArticlePair], None]:
+    def adder(self, rank: int) -> Callable[[PairRow], None]:
         """``add`` with this rank, for a miner that hands out pairs one at a time."""
         return lambda pair: self.add(pair, rank)
+
+    def add_table(self, table: Any, rank: int) -> None:
+        """Pairs as an Arrow table of ``ArticlePair``'s schema, found with this rank, in its row order (checked as
+        ``add``'s rows are: ``pair_rows.check_pairs``)."""
+        if not table.num_rows:
+            return
+        check_pairs(table)
+        self._rows_to_table()  # the rows handed in before it come first in the order found
+        self._tables.append(self._with_rank_order(table.select(self._schema.names).cast(self._schema),
+                                                  np.full(table.num_rows, rank, dtype=np.int64)))
+        for method, n in zip(*np.unique(table.column("method").to_numpy(zero_copy_only=False), return_counts=True)):
+            self.added[str(method)] += int(n)
+        self._buffered += table.num_rows
+        if self._buffered >= self.run_rows:
+            self._spill()
 
     def unique(self) -> Iterator[Any]:
         """Every pair handed in as Arrow tables of ``ArticlePair``'s schema, in (article_a, article_b) order,
@@ -96,11 +117,11 @@ class PairRuns:
 
     def close(self) -> None:
         """Remove the runs (the folder is the stage's scratch folder)."""
-        self._buffer, self._ranks, self._runs = [], [], []
+        self._buffer, self._ranks, self._tables, self._runs, self._buffered = [], [], [], [], 0
         shutil.rmtree(self.folder, ignore_errors=True)
 
     def _spill(self) -> None:
-        if not self._buffer:
+        if not self._buffered:
             return
         import pyarrow as pa
 
@@ -115,14 +136,32 @@ class PairRuns:
         """The buffer as one table with its (rank, order), sorted, one row per pair of articles; the buffer emptied."""
         import pyarrow as pa
 
-        pairs, ranks = self._buffer, self._ranks
+        self._rows_to_table()
+        tables, self._tables, self._buffered = self._tables, [], 0
+        if not tables:
+            return pa.Table.from_arrays(
+                pair_columns([], self._schema) + [pa.array([], type=pa.int64())],
+                schema=self._schema.append(pa.field(_RANK_ORDER, pa.int64())))
+        return self._first_per_pair(_concat(tables))
+
+    def _rows_to_table(self) -> None:
+        """The buffered rows as one table with their (rank, order), after the tables before them."""
+        import pyarrow as pa
+
+        if not self._buffer:
+            return
+        rows, ranks = self._buffer, self._ranks
         self._buffer, self._ranks = [], []
-        order = np.arange(self._order, self._order + len(pairs), dtype=np.int64)
-        self._order += len(pairs)
-        rank_order = (np.asarray(ranks, dtype=np.int64) << _ORDER_BITS) | order
-        columns = _record_columns(pairs, self._schema) + [pa.array(rank_order)]
-        return self._first_per_pair(pa.Table.from_arrays(
-            columns, schema=self._schema.append(pa.field(_RANK_ORDER, pa.int64()))))
+        table = pa.Table.from_arrays(pair_columns(rows, self._schema), schema=self._schema)
+        self._tables.append(self._with_rank_order(table, np.asarray(ranks, dtype=np.int64)))
+
+    def _with_rank_order(self, table: Any, ranks: np.ndarray) -> Any:
+        """``table`` with the column (rank, order found): its rows are the next handed in."""
+        import pyarrow as pa
+
+        order = np.arange(self._order, self._order + table.num_rows, dtype=np.int64)
+        self._order += table.num_rows
+        return table.append_column(pa.field(_RANK_ORDER, pa.int64()), pa.array((ranks << _ORDER_BITS) | order))
 
     def _first_per_pair(self, table: Any) -> Any:
         """``table`` sorted by (article_a, article_b, rank and order), the first row of each pair (the rest counted)."""
@@ -138,32 +177,6 @@ class PairRuns:
         first[1:] = ~repeat.to_numpy(zero_copy_only=False)
         self.duplicates += int(n - first.sum())
         return table.filter(first)
-
-
-def _record_columns(records: list[Any], schema: Any) -> list[Any]:
-    """The columns ``write_records`` would write for these records, read off the models' field values (as they are:
-    what ``model_dump`` gives for ``ArticlePair``'s field types), one Arrow array each; the values are taken and
-    transposed in C (``itemgetter``, ``zip``), not by a Python loop per column."""
-    import pyarrow as pa
-
-    columns = []
-    for field, values in zip(schema, _transposed(records, schema.names)):
-        if pa.types.is_struct(field.type):
-            subfields = list(field.type)
-            nested = _transposed(values, [sub.name for sub in subfields])
-            columns.append(pa.StructArray.from_arrays(
-                [pa.array(sub_values, type=sub.type) for sub, sub_values in zip(subfields, nested)], fields=subfields))
-        else:
-            columns.append(pa.array(values, type=field.type))
-    return columns
-
-
-def _transposed(models: Any, names: list[str]) -> list[tuple[Any, ...]]:
-    """The field ``names`` of pydantic models as one tuple of values per field."""
-    if not len(models):
-        return [() for _ in names]
-    rows = map(itemgetter(*names), map(attrgetter("__dict__"), models))
-    return list(zip(*rows)) if len(names) > 1 else [tuple(value for value in rows)]
 
 
 def _concat(tables: list[Any]) -> Any:

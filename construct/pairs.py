@@ -21,8 +21,10 @@ from babelrag.construct.crosslingual import dense_pairs
 from babelrag.construct.graph import Incidence, MinedPairs, bipartite_graph, mine_pairs, write_graphml
 from babelrag.construct.languages import same_language_reasons
 from babelrag.construct.pair_ids import pair_id
+from babelrag.construct.pair_rows import PairRow, pair_table
 from babelrag.construct.pair_runs import PairRuns
 from babelrag.construct.samelang import hybrid_languages
+from babelrag.parquet_io import arrow_schema
 from babelrag.stage import StageContext
 from babelrag.records import DAY_COLUMNS, EPOCH, Article, ArticlePair, article_days, undated
 from babelrag.run_only import run_only
@@ -216,8 +218,9 @@ class LanguageSlice:
 
 @dataclass
 class EntityGraph:
-    """One language's entity-graph pairs as the miner's arrays (``MinedPairs``); records made as they are asked
-    for (``records``), so the stage never holds them all."""
+    """One language's entity-graph pairs as the miner's arrays (``MinedPairs``); rows made as they are asked for
+    (``rows``: the hybrid gate scores them one by one), or Arrow tables of them (``tables``: straight to the
+    stage's runs), so the stage never holds a record per pair."""
 
     language: str
     slice: LanguageSlice
@@ -226,19 +229,42 @@ class EntityGraph:
     def __len__(self) -> int:
         return len(self.mined)
 
-    def records(self) -> Iterator[ArticlePair]:
+    def rows(self) -> Iterator[PairRow]:
+        """The pairs in the miner's order, as rows (made a table of ``GRAPH_TABLE_ROWS`` at a time)."""
+        for table in self.tables():
+            yield from map(PairRow._make, zip(*(table.column(name).to_pylist() for name in PairRow._fields)))
+
+    def tables(self, size: int | None = None) -> Iterator[Any]:
+        """The pairs in the miner's order as tables of ``ArticlePair``'s schema, ``size`` pairs each: the two ids of
+        each pair ordered over whole columns (numpy), the shared entities' names looked up per pair."""
+        import numpy as np
+
+        size = size or GRAPH_TABLE_ROWS
         sl, lang, mined = self.slice, self.language, self.mined
+        ids = np.asarray(sl.ids, dtype=object)
         names = _names(sl)
-        for i, j, score, d in zip(mined.i.tolist(), mined.j.tolist(), mined.score.tolist(), mined.days.tolist()):
-            a, b = sorted((sl.ids[i], sl.ids[j]))
-            shared = sorted(names[e] for e in set(sl.entity_ids(i)) & set(sl.entity_ids(j)))
-            yield ArticlePair(id=pair_id("entity_graph", a, b), article_a=a, article_b=b, language_a=lang,
-                              language_b=lang, method="entity_graph", score=round(float(score), 6),
-                              shared_entities=shared, days_apart=int(d))
+        schema = arrow_schema(ArticlePair)
+        for s in range(0, len(mined), size):
+            i, j = mined.i[s:s + size], mined.j[s:s + size]
+            first, second = ids[i], ids[j]
+            swap = (first > second).astype(bool)
+            a, b = np.where(swap, second, first).tolist(), np.where(swap, first, second).tolist()
+            shared = [sorted(names[e] for e in set(sl.entity_ids(x)) & set(sl.entity_ids(y)))
+                      for x, y in zip(i.tolist(), j.tolist())]
+            languages, methods = [lang] * len(a), ["entity_graph"] * len(a)
+            yield pair_table({"id": list(map(pair_id, methods, a, b)), "article_a": a, "article_b": b,
+                              "language_a": languages, "language_b": languages, "method": methods,
+                              "score": [round(x, 6) for x in mined.score[s:s + size].tolist()],
+                              "shared_entities": shared, "days_apart": mined.days[s:s + size].astype(np.int64)},
+                             schema)
+
+
+#: entity-graph pairs made into one table at a time
+GRAPH_TABLE_ROWS = 8192
 
 
 def mine_entity_graphs(ctx: StageContext, slices: dict[str, LanguageSlice]) -> dict[str, EntityGraph]:
-    """Each language's entity-graph pairs (as arrays; ``EntityGraph.records``) and the hub entities report."""
+    """Each language's entity-graph pairs (as arrays; ``EntityGraph.rows`` / ``tables``) and the hub entities report."""
     import numpy as np
 
     cfg = ctx.config.pairs
@@ -256,9 +282,9 @@ def mine_entity_graphs(ctx: StageContext, slices: dict[str, LanguageSlice]) -> d
     return out
 
 
-def entity_graph_pairs(ctx: StageContext, slices: dict[str, LanguageSlice]) -> list[ArticlePair]:
-    """Every entity-graph pair of ``slices`` as records, languages in order."""
-    return [p for graph in mine_entity_graphs(ctx, slices).values() for p in graph.records()]
+def entity_graph_pairs(ctx: StageContext, slices: dict[str, LanguageSlice]) -> list[PairRow]:
+    """Every entity-graph pair of ``slices`` as rows, languages in order."""
+    return [p for graph in mine_entity_graphs(ctx, slices).values() for p in graph.rows()]
 
 
 def _names(sl: LanguageSlice) -> dict[int, str]:
@@ -369,12 +395,12 @@ def run(ctx: StageContext) -> None:
             same = [lang for lang in hybrid_languages(ctx.config.pairs.same_language_dense, share) if lang in mine_in]
         for lang, graph in graphs.items():
             if lang not in same:
-                for p in graph.records():
-                    runs.add(p, RANK_GRAPH)
+                for table in graph.tables():
+                    runs.add_table(table, RANK_GRAPH)
         if ctx.config.dense.enabled:
             entities = TitleEntityNames(slices[lang] for lang in same)
             # the entity-graph pairs of the hybrid's languages must pass the hybrid score too (samelang.py)
-            gated = {lang: graphs[lang].records() for lang in same if lang in graphs}
+            gated = {lang: graphs[lang].rows() for lang in same if lang in graphs}
             dense_pairs(ctx, runs.adder(RANK_DENSE), same_language=same, entities=entities, graph_pairs=gated,
                         emit_graph=runs.adder(RANK_GRAPH_GATED))
             ctx.extra["dense_pairs"] = runs.added["dense"]

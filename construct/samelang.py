@@ -44,11 +44,11 @@ from babelrag.construct.neighbour_density import densities, density  # noqa: F40
 from babelrag.construct.dense import window_rows
 from babelrag.construct.doctable import DocTable, RowValues
 from babelrag.construct.exactsearch import RowHits
-from babelrag.construct.pair_ids import pair_id
+from babelrag.construct.pair_rows import PairRow, pair_row
 from babelrag.construct.titlevectors import LanguageTitles, title_vectors
 from babelrag.executor import chunks
 from babelrag.stage import StageContext
-from babelrag.records import ArticlePair, days_apart
+from babelrag.records import days_apart
 
 # pairs.hybrid_min_score per score (pairs.hybrid_score) and encoder kind; calibrated on real same-event news by
 # different outlets in nine languages (tests/fixtures/ntrex_samelang, bench/bench_samelang_pairs.py): the
@@ -97,9 +97,9 @@ def neighbours(store: Any, rows: np.ndarray, lang: str, docs: DocTable, dense: A
 
 
 def hybrid_pairs(ctx: StageContext, store: Any, docs: DocTable, languages: Iterable[str],
-                 entities: Any, emit: Callable[[ArticlePair], None],
-                 graph_pairs: Mapping[str, Iterable[ArticlePair]] | None = None, batch: int = 64,
-                 emit_graph: Callable[[ArticlePair], None] | None = None) -> None:
+                 entities: Any, emit: Callable[[PairRow], None],
+                 graph_pairs: Mapping[str, Iterable[PairRow]] | None = None, batch: int = 64,
+                 emit_graph: Callable[[PairRow], None] | None = None) -> None:
     """The hybrid pairs of ``languages``, each handed to ``emit`` as found; the entity-graph pairs of these
     languages (``graph_pairs``, per language) that pass the same score go to ``emit_graph``. ``entities``: article
     id -> its title entities' names (``.get``). The title score reads the titles file (construct/titlevectors.py)."""
@@ -150,8 +150,8 @@ class _Scorer:
 
 
 def _language_pairs(ctx: StageContext, store: Any, docs: DocTable, lang: str, rows: Any,
-                    graph: Iterable[ArticlePair], scorer: _Scorer, threshold: float, batch: int,
-                    emit: Callable[[ArticlePair], None], emit_graph: Callable[[ArticlePair], None],
+                    graph: Iterable[PairRow], scorer: _Scorer, threshold: float, batch: int,
+                    emit: Callable[[PairRow], None], emit_graph: Callable[[PairRow], None],
                     titles: LanguageTitles | None = None) -> int:
     """One language's hybrid pairs (to ``emit``; returns how many) and the entity-graph pairs of it that pass the
     same score (to ``emit_graph``), scored a chunk at a time.
@@ -208,10 +208,10 @@ class _WindowPairs:
 
     def __init__(self, ctx: StageContext, docs: dict[str, Any], lang: str, scorer: _Scorer, threshold: float,
                  min_score: float, k: int, fill: float | None,
-                 emit: Callable[[ArticlePair], None] | None = None) -> None:
+                 emit: Callable[[PairRow], None] | None = None) -> None:
         self.ctx, self.docs, self.lang, self.scorer = ctx, docs, lang, scorer
         self.threshold, self.min_score, self.k, self.fill = threshold, min_score, k, fill
-        self.pairs: list[ArticlePair] = []  # the pairs, unless ``emit`` takes them as they are found
+        self.pairs: list[PairRow] = []  # the pairs, unless ``emit`` takes them as they are found
         self.emit = emit or self.pairs.append
         self.found = 0
         self._reached: dict[str, set[str]] = {}  # later article -> earlier ones whose list took the pair
@@ -283,7 +283,7 @@ class _WindowPairs:
             a, b = (q, other) if q < other else (other, q)
             self._candidate(a, b, cos)
 
-    def finish(self) -> list[ArticlePair]:
+    def finish(self) -> list[PairRow]:
         """Fill the short lists' densities (the median of every list's k cosines) and score what waited."""
         if self._short:
             fill = _median(self._cosines)
@@ -312,9 +312,7 @@ class _WindowPairs:
             return
         docs = self.docs
         self.found += 1
-        self.emit(ArticlePair(id=pair_id("hybrid", a, b), article_a=a, article_b=b, language_a=self.lang,
-                                      language_b=self.lang, method="hybrid", score=round(float(score), 6),
-                                      shared_entities=shared, days_apart=days_apart(docs[a].day, docs[b].day)))
+        self.emit(pair_row("hybrid", a, b, self.lang, self.lang, score, shared, days_apart(docs[a].day, docs[b].day)))
 
 
 def _median(values: array) -> float:

@@ -9,7 +9,7 @@ import pytest
 
 from babelrag.config import config_from_dict
 from babelrag.construct import pair_runs
-from babelrag.construct.pair_ids import pair_id
+from babelrag.construct.pair_rows import PairRow, pair_row
 from babelrag.construct.pair_runs import PairRuns
 from babelrag.pipeline import Pipeline
 from babelrag.records import ArticlePair
@@ -19,12 +19,16 @@ from babelrag.store import BuildStore
 SAMPLE = Path(__file__).resolve().parents[1] / "babelrag" / "data" / "sample"
 
 
-def _pair(method: str, a: str, b: str, score: float) -> ArticlePair:
-    return ArticlePair(id=pair_id(method, a, b), article_a=a, article_b=b, language_a="en", language_b="en",
-                       method=method, score=score, shared_entities=["X"] if method == "entity_graph" else [])
+def _pair(method: str, a: str, b: str, score: float) -> PairRow:
+    return pair_row(method, a, b, "en", "en", score, ["X"] if method == "entity_graph" else [])
 
 
-def _found() -> list[tuple[ArticlePair, int]]:
+def _record(row: PairRow) -> ArticlePair:
+    """The record the stage made of a pair before it handed rows (validated by pydantic)."""
+    return ArticlePair(**row._asdict())
+
+
+def _found() -> list[tuple[PairRow, int]]:
     """(pair, rank) as the miners hand them: a dense pair of two articles found before their entity-graph pair
     (which outranks it), a pair found twice by one method, and pairs in no sorted order."""
     out = []
@@ -59,7 +63,7 @@ def test_runs_on_disk_keep_what_one_buffer_keeps(tmp_path):
     # the rule of one list in rank order: the first found of the best rank, whatever the runs
     first: dict[tuple[str, str], ArticlePair] = {}
     for pair, _ in sorted(_found(), key=lambda found: found[1]):
-        first.setdefault((pair.article_a, pair.article_b), pair)
+        first.setdefault((pair.article_a, pair.article_b), _record(pair))
     assert sorted(p.model_dump_json() for p in in_memory) == sorted(p.model_dump_json() for p in first.values())
     by_key = {(p.article_a, p.article_b): p for p in in_memory}
     assert by_key[("a03", "b03")].method == "entity_graph"  # found after the hybrid pair, ranked before it
@@ -142,7 +146,7 @@ def test_merge_of_many_runs_read_a_few_rows_at_a_time_keeps_the_first_by_rank(tm
     assert runs.runs == (0 if run_rows > 3000 else -(-3000 // run_rows))
     first: dict[tuple[str, str], ArticlePair] = {}
     for pair, _ in sorted(found, key=lambda item: item[1]):
-        first.setdefault((pair.article_a, pair.article_b), pair)
+        first.setdefault((pair.article_a, pair.article_b), _record(pair))
     assert sorted(kept, key=lambda r: r["id"]) == sorted((p.model_dump() for p in first.values()),
                                                          key=lambda r: r["id"])
     assert runs.duplicates == 3000 - len(first)
