@@ -394,7 +394,11 @@ def _top_rows(scores: np.ndarray, k: int, rank: np.ndarray,
     # strided groups (columns j, j + groups, ...): the maximum runs over contiguous rows of the matrix
     maxima = scores[:, :groups * group].reshape(m, group, groups).max(axis=1)
     floor = np.partition(maxima, groups - k, axis=1)[:, groups - k]
-    rows, cols = np.nonzero(scores >= floor[:, None])
+    # the positions at or above each row's floor: flat indices split into (row, column), ~10x cheaper than a 2-D
+    # ``np.nonzero`` (which was two thirds of this function's time on a 64 x 8,300 block)
+    flat = np.flatnonzero(scores >= floor[:, None])
+    rows = flat // n
+    cols = flat - rows * n
     counts = np.bincount(rows, minlength=m)
     if counts.min(initial=k) < k:  # NaN scores: no floor holds; the whole-row sort
         return _top_rows_partition(scores, k, rank)
