@@ -117,12 +117,12 @@ def test_llm_serve_cli_leaves_no_orphan(how):
     from babelrag.llm.local import free_port
 
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-c", "from babelrag.cli import main; main()", "llm", "serve",
-                             "--port", str(port), "--n-ctx", "1024"],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            # as from a terminal: a suite started in the background (`make test &`) hands
-                            # its children SIGINT ignored, and Python then never raises KeyboardInterrupt
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    # as from a terminal: a suite started in the background (`make test &`) hands its children SIGINT
+    # ignored, and Python then never raises KeyboardInterrupt (restored in the child itself: a preexec_fn
+    # runs Python after fork, which a worker with gRPC threads can abort)
+    serve = "import signal; signal.signal(signal.SIGINT, signal.SIG_DFL); from babelrag.cli import main; main()"
+    proc = subprocess.Popen([sys.executable, "-c", serve, "llm", "serve", "--port", str(port), "--n-ctx", "1024"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         _wait_ready(port, proc)
         assert len(_llama_pids(port)) == 1

@@ -5,7 +5,7 @@ read files that are 0644, connect to any loopback port and read every process's 
 (``/proc/<pid>/cmdline``). Argilla's SQLite database holds the owner's API key in plain text, and its
 Redis queue runs whatever job is put in it as the server's user. So: the home dir is 0700 and every
 file the server keeps in it 0600 (an existing home, the default one included, is tightened on start); children run with
-umask 077; Redis requires a password generated per start, written only to a 0600 config file and
+umask 077 (``babelrag.child_process.PRIVATE_UMASK``); Redis requires a password generated per start, written only to a 0600 config file and
 given to Argilla through the environment; the owner's password and API key reach Argilla's CLI through
 the environment, never as arguments.
 """
@@ -17,11 +17,6 @@ from urllib.parse import quote
 
 PRIVATE_DIR = 0o700
 PRIVATE_FILE = 0o600
-
-
-def spawn_private() -> None:
-    """preexec for children: whatever they create (database, journal, logs) is the owner's only."""
-    os.umask(0o077)
 
 
 # What the server keeps in its home (the SQLite files with their journals, our JSON files, Redis's

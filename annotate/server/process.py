@@ -13,7 +13,6 @@ a 0600 file.
 """
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import secrets
@@ -29,10 +28,11 @@ from pathlib import Path
 from typing import Optional
 
 from babelrag.atomic import atomic_path, atomic_write_bytes, atomic_write_text
+from babelrag.child_process import PRIVATE_UMASK, guarded, spawn_kwargs
 from babelrag.errors import StageError
 
 from ..settings import ARGILLA_SERVER_VERSION, ServerSettings
-from .host_safety import private_home, redis_config, redis_url, spawn_private
+from .host_safety import private_home, redis_config, redis_url
 from .venv import ensure_server_venv, redis_server_binary
 
 LAUNCHER = Path(__file__).with_name("launcher.py")
@@ -48,17 +48,6 @@ def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as s:
         s.bind((host, 0))
         return s.getsockname()[1]
-
-
-def _die_with_parent() -> None:
-    """preexec: new session (own process group), private files, and SIGTERM when the supervisor dies."""
-    os.setsid()
-    spawn_private()
-    try:
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except OSError:
-        pass
 
 
 def write_private(path: Path, data: dict) -> None:
@@ -129,9 +118,10 @@ class ArgillaServer:
     def _spawn(self, name: str, cmd: list[str]) -> subprocess.Popen:
         log = os.fdopen(os.open(self.home / "logs" / f"{name}.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "ab")
         self._logs.append(log)
+        # own process group, private files, SIGTERM when the supervisor dies (babelrag.child_process)
         proc = subprocess.Popen(
-            cmd, env=self._env(), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            preexec_fn=_die_with_parent, cwd=self.home,
+            guarded(cmd), env=self._env(), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            cwd=self.home, **spawn_kwargs(private=True),
         )
         self._procs[name] = proc
         return proc
@@ -139,7 +129,7 @@ class ArgillaServer:
     def _run(self, python: Path, args: list[str], what: str, extra_env: Optional[dict[str, str]] = None) -> str:
         done = subprocess.run(
             [str(python), str(LAUNCHER), *args], env={**self._env(), **(extra_env or {})}, capture_output=True,
-            text=True, cwd=self.home, preexec_fn=spawn_private,
+            text=True, cwd=self.home, umask=PRIVATE_UMASK,
         )
         if done.returncode != 0:
             raise StageError(f"argilla-server {what} failed (exit {done.returncode}): {(done.stderr or done.stdout)[-1200:]}")

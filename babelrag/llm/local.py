@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Iterator, Optional, TypeVar
 
 from babelrag.atomic import atomic_path
+from babelrag.child_process import guarded, spawn_kwargs
 from babelrag.errors import StageError
 from babelrag.llm.settings import LOCAL_ENDPOINT, EndpointConfig, LLMSettings
 
@@ -105,17 +106,6 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def _die_with_parent() -> None:
-    """Linux: the server gets SIGTERM if the process that started it dies, even by kill -9, so a
-    crashed run never leaves a 500 MB model server behind (start it from a long-lived thread)."""
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
-
-
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -166,9 +156,10 @@ class LocalLLMServer:
         else:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
             self._log_fh = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(cmd, stdout=self._log_fh, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL, start_new_session=True,
-                                     preexec_fn=_die_with_parent if sys.platform == "linux" else None)
+        # the server gets SIGTERM if the process that started it dies, even by kill -9, so a crashed run
+        # never leaves a 500 MB model server behind (start it from a long-lived thread)
+        self.proc = subprocess.Popen(guarded(cmd), stdout=self._log_fh, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, **spawn_kwargs())
         atexit.register(self.stop)
         try:
             self._wait_ready()

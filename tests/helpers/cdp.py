@@ -6,6 +6,7 @@ Messages are JSON terminated by a NUL byte; the browser reads fd 3 and writes fd
 """
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -13,6 +14,12 @@ import subprocess
 import time
 from pathlib import Path
 from typing import Any, Optional
+
+
+def _above_4(fd: int) -> int:
+    high = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10)  # close-on-exec as os.pipe made it
+    os.close(fd)
+    return high
 
 
 class CdpError(RuntimeError):
@@ -31,15 +38,17 @@ class Browser:
         to_browser_r, self._to_browser = os.pipe()
         self._from_browser, from_browser_w = os.pipe()
 
-        def wire_pipes() -> None:
-            os.dup2(to_browser_r, 3)
-            os.dup2(from_browser_w, 4)
-
+        # Chrome's --remote-debugging-pipe reads fd 3 and writes fd 4. bash (dash takes single-digit fds only)
+        # puts the pipes there before it execs the browser: no preexec_fn, whose Python-after-fork a process
+        # with gRPC threads can abort. The pipes are first moved above 4, so wiring one never closes the other.
+        to_browser_r, from_browser_w = (_above_4(fd) for fd in (to_browser_r, from_browser_w))
+        wire = f'exec "$@" 3<&{to_browser_r} 4>&{from_browser_w} {to_browser_r}<&- {from_browser_w}>&-'
         self.proc = subprocess.Popen(
-            [binary, "--headless", "--remote-debugging-pipe", "--no-sandbox", "--disable-gpu",
-             "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run",
-             "--hide-scrollbars", f"--user-data-dir={profile}", f"--window-size={width},{height}", "about:blank"],
-            pass_fds=(3, 4), preexec_fn=wire_pipes, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            ["bash", "-c", wire, "bash", binary, "--headless", "--remote-debugging-pipe", "--no-sandbox",
+             "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             "--no-first-run", "--hide-scrollbars", f"--user-data-dir={profile}", f"--window-size={width},{height}",
+             "about:blank"],
+            pass_fds=(to_browser_r, from_browser_w), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
         os.close(to_browser_r)
         os.close(from_browser_w)
