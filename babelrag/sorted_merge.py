@@ -5,8 +5,8 @@ output depends only on the rows, not on how they were cut into files.
 """
 from __future__ import annotations
 
-import heapq
 import shutil
+from bisect import bisect_right
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,7 +19,7 @@ MERGE_FAN_IN = 16
 
 
 class _Run:
-    """One sorted parquet file read one row group at a time."""
+    """One sorted parquet file read one row group at a time; ``at``: the first row of ``batch`` not yet merged."""
 
     def __init__(self, path: Path, key: str) -> None:
         import pyarrow.parquet as pq
@@ -31,8 +31,11 @@ class _Run:
         self._batches = self.file.iter_batches(batch_size=parquet_io.ROW_GROUP, use_threads=False)
         self.batch: Any = None
         self.keys: list[str] = []
+        self.at = 0
+        self.number = 0  # its place among the merged files
 
     def next_batch(self) -> bool:
+        self.at = 0
         for batch in self._batches:
             if batch.num_rows:
                 self.batch = batch
@@ -43,85 +46,94 @@ class _Run:
         return False
 
 
+FILE_COLUMN = "__merge_file"  # each row's input file while a round is sorted (equal keys: the later file wins)
+
+
 def _merged_tables(paths: list[Path], key: str, schema: Any, exclude: Iterator[str] | None = None,
                    counter: list[int] | None = None) -> Iterator[Any]:
-    """Rows of sorted files ``paths`` in ``key`` order as Arrow tables of up to parquet_io.ROW_GROUP rows.
+    """Rows of sorted files ``paths`` in ``key`` order as Arrow tables (their sizes do not matter: ``write_tables``
+    cuts fixed row groups).
 
     Equal keys: the row from the later file (and the later row within a file) wins. Keys also present
     in the sorted iterator ``exclude`` are dropped. Only one row group per file is held at a time.
+    Merged a round at a time in Arrow, no Python per row: a round takes from every file's current row group the
+    rows up to the smallest of their last keys (the frontier: no file can still hold a smaller key), sorts them
+    stably by (key, file) and keeps the last row of each key. Rows at the frontier itself wait for the next
+    round, since a file's next row group may repeat that key.
     """
     import pyarrow as pa
+    import pyarrow.compute as pc
 
     runs = [_Run(p, key) for p in paths]
-    heap: list[tuple[str, int, int]] = []
-    for i, run in enumerate(runs):
-        if run.next_batch():
-            heap.append((run.keys[0], i, 0))
-    heapq.heapify(heap)
-    pending: list[tuple[Any, int]] = []  # (batch, row) in output order
-    pending_keys: list[str] = []
-    next_excluded: str | None = None
-    if exclude is not None:
-        next_excluded = next(exclude, None)
-
-    def build(entries: list[tuple[Any, int]]) -> Any:
-        # gather rows batch by batch (Arrow take), then restore the output order
-        by_batch: dict[int, tuple[Any, list[int], list[int]]] = {}
-        for pos, (batch, row) in enumerate(entries):
-            slot = by_batch.setdefault(id(batch), (batch, [], []))
-            slot[1].append(row)
-            slot[2].append(pos)
-        parts, order = [], []
-        for batch, rows, positions in by_batch.values():
-            parts.append(pa.Table.from_batches([batch.take(pa.array(rows, type=pa.int64()))]))
-            order.extend(positions)
-        table = pa.concat_tables(parts).cast(schema) if len(parts) > 1 else parts[0].cast(schema)
-        inverse = [0] * len(order)
-        for i, pos in enumerate(order):
-            inverse[pos] = i
-        return table.take(pa.array(inverse, type=pa.int64()))
-
-    while heap:
-        k, i, row = heapq.heappop(heap)
-        run = runs[i]
-        batch = run.batch
-        if pending_keys and pending_keys[-1] == k:
-            pending[-1] = (batch, row)  # a later duplicate replaces the earlier one
-        else:
-            pending.append((batch, row))
-            pending_keys.append(k)
-        if row + 1 < len(run.keys):
-            heapq.heappush(heap, (run.keys[row + 1], i, row + 1))
-        elif run.next_batch():
-            heapq.heappush(heap, (run.keys[0], i, 0))
-        # keep the last row back: a duplicate of it may still come from another file
-        if len(pending) > parquet_io.ROW_GROUP:
-            out, pending = pending[:parquet_io.ROW_GROUP], pending[parquet_io.ROW_GROUP:]
-            out_keys, pending_keys = pending_keys[:parquet_io.ROW_GROUP], pending_keys[parquet_io.ROW_GROUP:]
-            if exclude is not None:
-                out, next_excluded = _drop_excluded(out, out_keys, exclude, next_excluded)
-            if out:
-                if counter is not None:
-                    counter[0] += len(out)
-                yield build(out)
-    if pending and exclude is not None:
-        pending, next_excluded = _drop_excluded(pending, pending_keys, exclude, next_excluded)
-    if pending:
-        if counter is not None:
-            counter[0] += len(pending)
-        yield build(pending)
+    for number, run in enumerate(runs):
+        run.number = number
+    live = [run for run in runs if run.next_batch()]
+    held: Any = None  # the last round's rows at its frontier (with their file), merged into the next round
+    dropped = _Excluded(exclude)
+    while live:
+        frontier = min(run.keys[-1] for run in live)
+        pieces = [held] if held is not None else []
+        for run in live:
+            cut = bisect_right(run.keys, frontier, run.at)
+            if cut > run.at:
+                part = pa.Table.from_batches([run.batch.slice(run.at, cut - run.at)])
+                pieces.append(part.append_column(FILE_COLUMN, pa.array([run.number] * part.num_rows,
+                                                                       type=pa.int32())))
+            run.at = cut
+        live = [run for run in live if run.at < len(run.keys) or run.next_batch()]
+        table = _sorted(pa.concat_tables(pieces), key)
+        waiting = int(pc.sum(pc.equal(table.column(key), frontier)).as_py() or 0) if live else 0
+        held = table.slice(table.num_rows - waiting) if waiting else None
+        out = _last_of_each_key(table.slice(0, table.num_rows - waiting), key)
+        out = dropped.filter(out, key)
+        if out.num_rows:
+            if counter is not None:
+                counter[0] += out.num_rows
+            yield out.drop_columns([FILE_COLUMN]).cast(schema)
 
 
-def _drop_excluded(entries: list[Any], keys: list[str], exclude: Iterator[str],
-                   current: str | None) -> tuple[list[Any], str | None]:
-    kept = []
-    for entry, k in zip(entries, keys):
-        while current is not None and current < k:
-            current = next(exclude, None)
-        if current is not None and current == k:
-            continue
-        kept.append(entry)
-    return kept, current
+def _sorted(table: Any, key: str) -> Any:
+    """By key, then file; stable (Arrow's sort is), so a file's rows keep their order among equal keys. Arrow
+    compares strings by their UTF-8 bytes: the order of Python's ``str`` comparisons (the frontier's)."""
+    import pyarrow.compute as pc
+
+    return table.take(pc.sort_indices(table, sort_keys=[(key, "ascending"), (FILE_COLUMN, "ascending")]))
+
+
+def _last_of_each_key(table: Any, key: str) -> Any:
+    """The last row of each run of equal keys of a sorted table."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = table.num_rows
+    if n < 2:
+        return table
+    col = table.column(key).combine_chunks()
+    last = pc.not_equal(col.slice(0, n - 1), col.slice(1))
+    return table.filter(pa.concat_arrays([last, pa.array([True])]))
+
+
+class _Excluded:
+    """The sorted iterator of keys to drop, read forward as far as each output table reaches."""
+
+    def __init__(self, keys: Iterator[str] | None) -> None:
+        self.keys = keys
+        self.current = next(keys, None) if keys is not None else None
+
+    def filter(self, table: Any, key: str) -> Any:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if self.current is None or not table.num_rows:
+            return table
+        last = table.column(key)[-1].as_py()
+        upto: list[str] = []
+        while self.current is not None and self.current <= last:
+            upto.append(self.current)
+            self.current = next(self.keys, None)  # type: ignore[arg-type]
+        if not upto:
+            return table
+        return table.filter(pc.invert(pc.is_in(table.column(key), value_set=pa.array(upto, type=table.schema.field(key).type))))
 
 
 def merge_sorted_files(paths: list[Path], dest: Path, schema: Any, key: str, work_dir: Path,
