@@ -27,9 +27,11 @@ from typing import Any
 import numpy as np
 
 from babelrag.construct import pair_anchors, pair_margin, spelled_numbers
-from babelrag.construct.dense import PASSAGE_COLUMNS, encoder_for, hits_in_window, open_index, passage_of, window_rows
+from babelrag.construct.dense import (PASSAGE_COLUMNS, encoder_for, hits_in_window, open_index, passage_of, search_threads,
+                                     window_rows)
 from babelrag.construct.doctable import Doc, DocTable
 from babelrag.construct.exactsearch import RowHits, searcher
+from babelrag.construct.ordered_threads import ordered_map
 from babelrag.construct.pair_rows import PairRow, pair_row
 from babelrag.construct.samelang import hybrid_pairs
 from babelrag.errors import InputError
@@ -313,38 +315,46 @@ def mutual_candidates(ctx: StageContext, store: Any, docs: DocTable, queries: np
                       margin: float | None, batch: int = 64) -> CandidateColumns:
     """The query loop of ``article_pairs``: the query rows (in (day, id) order) search the pivot language a batch at
     a time; each keeps its first hit, or (``margin``) those within the margin of it that pass the mutual back-check
-    (``_back_check``). Hits stay arrays of table rows; no object per hit."""
+    (``_back_check``). Hits stay arrays of table rows; no object per hit. Batches are searched on
+    ``search_threads`` threads and taken in order: the same candidates as one batch after another."""
     cfg = ctx.config.dense
     candidates = CandidateColumns()
     starts = range(0, len(queries), batch)
     day_of = np.frombuffer(docs.days, dtype=np.int64)
-    for s in ctx.progress(starts, total=len(starts), desc="cross-lingual queries"):
+
+    def search(s: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int, int]:
         chunk = queries[s:s + batch]
         hits = window_rows(store, [docs.ids[r] for r in chunk.tolist()], day_of[chunk], [pivot], docs, cfg)
-        found, best = _query_keeps(ctx, hits, len(chunk), margin)
+        found, best, unmatched = _query_keeps(hits, len(chunk), margin)
         x, en, score = chunk[hits.query[found]], hits.row[found], hits.score[found]
+        not_mutual = 0
         if margin is not None and len(found):
             mutual, back_best = _back_check(store, docs, cfg, x, en, score, margin)
-            if not mutual.all():
-                ctx.skip("dense-not-mutual", int(np.count_nonzero(~mutual)))
+            not_mutual = int(np.count_nonzero(~mutual))
             x, en, score, best = x[mutual], en[mutual], score[mutual], best[mutual] & back_best[mutual]
-        candidates.extend(x, en, score, best if margin is not None else np.zeros(len(x), dtype=bool))
+        return x, en, score, best if margin is not None else np.zeros(len(x), dtype=bool), unmatched, not_mutual
+
+    searched = ordered_map(search, starts, search_threads(ctx, store))
+    for x, en, score, strict, unmatched, not_mutual in ctx.progress(searched, total=len(starts),
+                                                                   desc="cross-lingual queries"):
+        if unmatched:
+            ctx.skip("dense-no-match", unmatched)
+        if not_mutual:
+            ctx.skip("dense-not-mutual", not_mutual)
+        candidates.extend(x, en, score, strict)
     return candidates
 
 
-def _query_keeps(ctx: StageContext, hits: RowHits, queries: int,
-                 margin: float | None) -> tuple[np.ndarray, np.ndarray]:
+def _query_keeps(hits: RowHits, queries: int, margin: float | None) -> tuple[np.ndarray, np.ndarray, int]:
     """Which of a batch's hits (``queries`` queries) its queries keep, in order: each query's first hit, or
-    (``margin``) every hit within the margin of its first; and whether each kept hit is its query's first. A query
-    without hits is counted (``dense-no-match``)."""
+    (``margin``) every hit within the margin of its first; whether each kept hit is its query's first; and how
+    many queries found nothing (``dense-no-match``)."""
     starts = hits.starts(queries)
     matched = int(np.count_nonzero(np.diff(starts)))
-    if matched < queries:
-        ctx.skip("dense-no-match", queries - matched)
     first = starts[hits.query]  # each hit's query's first hit
     best = np.arange(len(hits)) == first
     kept = np.flatnonzero(best if margin is None else hits.score >= hits.score[first] - margin)
-    return kept, best[kept]
+    return kept, best[kept], queries - matched
 
 
 def _back_check(store: Any, docs: DocTable, cfg: Any, x: np.ndarray, en: np.ndarray, score: np.ndarray,

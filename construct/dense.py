@@ -23,7 +23,7 @@ from babelrag.construct.exactsearch import RowHits, WindowIndex, file_index, win
 from babelrag.construct.vectorfile import VectorFileWriter
 from babelrag.construct.vectorstore import store_from_config
 from babelrag.errors import StageError
-from babelrag.executor import chunks
+from babelrag.executor import available_cores, chunks
 from babelrag.records import UNDATED_DAY, Article
 from babelrag.stage import StageContext
 
@@ -139,6 +139,14 @@ def hits_in_window(store: Any, queries: list[Doc], languages: list[str], docs: M
         if starts[n + 1] > starts[n]:
             out[queries[n].id] = hits[starts[n]:starts[n + 1]]
     return out
+
+
+def search_threads(ctx: StageContext, store: Any) -> int:
+    """Threads that search batches side by side (``construct/ordered_threads.py``): ``executor.processes`` (None
+    or 0: every core) for the exact search on the CPU; one for a Milvus store or a GPU (the device is one)."""
+    if not isinstance(store, WindowIndex) or ctx.config.dense.search_device != "cpu":
+        return 1
+    return ctx.config.executor.processes or available_cores()
 
 
 def window_rows(store: Any, ids: Sequence[str], days: np.ndarray, languages: list[str], docs: DocTable, cfg: Any,

@@ -41,9 +41,10 @@ from typing import Any
 import numpy as np
 
 from babelrag.construct.neighbour_density import densities, density  # noqa: F401 (CSLS and the ratio margin share them)
-from babelrag.construct.dense import window_rows
+from babelrag.construct.dense import search_threads, window_rows
 from babelrag.construct.doctable import DocTable, RowValues
 from babelrag.construct.exactsearch import RowHits
+from babelrag.construct.ordered_threads import ordered_map
 from babelrag.construct.pair_rows import PairRow, pair_row
 from babelrag.construct.titlevectors import LanguageTitles, title_vectors
 from babelrag.executor import chunks
@@ -165,9 +166,9 @@ def _language_pairs(ctx: StageContext, store: Any, docs: DocTable, lang: str, ro
     k = ctx.config.pairs.hybrid_neighbours
     fill = REFERENCE_DENSITY.get(dense.encoder.kind) if scorer.title_vec is None else 0.0
     stream = _WindowPairs(ctx, docs, lang, scorer, threshold, dense.min_score, k, fill, emit)
-    for s in range(0, len(rows), batch):
-        queries = rows[s:s + batch]  # ``rows``: the language's, in (day, id) order
-        found = neighbours(store, queries, lang, docs, dense, k)
+    batches = [rows[s:s + batch] for s in range(0, len(rows), batch)]  # ``rows``: the language's, in (day, id) order
+    search = lambda queries: (queries, neighbours(store, queries, lang, docs, dense, k))  # noqa: E731
+    for queries, found in ordered_map(search, batches, search_threads(ctx, store)):
         if titles is not None:  # the batch's titles: its queries' and their neighbours'
             scorer.title_vec = titles.vectors([docs.ids[r] for r in (*queries.tolist(), *found.row.tolist())])
         stream.add_rows(queries, found)

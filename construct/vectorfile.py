@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -150,6 +151,8 @@ class RowWindow:
         self.fd, self.dim, self.start, self.stop = fd, dim, start, stop
         self._held: list[tuple[int, np.ndarray]] = []  # (first row, rows), most recently used last
         self.rows_read = 0
+        # searches run on several threads (construct/ordered_threads.py): one at a time changes the held windows
+        self._lock = threading.Lock()
 
     def __len__(self) -> int:
         return self.stop - self.start
@@ -163,14 +166,15 @@ class RowWindow:
 
     def slice(self, a: int, b: int) -> np.ndarray:
         """Rows a..b-1 (relative to this range)."""
-        held = self._holding(a, b)
-        if held is not None:
-            return held
-        if len(self._held) >= self.SLOTS:
-            self._held.pop(0)  # dropped before the new window is read: memory holds SLOTS windows at most
-        hi = min(len(self), b + max((b - a) // 4, MIN_WINDOW_ROWS))
-        self._held.append((a, self._read(a, hi)))
-        return self._held[-1][1][:b - a]
+        with self._lock:
+            held = self._holding(a, b)
+            if held is not None:
+                return held
+            if len(self._held) >= self.SLOTS:
+                self._held.pop(0)  # dropped before the new window is read: memory holds SLOTS windows at most
+            hi = min(len(self), b + max((b - a) // 4, MIN_WINDOW_ROWS))
+            self._held.append((a, self._read(a, hi)))
+            return self._held[-1][1][:b - a]
 
     def take(self, positions: np.ndarray) -> np.ndarray:
         """Rows at ``positions`` (relative), from a held window where it has them, else read from the file."""
@@ -178,12 +182,13 @@ class RowWindow:
         if not len(positions):
             return np.zeros((0, self.dim), dtype=np.float32)
         lo, hi = int(positions.min()), int(positions.max()) + 1
-        held = self._holding(lo, hi)
-        if held is not None:
-            return held[positions - lo]
-        if hi - lo <= 4 * len(positions) + MIN_WINDOW_ROWS:
-            return self._read(lo, hi)[positions - lo]
-        return np.stack([self._read(int(p), int(p) + 1)[0] for p in positions])
+        with self._lock:
+            held = self._holding(lo, hi)
+            if held is not None:
+                return held[positions - lo]
+            if hi - lo <= 4 * len(positions) + MIN_WINDOW_ROWS:
+                return self._read(lo, hi)[positions - lo]
+            return np.stack([self._read(int(p), int(p) + 1)[0] for p in positions])
 
     def gather(self, positions: np.ndarray, gap: int = GATHER_GAP) -> np.ndarray:
         """Rows at ``positions`` (relative; any order, repeats allowed), read sorted in runs (rows at most ``gap``

@@ -75,13 +75,16 @@ def per_hit_loop(ctx, store, docs, queries, pivot, margin, batch):
     return out
 
 
+@pytest.mark.parametrize("threads", [1, 3])
 @pytest.mark.parametrize("margin", [None, 0.0, 0.06])
-def test_cross_language_candidates_are_those_of_the_per_hit_loop(margin):
+def test_cross_language_candidates_are_those_of_the_per_hit_loop(margin, threads):
+    """Also with the batches searched on three threads (``executor.processes``): taken in order, the same."""
     store, docs = clustered()
-    cfg = SimpleNamespace(min_score=0.35, max_days_apart=4, top_k=10)
+    cfg = SimpleNamespace(min_score=0.35, max_days_apart=4, top_k=10, search_device="cpu")
     queries = query_rows(docs, "en")
     got_skips, skip = skip_counter()
-    ctx = SimpleNamespace(config=SimpleNamespace(dense=cfg), skip=skip, progress=lambda it, **kw: it)
+    ctx = SimpleNamespace(config=SimpleNamespace(dense=cfg, executor=SimpleNamespace(processes=threads)), skip=skip,
+                          progress=lambda it, **kw: it)
     cands = mutual_candidates(ctx, store, docs, queries, "en", margin, batch=16)
     want_skips, skip = skip_counter()
     want = per_hit_loop(SimpleNamespace(config=ctx.config, skip=skip), store, docs, queries, "en", margin, 16)
