@@ -14,21 +14,25 @@ from typing import Any
 from babelrag import parquet_io
 from babelrag.parquet_io import write_tables
 
-#: shard/run files merged at once by the commit (memory ~ MERGE_FAN_IN row groups)
+#: shard/run files merged at once by the commit (memory ~ MERGE_FAN_IN batches of MERGE_BATCH_BYTES)
 MERGE_FAN_IN = 16
+#: what the merge reads of a file at a time (whole row groups, at least one): small records (pairs, ~100 bytes)
+#: come thousands a round, article records (~5 KB of text) a row group
+MERGE_BATCH_BYTES = 1 << 20
 
 
 class _Run:
-    """One sorted parquet file read one row group at a time; ``at``: the first row of ``batch`` not yet merged."""
+    """One sorted parquet file read a few row groups at a time (``_batch_rows``); ``at``: the first row of
+    ``batch`` not yet merged."""
 
     def __init__(self, path: Path, key: str) -> None:
         import pyarrow.parquet as pq
 
         self.file = pq.ParquetFile(path, pre_buffer=False)
         self.key = key
-        # one thread: the merge reads files one row group at a time anyway, and parallel column
+        # one thread: the merge reads a file a batch at a time anyway, and parallel column
         # decoding keeps several row groups' buffers alive per file
-        self._batches = self.file.iter_batches(batch_size=parquet_io.ROW_GROUP, use_threads=False)
+        self._batches = self.file.iter_batches(batch_size=_batch_rows(self.file.metadata), use_threads=False)
         self.batch: Any = None
         self.keys: list[str] = []
         self.at = 0
@@ -46,6 +50,16 @@ class _Run:
         return False
 
 
+def _batch_rows(meta: Any) -> int:
+    """Rows read at a time: whole row groups, about ``MERGE_BATCH_BYTES`` of them (uncompressed)."""
+    rows = meta.num_rows
+    if not rows:
+        return parquet_io.ROW_GROUP
+    size = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+    groups = max(1, MERGE_BATCH_BYTES * rows // max(1, size) // parquet_io.ROW_GROUP)
+    return groups * parquet_io.ROW_GROUP
+
+
 FILE_COLUMN = "__merge_file"  # each row's input file while a round is sorted (equal keys: the later file wins)
 
 
@@ -55,7 +69,7 @@ def _merged_tables(paths: list[Path], key: str, schema: Any, exclude: Iterator[s
     cuts fixed row groups).
 
     Equal keys: the row from the later file (and the later row within a file) wins. Keys also present
-    in the sorted iterator ``exclude`` are dropped. Only one row group per file is held at a time.
+    in the sorted iterator ``exclude`` are dropped. About ``MERGE_BATCH_BYTES`` per file are held at a time.
     Merged a round at a time in Arrow, no Python per row: a round takes from every file's current row group the
     rows up to the smallest of their last keys (the frontier: no file can still hold a smaller key), sorts them
     stably by (key, file) and keeps the last row of each key. Rows at the frontier itself wait for the next

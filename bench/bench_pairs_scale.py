@@ -365,17 +365,20 @@ def main() -> None:
             for round_ in range(1, args.repeat + 1) if args.repeat > 1 or args.baseline else ():
                 if round_ > 1:
                     res = run_stage(build, data, "exact", force=True)
-                    _, bound_cpu, _ = exact_bound(days, langs, vecs)
-                line += (f"\n    round {round_}: stage {res['cpu']:.2f} s CPU (peak RSS {res['rss_mb']:.0f} MB), bound "
-                         f"{bound_cpu:.2f} s CPU, ratio {res['cpu'] / bound_cpu:.2f}x; load {os.getloadavg()[0]:.1f}")
+                    bound, bound_cpu, _ = exact_bound(days, langs, vecs)
+                line += (f"\n    round {round_}: stage {res['cpu']:.2f} s CPU / {res['seconds']:.2f} s wall (peak RSS "
+                         f"{res['rss_mb']:.0f} MB), bound {bound_cpu:.2f} s CPU / {bound:.2f} s wall, ratio "
+                         f"{res['cpu'] / bound_cpu:.2f}x CPU, {res['seconds'] / bound:.2f}x wall; "
+                         f"load {os.getloadavg()[0]:.1f}")
                 if args.baseline:
                     base = run_stage(build, data, "exact", force=True, checkout=args.baseline)
-                    _, base_bound, _ = exact_bound(days, langs, vecs)
+                    base_wall, base_bound, _ = exact_bound(days, langs, vecs)
                     alike = (base["digest"], base["output_fingerprint"]) == (res["digest"], res["output_fingerprint"])
                     same = "same pairs and output fingerprint" if alike else "PAIRS DIFFER"
-                    line += (f"; baseline {base['cpu']:.2f} s CPU (peak RSS {base['rss_mb']:.0f} MB), bound "
-                             f"{base_bound:.2f} s CPU, ratio "
-                             f"{base['cpu'] / base_bound:.2f}x ({same}, load {os.getloadavg()[0]:.1f})")
+                    line += (f"; baseline {base['cpu']:.2f} s CPU / {base['seconds']:.2f} s wall (peak RSS "
+                             f"{base['rss_mb']:.0f} MB), bound {base_bound:.2f} s CPU / {base_wall:.2f} s wall, ratio "
+                             f"{base['cpu'] / base_bound:.2f}x CPU, {base['seconds'] / base_wall:.2f}x wall "
+                             f"({same}, load {os.getloadavg()[0]:.1f})")
                     if not alike:
                         raise SystemExit(line)
             if args.milvus and n <= args.milvus_max:

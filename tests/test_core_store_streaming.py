@@ -171,8 +171,10 @@ def test_commit_from_an_iterable_keeps_working(tmp_path):
 
 
 
+@pytest.mark.parametrize("batch_bytes", [1, 200, 1 << 20])
 @pytest.mark.parametrize("seed", range(6))
-def test_merge_of_keys_repeated_across_row_groups_and_files_keeps_the_last_write(tmp_path, monkeypatch, seed):
+def test_merge_of_keys_repeated_across_row_groups_and_files_keeps_the_last_write(tmp_path, monkeypatch, seed,
+                                                                                  batch_bytes):
     """Keys repeated many times in a file (runs longer than a row group, so a group can end on a key its next
     group repeats) and across files: the later file's row wins, within a file the later row; ``exclude`` drops
     keys. Checked against a dict written in file order, for the merge in one pass and in several."""
@@ -180,6 +182,7 @@ def test_merge_of_keys_repeated_across_row_groups_and_files_keeps_the_last_write
 
     monkeypatch.setattr(parquet_io, "ROW_GROUP", 3)
     monkeypatch.setattr(sorted_merge, "MERGE_FAN_IN", 2 + seed % 3)
+    monkeypatch.setattr(sorted_merge, "MERGE_BATCH_BYTES", batch_bytes)  # a row group, a few, the whole file
     rng = random.Random(seed)
     schema = pa.schema([("id", pa.string()), ("v", pa.int64())])
     paths, want = [], {}
