@@ -177,15 +177,9 @@ class LanguageSlice:
     indices: array = field(default_factory=lambda: array("q"))
     vocab: dict[str, int] = field(default_factory=dict)
 
-    def add(self, art: Article) -> None:
-        self.ids.append(art.id)
-        self.days.append(art.day)
-        self.indices.extend(self.vocab.setdefault(e, len(self.vocab)) for e in art.title_entities)
-        self.indptr.append(len(self.indices))
-
     def extend(self, ids: list[str], days: Any, entities: Any) -> int:
-        """``add`` for a block of articles given as columns: their ids, days (``Article.day``, int64 numpy) and title
-        entities (an Arrow list<string> array); entity ids in order of first appearance, as ``add`` gives them.
+        """A block of articles given as columns: their ids, days (``Article.day``, int64 numpy) and title entities
+        (an Arrow list<string> array); entity ids in order of first appearance.
         Returns how many of them have no title entity."""
         import numpy as np
         import pyarrow.compute as pc

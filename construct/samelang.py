@@ -220,28 +220,11 @@ class _WindowPairs:
         self._short: dict[str, tuple[float, int]] = {}  # fill None: (sum of cosines, list length) of short lists
         self._cosines = array("d")  # fill None: every list's first k cosines, for their median
 
-    def add(self, q: str, found: list[tuple], day: int | None = None) -> None:
-        """``q``'s list, best first: (id, cosine) or (id, cosine, day) (the search's days: no lookup per hit);
-        ``day``: q's own (else looked up)."""
-        k = self.k
-        first = [h[1] for h in found[:k]]
-        total = sum(first)
-        if self.fill is None:
-            self._cosines.extend(first)
-        if self.fill is not None or len(found) >= k:
-            self._known(q, density(total, len(found), k, self.fill if self.fill is not None else 0.0))
-        else:
-            self._short[q] = (total, len(found))
-        here = (self.docs[q].day if day is None else day, q)
-        docs = self.docs
-        self._walk(q, [h[0] for h in found], [h[1] for h in found],
-                   [(h[2] if len(h) > 2 else docs[h[0]].day, h[0]) > here for h in found])
-
     def add_rows(self, queries: np.ndarray, hits: RowHits) -> None:
         """A batch of queries' lists as ``add`` takes them one by one: ``queries`` (rows of the ``DocTable``
         ``docs``, in query order) and their neighbours (``RowHits``: by query, best first, each query left out).
-        The densities of the batch are computed at once (the first k cosines summed left to right, as ``add``'s
-        ``sum`` does); each list is then walked as ``add`` walks it, in query order."""
+        The densities of the batch are computed at once (the first k cosines summed left to right, as Python's
+        ``sum`` of a list does); each list is then walked in query order."""
         k, n = self.k, len(queries)
         starts = hits.starts(n)
         sizes = np.diff(starts)

@@ -18,6 +18,7 @@ from babelrag.construct.pair_runs import PairRuns
 from babelrag.construct.pairs import EntityGraph, LanguageSlice
 from babelrag.parquet_io import arrow_schema, write_records, write_tables
 from babelrag.records import ArticlePair
+from tests.helpers.mining_oracles import add_article
 
 SCHEMA = arrow_schema(ArticlePair)
 
@@ -115,7 +116,7 @@ def test_entity_graph_tables_are_the_records_made_one_by_one():
     ents = ["Berlin", "EU", "Merkel", "Paris", "Ça", "Zürich"]
     ids = [f"en-{rng.integers(10**6)}-{n}" for n in range(300)]
     for n, art_id in enumerate(ids):
-        sl.add(SimpleNamespace(id=art_id, day=int(rng.integers(0, 30)),
+        add_article(sl, SimpleNamespace(id=art_id, day=int(rng.integers(0, 30)),
                                title_entities=list(rng.choice(ents, size=int(rng.integers(1, 4)), replace=False))))
     mined = mine_pairs(np.frombuffer(sl.days, dtype=np.int64), sl.incidence(), k=2, max_days=14, hub_policy="none")
     assert len(mined) > 1000

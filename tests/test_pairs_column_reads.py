@@ -27,6 +27,7 @@ from babelrag.stage import StageContext, get_stage
 from babelrag.store import BuildStore
 from tests.test_construct_ingest import EN as EN_TEXT, EN2 as EN2_TEXT, row
 from tests.test_construct_pairs import DE, EN
+from tests.helpers.mining_oracles import add_article
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +68,7 @@ def test_slices_from_columns_equal_slices_from_records(build, tmp_path):
     want: dict[str, LanguageSlice] = {}  # the record path this replaced
     bare = 0
     for art in BuildStore(build.build_dir).iter_read("ingest", Article):
-        want.setdefault(art.language, LanguageSlice()).add(art)
+        add_article(want.setdefault(art.language, LanguageSlice()), art)
         bare += not art.title_entities
     assert list(got) == list(want)  # languages in order of first appearance
     for lang, sl in want.items():

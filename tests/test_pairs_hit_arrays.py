@@ -17,6 +17,7 @@ from babelrag.construct.doctable import Doc, DocTable, RowValues
 from babelrag.construct.exactsearch import WindowIndex
 from babelrag.construct.samelang import _Scorer, _WindowPairs, neighbours
 from babelrag.records import UNDATED_DAY
+from tests.helpers.mining_oracles import add_list
 
 
 def clustered(n=420, dim=24, stories=70, seed=11):
@@ -127,7 +128,7 @@ def test_same_language_batches_walk_as_the_lists_did_one_by_one(fill):
                     a, b = starts[n], starts[n + 1]
                     assert listed == list(zip([docs.ids[r] for r in found.row[a:b].tolist()],
                                               found.score[a:b].tolist(), found.day[a:b].tolist()))
-                    stream.add(docs.ids[q], listed, docs.days[q])
+                    add_list(stream, docs.ids[q], listed, docs.days[q])
             stream.finish()
             streams.append(([(p.article_a, p.article_b, p.score) for p in pairs], skips,
                             np.frombuffer(scorer.density.values, dtype=np.float64).copy(), list(stream._cosines)))

@@ -17,6 +17,7 @@ from babelrag.construct.samelang import _Scorer, _WindowPairs, csls, densities
 from babelrag.construct.vectorfile import MIN_WINDOW_ROWS, VectorFileWriter, row_order
 from babelrag.records import UNDATED_DAY, within_days
 from tests.helpers.planted_rows import planted_rows
+from tests.helpers.mining_oracles import add_list
 
 
 def corpus(n=900, dim=12, seed=5, undated=20):
@@ -194,7 +195,7 @@ def test_streamed_same_language_candidates_are_those_of_walking_every_list(fill)
     scorer = _Scorer(entities, 0.1)
     stream = _WindowPairs(ctx, {i: SimpleNamespace(day=day[i]) for i in ids}, "en", scorer, 0.05, 0.2, 10, fill)
     for q in ids:
-        stream.add(q, hits[q])
+        add_list(stream, q, hits[q])
     got = sorted((p.article_a, p.article_b, p.score) for p in stream.finish())
     assert got == want and sum(skips) == want_skipped and len(want) > 20
     assert scorer.density == dens  # the densities the entity-graph pairs are scored with afterwards
@@ -225,7 +226,7 @@ def test_hits_with_their_days_need_no_lookup_per_hit():
         docs = _CountingDays({i: SimpleNamespace(day=day[i]) for i in ids})
         stream = _WindowPairs(SimpleNamespace(skip=lambda *a: None), docs, "en", _Scorer({}, 0.0), -9.0, 0.5, 10, 0.39)
         for q in ids:
-            stream.add(q, [(o, c, day[o]) for o, c in hits[q]] if with_days else hits[q],
+            add_list(stream, q, [(o, c, day[o]) for o, c in hits[q]] if with_days else hits[q],
                        day[q] if with_days else None)
         got.append(([(p.article_a, p.article_b, p.score) for p in stream.finish()], docs.looked_up))
     (plain, plain_lookups), (dated, dated_lookups) = got
@@ -244,7 +245,7 @@ def test_streamed_candidates_wait_only_for_a_window_ahead():
     most = 0
     for n, q in enumerate(ids):
         near = [o for o in ids if o != q and abs(day[o] - day[q]) <= 2]
-        stream.add(q, [(o, 0.9 - 0.001 * abs(day[o] - day[q])) for o in near][:12])
+        add_list(stream, q, [(o, 0.9 - 0.001 * abs(day[o] - day[q])) for o in near][:12])
         assert all(day[x] <= day[q] + 2 for x in stream._waiting) and all(day[x] <= day[q] + 2 for x in stream._reached)
         most = max(most, sum(map(len, stream._waiting.values())) + sum(map(len, stream._reached.values())))
     assert most < 12 * 50  # a few days' lists, not the 400 articles'
