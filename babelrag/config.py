@@ -67,8 +67,9 @@ class ProjectConfig(Section):
 
 
 class ExecutorConfig(Section):
-    """Where per-item work (ingest's extraction, filters and signatures; article encoding) runs. Not part of
-    any stage fingerprint: the output is the same for any backend and number of processes."""
+    """Where per-item work (ingest's extraction, filters and signatures; article encoding) runs, and how many
+    threads the pairs stage's exact search uses on this machine (``processes``). Not part of any stage
+    fingerprint: the output is the same for any backend and number of processes."""
     backend: Literal["local", "ray"] = run_only("local")  # local = process pool on this machine; ray = Ray cluster tasks
     address: Optional[str] = run_only(None)  # ray: "ray://head:10001", "auto" or "head:6379"; None = start a local cluster
     processes: Optional[int] = run_only(None, ge=0)  # None or 0 = every available core (ray: cluster CPU); 1 = no pool

@@ -397,7 +397,7 @@ def main() -> None:
             per10 = (rb["cpu"] / ra["cpu"]) ** (np.log(10) / np.log(nb / na))
             bound10 = (bb / ba) ** (np.log(10) / np.log(nb / na))
             print(f"growth {na:,} -> {nb:,} articles at {args.per_day}/day: stage CPU x{rb['cpu'] / ra['cpu']:.2f} "
-                  f"for x{nb / na:.0f} articles = x{per10:.2f} per 10x ({per10 / 10:.2f}x linear); exact bound "
+                  f"for x{nb / na:.2f} articles = x{per10:.2f} per 10x ({per10 / 10:.2f}x linear); exact bound "
                   f"x{bound10:.2f} per 10x; peak RSS {ra['rss_mb']:.0f} -> {rb['rss_mb']:.0f} MB (above the "
                   f"stage's start: {ra['rss_mb'] - ra['rss_start_mb']:.0f} -> {rb['rss_mb'] - rb['rss_start_mb']:.0f} MB)")
         if args.hnsw:
