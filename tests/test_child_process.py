@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from babelrag.child_process import PRIVATE_UMASK, guarded
+from tests.helpers.proc_state import alive
 
 PROBE = textwrap.dedent("""
     import json, os, sys
@@ -40,14 +41,6 @@ PROBE = textwrap.dedent("""
     print(json.dumps({"child": child.pid, "ran": ran}), flush=True)
     os._exit(0)  # as a crash would: nothing stops the child
 """)
-
-
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def test_argilla_children_start_without_python_after_fork_and_die_with_their_starter(tmp_path):

@@ -18,16 +18,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.proc_state import alive
+
 REPO = Path(__file__).resolve().parents[1]
-
-
-def alive(pid: int) -> bool:
-    """Running (a zombie waiting for a parent to reap it has stopped)."""
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 @pytest.mark.parametrize("xdist", [[], ["-n", "2", "--dist", "loadfile"]], ids=["one-process", "xdist"])
