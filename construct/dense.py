@@ -143,10 +143,13 @@ def hits_in_window(store: Any, queries: list[Doc], languages: list[str], docs: M
 
 def search_threads(ctx: StageContext, store: Any) -> int:
     """Threads that search batches side by side (``construct/ordered_threads.py``): ``executor.processes`` (None
-    or 0: every core) for the exact search on the CPU; one for a Milvus store or a GPU (the device is one)."""
+    or 0: every core), at most this machine's cores (a Ray run may ask for a cluster's worth of processes, and
+    each searching thread can hold a window of vectors), for the exact search on the CPU; one for a Milvus store
+    or a GPU (the device is one)."""
     if not isinstance(store, WindowIndex) or ctx.config.dense.search_device != "cpu":
         return 1
-    return ctx.config.executor.processes or available_cores()
+    cores = available_cores()
+    return min(ctx.config.executor.processes or cores, cores)
 
 
 def window_rows(store: Any, ids: Sequence[str], days: np.ndarray, languages: list[str], docs: DocTable, cfg: Any,

@@ -70,3 +70,21 @@ def test_blas_runs_on_one_thread_during_the_map_and_is_restored_after():
     assert blas_threads() == before
     a = np.ones((4, 4), dtype=np.float32)
     assert list(ordered_map(lambda x: float((a @ a.T)[0, 0]) * x, range(3), threads=2)) == [0.0, 4.0, 8.0]
+
+
+def test_search_threads_follow_executor_processes_up_to_the_cores_and_one_for_milvus_or_a_gpu(monkeypatch):
+    from types import SimpleNamespace
+
+    from babelrag.construct import dense
+    from babelrag.construct.exactsearch import WindowIndex
+
+    monkeypatch.setattr(dense, "available_cores", lambda: 4)
+    index = WindowIndex(["a"], ["en"], [0], np.ones((1, 2), dtype=np.float32))
+
+    def ctx(processes, device="cpu"):
+        return SimpleNamespace(config=SimpleNamespace(dense=SimpleNamespace(search_device=device),
+                                                      executor=SimpleNamespace(processes=processes)))
+
+    assert [dense.search_threads(ctx(p), index) for p in (None, 0, 1, 3, 64)] == [4, 4, 1, 3, 4]
+    assert dense.search_threads(ctx(None, "cuda"), index) == 1
+    assert dense.search_threads(ctx(None), object()) == 1  # a Milvus store: its own search
