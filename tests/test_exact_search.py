@@ -179,6 +179,14 @@ def test_pairs_stage_writes_the_same_bytes_on_the_sample_corpus(tmp_path, querie
                   "min_pair_similarity": SAMPLE_PAIR_SIMILARITY}})
     assert extra["dense_pairs"] > 10 and sum(extra["hybrid_pairs"]["languages"].values()) > 10, extra
     assert exact == milvus
+    # the exact search's batches on one thread and on three (executor.processes): the same bytes
+    for processes in (1, 3):
+        Pipeline(config_from_dict({"project": {"build_dir": str(tmp_path / "b")}, "corpus": SAMPLE_CORPUS,
+                                   "executor": {"processes": processes},
+                                   "dense": {"queries": queries, "events_file": str(SAMPLE / "events.jsonl"),
+                                             "min_pair_similarity": SAMPLE_PAIR_SIMILARITY, "search": "exact"}}
+                                  )).run(until="pairs", force=["pairs"])
+        assert _pairs_bytes(tmp_path / "b") == exact, f"executor.processes {processes}"
     index = BuildStore(tmp_path / "b").manifest("index")
     assert index.started_at == BuildStore(sample_index).manifest("index").started_at  # reused, not re-run
 
