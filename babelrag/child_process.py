@@ -6,7 +6,7 @@ has gRPC threads running (Milvus Lite's client, Ray), gRPC's fork handlers then 
 (``Epoll1Poller ... epoll_wait error: Bad file descriptor``, exit -6: about one start in 300, measured with a
 Milvus Lite client open). So the children here are started the way CPython can vfork them (no
 ``preexec_fn``: ``umask`` and ``start_new_session`` are set by ``subprocess`` itself), and the parent-death
-signal is set by a tiny exec wrapper, this module run as ``python -m babelrag.child_process PARENT_PID -- CMD``:
+signal is set by a tiny exec wrapper, this file run as ``python -I -S child_process.py PARENT_PID -- CMD``:
 it asks Linux for SIGTERM when its parent dies (PR_SET_PDEATHSIG survives exec), checks the parent is still
 the one that started it, then execs ``CMD`` in its own place (same pid, so signals and ``wait`` reach it).
 """
@@ -21,12 +21,19 @@ PR_SET_PDEATHSIG = 1
 PRIVATE_UMASK = 0o077  # whatever the child creates (database, journal, logs) is the owner's only
 
 
+def wrapper_command() -> list[str]:
+    """This file run as a script by this Python, isolated (``-I -S``: no environment variables, user or site
+    packages, nor this folder on its path): it needs only the standard library, so it runs whatever environment
+    a server child gets (argilla-server's has no PYTHONPATH) and whether or not babelrag is installed."""
+    return [sys.executable, "-I", "-S", os.path.abspath(__file__)]
+
+
 def guarded(cmd: Sequence[str]) -> list[str]:
     """``cmd`` behind the exec wrapper on Linux (SIGTERM when this process's starting thread dies);
     unchanged elsewhere, where there is no parent-death signal."""
     if not sys.platform.startswith("linux"):
         return list(cmd)
-    return [sys.executable, "-m", __name__, str(os.getpid()), "--", *cmd]
+    return [*wrapper_command(), str(os.getpid()), "--", *cmd]
 
 
 def spawn_kwargs(private: bool = False) -> dict[str, Any]:
@@ -49,7 +56,7 @@ def _set_parent_death_signal() -> None:
 
 def main(argv: list[str]) -> int:
     if len(argv) < 3 or argv[1] != "--":
-        sys.stderr.write("usage: python -m babelrag.child_process PARENT_PID -- COMMAND [ARGS...]\n")
+        sys.stderr.write("usage: python child_process.py PARENT_PID -- COMMAND [ARGS...]\n")
         return 2
     parent, cmd = int(argv[0]), argv[2:]
     _set_parent_death_signal()

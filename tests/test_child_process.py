@@ -17,7 +17,7 @@ import textwrap
 import time
 from pathlib import Path
 
-from babelrag.child_process import PRIVATE_UMASK, guarded
+from babelrag.child_process import PRIVATE_UMASK, guarded, wrapper_command
 from tests.helpers.proc_state import alive
 
 PROBE = textwrap.dedent("""
@@ -76,7 +76,7 @@ def test_a_guarded_child_keeps_its_pid_session_and_private_umask(tmp_path):
 
 def test_the_wrapper_refuses_an_orphaned_start_and_bad_usage():
     """Run as its own process: it arms the parent-death signal on whatever runs it."""
-    wrapper = [sys.executable, "-m", "babelrag.child_process"]
+    wrapper = wrapper_command()
     not_the_parent = subprocess.run([*wrapper, "1", "--", "true"], capture_output=True, text=True, timeout=60)
     assert not_the_parent.returncode == 1
     assert "parent 1 is gone; not starting true" in not_the_parent.stderr
@@ -86,6 +86,9 @@ def test_the_wrapper_refuses_an_orphaned_start_and_bad_usage():
 
 
 def test_the_wrapper_names_a_command_it_cannot_run(tmp_path):
-    done = subprocess.run(guarded([str(tmp_path / "missing-binary")]), capture_output=True, text=True, timeout=60)
+    """Run with no PYTHONPATH and from another folder, as argilla-server's children are: it needs no babelrag."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
+    done = subprocess.run(guarded([str(tmp_path / "missing-binary")]), capture_output=True, text=True, timeout=60,
+                          env=env, cwd=tmp_path)
     assert done.returncode == 127
     assert "cannot run" in done.stderr and "missing-binary" in done.stderr
