@@ -10,20 +10,21 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
+
+from babelrag.executor import in_order
 
 T = TypeVar("T")
 R = TypeVar("R")
 
 
 @contextlib.contextmanager
-def one_blas_thread(active: bool = True) -> Iterator[None]:
-    """BLAS on one thread per call while ``active`` (threads of our own run the calls side by side); restored
-    after. Without threadpoolctl the BLAS default stays (correct, only the cores are shared less well)."""
-    controller = _blas_controller() if active else None
+def one_blas_thread() -> Iterator[None]:
+    """BLAS on one thread per call (threads of our own run the calls side by side); restored after. Without
+    threadpoolctl the BLAS default stays (correct, only the cores are shared less well)."""
+    controller = _blas_controller()
     if controller is None:
         yield
         return
@@ -43,25 +44,16 @@ def _blas_controller() -> Any:
 
 
 def ordered_map(fn: Callable[[T], R], items: Iterable[T], threads: int) -> Iterator[R]:
-    """``map(fn, items)`` with up to ``threads`` calls running at once, results in ``items``' order. ``fn``
+    """``map(fn, items)`` with up to ``threads`` calls running at once, results in ``items``' order, at most
+    ``2 * threads`` calls submitted ahead (``executor.in_order``, as the process pools take their chunks). ``fn``
     must not touch state another call changes (the search index's row cache is locked for this)."""
     if threads <= 1:
         yield from map(fn, items)
         return
-    source = iter(items)
-    with one_blas_thread(), ThreadPoolExecutor(max_workers=threads, thread_name_prefix="babelrag-search") as pool:
-        pending: deque[Future[R]] = deque()
-        try:
-            for item in source:
-                pending.append(pool.submit(fn, item))
-                if len(pending) >= 2 * threads:
-                    break
-            while pending:
-                result = pending.popleft().result()
-                for item in source:
-                    pending.append(pool.submit(fn, item))
-                    break
-                yield result
-        finally:  # an error (or the caller stopping early): nothing more starts; running calls finish
-            for future in pending:
-                future.cancel()
+    pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="babelrag-search")
+    try:
+        with one_blas_thread():
+            submitted = (pool.submit(fn, item) for item in items)
+            yield from in_order(submitted, 2 * threads, lambda future: [future.result()])
+    finally:  # an error (or the caller stopping early): nothing more starts; running calls finish
+        pool.shutdown(wait=True, cancel_futures=True)

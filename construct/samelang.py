@@ -221,10 +221,10 @@ class _WindowPairs:
         self._cosines = array("d")  # fill None: every list's first k cosines, for their median
 
     def add_rows(self, queries: np.ndarray, hits: RowHits) -> None:
-        """A batch of queries' lists as ``add`` takes them one by one: ``queries`` (rows of the ``DocTable``
-        ``docs``, in query order) and their neighbours (``RowHits``: by query, best first, each query left out).
-        The densities of the batch are computed at once (the first k cosines summed left to right, as Python's
-        ``sum`` of a list does); each list is then walked in query order."""
+        """A batch of queries' neighbour lists: ``queries`` (rows of the ``DocTable`` ``docs``, in query order) and
+        their neighbours (``RowHits``: by query, best first, each query left out). The densities of the batch are
+        computed at once (the first k cosines summed left to right, as Python's ``sum`` of a list does); each list
+        is then walked in query order."""
         k, n = self.k, len(queries)
         starts = hits.starts(n)
         sizes = np.diff(starts)
