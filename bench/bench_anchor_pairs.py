@@ -16,7 +16,8 @@ The pairs stage runs once per set at its defaults with both thresholds 0, so it 
 strict pairs alone below ``min_pair_margin``); each pair's anchor overlap is computed from the ingested articles as the stage computes it, so
 any threshold is applied afterwards: exactly what the stage keeps at those thresholds.
 Each way of computing the overlap (``ANCHORINGS``: before pairs v10, names only, truecased, inflected names over a
-grid of letters, respelled 3-class skeletons, Yoruba day names) gets both thresholds chosen by the rule; the grid of
+grid of letters, respelled 3-class skeletons, Yoruba day names, words capitalised by position or in a title-cased
+headline left out unless shared) gets both thresholds chosen by the rule; the grid of
 inflected names is also scored by the words it matches to the translations' own originals and to other articles
 (``inflected_matches``), the tie-break between points that pair as many translations.
 
@@ -106,7 +107,9 @@ ANCHORINGS = (Anchoring("current"),
               *(Anchoring(f"(g) + inflected {n}/{k}", inflect=(n, k))
                 for n in (3, 4, 5, 6) for k in (1, 2, 3) if (n, k) != INFLECTED),
               *(Anchoring(f"(d)+(g) + inflected {n}/{k}", truecase="unshared", inflect=(n, k))
-                for n in (4, 5) for k in (1, 3)))
+                for n in (4, 5) for k in (1, 3)),
+              Anchoring("current + (h) capitalised by position unless shared", truecase="position"),
+              Anchoring("current + (i) title-cased headline unless shared", truecase="headline"))
 
 
 def inflected_matches(build_dir: Path, data: LabelledSet, grid) -> None:

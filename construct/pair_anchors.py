@@ -21,7 +21,9 @@ of both (``dense.transliterated_anchors``). A name respelled in another Latin or
 a name that gains or loses an ending ("Adam" for "Adams", Finnish "Hemphillin") by its beginning (``inflected``,
 ``dense.inflected_anchors``), and a day of the week a language names its own way (Yoruba "Àbámẹ́ta") counts as the
 English day (construct/spelled_numbers.py). Words capitalised only by their position and written in lower case
-elsewhere can be left out (``ArticleAnchors.positional``, ``dense.truecased_anchors``: measured, off).
+elsewhere can be left out (``ArticleAnchors.positional``, ``dense.truecased_anchors``: measured, off), and so can
+every word capitalised only by its position or in a title-cased headline (``pair_overlap(truecase=...)``: measured in
+bench/bench_anchor_pairs.py only, off).
 
 The overlap of two articles is the Jaccard index of their anchor sets. Its threshold ``dense.min_anchor_overlap``
 is calibrated by ``bench/bench_anchor_pairs.py`` (docs/construct.md, "Translation tier").
@@ -81,6 +83,11 @@ class ArticleAnchors:
     positional: frozenset[str] = frozenset()
     # (anchor, English anchor) of the days of the week the text names in its own words (spelled_numbers.day_anchors)
     days: frozenset[tuple[str, str]] = frozenset()
+    # every capitalised word that is no likely name: capitalised only as a sentence's first word or in a title-cased
+    # headline, lower case elsewhere or not (a superset of ``positional``)
+    by_position: frozenset[str] = frozenset()
+    # the words capitalised only in a title-cased headline ("The Bells of St. Martin's Fall Silent as Churches ...")
+    headline: frozenset[str] = frozenset()
 
     def verbatim(self, names_only: bool = False) -> frozenset[str]:
         """The anchors matched verbatim: every capitalised word, or (``names_only``) only those that are likely
@@ -95,7 +102,9 @@ class ArticleAnchors:
         """``numbers``: number anchors found otherwise (spelled_numbers: numbers written in words); ``days``: the
         days of the week named in the text's own words (spelled_numbers.day_anchors)."""
         exact, names = anchors(text) | numbers, name_candidates(text)
-        return cls(exact, names, Spelled.of(text), (exact - names) & lowercase_words(text), days)
+        by_position = frozenset(w for w in exact - names if not w.startswith("#"))
+        return cls(exact, names, Spelled.of(text), (exact - names) & lowercase_words(text), days, by_position,
+                   headline_words(text) & by_position)
 
     def with_english_days(self, words: frozenset[str]) -> frozenset[str]:
         """``words`` with each day of the week named in the text's own words as the English day's anchor."""
@@ -110,11 +119,28 @@ def lowercase_words(text: str) -> frozenset[str]:
                      if m.group()[0].islower())
 
 
-# a sentence ends at a full stop (not an initial's: "U.S.", "J. K."; also the ideographic one and the danda),
-# ! ? ; : a double quote or a line break
-_SENTENCE_END = re.compile(r"(?<!\b[A-Z])[.!?\u3002\uff01\uff1f\u0964]+|[;:\"\u201c\u201d\u00ab\u00bb]+|\n")
+# a sentence ends at a full stop (not an initial's: "U.S.", "J. K."; nor a title's: "Mr.", "Dr.", "St.", "Mrs.", "Bw."
+# before a name; also the ideographic one and the danda), ! ? ; : a double quote or a line break
+_SENTENCE_END = re.compile(r"(?<!\b[A-Z])(?<!\b[A-Z][a-z])(?<!\bMrs)[.!?\u3002\uff01\uff1f\u0964]+"
+                           r"|[;:\"\u201c\u201d\u00ab\u00bb]+|\n")
 _LETTER_OR_DIGIT = regex.compile(r"[\p{L}\p{N}]")
 _OTHER_SCRIPT = regex.compile(r"[\p{L}--\p{Latin}]", regex.V1)  # a letter of a script without case
+
+
+def _title_cased(sentence: str, words: list) -> bool:
+    long = [m.group() for m in words if len(m.group()) >= 4]
+    return len(long) >= 2 and all(w[0].isupper() for w in long) and not _OTHER_SCRIPT.search(sentence)
+
+
+def headline_words(text: str) -> frozenset[str]:
+    """The capitalised Latin words (folded) of the text's title-cased sentences (``name_candidates``)."""
+    out: set[str] = set()
+    for sentence in _SENTENCE_END.split(unicodedata.normalize("NFC", text)):
+        words = list(_WORD.finditer(sentence))
+        if _title_cased(sentence, words):
+            out.update(fold(m.group()) for m in words
+                       if m.group()[0].isupper() and len(fold(m.group())) >= MIN_NAME_LETTERS)
+    return frozenset(out)
 
 
 def name_candidates(text: str) -> frozenset[str]:
@@ -126,8 +152,7 @@ def name_candidates(text: str) -> frozenset[str]:
     out: set[str] = set()
     for sentence in _SENTENCE_END.split(unicodedata.normalize("NFC", text)):
         words = list(_WORD.finditer(sentence))
-        long = [m.group() for m in words if len(m.group()) >= 4]
-        if len(long) >= 2 and all(w[0].isupper() for w in long) and not _OTHER_SCRIPT.search(sentence):
+        if _title_cased(sentence, words):
             continue
         out.update(fold(m.group()) for m in words if m.group()[0].isupper()
                    and len(fold(m.group())) >= MIN_NAME_LETTERS and _LETTER_OR_DIGIT.search(sentence, 0, m.start()))
@@ -169,6 +194,11 @@ def inflected(mine: frozenset[str], theirs: frozenset[str], min_letters: int, ma
     return frozenset(match(w) for w in mine)
 
 
+# ``pair_overlap(truecase=...)`` modes that leave a word out unless the other side shares it, and which words:
+# lower case elsewhere in the text, capitalised only by position, capitalised only in a title-cased headline
+UNSHARED = {"unshared": "positional", "position": "by_position", "headline": "headline"}
+
+
 # a word matched to the other side's word that it begins or that begins it (``inflected``): the shorter of >= 4
 # letters, the longer <= 3 letters longer; of the grid 3-6 letters x 1-3 extra, every point is safe at the tier's
 # thresholds on the calibration sets and pairs as many translations: this one finds the most of the calibration
@@ -187,7 +217,9 @@ def pair_overlap(a: ArticleAnchors, b: ArticleAnchors, transliterated: bool = Tr
     transliterated in the other's non-Latin text added to that other side (``transliterated``;
     construct/name_skeletons.py). ``truecase``: a word capitalised only by its position and written in lower case
     elsewhere in its text (``ArticleAnchors.positional``) is left out (``drop``), or left out unless the other side
-    shares it (``unshared``), or counts (``off``). ``days``: a day of the week named in the article's own words
+    shares it (``unshared``), or counts (``off``); measured and off as well: every word capitalised only by its
+    position (``position``: ``by_position``) or only in a title-cased headline (``headline``) left out unless shared
+    (docs/construct.md, "Pairs v11"). ``days``: a day of the week named in the article's own words
     (Yoruba Àbámẹ́ta) counts as the English day (spelled_numbers.day_anchors). The defaults are the stage's
     (``dense.transliterated_anchors``, ``dense.respelled_anchors``, ``dense.anchor_names_only``,
     ``dense.truecased_anchors``, ``dense.inflected_anchors``)."""
@@ -200,8 +232,9 @@ def pair_overlap(a: ArticleAnchors, b: ArticleAnchors, transliterated: bool = Tr
         mine = respelled(mine, theirs, min_consonants if respell_consonants is None else respell_consonants)
     if inflect:
         mine = inflected(mine, theirs, *inflect)
-    if truecase == "unshared":
-        mine, theirs = mine - (a.positional - theirs), theirs - (b.positional - mine)
+    if truecase in UNSHARED:
+        left_a, left_b = (getattr(a, UNSHARED[truecase]), getattr(b, UNSHARED[truecase]))
+        mine, theirs = mine - (left_a - theirs), theirs - (left_b - mine)
     if not transliterated:
         return overlap(mine, theirs)
     in_a = found_names(b.names - mine, a.spelled, min_consonants, max_edits)

@@ -143,7 +143,7 @@ STAGE = StageSpec(
     llm_endpoints=(("dense.encoder.endpoint", (("dense.enabled", True), ("dense.encoder.kind", "openai"))),),
     runtime_sections=("llm", "executor"), owns={"pairs": PairsConfig, "dense": DenseConfig}, order=20,
     on_load="babelrag.construct.languages:on_load",  # the capability table; dense.encoder.kind auto resolved
-    version="10", changes=(("2", "same-language hybrid pairs score a CSLS-scaled cosine, in every language by "
+    version="11", changes=(("2", "same-language hybrid pairs score a CSLS-scaled cosine, in every language by "
                                 "default; entity-graph pairs of those languages must pass the same score"),
                           ("3", "same-language pairs are mined in the pivot language only by default "
                                 "(pairs.same_language_in: all for every language): no question setting uses X–X "
@@ -164,7 +164,9 @@ STAGE = StageSpec(
                                 "(dense.respelled_anchors)"),
                           ("10", "the translation tier's anchors match a Latin name that gains or loses an ending "
                                  "(Adam, Adams: dense.inflected_anchors) and read the days of the week Yoruba names "
-                                 "its own way as the English ones (Àbámẹ́ta, Saturday: spelled_numbers.day_anchors)")))
+                                 "its own way as the English ones (Àbámẹ́ta, Saturday: spelled_numbers.day_anchors)"),
+                          ("11", "a title's full stop (Mr., Dr., St., Mrs.) no longer ends a sentence, so the name after "
+                                 "it is a name the translation tier looks for in other scripts")))
 
 @dataclass
 class LanguageSlice:
