@@ -101,10 +101,11 @@ class ArticleAnchors:
            days: frozenset[tuple[str, str]] = frozenset()) -> "ArticleAnchors":
         """``numbers``: number anchors found otherwise (spelled_numbers: numbers written in words); ``days``: the
         days of the week named in the text's own words (spelled_numbers.day_anchors)."""
-        exact, names = anchors(text) | numbers, name_candidates(text)
+        exact = anchors(text) | numbers
+        names, headline = names_and_headline_words(text)
         by_position = frozenset(w for w in exact - names if not w.startswith("#"))
-        return cls(exact, names, Spelled.of(text), (exact - names) & lowercase_words(text), days, by_position,
-                   headline_words(text) & by_position)
+        return cls(exact, names, Spelled.of(text), by_position & lowercase_words(text), days, by_position,
+                   headline & by_position)
 
     def with_english_days(self, words: frozenset[str]) -> frozenset[str]:
         """``words`` with each day of the week named in the text's own words as the English day's anchor."""
@@ -127,20 +128,24 @@ _LETTER_OR_DIGIT = regex.compile(r"[\p{L}\p{N}]")
 _OTHER_SCRIPT = regex.compile(r"[\p{L}--\p{Latin}]", regex.V1)  # a letter of a script without case
 
 
-def _title_cased(sentence: str, words: list) -> bool:
-    long = [m.group() for m in words if len(m.group()) >= 4]
-    return len(long) >= 2 and all(w[0].isupper() for w in long) and not _OTHER_SCRIPT.search(sentence)
+def _capitalised(words: list) -> list[str]:
+    """The capitalised words (folded) of a sentence's word matches that have >= MIN_NAME_LETTERS letters."""
+    return [fold(m.group()) for m in words if m.group()[0].isupper() and len(fold(m.group())) >= MIN_NAME_LETTERS]
 
 
-def headline_words(text: str) -> frozenset[str]:
-    """The capitalised Latin words (folded) of the text's title-cased sentences (``name_candidates``)."""
-    out: set[str] = set()
+def names_and_headline_words(text: str) -> tuple[frozenset[str], frozenset[str]]:
+    """``name_candidates`` and the capitalised words of the text's title-cased sentences (headlines), from one pass
+    over its sentences."""
+    names: set[str] = set()
+    headline: set[str] = set()
     for sentence in _SENTENCE_END.split(unicodedata.normalize("NFC", text)):
         words = list(_WORD.finditer(sentence))
-        if _title_cased(sentence, words):
-            out.update(fold(m.group()) for m in words
-                       if m.group()[0].isupper() and len(fold(m.group())) >= MIN_NAME_LETTERS)
-    return frozenset(out)
+        long = [m.group() for m in words if len(m.group()) >= 4]
+        if len(long) >= 2 and all(w[0].isupper() for w in long) and not _OTHER_SCRIPT.search(sentence):
+            headline.update(_capitalised(words))
+            continue
+        names.update(_capitalised([m for m in words if _LETTER_OR_DIGIT.search(sentence, 0, m.start())]))
+    return frozenset(names), frozenset(headline)
 
 
 def name_candidates(text: str) -> frozenset[str]:
@@ -149,14 +154,7 @@ def name_candidates(text: str) -> frozenset[str]:
     headline capitalising every word of four letters or more: "Kanye West Embarked on a Pro-Trump Diatribe,
     Wearing a MAGA Hat"; a sentence with letters of a script without case, where Latin words are names anyway,
     is none)."""
-    out: set[str] = set()
-    for sentence in _SENTENCE_END.split(unicodedata.normalize("NFC", text)):
-        words = list(_WORD.finditer(sentence))
-        if _title_cased(sentence, words):
-            continue
-        out.update(fold(m.group()) for m in words if m.group()[0].isupper()
-                   and len(fold(m.group())) >= MIN_NAME_LETTERS and _LETTER_OR_DIGIT.search(sentence, 0, m.start()))
-    return frozenset(out)
+    return names_and_headline_words(text)[0]
 
 
 def respelled(mine: frozenset[str], theirs: frozenset[str], min_consonants: int = MIN_CONSONANTS) -> frozenset[str]:
@@ -270,4 +268,4 @@ def min_anchor_overlap(cfg, near_best: bool = False) -> float:
 
 __all__ = ["DEFAULT_MIN_ANCHOR_OVERLAP", "DEFAULT_MIN_ANCHOR_OVERLAP_NEAR_BEST", "INFLECTED", "MIN_TIER_MARGIN",
            "ArticleAnchors", "anchors", "fold", "inflected", "lowercase_words", "min_anchor_overlap", "name_candidates",
-           "overlap", "pair_overlap", "respelled"]
+           "names_and_headline_words", "overlap", "pair_overlap", "respelled"]
